@@ -1,0 +1,358 @@
+/**
+ * @file switchyard/switchyard.h
+ * @brief Switchyard public C API: context, worker, endpoint, tagged messaging.
+ *
+ * Object model (a child keeps its parent alive; destroy children first):
+ *   context  -- configuration, transports and memory types found on this host; one per process.
+ *   worker   -- progress engine: transport interfaces, tag matcher, requests. Not thread-safe
+ *               unless created with SWY_THREAD_MODE_MULTI (then every call takes one lock).
+ *   endpoint -- connection from a worker to one remote worker, created from that worker's
+ *               address blob (swy_worker_get_address()).
+ *   request  -- one non-blocking operation.
+ *
+ * Completion model for non-blocking calls (swy_tag_send_nb, swy_tag_recv_nb, ...):
+ *   - returns SWY_OK and sets *req to NULL: finished immediately, no callback is called;
+ *   - returns SWY_INPROGRESS and sets *req: the callback (if any) runs from
+ *     swy_worker_progress() once the operation completes, and swy_request_test()/wait()
+ *     report the final status; the caller releases the request with swy_request_free()
+ *     (freeing before completion is allowed: the request is then released on completion);
+ *   - returns an error (< 0) and sets *req to NULL: nothing was started, no callback runs.
+ *   A receive that completes immediately with a truncation returns SWY_ERR_MESSAGE_TRUNCATED.
+ *
+ * Configuration: every SWY_* environment variable is listed by `swy-info -c` and in
+ * docs/configuration.md; swy_config_set() overrides a variable for one context.
+ */
+#ifndef SWITCHYARD_SWITCHYARD_H
+#define SWITCHYARD_SWITCHYARD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <switchyard/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------- */
+/* Handles and basic types                                                                  */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct swy_config *swy_config_h;   /**< Configuration set (from env + overrides). */
+typedef struct swy_context *swy_context_h; /**< Process-wide context. */
+typedef struct swy_worker *swy_worker_h;   /**< Progress engine. */
+typedef struct swy_ep *swy_ep_h;           /**< Connection to one remote worker. */
+typedef struct swy_request *swy_request_h; /**< One non-blocking operation. */
+typedef struct swy_message *swy_message_h; /**< A message removed by a matched probe. */
+typedef uint64_t swy_tag_t;                /**< 64-bit message tag. */
+
+/** Memory type of a user buffer. SWY_MEMTYPE_UNKNOWN asks Switchyard to detect it. */
+typedef enum swy_memtype {
+    SWY_MEMTYPE_UNKNOWN = 0,
+    SWY_MEMTYPE_HOST = 1,
+    SWY_MEMTYPE_SIMDEV = 2,
+    SWY_MEMTYPE_DMABUF = 3,
+    SWY_MEMTYPE_CUDA = 4
+} swy_memtype_t;
+
+/** Version of the library as "MAJOR.MINOR.PATCH". Thread safety: any thread. */
+const char *swy_version_string(void);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Configuration                                                                            */
+/* ---------------------------------------------------------------------------------------- */
+
+/**
+ * @brief Read every SWY_* variable from the environment into a new configuration set.
+ * @param[out] config  receives the set; release with swy_config_release().
+ * @return SWY_OK; SWY_ERR_INVALID_PARAM if a variable has a value of the wrong type (the
+ *         log names the variable); SWY_ERR_NO_MEMORY. Unknown SWY_* variables give a warning.
+ */
+swy_status_t swy_config_read(swy_config_h *config);
+
+/**
+ * @brief Override one variable, named with or without the "SWY_" prefix.
+ * @return SWY_OK; SWY_ERR_NOT_FOUND for an unknown name; SWY_ERR_INVALID_PARAM for a value
+ *         that does not parse as the variable's type.
+ */
+swy_status_t swy_config_set(swy_config_h config, const char *name, const char *value);
+
+/**
+ * @brief Read the current value of a variable as text into @p buf (NUL-terminated).
+ * @return SWY_OK; SWY_ERR_NOT_FOUND; SWY_ERR_NO_RESOURCE if @p buf is too small.
+ */
+swy_status_t swy_config_get(swy_config_h config, const char *name, char *buf, size_t buflen);
+
+/** @brief Release a configuration set (contexts keep their own copy). */
+void swy_config_release(swy_config_h config);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Context                                                                                  */
+/* ---------------------------------------------------------------------------------------- */
+
+/** Parameters for swy_context_create(). Zero-initialise, then set what you need. */
+typedef struct swy_context_params {
+    swy_config_h config; /**< NULL: read the environment. Copied; caller keeps ownership. */
+} swy_context_params_t;
+
+/**
+ * @brief Create a context: parse configuration, discover transports and memory types.
+ * @param params  may be NULL (same as all-zero).
+ * @return SWY_OK; SWY_ERR_INVALID_PARAM for a bad configuration; SWY_ERR_NO_MEMORY.
+ */
+swy_status_t swy_context_create(const swy_context_params_t *params, swy_context_h *context);
+
+/** @brief Destroy a context. Every worker created from it must already be destroyed. */
+void swy_context_destroy(swy_context_h context);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Worker                                                                                   */
+/* ---------------------------------------------------------------------------------------- */
+
+/** Threading mode of a worker. */
+typedef enum swy_thread_mode {
+    SWY_THREAD_MODE_SINGLE = 0, /**< Only one thread uses the worker at a time (fastest). */
+    SWY_THREAD_MODE_MULTI = 1   /**< Any thread may call; calls serialise on one lock. */
+} swy_thread_mode_t;
+
+/** Parameters for swy_worker_create(). Zero-initialise, then set what you need. */
+typedef struct swy_worker_params {
+    swy_thread_mode_t thread_mode;
+} swy_worker_params_t;
+
+/**
+ * @brief Create a worker with every transport the context enabled (SWY_TLS).
+ * @param params may be NULL.
+ * @return SWY_OK; SWY_ERR_NO_MEMORY; SWY_ERR_IO if a shared segment cannot be created.
+ */
+swy_status_t swy_worker_create(swy_context_h context, const swy_worker_params_t *params,
+                               swy_worker_h *worker);
+
+/**
+ * @brief Destroy a worker. Endpoints still open are closed with force (their outstanding
+ * requests complete with SWY_ERR_CANCELED before this returns).
+ */
+void swy_worker_destroy(swy_worker_h worker);
+
+/**
+ * @brief Make progress on every transport and protocol of the worker.
+ * @return the number of events processed (0 when nothing happened). Completion callbacks
+ *         run from inside this call.
+ */
+unsigned swy_worker_progress(swy_worker_h worker);
+
+/**
+ * @brief File descriptor that becomes readable when the worker may have work (for poll/epoll).
+ * Use with swy_worker_arm(): arm, and only if it returns SWY_OK block on the fd.
+ */
+swy_status_t swy_worker_get_efd(swy_worker_h worker, int *fd);
+
+/**
+ * @brief Arm the event fd for the next event.
+ * @return SWY_OK: armed, safe to block; SWY_ERR_BUSY: events are pending, call progress.
+ */
+swy_status_t swy_worker_arm(swy_worker_h worker);
+
+/**
+ * @brief Block until the worker has an event or @p timeout_ms passes (-1: no limit).
+ * Equivalent to arm + poll(efd). @return SWY_OK or SWY_ERR_TIMED_OUT.
+ */
+swy_status_t swy_worker_wait(swy_worker_h worker, int timeout_ms);
+
+/**
+ * @brief Get this worker's address: an opaque blob another process passes to swy_ep_create().
+ * @param[out] address  allocated by Switchyard; release with swy_worker_release_address().
+ * @param[out] length   its length in bytes.
+ */
+swy_status_t swy_worker_get_address(swy_worker_h worker, void **address, size_t *length);
+
+/** @brief Release an address returned by swy_worker_get_address(). */
+void swy_worker_release_address(swy_worker_h worker, void *address);
+
+/** Attributes of a worker, for tools and tests. */
+typedef struct swy_worker_attr {
+    unsigned pio_endpoints_granted; /**< endpoints of this worker that hold a PIO lane */
+    unsigned pio_endpoints_max;     /**< policy cap on such endpoints (SWY_PIO_MAX_EPS) */
+    unsigned pio_window_slots;      /**< PIO rings this worker's receive window offers */
+    unsigned pio_window_free;       /**< of which not yet taken by senders */
+} swy_worker_attr_t;
+
+/** @brief Query worker attributes. */
+swy_status_t swy_worker_query(swy_worker_h worker, swy_worker_attr_t *attr);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Endpoint                                                                                 */
+/* ---------------------------------------------------------------------------------------- */
+
+/** Called once, from progress, when an endpoint fails (peer died, connection lost). */
+typedef void (*swy_ep_error_cb_t)(void *arg, swy_ep_h ep, swy_status_t status);
+
+/** Endpoint creation flags. */
+enum swy_ep_flags {
+    /** Ask for a PIO lane ahead of endpoints that do not ask (SWY_PIO_RESERVED slots). */
+    SWY_EP_FLAG_PIO_FIRST = 1u << 0,
+    /** Never take a PIO lane (leave the window to others). */
+    SWY_EP_FLAG_NO_PIO = 1u << 1
+};
+
+/** Parameters for swy_ep_create(). Zero-initialise, then set what you need. */
+typedef struct swy_ep_params {
+    const void *remote_address;    /**< required: blob from swy_worker_get_address() */
+    size_t remote_address_length;  /**< required: its length */
+    uint32_t flags;                /**< enum swy_ep_flags */
+    swy_ep_error_cb_t err_cb;      /**< optional; without it errors only fail requests */
+    void *err_arg;                 /**< passed to err_cb */
+} swy_ep_params_t;
+
+/**
+ * @brief Connect to a remote worker.
+ * @return SWY_OK; SWY_ERR_INVALID_PARAM (missing address); SWY_ERR_MALFORMED (the address
+ *         failed validation); SWY_ERR_UNREACHABLE (no enabled transport reaches the peer,
+ *         e.g. another host and no network transport, or the peer's segment cannot be mapped).
+ */
+swy_status_t swy_ep_create(swy_worker_h worker, const swy_ep_params_t *params, swy_ep_h *ep);
+
+/** How swy_ep_close_nb() treats outstanding operations. */
+typedef enum swy_ep_close_mode {
+    SWY_EP_CLOSE_FLUSH = 0, /**< complete every outstanding send first */
+    SWY_EP_CLOSE_FORCE = 1  /**< cancel outstanding sends (they complete with SWY_ERR_CANCELED) */
+} swy_ep_close_mode_t;
+
+/**
+ * @brief Close an endpoint.
+ * @param[out] req  set when the close is still in progress (wait on it, then free it).
+ * @return SWY_OK (closed, *req NULL), SWY_INPROGRESS, or an error. The handle is invalid
+ *         once the close completes.
+ */
+swy_status_t swy_ep_close_nb(swy_ep_h ep, swy_ep_close_mode_t mode, swy_request_h *req);
+
+/** What an endpoint got at wire-up. Nothing is hidden: a PIO-less endpoint says so. */
+typedef struct swy_ep_attr {
+    int pio;                    /**< 1 if the endpoint holds a PIO lane */
+    uint32_t credits;           /**< send credits on its lane (cells it may have in flight) */
+    int credits_shared;         /**< 1 if those credits are shared with other senders */
+    size_t pio_max_size;        /**< largest payload sent by PIO (0 without PIO) */
+    size_t bcopy_max_size;      /**< largest payload of one bcopy fragment */
+    const char *transport;      /**< "self", "shm", ... */
+    const char *small_protocol; /**< protocol for an 8-byte host send, e.g. "eager_short" */
+    const char *fallback_protocol; /**< what small sends use without PIO, e.g. "eager_bcopy" */
+    int connected;              /**< 0 once the endpoint failed */
+    int cma;                    /**< 1 if zero-copy CMA reaches the peer */
+} swy_ep_attr_t;
+
+/** @brief Query what an endpoint got. */
+swy_status_t swy_ep_query(swy_ep_h ep, swy_ep_attr_t *attr);
+
+/**
+ * @brief Write the endpoint's protocol table (size ranges → protocol, with reasons) as text.
+ * @param memtype  memory type of the send buffer (SWY_MEMTYPE_HOST for host).
+ * @return SWY_OK, or SWY_ERR_NO_RESOURCE if @p buf was too small (output truncated).
+ */
+swy_status_t swy_ep_print_protocols(swy_ep_h ep, swy_memtype_t memtype, char *buf,
+                                    size_t buflen);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Requests                                                                                 */
+/* ---------------------------------------------------------------------------------------- */
+
+/** What a receive matched. */
+typedef struct swy_tag_recv_info {
+    swy_tag_t sender_tag; /**< the tag the sender used */
+    size_t length;        /**< the sender's message length (may exceed the buffer) */
+} swy_tag_recv_info_t;
+
+/** Send completion callback, run from progress. */
+typedef void (*swy_send_cb_t)(swy_request_h req, swy_status_t status, void *user_data);
+/** Receive completion callback, run from progress; @p info is valid only during the call. */
+typedef void (*swy_recv_cb_t)(swy_request_h req, swy_status_t status,
+                              const swy_tag_recv_info_t *info, void *user_data);
+
+/** Request parameter flags. */
+enum swy_request_flags {
+    /** Synchronous send: completes only once a receive matched the message. */
+    SWY_REQ_FLAG_SYNC = 1u << 0,
+    /** Never complete immediately: always return a request (callback always runs). */
+    SWY_REQ_FLAG_NO_IMM_COMPLETE = 1u << 1
+};
+
+/** Per-operation parameters. May be NULL (no callback, detect the memory type). */
+typedef struct swy_request_params {
+    uint32_t flags;               /**< enum swy_request_flags */
+    swy_send_cb_t send_cb;        /**< for sends */
+    swy_recv_cb_t recv_cb;        /**< for receives */
+    void *user_data;              /**< passed to the callback */
+    swy_memtype_t memtype;        /**< memory type of the buffer; UNKNOWN: detect */
+    swy_tag_recv_info_t *recv_info; /**< receives: filled when completing immediately */
+} swy_request_params_t;
+
+/**
+ * @brief Check a request. @return SWY_INPROGRESS, or its final status.
+ * Does not make progress: call swy_worker_progress() in between.
+ */
+swy_status_t swy_request_test(swy_request_h req);
+
+/**
+ * @brief Progress @p worker until the request completes. @return its final status.
+ * The request still has to be freed with swy_request_free().
+ */
+swy_status_t swy_request_wait(swy_worker_h worker, swy_request_h req);
+
+/** @brief What a completed receive matched. @return SWY_OK, SWY_INPROGRESS if not done. */
+swy_status_t swy_request_recv_info(swy_request_h req, swy_tag_recv_info_t *info);
+
+/**
+ * @brief Cancel a request.
+ * A receive that has not been matched completes with SWY_ERR_CANCELED (callback runs from
+ * the next progress). A receive already matched (its data is arriving) and sends are not
+ * canceled: @return SWY_ERR_BUSY for those, SWY_OK when the cancel took effect.
+ */
+swy_status_t swy_request_cancel(swy_worker_h worker, swy_request_h req);
+
+/** @brief Release a request (before or after completion). */
+void swy_request_free(swy_request_h req);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Tagged messaging (MPI semantics)                                                         */
+/* ---------------------------------------------------------------------------------------- */
+
+/**
+ * @brief Send @p length bytes with @p tag. Messages from one endpoint match in send order.
+ * @param buffer  must stay valid and unchanged until completion; may be NULL if length is 0.
+ * @return see the completion model at the top of this file. SWY_ERR_ENDPOINT_CLOSED or
+ *         SWY_ERR_CONNECTION_RESET if the endpoint has failed.
+ */
+swy_status_t swy_tag_send_nb(swy_ep_h ep, const void *buffer, size_t length, swy_tag_t tag,
+                             const swy_request_params_t *params, swy_request_h *req);
+
+/**
+ * @brief Receive a message whose tag matches: (sender_tag & tag_mask) == (tag & tag_mask).
+ * Receives match in post order. A message larger than @p length completes with
+ * SWY_ERR_MESSAGE_TRUNCATED, and nothing is written past @p length bytes.
+ */
+swy_status_t swy_tag_recv_nb(swy_worker_h worker, void *buffer, size_t length, swy_tag_t tag,
+                             swy_tag_t tag_mask, const swy_request_params_t *params,
+                             swy_request_h *req);
+
+/**
+ * @brief Look for an unexpected message that a receive with (tag, mask) would match.
+ * @param remove   0: leave it (MPI_Iprobe); 1: take it out of matching (MPI_Improbe) and
+ *                 return it in @p message for swy_tag_msg_recv_nb().
+ * @param[out] info  its tag and length.
+ * @return SWY_OK if found; SWY_ERR_NO_MESSAGE if not (call progress and retry).
+ */
+swy_status_t swy_tag_probe_nb(swy_worker_h worker, swy_tag_t tag, swy_tag_t tag_mask, int remove,
+                              swy_tag_recv_info_t *info, swy_message_h *message);
+
+/**
+ * @brief Receive a message removed by swy_tag_probe_nb(remove=1) (MPI_Mrecv).
+ * Consumes @p message. Completion model as swy_tag_recv_nb().
+ */
+swy_status_t swy_tag_msg_recv_nb(swy_worker_h worker, void *buffer, size_t length,
+                                 swy_message_h message, const swy_request_params_t *params,
+                                 swy_request_h *req);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

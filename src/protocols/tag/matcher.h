@@ -1,0 +1,93 @@
+// Tag matching with MPI semantics: posted-receive queue and unexpected-message queue.
+//
+// Rules (MPI 4.0 §3.5):
+//  - an incoming message matches the earliest-posted receive whose (tag & mask) equals
+//    (message tag & mask);
+//  - a newly posted receive (or probe) matches the earliest-arrived unexpected message it
+//    accepts; messages from one sender are delivered to the matcher in send order, so this
+//    keeps the non-overtaking rule;
+//  - exact-tag receives (mask == ~0) are hashed by tag, wildcard receives live in their own
+//    list; both carry a post sequence number and the earlier one wins, so order holds.
+//  - unexpected messages are hashed by tag and also kept in one arrival-order list, for
+//    wildcard receives and probes.
+//
+// Entries are intrusive (the caller owns their memory, typically the request object): the
+// matcher never allocates on the hot path. Bucket tables grow (rehash) at setup-like moments
+// when their load factor passes 1; growth is amortised and does not reorder entries.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace swy::proto {
+
+/// Intrusive doubly-linked hook. An entry that is in no list has prev == next == nullptr.
+struct ListHook {
+    ListHook* prev = nullptr;
+    ListHook* next = nullptr;
+};
+
+/// A posted receive, embedded in the receive request.
+struct PostedReceive {
+    uint64_t tag = 0;
+    uint64_t mask = 0;
+    uint64_t post_seq = 0;  ///< set by TagMatcher::post()
+    ListHook hook;          ///< bucket list (exact) or wildcard list
+};
+
+/// An unexpected message, embedded in the descriptor that holds its data or RTS.
+struct UnexpectedMessage {
+    uint64_t tag = 0;
+    uint64_t arrival_seq = 0;  ///< set by TagMatcher::add_unexpected()
+    ListHook bucket_hook;      ///< per-tag bucket list
+    ListHook arrival_hook;     ///< global arrival-order list
+};
+
+/// Posted and unexpected queues for one worker. Not thread-safe (the worker serialises).
+class TagMatcher {
+public:
+    /// @param initial_buckets power of two; the tables grow as entries are added.
+    explicit TagMatcher(size_t initial_buckets = 1024);
+    TagMatcher(const TagMatcher&) = delete;
+    TagMatcher& operator=(const TagMatcher&) = delete;
+
+    // ---- receive side: a message arrived ----
+
+    /// Find the earliest-posted receive that accepts @p tag, remove it and return it;
+    /// nullptr if none (the caller then calls add_unexpected()).
+    PostedReceive* match_posted(uint64_t tag);
+
+    /// Queue an unexpected message (arrival order is the call order).
+    void add_unexpected(UnexpectedMessage* msg);
+
+    // ---- application side: a receive or probe is posted ----
+
+    /// Find the earliest-arrived unexpected message that (tag, mask) accepts; if @p remove,
+    /// take it out of both lists. nullptr if none.
+    UnexpectedMessage* match_unexpected(uint64_t tag, uint64_t mask, bool remove);
+
+    /// Remove a specific unexpected message (e.g. its sender failed). No-op if not queued.
+    void remove_unexpected(UnexpectedMessage* msg);
+
+    /// Queue a receive that found no unexpected message. Assigns post_seq.
+    void post(PostedReceive* recv);
+
+    /// Remove a posted receive (cancel). @return false if it was not queued (already matched).
+    bool cancel(PostedReceive* recv);
+
+    /// Number of queued posted receives / unexpected messages.
+    size_t posted_count() const { return posted_count_; }
+    size_t unexpected_count() const { return unexpected_count_; }
+
+private:
+    struct Bucket {
+        ListHook head;  // sentinel of a circular list
+    };
+    // ... implementation-defined members (tables of buckets, wildcard list, arrival list,
+    // sequence counters) ...
+    size_t posted_count_ = 0;
+    size_t unexpected_count_ = 0;
+};
+
+}  // namespace swy::proto
