@@ -84,8 +84,22 @@ private:
     struct Bucket {
         ListHook head;  // sentinel of a circular list
     };
-    // ... implementation-defined members (tables of buckets, wildcard list, arrival list,
-    // sequence counters) ...
+    // A bucket table is allocated once per size and never resized in place: the sentinels'
+    // addresses are stored in the lists, so growth builds a new table and relinks into it.
+    using Table = std::vector<Bucket>;
+
+    static Table make_table(size_t n);
+    static size_t bucket_index(uint64_t tag, const Table& table);
+    void grow_posted();
+    void grow_unexpected();
+
+    Table posted_buckets_;      // exact-tag receives, post order within a bucket
+    Table unexpected_buckets_;  // unexpected messages by tag, arrival order within a bucket
+    ListHook wildcard_;         // sentinel: wildcard receives in post order
+    ListHook arrival_;          // sentinel: every unexpected message in arrival order
+    uint64_t next_post_seq_ = 1;
+    uint64_t next_arrival_seq_ = 1;
+    size_t posted_exact_count_ = 0;  // load of posted_buckets_ (wildcards are not hashed)
     size_t posted_count_ = 0;
     size_t unexpected_count_ = 0;
 };

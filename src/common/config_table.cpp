@@ -1,0 +1,101 @@
+// The one declaration of every SWY_* variable. `swy-info -c` prints this table and
+// docs/configuration.md mirrors it: change both together. Help texts are user documentation;
+// keep them to one to three sentences and list the accepted values of enumerated strings.
+#include "common/config.h"
+
+#include <array>
+
+namespace swy::common {
+namespace {
+
+using enum ConfigType;
+
+constexpr std::array<ConfigVar, 22> kTable{{
+    // --- Component selection -----------------------------------------------------------------
+    {"TLS", kList, "all",
+     "Transports to use: self, shm, cma, tcp, verbs. \"all\" uses every transport found on "
+     "this host; a leading \"^\" excludes the listed ones instead (\"^tcp,verbs\")."},
+    {"MEMTYPES", kList, "host",
+     "Memory-type plugins to load: host, simdev, dmabuf, cuda."},
+    {"PROTO", kList, "all",
+     "Allow-list of protocols the selector may choose from: eager_short, eager_bcopy, "
+     "rndv_get_cma, rndv_put_cma, rndv_pipeline. \"all\" allows every protocol."},
+    {"LOG_LEVEL", kString, "warn",
+     "Messages printed to stderr: error|warn|info|debug|trace (each level includes the ones "
+     "before it)."},
+
+    // --- Protocol selection ------------------------------------------------------------------
+    {"PIO_MAX", kSize, "auto",
+     "Largest message sent by eager PIO (programmed I/O into the receiver's ring). \"auto\" "
+     "takes the smaller of the lane's limit and the size where the cost model prefers "
+     "another protocol."},
+    {"RNDV_THRESH", kSize, "auto",
+     "Message size from which the rendezvous protocol is used. \"auto\" picks the crossover "
+     "point from the transports' cost models; \"inf\" disables rendezvous."},
+    {"ZCOPY_THRESH", kSize, "auto",
+     "Message size from which zero-copy sends are used instead of copying into bounce "
+     "buffers. \"auto\" picks it from the cost models; \"inf\" disables zero-copy."},
+    {"RNDV_SCHEME", kString, "auto",
+     "Rendezvous flavour: auto|get|put|pipeline. \"get\": the receiver reads the sender's "
+     "buffer; \"put\": the sender writes into the receiver's buffer; \"pipeline\": staged "
+     "through shared segments; \"auto\": cheapest by the cost model."},
+    {"RNDV_FRAG_SIZE", kSize, "512K",
+     "Segment size of pipelined or segmented rendezvous transfers."},
+    {"RNDV_PIPELINE_DEPTH", kUnsigned, "4",
+     "Rendezvous segments in flight at once for one message (pipelined or segmented "
+     "rendezvous)."},
+    {"PROTO_INFO", kBool, "n",
+     "Print each endpoint's protocol table (the protocol chosen for every size range, and "
+     "why) when it connects."},
+    {"CALIBRATION_FILE", kString, "",
+     "Cost figures measured by `swy-info --calibrate`, used instead of the built-in "
+     "estimates. Empty: ~/.cache/switchyard/calibration.conf if that file exists."},
+
+    // --- Shared-memory transport -------------------------------------------------------------
+    {"PIO_MAX_EPS", kUnsigned, "16",
+     "Most endpoints of one worker that hold a PIO lane at the same time; further endpoints "
+     "send through the shared FIFO."},
+    {"PIO_RESERVED", kUnsigned, "4",
+     "Of SWY_PIO_MAX_EPS, lanes kept for endpoints created with SWY_EP_FLAG_PIO_FIRST; other "
+     "endpoints may take only the rest."},
+    {"SHM_FIFO_CELLS", kUnsigned, "256",
+     "Cells in the shared multi-producer receive FIFO of each worker."},
+    {"SHM_CELL_SIZE", kSize, "8K",
+     "Bytes per receive-FIFO cell, header included. Bounds the fragment size of eager "
+     "bcopy sends."},
+    {"SHM_PIO_SLOTS", kUnsigned, "8",
+     "Dedicated PIO rings that a worker's receive window offers to senders."},
+    {"SHM_PIO_CREDITS", kUnsigned, "128",
+     "Cells in each dedicated PIO ring (the sender's credits)."},
+    {"SHM_PIO_CELL_SIZE", kSize, "1K",
+     "Cell size of the dedicated PIO rings, header included. Bounds the largest PIO "
+     "message."},
+    {"NUMA_PLACEMENT", kBool, "y",
+     "Place shared receive segments on the NUMA node of the receiving worker."},
+
+    // --- Cross-memory attach and connection management ---------------------------------------
+    {"CMA", kString, "auto",
+     "Use cross-memory attach (process_vm_readv/writev) for rendezvous: auto|y|n. \"auto\" "
+     "probes whether it works (ptrace scope and containers can forbid it)."},
+    {"KEEPALIVE_INTERVAL", kTime, "200ms",
+     "How often an idle endpoint checks that its peer is still alive."},
+}};
+
+}  // namespace
+
+std::span<const ConfigVar> config_table() { return kTable; }
+
+std::string_view config_type_name(ConfigType type) {
+    switch (type) {
+    case kBool: return "bool";
+    case kUnsigned: return "unsigned";
+    case kSize: return "size";
+    case kDouble: return "double";
+    case kString: return "string";
+    case kList: return "list";
+    case kTime: return "time";
+    }
+    return "?";
+}
+
+}  // namespace swy::common

@@ -1,0 +1,61 @@
+#include "transports/self/self_iface.h"
+
+#include <cstring>
+
+namespace swy::tl::self {
+
+SelfEndpoint::SelfEndpoint(SelfInterface* iface) : iface_(iface) {
+    attr_.transport = "self";
+    attr_.pio = false;
+    attr_.credits = UINT32_MAX;
+    attr_.credits_shared = false;
+    attr_.max_message = SelfInterface::kMaxMessage;
+    attr_.send_cost = {0.02e-6, 0.03e-6, 20e9};
+}
+
+Status SelfEndpoint::am_send(AmId id, const void* hdr, size_t hdr_len, const void* payload,
+                             size_t length) {
+    std::vector<uint8_t> bytes;
+    if (!iface_->spare_.empty()) {
+        bytes = std::move(iface_->spare_.back());
+        iface_->spare_.pop_back();
+    }
+    bytes.resize(hdr_len + length);
+    std::memcpy(bytes.data(), hdr, hdr_len);
+    if (length != 0) std::memcpy(bytes.data() + hdr_len, payload, length);
+    iface_->queue_.push_back({id, std::move(bytes)});
+    return Status::kOk;
+}
+
+uint64_t SelfEndpoint::remote_uid() const { return iface_->uid_; }
+
+SelfInterface::SelfInterface(uint64_t worker_uid, uint16_t index, AmSink* sink)
+    : uid_(worker_uid), index_(index), sink_(sink), reply_ep_(this) {}
+
+unsigned SelfInterface::progress() {
+    // Deliver only what was queued before this call: handlers may queue replies.
+    size_t n = queue_.size();
+    for (size_t i = 0; i < n; ++i) {
+        Packet p = std::move(queue_.front());
+        queue_.pop_front();
+        sink_->on_am(p.id, AmSource{index_, 0}, p.bytes.data(), p.bytes.size());
+        if (spare_.size() < 64) spare_.push_back(std::move(p.bytes));
+    }
+    return static_cast<unsigned>(n);
+}
+
+Status SelfInterface::connect(uint64_t remote_uid, const uint8_t*, size_t, bool,
+                              std::unique_ptr<Endpoint>* out, std::string* why) {
+    if (remote_uid != uid_) {
+        *why = "self: the address belongs to another worker";
+        return Status::kUnreachable;
+    }
+    *out = std::make_unique<SelfEndpoint>(this);
+    return Status::kOk;
+}
+
+Endpoint* SelfInterface::reply_endpoint(uint16_t) { return &reply_ep_; }
+
+uint64_t SelfInterface::sender_uid(uint16_t) const { return uid_; }
+
+}  // namespace swy::tl::self

@@ -1,0 +1,59 @@
+// Self transport: a worker talking to itself. Messages are queued and delivered from the
+// next progress call (never from inside the send), so callbacks never re-enter a send.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "transports/transport.h"
+
+namespace swy::tl::self {
+
+class SelfInterface;
+
+class SelfEndpoint final : public Endpoint {
+public:
+    explicit SelfEndpoint(SelfInterface* iface);
+    const LaneAttr& attr() const override { return attr_; }
+    Status am_send(AmId id, const void* hdr, size_t hdr_len, const void* payload,
+                   size_t length) override;
+    uint64_t remote_uid() const override;
+    void disconnect() override {}
+
+private:
+    SelfInterface* iface_;
+    LaneAttr attr_;
+};
+
+class SelfInterface final : public Interface {
+public:
+    /// Largest message of one am_send (fragments above it, like any lane).
+    static constexpr size_t kMaxMessage = 64 * 1024;
+
+    SelfInterface(uint64_t worker_uid, uint16_t index, AmSink* sink);
+    const char* name() const override { return "self"; }
+    unsigned progress() override;
+    std::vector<uint8_t> address() const override { return {}; }
+    Status connect(uint64_t remote_uid, const uint8_t* section, size_t length, bool want_pio,
+                   std::unique_ptr<Endpoint>* out, std::string* why) override;
+    Endpoint* reply_endpoint(uint16_t sender) override;
+    uint64_t sender_uid(uint16_t sender) const override;
+    bool arm() override { return queue_.empty(); }
+    int event_fd() const override { return -1; }
+
+private:
+    friend class SelfEndpoint;
+    struct Packet {
+        AmId id;
+        std::vector<uint8_t> bytes;
+    };
+    uint64_t uid_;
+    uint16_t index_;
+    AmSink* sink_;
+    std::deque<Packet> queue_;
+    std::vector<std::vector<uint8_t>> spare_;  // recycled packet buffers
+    SelfEndpoint reply_ep_;
+};
+
+}  // namespace swy::tl::self

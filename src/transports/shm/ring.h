@@ -1,0 +1,113 @@
+// Lock-free rings of fixed-size cells in shared memory (the receive FIFO of the shm transport).
+//
+// Every cell starts with a sequence word (Vyukov's bounded queue): for ring position `pos`,
+// the cell is free for the producer when seq == pos, and full for the consumer when
+// seq == pos + 1; the consumer hands it back with seq = pos + ncells. This needs no shared
+// tail: a producer learns that the ring is full from the cell itself, so a full ring is a
+// clean "no resource", never a spin, and the consumer's release stays in its own cache line
+// until a producer really needs that cell.
+//
+// Two producer flavours share one consumer:
+//  - MultiProducer: senders claim a position with a CAS on the shared head (the common FIFO
+//    every sender can use);
+//  - SingleProducer: one sender owns the ring and keeps its head privately (the dedicated
+//    PIO rings: no atomic read-modify-write on the send path).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace swy::tl::shm {
+
+/// Header at the start of every cell. The payload follows immediately.
+struct CellHeader {
+    std::atomic<uint64_t> seq;
+    uint8_t am_id;
+    uint8_t flags;
+    uint16_t sender;  ///< sender slot in the receiver's segment
+    uint32_t length;  ///< payload bytes in this cell
+};
+static_assert(sizeof(CellHeader) == 16);
+static_assert(std::atomic<uint64_t>::is_always_lock_free);
+
+inline constexpr size_t kCacheLine = 64;
+
+/// A view of a ring: cells live in shared memory, the view in each process.
+class RingView {
+public:
+    RingView() = default;
+    RingView(uint8_t* cells, uint32_t ncells, uint32_t cell_size)
+        : cells_(cells), mask_(ncells - 1), cell_size_(cell_size) {}
+
+    /// Mark every cell free. Only the owner calls this, before anyone maps the segment.
+    void initialise() {
+        for (uint32_t i = 0; i <= mask_; ++i) {
+            new (cell(i)) CellHeader{};
+            cell(i)->seq.store(i, std::memory_order_relaxed);
+        }
+    }
+
+    CellHeader* cell(uint64_t pos) const {
+        return reinterpret_cast<CellHeader*>(cells_ + (pos & mask_) * size_t{cell_size_});
+    }
+    uint32_t cell_size() const { return cell_size_; }
+    uint32_t capacity() const { return mask_ + 1; }
+    size_t payload_capacity() const { return cell_size_ - sizeof(CellHeader); }
+    bool valid() const { return cells_ != nullptr; }
+
+    // ---- producers ----
+
+    /// Multi-producer claim: CAS on the shared @p head. nullptr when the ring is full.
+    CellHeader* claim_shared(std::atomic<uint64_t>& head, uint64_t* pos_out) const {
+        uint64_t pos = head.load(std::memory_order_relaxed);
+        for (;;) {
+            CellHeader* c = cell(pos);
+            const uint64_t seq = c->seq.load(std::memory_order_acquire);
+            const int64_t diff = static_cast<int64_t>(seq - pos);
+            if (diff == 0) {
+                if (head.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+                    *pos_out = pos;
+                    return c;
+                }
+            } else if (diff < 0) {
+                return nullptr;  // the consumer has not released this cell yet: full
+            } else {
+                pos = head.load(std::memory_order_relaxed);
+            }
+        }
+    }
+
+    /// Single-producer claim at the caller's private head. nullptr when full.
+    CellHeader* claim_private(uint64_t head) const {
+        CellHeader* c = cell(head);
+        return c->seq.load(std::memory_order_acquire) == head ? c : nullptr;
+    }
+
+    /// Make a claimed cell visible to the consumer. seq_cst so that the producer's following
+    /// load of the receiver's "armed" flag cannot be reordered before it (wake-up protocol).
+    static void publish(CellHeader* c, uint64_t pos) {
+        c->seq.store(pos + 1, std::memory_order_seq_cst);
+    }
+
+    // ---- consumer ----
+
+    /// The cell at @p tail if it holds a message, else nullptr.
+    CellHeader* peek(uint64_t tail) const {
+        CellHeader* c = cell(tail);
+        return c->seq.load(std::memory_order_acquire) == tail + 1 ? c : nullptr;
+    }
+
+    /// Hand the cell at @p tail back to producers.
+    void release(CellHeader* c, uint64_t tail) const {
+        c->seq.store(tail + capacity(), std::memory_order_release);
+    }
+
+private:
+    uint8_t* cells_ = nullptr;
+    uint32_t mask_ = 0;
+    uint32_t cell_size_ = 0;
+};
+
+}  // namespace swy::tl::shm

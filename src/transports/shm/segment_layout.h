@@ -1,0 +1,91 @@
+// Layout of a worker's shared receive segment (one memfd per worker, mapped by its senders).
+//
+//   [SegmentHeader][sender slot table][PIO slot table][shared FIFO cells][PIO ring cells]
+//
+// All cross-process references are offsets from the segment base; every field a peer reads
+// is validated against the mapping's size before use (a corrupt or hostile segment must not
+// make us read outside it).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "transports/shm/ring.h"
+
+namespace swy::tl::shm {
+
+inline constexpr uint64_t kSegmentMagic = 0x5357595348'4d3031ull;  // "SWYSHM01"
+inline constexpr uint32_t kSegmentVersion = 1;
+inline constexpr uint32_t kMaxSenders = 1024;
+
+/// State of a sender slot or PIO slot.
+enum SlotState : uint32_t { kSlotFree = 0, kSlotClaimed = 1, kSlotActive = 2, kSlotClosed = 3 };
+
+/// One sender's registration in the receiver's segment, claimed by the sender with a CAS.
+/// The receiver reads it the first time a cell names this slot, to learn who is talking.
+struct alignas(kCacheLine) SenderSlot {
+    std::atomic<uint32_t> state;
+    int32_t pid;        ///< sender process
+    int32_t memfd;      ///< sender's own segment fd number (for the reverse mapping)
+    uint32_t pio_slot;  ///< dedicated ring index, or kNoPioSlot
+    uint64_t uid;       ///< sender worker's unique id
+    uint64_t segment_size;
+};
+inline constexpr uint32_t kNoPioSlot = UINT32_MAX;
+
+/// One dedicated PIO ring of the receive window.
+struct alignas(kCacheLine) PioSlot {
+    std::atomic<uint32_t> state;
+    uint32_t sender_slot;
+};
+
+struct alignas(kCacheLine) SegmentHeader {
+    uint64_t magic;
+    uint32_t version;
+    int32_t owner_pid;
+    uint64_t owner_uid;
+    uint64_t total_size;
+    uint32_t fifo_cells;
+    uint32_t fifo_cell_size;
+    uint32_t pio_slots;
+    uint32_t pio_credits;
+    uint32_t pio_cell_size;
+    uint32_t reserved0;
+    uint64_t sender_table_offset;
+    uint64_t pio_table_offset;
+    uint64_t fifo_offset;
+    uint64_t pio_rings_offset;
+    /// Set by the owner before it blocks; senders that see it send a wake-up datagram.
+    alignas(kCacheLine) std::atomic<uint32_t> armed;
+    /// Shared FIFO head (multi-producer position counter), alone on its cache line.
+    alignas(kCacheLine) std::atomic<uint64_t> fifo_head;
+};
+
+/// Sizes of a segment, computed from the configuration (owner) or read from the header (peer).
+struct SegmentGeometry {
+    uint32_t fifo_cells;
+    uint32_t fifo_cell_size;
+    uint32_t pio_slots;
+    uint32_t pio_credits;
+    uint32_t pio_cell_size;
+
+    uint64_t sender_table_offset() const { return sizeof(SegmentHeader); }
+    uint64_t pio_table_offset() const {
+        return sender_table_offset() + uint64_t{kMaxSenders} * sizeof(SenderSlot);
+    }
+    uint64_t fifo_offset() const {
+        uint64_t end = pio_table_offset() + uint64_t{pio_slots} * sizeof(PioSlot);
+        return (end + 4095) & ~uint64_t{4095};
+    }
+    uint64_t pio_rings_offset() const {
+        return fifo_offset() + uint64_t{fifo_cells} * fifo_cell_size;
+    }
+    uint64_t pio_ring_bytes() const { return uint64_t{pio_credits} * pio_cell_size; }
+    uint64_t total_size() const {
+        uint64_t end = pio_rings_offset() + uint64_t{pio_slots} * pio_ring_bytes();
+        return (end + 4095) & ~uint64_t{4095};
+    }
+};
+
+}  // namespace swy::tl::shm

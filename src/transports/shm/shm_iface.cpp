@@ -1,0 +1,387 @@
+#include "transports/shm/shm_iface.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "common/log.h"
+#include "transports/shm/shm_address.h"
+
+namespace swy::tl::shm {
+
+using common::LogLevel;
+using common::log_printf;
+
+namespace {
+
+uint64_t monotonic_coarse_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+sockaddr_un wake_address(uint64_t uid, socklen_t* len) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    // Abstract namespace: no file is ever created, and the name disappears with the socket.
+    int n = std::snprintf(addr.sun_path + 1, sizeof(addr.sun_path) - 1, "swy-wake-%016llx",
+                          static_cast<unsigned long long>(uid));
+    *len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + static_cast<size_t>(n));
+    return addr;
+}
+
+int pidfd_open_compat(int pid) {
+    return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+}
+
+bool is_power_of_two(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+}  // namespace
+
+RemoteSegment::~RemoteSegment() {
+    if (base != nullptr) munmap(base, size);
+}
+
+// ------------------------------------------------------------------------------------------
+// Endpoint
+// ------------------------------------------------------------------------------------------
+
+ShmEndpoint::ShmEndpoint(ShmInterface* iface, std::shared_ptr<RemoteSegment> remote,
+                         uint16_t sender_slot, uint32_t pio_slot)
+    : iface_(iface), remote_(std::move(remote)), sender_slot_(sender_slot), pio_slot_(kNoPioSlot) {
+    SegmentHeader* h = remote_->header;
+    attr_.transport = "shm";
+    attr_.remote_pid = remote_->pid;
+    ring_ = RingView(remote_->base + h->fifo_offset, h->fifo_cells, h->fifo_cell_size);
+    attr_.pio = false;
+    attr_.credits = h->fifo_cells;
+    attr_.credits_shared = true;
+    // Shared FIFO: a CAS on the shared head per message and cells bouncing between senders.
+    attr_.send_cost = {0.18e-6, 0.04e-6, 12e9};
+    attr_.max_message = ring_.payload_capacity();
+    if (pio_slot != kNoPioSlot) use_pio_ring(pio_slot);
+}
+
+void ShmEndpoint::use_pio_ring(uint32_t pio_slot) {
+    SegmentHeader* h = remote_->header;
+    pio_slot_ = pio_slot;
+    ring_ = RingView(remote_->base + h->pio_rings_offset +
+                         uint64_t{pio_slot} * h->pio_credits * h->pio_cell_size,
+                     h->pio_credits, h->pio_cell_size);
+    private_head_ = 0;
+    attr_.pio = true;
+    attr_.credits = h->pio_credits;
+    attr_.credits_shared = false;
+    // A private ring: plain stores, no CAS, and its cells only ever move between two cores.
+    attr_.send_cost = {0.15e-6, 0.02e-6, 12e9};
+    attr_.max_message = ring_.payload_capacity();
+}
+
+ShmEndpoint::~ShmEndpoint() { disconnect(); }
+
+void ShmEndpoint::wake_peer() {
+    socklen_t len = 0;
+    sockaddr_un addr = wake_address(remote_->uid, &len);
+    char byte = 1;
+    // Non-blocking and best effort: a full socket buffer already means a pending wake-up.
+    (void)sendto(iface_->send_socket_, &byte, 1, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&addr),
+                 len);
+}
+
+Status ShmEndpoint::am_send(AmId id, const void* hdr, size_t hdr_len, const void* payload,
+                            size_t length) {
+    if (__builtin_expect(remote_->failed || disconnected_, 0)) return Status::kConnectionReset;
+    CellHeader* cell;
+    uint64_t pos;
+    if (pio_slot_ != kNoPioSlot) {
+        cell = ring_.claim_private(private_head_);
+        if (cell == nullptr) return Status::kNoResource;
+        pos = private_head_++;
+    } else {
+        cell = ring_.claim_shared(remote_->header->fifo_head, &pos);
+        if (cell == nullptr) return Status::kNoResource;
+    }
+    cell->am_id = id;
+    cell->flags = 0;
+    cell->sender = sender_slot_;
+    cell->length = static_cast<uint32_t>(hdr_len + length);
+    auto* data = reinterpret_cast<uint8_t*>(cell + 1);
+    std::memcpy(data, hdr, hdr_len);
+    if (length != 0) std::memcpy(data + hdr_len, payload, length);
+    RingView::publish(cell, pos);
+    if (__builtin_expect(remote_->header->armed.load(std::memory_order_seq_cst) != 0, 0)) {
+        wake_peer();
+    }
+    return Status::kOk;
+}
+
+void ShmEndpoint::disconnect() {
+    if (disconnected_) return;
+    if (!remote_->failed) {
+        // Ordered after every message of this lane, so the receiver frees the slots only
+        // once it has consumed them. If the lane is full we give up after a short while:
+        // the receiver reclaims the slots when this process exits.
+        uint8_t msg = static_cast<uint8_t>(ShmControl::kDisconnect);
+        for (int attempt = 0; attempt < 100000; ++attempt) {
+            if (am_send(kShmControlAm, &msg, 1, nullptr, 0) != Status::kNoResource) break;
+        }
+    }
+    disconnected_ = true;
+}
+
+// ------------------------------------------------------------------------------------------
+// Interface: set-up
+// ------------------------------------------------------------------------------------------
+
+ShmInterface::ShmInterface(const ShmConfig& config, uint64_t uid, uint16_t index, AmSink* sink)
+    : config_(config), uid_(uid), index_(index), sink_(sink), senders_(kMaxSenders) {}
+
+Status ShmInterface::open(const ShmConfig& config, uint64_t worker_uid, uint16_t iface_index,
+                          AmSink* sink, std::unique_ptr<ShmInterface>* out, std::string* why) {
+    const SegmentGeometry& g = config.geometry;
+    if (!is_power_of_two(g.fifo_cells) || !is_power_of_two(g.pio_credits) ||
+        g.fifo_cell_size < 128 || g.fifo_cell_size % kCacheLine != 0 || g.pio_cell_size < 128 ||
+        g.pio_cell_size % kCacheLine != 0 || g.pio_slots > 256) {
+        *why = "shm: SHM_FIFO_CELLS and SHM_PIO_CREDITS must be powers of two, cell sizes "
+               "multiples of 64 and at least 128, SHM_PIO_SLOTS at most 256";
+        return Status::kInvalidParam;
+    }
+    std::unique_ptr<ShmInterface> iface(new ShmInterface(config, worker_uid, iface_index, sink));
+    Status s = iface->create_segment(why);
+    if (s != Status::kOk) return s;
+    *out = std::move(iface);
+    return Status::kOk;
+}
+
+Status ShmInterface::create_segment(std::string* why) {
+    const SegmentGeometry& g = config_.geometry;
+    // memfd: mode 0600, no name in /dev/shm, so nothing is left behind even after SIGKILL.
+    memfd_ = static_cast<int>(syscall(SYS_memfd_create, "swy-shm", MFD_CLOEXEC));
+    if (memfd_ < 0) {
+        *why = std::string("shm: memfd_create: ") + std::strerror(errno);
+        return Status::kIoError;
+    }
+    fchmod(memfd_, 0600);
+    const uint64_t size = g.total_size();
+    if (ftruncate(memfd_, static_cast<off_t>(size)) != 0) {
+        *why = std::string("shm: ftruncate: ") + std::strerror(errno);
+        return Status::kIoError;
+    }
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd_, 0);
+    if (p == MAP_FAILED) {
+        *why = std::string("shm: mmap: ") + std::strerror(errno);
+        return Status::kIoError;
+    }
+    base_ = static_cast<uint8_t*>(p);
+    header_ = new (base_) SegmentHeader{};
+    header_->magic = kSegmentMagic;
+    header_->version = kSegmentVersion;
+    header_->owner_pid = getpid();
+    header_->owner_uid = uid_;
+    header_->total_size = size;
+    header_->fifo_cells = g.fifo_cells;
+    header_->fifo_cell_size = g.fifo_cell_size;
+    header_->pio_slots = g.pio_slots;
+    header_->pio_credits = g.pio_credits;
+    header_->pio_cell_size = g.pio_cell_size;
+    header_->sender_table_offset = g.sender_table_offset();
+    header_->pio_table_offset = g.pio_table_offset();
+    header_->fifo_offset = g.fifo_offset();
+    header_->pio_rings_offset = g.pio_rings_offset();
+    auto* senders = reinterpret_cast<SenderSlot*>(base_ + g.sender_table_offset());
+    for (uint32_t i = 0; i < kMaxSenders; ++i) new (&senders[i]) SenderSlot{};
+    auto* pio = reinterpret_cast<PioSlot*>(base_ + g.pio_table_offset());
+    for (uint32_t i = 0; i < g.pio_slots; ++i) new (&pio[i]) PioSlot{};
+    fifo_ = RingView(base_ + g.fifo_offset(), g.fifo_cells, g.fifo_cell_size);
+    fifo_.initialise();
+    for (uint32_t i = 0; i < g.pio_slots; ++i) {
+        RingView(base_ + g.pio_rings_offset() + i * g.pio_ring_bytes(), g.pio_credits,
+                 g.pio_cell_size)
+            .initialise();
+    }
+
+    wake_socket_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    send_socket_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    socklen_t len = 0;
+    sockaddr_un addr = wake_address(uid_, &len);
+    if (wake_socket_ < 0 || send_socket_ < 0 ||
+        bind(wake_socket_, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
+        *why = std::string("shm: wake-up socket: ") + std::strerror(errno);
+        return Status::kIoError;
+    }
+    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = wake_socket_;
+    if (epoll_fd_ < 0 || epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_socket_, &ev) != 0) {
+        *why = std::string("shm: epoll: ") + std::strerror(errno);
+        return Status::kIoError;
+    }
+    last_check_ns_ = monotonic_coarse_ns();
+    return Status::kOk;
+}
+
+ShmInterface::~ShmInterface() {
+    reply_eps_.clear();
+    for (auto& [uid, w] : watched_) {
+        if (w.pidfd >= 0) close(w.pidfd);
+    }
+    if (base_ != nullptr) munmap(base_, config_.geometry.total_size());
+    for (int fd : {memfd_, wake_socket_, send_socket_, epoll_fd_}) {
+        if (fd >= 0) close(fd);
+    }
+}
+
+std::vector<uint8_t> ShmInterface::address() const {
+    ShmAddress a{};
+    a.pid = getpid();
+    a.memfd = memfd_;
+    a.segment_size = config_.geometry.total_size();
+    return encode_shm_address(a);
+}
+
+unsigned ShmInterface::pio_window_free() const {
+    auto* pio = reinterpret_cast<PioSlot*>(base_ + config_.geometry.pio_table_offset());
+    unsigned n = 0;
+    for (uint32_t i = 0; i < config_.geometry.pio_slots; ++i) {
+        n += pio[i].state.load(std::memory_order_acquire) == kSlotFree;
+    }
+    return n;
+}
+
+// ------------------------------------------------------------------------------------------
+// Interface: connecting to peers
+// ------------------------------------------------------------------------------------------
+
+Status ShmInterface::map_remote(uint64_t uid, int pid, int memfd, uint64_t size,
+                                std::shared_ptr<RemoteSegment>* out, std::string* why) {
+    auto it = remotes_.find(uid);
+    if (it != remotes_.end()) {
+        if (auto existing = it->second.lock()) {
+            *out = existing;
+            return existing->failed ? Status::kConnectionReset : Status::kOk;
+        }
+    }
+    char path[64];
+    std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, memfd);
+    int fd = ::open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        *why = std::string("shm: cannot open peer segment ") + path + ": " + std::strerror(errno);
+        return errno == ENOENT || errno == ESRCH ? Status::kConnectionReset
+                                                 : Status::kUnreachable;
+    }
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) < size ||
+        size < sizeof(SegmentHeader)) {
+        close(fd);
+        *why = "shm: peer segment is smaller than its address says";
+        return Status::kMalformed;
+    }
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);  // the mapping keeps the memory alive
+    if (p == MAP_FAILED) {
+        *why = std::string("shm: mmap of peer segment: ") + std::strerror(errno);
+        return Status::kIoError;
+    }
+    auto remote = std::make_shared<RemoteSegment>();
+    remote->uid = uid;
+    remote->pid = pid;
+    remote->base = static_cast<uint8_t*>(p);
+    remote->size = size;
+    remote->header = reinterpret_cast<SegmentHeader*>(p);
+    const SegmentHeader* h = remote->header;
+    SegmentGeometry g{h->fifo_cells, h->fifo_cell_size, h->pio_slots, h->pio_credits,
+                      h->pio_cell_size};
+    if (h->magic != kSegmentMagic || h->version != kSegmentVersion || h->owner_uid != uid ||
+        h->total_size != size || g.total_size() != size || !is_power_of_two(g.fifo_cells) ||
+        !is_power_of_two(g.pio_credits) || h->fifo_offset != g.fifo_offset() ||
+        h->pio_rings_offset != g.pio_rings_offset() ||
+        h->sender_table_offset != g.sender_table_offset() ||
+        h->pio_table_offset != g.pio_table_offset() || g.fifo_cell_size < 128 ||
+        g.pio_cell_size < 128) {
+        *why = "shm: peer segment header failed validation";
+        return Status::kMalformed;
+    }
+    remotes_[uid] = remote;
+    watch(uid, pid);
+    *out = std::move(remote);
+    return Status::kOk;
+}
+
+Status ShmInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t length,
+                             bool want_pio, std::unique_ptr<Endpoint>* out, std::string* why) {
+    ShmAddress a{};
+    if (!decode_shm_address(section, length, &a)) {
+        *why = "shm: malformed address section";
+        return Status::kMalformed;
+    }
+    std::shared_ptr<RemoteSegment> remote;
+    Status s = map_remote(remote_uid, a.pid, a.memfd, a.segment_size, &remote, why);
+    if (s != Status::kOk) return s;
+
+    // Register as a sender in the peer's table.
+    auto* slots = reinterpret_cast<SenderSlot*>(remote->base + remote->header->sender_table_offset);
+    uint32_t slot = kMaxSenders;
+    for (uint32_t i = 0; i < kMaxSenders; ++i) {
+        uint32_t expected = kSlotFree;
+        if (slots[i].state.compare_exchange_strong(expected, kSlotClaimed)) {
+            slot = i;
+            break;
+        }
+    }
+    if (slot == kMaxSenders) {
+        *why = "shm: the peer's sender table is full";
+        return Status::kNoResource;
+    }
+    uint32_t pio_slot = kNoPioSlot;
+    if (want_pio) {
+        auto* pio = reinterpret_cast<PioSlot*>(remote->base + remote->header->pio_table_offset);
+        for (uint32_t i = 0; i < remote->header->pio_slots; ++i) {
+            uint32_t expected = kSlotFree;
+            if (pio[i].state.compare_exchange_strong(expected, kSlotClaimed)) {
+                pio[i].sender_slot = slot;
+                pio[i].state.store(kSlotActive, std::memory_order_release);
+                pio_slot = i;
+                break;
+            }
+        }
+    }
+    slots[slot].pid = getpid();
+    slots[slot].memfd = memfd_;
+    slots[slot].uid = uid_;
+    slots[slot].segment_size = config_.geometry.total_size();
+    slots[slot].pio_slot = pio_slot;
+    slots[slot].state.store(kSlotActive, std::memory_order_release);
+
+    auto ep = std::make_unique<ShmEndpoint>(this, remote, static_cast<uint16_t>(slot), kNoPioSlot);
+    if (pio_slot != kNoPioSlot) {
+        // Announce the ring through the shared FIFO; the receiver polls it from then on, and
+        // every later message of this lane goes through the ring, so order is kept.
+        uint8_t msg[5];
+        msg[0] = static_cast<uint8_t>(ShmControl::kPioOpen);
+        std::memcpy(msg + 1, &pio_slot, 4);
+        Status sent = Status::kNoResource;
+        for (int attempt = 0; attempt < 1000000 && sent == Status::kNoResource; ++attempt) {
+            sent = ep->am_send(kShmControlAm, msg, sizeof(msg), nullptr, 0);
+        }
+        if (sent != Status::kOk) {
+            *why = "shm: peer FIFO stayed full while opening a PIO ring";
+            return sent == Status::kNoResource ? Status::kTimedOut : sent;
+        }
+        ep->use_pio_ring(pio_slot);
+    }
+    *out = std::move(ep);
+    return Status::kOk;
+}
+
+}  // namespace swy::tl::shm

@@ -1,0 +1,151 @@
+// Shared-memory transport: each worker owns one receive segment (memfd, mode 0600, never
+// named in /dev/shm) with a multi-producer FIFO every sender may use and a window of
+// dedicated single-producer PIO rings handed out to a limited number of senders.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "transports/shm/ring.h"
+#include "transports/shm/segment_layout.h"
+#include "transports/transport.h"
+
+namespace swy::tl::shm {
+
+/// Settings of the shm transport (from the context configuration).
+struct ShmConfig {
+    SegmentGeometry geometry{256, 8192, 8, 128, 1024};
+    uint64_t keepalive_ns = 200'000'000;
+    int numa_node = -1;  ///< place the segment there (-1: leave it to the kernel)
+};
+
+/// A peer's segment mapped into this process, shared by every lane to that peer.
+struct RemoteSegment {
+    uint64_t uid = 0;
+    int pid = 0;
+    uint8_t* base = nullptr;
+    uint64_t size = 0;
+    SegmentHeader* header = nullptr;
+    bool failed = false;
+    int wake_socket = -1;  ///< our datagram socket used to wake the peer
+    ~RemoteSegment();
+};
+
+class ShmInterface;
+
+/// A lane into a peer's segment: either a dedicated PIO ring or the shared FIFO.
+class ShmEndpoint final : public Endpoint {
+public:
+    ShmEndpoint(ShmInterface* iface, std::shared_ptr<RemoteSegment> remote, uint16_t sender_slot,
+                uint32_t pio_slot);
+    ~ShmEndpoint() override;
+    const LaneAttr& attr() const override { return attr_; }
+    Status am_send(AmId id, const void* hdr, size_t hdr_len, const void* payload,
+                   size_t length) override;
+    uint64_t remote_uid() const override { return remote_->uid; }
+    void disconnect() override;
+    /// Move this lane onto dedicated PIO ring @p pio_slot (after announcing it).
+    void use_pio_ring(uint32_t pio_slot);
+
+private:
+    void wake_peer();
+
+    ShmInterface* iface_;
+    std::shared_ptr<RemoteSegment> remote_;
+    uint16_t sender_slot_;
+    uint32_t pio_slot_;
+    RingView ring_;
+    uint64_t private_head_ = 0;  // PIO ring only
+    bool disconnected_ = false;
+    LaneAttr attr_;
+};
+
+class ShmInterface final : public Interface {
+public:
+    /// Create the receive segment. @p iface_index is this interface's index in the worker.
+    static Status open(const ShmConfig& config, uint64_t worker_uid, uint16_t iface_index,
+                       AmSink* sink, std::unique_ptr<ShmInterface>* out, std::string* why);
+    ~ShmInterface() override;
+
+    const char* name() const override { return "shm"; }
+    unsigned progress() override;
+    std::vector<uint8_t> address() const override;
+    Status connect(uint64_t remote_uid, const uint8_t* section, size_t length, bool want_pio,
+                   std::unique_ptr<Endpoint>* out, std::string* why) override;
+    Endpoint* reply_endpoint(uint16_t sender) override;
+    uint64_t sender_uid(uint16_t sender) const override;
+    int event_fd() const override { return epoll_fd_; }
+    bool arm() override;
+    void disarm() override;
+
+    /// PIO window of this worker's segment: rings offered and rings still free.
+    unsigned pio_window_slots() const { return config_.geometry.pio_slots; }
+    unsigned pio_window_free() const;
+    const SegmentGeometry& geometry() const { return config_.geometry; }
+
+private:
+    friend class ShmEndpoint;
+    struct SenderInfo {
+        bool known = false;
+        uint64_t uid = 0;
+        int pid = 0;
+        int memfd = -1;
+        uint64_t segment_size = 0;
+        uint32_t pio_slot = kNoPioSlot;
+    };
+    struct ActiveRing {
+        RingView ring;
+        uint64_t tail = 0;
+        uint32_t pio_slot;
+    };
+    struct Watched {  // a remote process we depend on
+        int pid = 0;
+        int pidfd = -1;
+        bool failed = false;
+        bool reported = false;
+    };
+
+    ShmInterface(const ShmConfig& config, uint64_t uid, uint16_t index, AmSink* sink);
+    Status create_segment(std::string* why);
+    unsigned drain(RingView& ring, uint64_t& tail);
+    void dispatch(CellHeader* cell);
+    void handle_control(uint16_t sender, const uint8_t* data, size_t length);
+    bool resolve_sender(uint16_t sender);
+    Status map_remote(uint64_t uid, int pid, int memfd, uint64_t size,
+                      std::shared_ptr<RemoteSegment>* out, std::string* why);
+    void watch(uint64_t uid, int pid);
+    void check_peers();
+    void fail_remote(uint64_t uid);
+    void release_sender(uint16_t sender);
+    Status map_and_reply_ep(uint16_t sender, Endpoint** out);
+    int open_wake_socket();
+
+    ShmConfig config_;
+    uint64_t uid_;
+    uint16_t index_;
+    AmSink* sink_;
+    int memfd_ = -1;
+    uint8_t* base_ = nullptr;
+    SegmentHeader* header_ = nullptr;
+    RingView fifo_;
+    uint64_t fifo_tail_ = 0;
+    std::vector<ActiveRing> active_rings_;
+    std::vector<SenderInfo> senders_;
+    std::unordered_map<uint64_t, std::weak_ptr<RemoteSegment>> remotes_;
+    std::unordered_map<uint64_t, std::unique_ptr<ShmEndpoint>> reply_eps_;
+    std::unordered_map<uint64_t, Watched> watched_;
+    int wake_socket_ = -1;  // bound: peers wake us through it
+    int send_socket_ = -1;  // unbound: we wake peers through it
+    int epoll_fd_ = -1;
+    uint32_t progress_calls_ = 0;
+    uint64_t last_check_ns_ = 0;
+};
+
+/// Internal control messages of the shm transport (never reach the worker).
+inline constexpr AmId kShmControlAm = 0xFF;
+enum class ShmControl : uint8_t { kPioOpen = 1, kDisconnect = 2 };
+
+}  // namespace swy::tl::shm

@@ -1,0 +1,262 @@
+// Receive side of the shm transport: draining rings, control messages, peer liveness.
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/log.h"
+#include "transports/shm/shm_iface.h"
+
+namespace swy::tl::shm {
+
+using common::LogLevel;
+using common::log_printf;
+
+namespace {
+
+uint64_t monotonic_coarse_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+constexpr unsigned kDrainBatch = 32;  // bound the work of one progress call per ring
+constexpr uint32_t kLivenessEvery = 256;  // progress calls between clock reads
+
+}  // namespace
+
+unsigned ShmInterface::drain(RingView& ring, uint64_t& tail) {
+    unsigned n = 0;
+    while (n < kDrainBatch) {
+        CellHeader* cell = ring.peek(tail);
+        if (cell == nullptr) break;
+        dispatch(cell);
+        ring.release(cell, tail);
+        ++tail;
+        ++n;
+    }
+    return n;
+}
+
+unsigned ShmInterface::progress() {
+    unsigned n = drain(fifo_, fifo_tail_);
+    for (size_t i = 0; i < active_rings_.size(); ++i) {
+        n += drain(active_rings_[i].ring, active_rings_[i].tail);
+    }
+    if (__builtin_expect(++progress_calls_ % kLivenessEvery == 0, 0)) {
+        uint64_t now = monotonic_coarse_ns();
+        if (now - last_check_ns_ >= config_.keepalive_ns) {
+            last_check_ns_ = now;
+            check_peers();
+        }
+    }
+    return n;
+}
+
+void ShmInterface::dispatch(CellHeader* cell) {
+    const uint16_t sender = cell->sender;
+    const uint32_t length = cell->length;
+    const uint8_t am_id = cell->am_id;
+    const uint8_t* data = reinterpret_cast<const uint8_t*>(cell + 1);
+    // Cells come from other processes: never trust a length or an index.
+    if (sender >= kMaxSenders || length > fifo_.cell_size() - sizeof(CellHeader)) {
+        log_printf(LogLevel::kError, "shm: dropping malformed cell (sender %u, length %u)",
+                   sender, length);
+        return;
+    }
+    if (!senders_[sender].known && !resolve_sender(sender)) {
+        log_printf(LogLevel::kError, "shm: dropping cell from unregistered sender slot %u", sender);
+        return;
+    }
+    if (am_id == kShmControlAm) {
+        handle_control(sender, data, length);
+        return;
+    }
+    sink_->on_am(am_id, AmSource{index_, sender}, data, length);
+}
+
+bool ShmInterface::resolve_sender(uint16_t sender) {
+    auto* slots = reinterpret_cast<SenderSlot*>(base_ + config_.geometry.sender_table_offset());
+    SenderSlot& slot = slots[sender];
+    if (slot.state.load(std::memory_order_acquire) != kSlotActive) return false;
+    SenderInfo& info = senders_[sender];
+    info.known = true;
+    info.uid = slot.uid;
+    info.pid = slot.pid;
+    info.memfd = slot.memfd;
+    info.segment_size = slot.segment_size;
+    info.pio_slot = slot.pio_slot;
+    watch(info.uid, info.pid);
+    return true;
+}
+
+void ShmInterface::handle_control(uint16_t sender, const uint8_t* data, size_t length) {
+    if (length < 1) return;
+    switch (static_cast<ShmControl>(data[0])) {
+        case ShmControl::kPioOpen: {
+            uint32_t pio_slot = 0;
+            if (length != 5) return;
+            std::memcpy(&pio_slot, data + 1, 4);
+            const SegmentGeometry& g = config_.geometry;
+            auto* pio = reinterpret_cast<PioSlot*>(base_ + g.pio_table_offset());
+            if (pio_slot >= g.pio_slots || pio[pio_slot].sender_slot != sender) {
+                log_printf(LogLevel::kError, "shm: bad PIO ring %u announced by sender %u",
+                           pio_slot, sender);
+                return;
+            }
+            ActiveRing r{RingView(base_ + g.pio_rings_offset() + pio_slot * g.pio_ring_bytes(),
+                                  g.pio_credits, g.pio_cell_size),
+                         0, pio_slot};
+            active_rings_.push_back(r);
+            return;
+        }
+        case ShmControl::kDisconnect:
+            release_sender(sender);
+            return;
+    }
+}
+
+void ShmInterface::release_sender(uint16_t sender) {
+    const SegmentGeometry& g = config_.geometry;
+    auto* slots = reinterpret_cast<SenderSlot*>(base_ + g.sender_table_offset());
+    auto* pio = reinterpret_cast<PioSlot*>(base_ + g.pio_table_offset());
+    for (size_t i = 0; i < active_rings_.size(); ++i) {
+        uint32_t p = active_rings_[i].pio_slot;
+        if (pio[p].sender_slot == sender) {
+            // Re-arm the ring's cells for the next owner, then free the slot.
+            RingView(base_ + g.pio_rings_offset() + p * g.pio_ring_bytes(), g.pio_credits,
+                     g.pio_cell_size)
+                .initialise();
+            pio[p].state.store(kSlotFree, std::memory_order_release);
+            active_rings_.erase(active_rings_.begin() + static_cast<long>(i));
+            break;
+        }
+    }
+    senders_[sender] = SenderInfo{};
+    slots[sender].state.store(kSlotFree, std::memory_order_release);
+}
+
+Status ShmInterface::map_and_reply_ep(uint16_t sender, Endpoint** out) {
+    *out = nullptr;
+    if (sender >= kMaxSenders || !senders_[sender].known) return Status::kNotFound;
+    const SenderInfo& info = senders_[sender];
+    auto it = reply_eps_.find(info.uid);
+    if (it != reply_eps_.end()) {
+        *out = it->second.get();
+        return Status::kOk;
+    }
+    ShmAddress a{info.pid, info.memfd, info.segment_size};
+    std::vector<uint8_t> section = encode_shm_address(a);
+    std::unique_ptr<Endpoint> ep;
+    std::string why;
+    Status s = connect(info.uid, section.data(), section.size(), false, &ep, &why);
+    if (s != Status::kOk) {
+        log_printf(LogLevel::kWarn, "shm: no reply lane to sender %u: %s", sender, why.c_str());
+        return s;
+    }
+    auto* raw = static_cast<ShmEndpoint*>(ep.release());
+    reply_eps_[info.uid].reset(raw);
+    *out = raw;
+    return Status::kOk;
+}
+
+Endpoint* ShmInterface::reply_endpoint(uint16_t sender) {
+    Endpoint* ep = nullptr;
+    (void)map_and_reply_ep(sender, &ep);
+    return ep;
+}
+
+uint64_t ShmInterface::sender_uid(uint16_t sender) const {
+    return sender < kMaxSenders && senders_[sender].known ? senders_[sender].uid : 0;
+}
+
+// ------------------------------------------------------------------------------------------
+// Liveness: every remote we map or that writes to us is watched through a pidfd.
+// ------------------------------------------------------------------------------------------
+
+void ShmInterface::watch(uint64_t uid, int pid) {
+    if (watched_.count(uid) != 0) return;
+    Watched w;
+    w.pid = pid;
+    w.pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+    if (w.pidfd < 0) {
+        // ESRCH: it is already gone.
+        w.failed = errno == ESRCH;
+    } else {
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.fd = w.pidfd;
+        epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, w.pidfd, &ev);
+    }
+    bool dead = w.failed;
+    watched_[uid] = w;
+    if (dead) fail_remote(uid);
+}
+
+void ShmInterface::check_peers() {
+    std::vector<uint64_t> dead;
+    for (auto& [uid, w] : watched_) {
+        if (w.failed || w.pidfd < 0) continue;
+        pollfd pfd{w.pidfd, POLLIN, 0};
+        if (poll(&pfd, 1, 0) > 0) dead.push_back(uid);
+    }
+    for (uint64_t uid : dead) fail_remote(uid);
+}
+
+void ShmInterface::fail_remote(uint64_t uid) {
+    Watched& w = watched_[uid];
+    if (w.pidfd >= 0) {
+        epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, w.pidfd, nullptr);
+        close(w.pidfd);
+        w.pidfd = -1;
+    }
+    if (w.reported) return;
+    w.failed = true;
+    w.reported = true;
+    // Drain what it managed to publish before dying, then forget its slots.
+    drain(fifo_, fifo_tail_);
+    for (size_t i = 0; i < active_rings_.size(); ++i) {
+        drain(active_rings_[i].ring, active_rings_[i].tail);
+    }
+    for (uint32_t s = 0; s < kMaxSenders; ++s) {
+        if (senders_[s].known && senders_[s].uid == uid) release_sender(static_cast<uint16_t>(s));
+    }
+    auto rit = remotes_.find(uid);
+    if (rit != remotes_.end()) {
+        if (auto remote = rit->second.lock()) remote->failed = true;
+    }
+    reply_eps_.erase(uid);
+    log_printf(LogLevel::kInfo, "shm: peer %016llx (pid %d) is gone",
+               static_cast<unsigned long long>(uid), w.pid);
+    sink_->on_remote_failure(uid, Status::kConnectionReset);
+}
+
+// ------------------------------------------------------------------------------------------
+// Blocking waits
+// ------------------------------------------------------------------------------------------
+
+bool ShmInterface::arm() {
+    header_->armed.store(1, std::memory_order_seq_cst);
+    // A sender that published before seeing the flag must be seen by us now.
+    if (fifo_.peek(fifo_tail_) != nullptr) return false;
+    for (auto& r : active_rings_) {
+        if (r.ring.peek(r.tail) != nullptr) return false;
+    }
+    return true;
+}
+
+void ShmInterface::disarm() {
+    header_->armed.store(0, std::memory_order_relaxed);
+    char buf[64];
+    while (recv(wake_socket_, buf, sizeof(buf), MSG_DONTWAIT) > 0) {
+    }
+    // A pidfd that woke us is handled by the liveness check.
+    check_peers();
+}
+
+}  // namespace swy::tl::shm

@@ -1,0 +1,99 @@
+// Transport interface: what the protocol layer may ask of a transport, and what a transport
+// reports about itself. Transports never call protocols except through AmSink, the handler
+// the worker registers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace swy::tl {
+
+/// Active-message identifiers (the protocol layer defines their meaning in protocols/wire.h).
+using AmId = uint8_t;
+
+/// Linear cost model: time(size) = latency + overhead + size / bandwidth (seconds, bytes/s).
+struct LinearCost {
+    double latency_s = 0;
+    double overhead_s = 0;
+    double bandwidth_Bps = 1e9;
+    double at(size_t size) const {
+        return latency_s + overhead_s + static_cast<double>(size) / bandwidth_Bps;
+    }
+};
+
+/// What one lane (transport endpoint) can do. Filled at connect time; never changes.
+struct LaneAttr {
+    const char* transport = "";
+    bool pio = false;              ///< holds a dedicated PIO window (mapped cells it owns)
+    uint32_t credits = 0;          ///< cells it may have in flight
+    bool credits_shared = false;   ///< credits are shared with other senders
+    size_t max_message = 0;        ///< largest header+payload of one am_send
+    LinearCost send_cost;          ///< cost of one am_send of n bytes (copy into the cell)
+    bool zcopy_cma = false;        ///< process_vm_readv/writev reaches the peer (rendezvous)
+    int remote_pid = 0;            ///< for CMA
+};
+
+/// Where a received message came from: the interface and its per-interface sender index.
+struct AmSource {
+    uint16_t iface;
+    uint16_t sender;
+};
+
+/// Callbacks from transports up to the worker.
+class AmSink {
+public:
+    virtual ~AmSink() = default;
+    /// One active message. @p data is valid only during the call.
+    virtual void on_am(AmId id, AmSource src, const uint8_t* data, size_t length) = 0;
+    /// A remote worker died or its connection was lost (called once per remote).
+    virtual void on_remote_failure(uint64_t remote_uid, Status why) = 0;
+};
+
+/// A connection to one remote worker.
+class Endpoint {
+public:
+    virtual ~Endpoint() = default;
+    virtual const LaneAttr& attr() const = 0;
+    /// Copy header + payload into one message slot of the peer. kNoResource when no credit
+    /// is free now (retry after progress); kConnectionReset after the peer failed.
+    /// Precondition: hdr_len + length <= attr().max_message.
+    virtual Status am_send(AmId id, const void* hdr, size_t hdr_len, const void* payload,
+                           size_t length) = 0;
+    /// Unique id of the remote worker.
+    virtual uint64_t remote_uid() const = 0;
+    /// Tell the peer this endpoint is going away (releases its resources there). Best effort.
+    virtual void disconnect() = 0;
+};
+
+/// One transport instance inside a worker.
+class Interface {
+public:
+    virtual ~Interface() = default;
+    virtual const char* name() const = 0;
+    /// Poll for incoming messages and deliver them to the sink; @return events processed.
+    virtual unsigned progress() = 0;
+    /// Bytes to put in the worker address so peers can connect (may be empty).
+    virtual std::vector<uint8_t> address() const = 0;
+    /// Connect to a remote worker described by its section of the address.
+    /// @param want_pio    try to obtain a dedicated PIO lane
+    virtual Status connect(uint64_t remote_uid, const uint8_t* section, size_t length,
+                           bool want_pio, std::unique_ptr<Endpoint>* out,
+                           std::string* why) = 0;
+    /// Lane to answer the sender of a received message (sync acks, rendezvous control).
+    virtual Endpoint* reply_endpoint(uint16_t sender) = 0;
+    /// Remote worker uid of a sender index (0 if unknown).
+    virtual uint64_t sender_uid(uint16_t sender) const = 0;
+    /// File descriptor that becomes readable on incoming traffic once armed (-1: none).
+    virtual int event_fd() const { return -1; }
+    /// Arm for blocking; false if messages are already waiting.
+    virtual bool arm() { return true; }
+    /// Called after waking up from the event fd.
+    virtual void disarm() {}
+};
+
+}  // namespace swy::tl

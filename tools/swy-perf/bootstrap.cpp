@@ -1,0 +1,228 @@
+#include "bootstrap.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+namespace swy::perf {
+namespace {
+
+constexpr uint64_t kMaxBlob = 64u << 20;  // sanity limit on an address blob
+
+int listen_and_accept(int port) {
+    int lfd = ::socket(AF_INET6, SOCK_STREAM, 0);
+    bool v6 = lfd >= 0;
+    if (!v6) lfd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (lfd < 0) {
+        std::perror("swy-perf: socket");
+        return -1;
+    }
+    int one = 1, zero = 0;
+    ::setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    int rc;
+    if (v6) {
+        ::setsockopt(lfd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);  // accept v4 too
+        sockaddr_in6 a{};
+        a.sin6_family = AF_INET6;
+        a.sin6_addr = in6addr_any;
+        a.sin6_port = htons(static_cast<uint16_t>(port));
+        rc = ::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    } else {
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_ANY);
+        a.sin_port = htons(static_cast<uint16_t>(port));
+        rc = ::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    }
+    if (rc != 0 || ::listen(lfd, 1) != 0) {
+        std::fprintf(stderr, "swy-perf: cannot listen on port %d: %s\n", port, std::strerror(errno));
+        ::close(lfd);
+        return -1;
+    }
+    int fd = ::accept(lfd, nullptr, nullptr);
+    if (fd < 0) std::perror("swy-perf: accept");
+    ::close(lfd);
+    return fd;
+}
+
+int connect_to(const std::string& host, int port) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    std::string service = std::to_string(port);
+    if (int e = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res); e != 0) {
+        std::fprintf(stderr, "swy-perf: cannot resolve %s: %s\n", host.c_str(), gai_strerror(e));
+        return -1;
+    }
+    // The server may not be listening yet: retry for a while, as ucx_perftest does.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    int fd = -1;
+    while (fd < 0) {
+        for (addrinfo* ai = res; ai && fd < 0; ai = ai->ai_next) {
+            fd = ::socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+            if (fd >= 0 && ::connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+                ::close(fd);
+                fd = -1;
+            }
+        }
+        if (fd >= 0 || std::chrono::steady_clock::now() > deadline) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ::freeaddrinfo(res);
+    if (fd < 0) std::fprintf(stderr, "swy-perf: cannot connect to %s:%d\n", host.c_str(), port);
+    return fd;
+}
+
+} // namespace
+
+bool Bootstrap::start(const Options& opts) {
+    if (opts.self_mode()) {
+        role_ = Role::kSelf;
+        return true;
+    }
+    if (opts.server_port >= 0) {
+        role_ = Role::kServer;
+        rfd_ = wfd_ = listen_and_accept(opts.server_port);
+        return rfd_ >= 0;
+    }
+    if (opts.client_port >= 0) {
+        role_ = Role::kClient;
+        rfd_ = wfd_ = connect_to(opts.client_host, opts.client_port);
+        return rfd_ >= 0;
+    }
+    int to_child[2], to_parent[2];
+    if (::pipe(to_child) != 0 || ::pipe(to_parent) != 0) {
+        std::perror("swy-perf: pipe");
+        return false;
+    }
+    std::fflush(nullptr);  // do not print buffered output twice
+    pid_t parent = ::getpid();
+    pid_t pid = ::fork();
+    if (pid < 0) {
+        std::perror("swy-perf: fork");
+        return false;
+    }
+    if (pid == 0) {
+        // The server must not outlive a client that died.
+        ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (::getppid() != parent) ::_exit(1);
+        role_ = Role::kServer;
+        rfd_ = to_child[0];
+        wfd_ = to_parent[1];
+        ::close(to_child[1]);
+        ::close(to_parent[0]);
+    } else {
+        role_ = Role::kClient;
+        child_pid_ = pid;
+        rfd_ = to_parent[0];
+        wfd_ = to_child[1];
+        ::close(to_child[0]);
+        ::close(to_parent[1]);
+    }
+    return true;
+}
+
+bool Bootstrap::write_all(const void* data, size_t length) {
+    const char* p = static_cast<const char*>(data);
+    while (length > 0) {
+        ssize_t n = ::write(wfd_, p, length);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        p += n;
+        length -= static_cast<size_t>(n);
+    }
+    return true;
+}
+
+bool Bootstrap::read_all(void* data, size_t length) {
+    char* p = static_cast<char*>(data);
+    while (length > 0) {
+        ssize_t n = ::read(rfd_, p, length);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;  // 0: the peer closed the channel
+        p += n;
+        length -= static_cast<size_t>(n);
+    }
+    return true;
+}
+
+bool Bootstrap::send_blob(const void* data, size_t length) {
+    uint8_t header[8];
+    uint64_t len = length;
+    for (int i = 7; i >= 0; --i, len >>= 8) header[i] = static_cast<uint8_t>(len);  // big-endian
+    return write_all(header, sizeof header) && write_all(data, length);
+}
+
+bool Bootstrap::recv_blob(std::vector<uint8_t>* out) {
+    uint8_t header[8];
+    if (!read_all(header, sizeof header)) return false;
+    uint64_t len = 0;
+    for (uint8_t b : header) len = (len << 8) | b;
+    if (len > kMaxBlob) {
+        std::fprintf(stderr, "swy-perf: peer sent a %llu-byte address: protocol mismatch?\n",
+                     static_cast<unsigned long long>(len));
+        return false;
+    }
+    out->resize(len);
+    return read_all(out->data(), len);
+}
+
+bool Bootstrap::exchange(const void* mine, size_t length, std::vector<uint8_t>* theirs) {
+    bool ok = role_ == Role::kClient ? send_blob(mine, length) && recv_blob(theirs)
+                                     : recv_blob(theirs) && send_blob(mine, length);
+    if (!ok) std::fprintf(stderr, "swy-perf: address exchange with the peer failed\n");
+    return ok;
+}
+
+bool Bootstrap::barrier() {
+    if (role_ == Role::kSelf) return true;
+    char token = 'b';
+    bool ok = role_ == Role::kClient ? write_all(&token, 1) && read_all(&token, 1)
+                                     : read_all(&token, 1) && write_all(&token, 1);
+    return ok && token == 'b';
+}
+
+bool Bootstrap::peer_alive() const {
+    if (role_ == Role::kSelf) return true;
+    pollfd p{rfd_, POLLIN | POLLRDHUP, 0};
+    if (::poll(&p, 1, 0) <= 0) return true;
+    return (p.revents & (POLLHUP | POLLRDHUP | POLLERR)) == 0;
+}
+
+int Bootstrap::finish(bool kill_peer) {
+    if (rfd_ >= 0) ::close(rfd_);
+    if (wfd_ >= 0 && wfd_ != rfd_) ::close(wfd_);
+    rfd_ = wfd_ = -1;
+    if (child_pid_ <= 0) return 0;
+    if (kill_peer) ::kill(child_pid_, SIGTERM);
+    int status = 0;
+    while (::waitpid(child_pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    child_pid_ = -1;
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) {
+        if (!kill_peer) {
+            std::fprintf(stderr, "swy-perf: server process died with signal %d\n",
+                         WTERMSIG(status));
+        }
+        return 128 + WTERMSIG(status);
+    }
+    return 1;
+}
+
+Bootstrap::~Bootstrap() { finish(true); }
+
+} // namespace swy::perf

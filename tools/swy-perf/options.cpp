@@ -1,0 +1,229 @@
+#include "options.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+namespace swy::perf {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: swy-perf [options]\n"
+    "  --test lat|bw|bibw|mr   ping-pong latency (default), windowed bandwidth,\n"
+    "                          bidirectional bandwidth, message rate\n"
+    "  --tls LIST              SWY_TLS for both processes (\"self\": one process, one worker,\n"
+    "                          endpoint to itself)\n"
+    "  --sizes A:B | a,b,c     powers of two from A to B, or a list (K/M/G suffixes)\n"
+    "                          default 1:4M (mr: 1:64K)\n"
+    "  --iters N               measured iterations per size (default: size-dependent)\n"
+    "  --warmup N              warm-up iterations per size (default: size-dependent)\n"
+    "  --window N              bw/bibw/mr: messages in flight per round (default 64)\n"
+    "  --check                 fill a pattern per iteration and verify every byte\n"
+    "  --cpus A,B              pin the client (sender) to core A and the server to core B\n"
+    "  --csv                   CSV: test,size,iters,latency_us,bandwidth_MBps,msg_rate_Mps,"
+    "protocol\n"
+    "  --memtype TYPE          buffer memory type (only \"host\" for now)\n"
+    "  --server PORT           run the server side; exchange addresses over TCP\n"
+    "  --client HOST:PORT      run the client side against a --server\n"
+    "  (with neither --server nor --client, swy-perf forks its own peer)\n";
+
+[[noreturn]] void usage_error(const char* fmt, const char* arg) {
+    std::fprintf(stderr, "swy-perf: ");
+    std::fprintf(stderr, fmt, arg);
+    std::fprintf(stderr, "\n%s", kUsage);
+    std::exit(2);
+}
+
+bool parse_size(std::string_view text, size_t* out) {
+    if (text.empty()) return false;
+    size_t value = 0;
+    size_t i = 0;
+    for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+        size_t digit = static_cast<size_t>(text[i] - '0');
+        if (value > (SIZE_MAX - digit) / 10) return false;
+        value = value * 10 + digit;
+    }
+    if (i == 0) return false;
+    unsigned shift = 0;
+    if (i < text.size()) {
+        switch (text[i]) {
+        case 'k': case 'K': shift = 10; break;
+        case 'm': case 'M': shift = 20; break;
+        case 'g': case 'G': shift = 30; break;
+        default: return false;
+        }
+        ++i;
+        if (i < text.size() && (text[i] == 'b' || text[i] == 'B')) ++i;  // "4MB" as well
+    }
+    if (i != text.size()) return false;
+    if (shift && value > (SIZE_MAX >> shift)) return false;
+    *out = value << shift;
+    return true;
+}
+
+size_t parse_count(const char* flag, const char* arg, size_t min) {
+    size_t value;
+    if (!parse_size(arg, &value) || value < min) usage_error("bad value for %s", flag);
+    return value;
+}
+
+int parse_port(const char* text) {
+    char* end = nullptr;
+    errno = 0;
+    long port = std::strtol(text, &end, 10);
+    if (errno || end == text || *end || port <= 0 || port > 65535) return -1;
+    return static_cast<int>(port);
+}
+
+} // namespace
+
+bool parse_size_list(const std::string& text, std::vector<size_t>* out) {
+    out->clear();
+    std::string_view s(text);
+    if (auto colon = s.find(':'); colon != std::string_view::npos) {
+        size_t lo, hi;
+        if (!parse_size(s.substr(0, colon), &lo) || !parse_size(s.substr(colon + 1), &hi) ||
+            lo > hi) {
+            return false;
+        }
+        // Powers of two from lo: 1:4M gives 1,2,4,...; a non-power start 3:16 gives 3,6,12.
+        for (size_t v = lo; v <= hi;) {
+            out->push_back(v);
+            if (v == 0) {
+                v = 1;
+            } else if (v > SIZE_MAX / 2) {
+                break;
+            } else {
+                v *= 2;
+            }
+        }
+        return !out->empty();
+    }
+    while (!s.empty()) {
+        size_t comma = s.find(',');
+        size_t v;
+        if (!parse_size(s.substr(0, comma), &v)) return false;
+        out->push_back(v);
+        if (comma == std::string_view::npos) break;
+        s.remove_prefix(comma + 1);
+        if (s.empty()) return false;  // trailing comma
+    }
+    return !out->empty();
+}
+
+const char* test_name(TestKind kind) {
+    switch (kind) {
+    case TestKind::kLat: return "lat";
+    case TestKind::kBw: return "bw";
+    case TestKind::kBibw: return "bibw";
+    case TestKind::kMr: return "mr";
+    }
+    return "?";
+}
+
+size_t default_iters(const Options& opts, size_t size) {
+    size_t bytes = std::max<size_t>(size, 1);
+    if (!opts.is_streaming()) {
+        // Ping-pong: ~1 GiB moved each way caps the time for large sizes.
+        return std::clamp<size_t>((size_t{1} << 30) / bytes, 10, 10000);
+    }
+    size_t n = std::clamp<size_t>((size_t{2} << 30) / bytes, 4 * opts.window, 100000);
+    return (n + opts.window - 1) / opts.window * opts.window;
+}
+
+size_t default_warmup(const Options& opts, size_t size) {
+    size_t iters = opts.iters ? opts.iters : default_iters(opts, size);
+    size_t n = std::clamp<size_t>(iters / 10, 1, 1000);
+    if (opts.is_streaming()) n = (n + opts.window - 1) / opts.window * opts.window;
+    return n;
+}
+
+Options parse_options(int argc, char** argv) {
+    Options opts;
+    std::string sizes_text;
+    for (int i = 1; i < argc; ++i) {
+        std::string_view flag = argv[i];
+        auto value = [&]() -> const char* {
+            if (i + 1 >= argc) usage_error("%s needs a value", argv[i]);
+            return argv[++i];
+        };
+        if (flag == "--help" || flag == "-h") {
+            std::fputs(kUsage, stdout);
+            std::exit(0);
+        } else if (flag == "--test") {
+            std::string_view t = value();
+            if (t == "lat") opts.test = TestKind::kLat;
+            else if (t == "bw") opts.test = TestKind::kBw;
+            else if (t == "bibw") opts.test = TestKind::kBibw;
+            else if (t == "mr") opts.test = TestKind::kMr;
+            else usage_error("unknown test '%s' (lat, bw, bibw, mr)", argv[i]);
+        } else if (flag == "--tls") {
+            opts.tls = value();
+            if (opts.tls.empty()) usage_error("%s", "--tls needs a non-empty list");
+        } else if (flag == "--sizes") {
+            sizes_text = value();
+            if (!parse_size_list(sizes_text, &opts.sizes)) {
+                usage_error("bad size list '%s'", sizes_text.c_str());
+            }
+        } else if (flag == "--iters") {
+            opts.iters = parse_count("--iters", value(), 1);
+        } else if (flag == "--warmup") {
+            opts.warmup = parse_count("--warmup", value(), 0);
+        } else if (flag == "--window") {
+            opts.window = parse_count("--window", value(), 1);
+        } else if (flag == "--check") {
+            opts.check = true;
+        } else if (flag == "--csv") {
+            opts.csv = true;
+        } else if (flag == "--cpus") {
+            const char* v = value();
+            int a, b, n = 0;
+            if (std::sscanf(v, "%d,%d%n", &a, &b, &n) != 2 || v[n] != '\0' || a < 0 || b < 0) {
+                usage_error("bad --cpus '%s' (expected A,B)", v);
+            }
+            opts.cpus[0] = a;
+            opts.cpus[1] = b;
+        } else if (flag == "--memtype") {
+            std::string_view m = value();
+            if (m != "host") {
+                usage_error("memory type '%s' is not supported yet (only 'host')", argv[i]);
+            }
+        } else if (flag == "--server") {
+            const char* v = value();
+            opts.server_port = parse_port(v);
+            if (opts.server_port < 0) usage_error("bad port '%s'", v);
+        } else if (flag == "--client") {
+            std::string v = value();
+            size_t colon = v.rfind(':');
+            if (colon == std::string::npos || colon == 0) {
+                usage_error("bad --client '%s' (expected HOST:PORT)", v.c_str());
+            }
+            opts.client_host = v.substr(0, colon);
+            opts.client_port = parse_port(v.c_str() + colon + 1);
+            if (opts.client_port < 0) usage_error("bad port in '%s'", v.c_str());
+        } else {
+            usage_error("unknown option '%s'", argv[i]);
+        }
+    }
+    if (opts.server_port >= 0 && opts.client_port >= 0) {
+        usage_error("%s", "--server and --client are exclusive");
+    }
+    if (opts.self_mode() && (opts.server_port >= 0 || opts.client_port >= 0)) {
+        usage_error("%s", "--tls self runs in one process: no --server/--client");
+    }
+    if (opts.sizes.empty()) {
+        parse_size_list(opts.test == TestKind::kMr ? "1:64K" : "1:4M", &opts.sizes);
+    }
+    if (opts.is_streaming() && opts.iters) {
+        opts.iters = (opts.iters + opts.window - 1) / opts.window * opts.window;
+    }
+    if (opts.is_streaming() && opts.warmup != SIZE_MAX) {
+        opts.warmup = (opts.warmup + opts.window - 1) / opts.window * opts.window;
+    }
+    return opts;
+}
+
+} // namespace swy::perf

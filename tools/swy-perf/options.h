@@ -1,0 +1,49 @@
+// Command-line options of swy-perf. The flag set is a contract (scripts depend on it).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace swy::perf {
+
+enum class TestKind { kLat, kBw, kBibw, kMr };
+
+struct Options {
+    TestKind test = TestKind::kLat;
+    std::string tls;                 ///< empty: leave SWY_TLS as the environment has it
+    std::vector<size_t> sizes;       ///< message sizes, in run order
+    size_t iters = 0;                ///< 0: size-dependent default (see default_iters())
+    size_t warmup = SIZE_MAX;        ///< SIZE_MAX: size-dependent default
+    size_t window = 64;              ///< bw/bibw/mr: messages in flight per round
+    bool check = false;              ///< fill and verify every byte of every message
+    int cpus[2] = {-1, -1};          ///< cores for the client (sender) and the server
+    bool csv = false;
+    int server_port = -1;            ///< --server PORT
+    std::string client_host;         ///< --client HOST:PORT
+    int client_port = -1;
+
+    bool self_mode() const { return tls == "self"; }
+    bool is_streaming() const { return test != TestKind::kLat; }
+};
+
+/// Parse argv. On a bad flag prints a message and the usage text to stderr and exits 2;
+/// on --help prints the usage to stdout and exits 0.
+Options parse_options(int argc, char** argv);
+
+/// Name of a test as used on the command line and in the CSV "test" column.
+const char* test_name(TestKind kind);
+
+/// Measured iterations for @p size when --iters was not given: enough that a size takes well
+/// under a second on shared memory, at most 10000 round trips / 100000 streamed messages.
+size_t default_iters(const Options& opts, size_t size);
+
+/// Warm-up iterations for @p size when --warmup was not given.
+size_t default_warmup(const Options& opts, size_t size);
+
+/// Parse "1:4M" (powers of two from A to B) or "8,8191,8193". Suffixes K/M/G are powers of
+/// 1024. Returns false on a malformed list.
+bool parse_size_list(const std::string& text, std::vector<size_t>* out);
+
+} // namespace swy::perf

@@ -1,0 +1,366 @@
+#include "runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "pattern.h"
+
+namespace swy::perf {
+namespace {
+
+// One tag per test, exact match (full mask). The low byte tells data from acks.
+constexpr swy_tag_t kTagBase = 0x5357595045524600ull;  // "SWYPERF\0"
+constexpr swy_tag_t kTagPing = kTagBase | 0x01;
+constexpr swy_tag_t kTagPong = kTagBase | 0x02;
+constexpr swy_tag_t kTagData = kTagBase | 0x11;  // client → server stream
+constexpr swy_tag_t kTagBack = kTagBase | 0x12;  // server → client stream (bibw)
+constexpr swy_tag_t kTagAck = kTagBase | 0x13;
+constexpr swy_tag_t kFullMask = ~swy_tag_t{0};
+constexpr size_t kAckSize = 4;
+// --check needs one buffer per message in flight; cap what that costs per side.
+constexpr size_t kCheckMemoryCap = size_t{256} << 20;
+
+struct FreeDeleter {
+    void operator()(void* p) const { std::free(p); }
+};
+using Memory = std::unique_ptr<unsigned char, FreeDeleter>;
+
+Memory allocate(size_t bytes) {
+    size_t rounded = (std::max<size_t>(bytes, 1) + 4095) / 4096 * 4096;
+    auto* p = static_cast<unsigned char*>(std::aligned_alloc(4096, rounded));
+    if (!p) {
+        std::fprintf(stderr, "swy-perf: cannot allocate %zu bytes\n", bytes);
+        std::exit(1);
+    }
+    std::memset(p, 0, rounded);  // fault the pages in before timing
+    return Memory(p);
+}
+
+double now_us() {
+    using namespace std::chrono;
+    return duration<double, std::micro>(steady_clock::now().time_since_epoch()).count();
+}
+
+} // namespace
+
+/// Per-size buffers: @c slots send and receive buffers of @c size bytes each.
+struct Runner::Buffers {
+    size_t size = 0;
+    size_t slots = 1;
+    Memory send, recv;
+    unsigned char* send_slot(size_t i) { return send.get() + (i % slots) * size; }
+    unsigned char* recv_slot(size_t i) { return recv.get() + (i % slots) * size; }
+    unsigned char ack_out[kAckSize] = {'a', 'c', 'k', 0};
+    unsigned char ack_in[kAckSize] = {};
+};
+
+bool Runner::peer_gone() {
+    if (session_.failed()) {
+        std::fprintf(stderr, "swy-perf: endpoint failed: %s\n",
+                     swy_status_string(session_.failed_status()));
+        return true;
+    }
+    if (!boot_.peer_alive()) {
+        std::fprintf(stderr, "swy-perf: the peer process went away\n");
+        return true;
+    }
+    return false;
+}
+
+bool Runner::post_send(const void* buf, size_t len, swy_tag_t tag, swy_request_h* req) {
+    swy_request_params_t params{};
+    params.memtype = SWY_MEMTYPE_HOST;
+    for (unsigned spins = 1;; ++spins) {
+        swy_status_t s = swy_tag_send_nb(session_.ep(), buf, len, tag, &params, req);
+        if (s == SWY_OK || s == SWY_INPROGRESS) return true;
+        if (s != SWY_ERR_NO_RESOURCE) {
+            std::fprintf(stderr, "swy-perf: swy_tag_send_nb(%zu B): %s\n", len,
+                         swy_status_string(s));
+            return false;
+        }
+        swy_worker_progress(session_.worker());
+        if ((spins & 0xffff) == 0 && peer_gone()) return false;
+    }
+}
+
+bool Runner::post_recv(void* buf, size_t len, swy_tag_t tag, swy_tag_recv_info_t* info,
+                       swy_request_h* req, swy_status_t* imm_status) {
+    swy_request_params_t params{};
+    params.memtype = SWY_MEMTYPE_HOST;
+    params.recv_info = info;
+    for (unsigned spins = 1;; ++spins) {
+        swy_status_t s = swy_tag_recv_nb(session_.worker(), buf, len, tag, kFullMask, &params, req);
+        if (s != SWY_ERR_NO_RESOURCE) {
+            if (s < 0 && s != SWY_ERR_MESSAGE_TRUNCATED) {
+                std::fprintf(stderr, "swy-perf: swy_tag_recv_nb(%zu B): %s\n", len,
+                             swy_status_string(s));
+                return false;
+            }
+            *imm_status = s;  // SWY_OK, SWY_INPROGRESS or a truncation reported in wait_recv()
+            return true;
+        }
+        swy_worker_progress(session_.worker());
+        if ((spins & 0xffff) == 0 && peer_gone()) return false;
+    }
+}
+
+bool Runner::wait(swy_request_h req, swy_status_t* status) {
+    if (!req) {
+        *status = SWY_OK;
+        return true;
+    }
+    swy_worker_h worker = session_.worker();
+    swy_status_t s;
+    for (unsigned spins = 1; (s = swy_request_test(req)) == SWY_INPROGRESS; ++spins) {
+        swy_worker_progress(worker);
+        if ((spins & 0xffff) == 0 && peer_gone()) return false;
+    }
+    *status = s;
+    return true;
+}
+
+bool Runner::wait_recv(swy_request_h req, swy_status_t imm_status, swy_tag_recv_info_t* info,
+                       size_t size) {
+    swy_status_t s = imm_status;
+    if (req) {
+        if (!wait(req, &s)) return false;
+        if (s == SWY_OK && opts_.check) swy_request_recv_info(req, info);
+        swy_request_free(req);
+    }
+    if (s != SWY_OK) {
+        std::fprintf(stderr, "swy-perf: receive of %zu B completed with %s\n", size,
+                     swy_status_string(s));
+        return false;
+    }
+    if (opts_.check && info->length != size) {
+        std::fprintf(stderr, "swy-perf: check failed: expected a %zu-byte message, got %zu B\n",
+                     size, info->length);
+        return false;
+    }
+    return true;
+}
+
+bool Runner::verify(const void* buf, size_t size, uint64_t msg, unsigned direction) {
+    size_t offset;
+    unsigned expected, got;
+    if (pattern_verify(buf, size, pattern_seed(msg, size, direction), &offset, &expected, &got)) {
+        return true;
+    }
+    std::fprintf(stderr,
+                 "swy-perf: check failed: size %zu, message %llu (%s), offset %zu: "
+                 "expected 0x%02x, got 0x%02x\n",
+                 size, static_cast<unsigned long long>(msg),
+                 direction == 0 ? "client to server" : "server to client", offset, expected, got);
+    return false;
+}
+
+// ---- latency ---------------------------------------------------------------------------
+
+bool Runner::lat_iteration(Buffers& b, size_t size, uint64_t msg) {
+    Role role = boot_.role();
+    swy_request_h sreq = nullptr, rreq = nullptr;
+    swy_status_t imm, s;
+    swy_tag_recv_info_t info{};
+    bool check = opts_.check;
+
+    if (role == Role::kClient) {
+        // Post the pong receive first so the reply never waits in the unexpected queue.
+        if (!post_recv(b.recv_slot(0), size, kTagPong, &info, &rreq, &imm)) return false;
+        if (check) pattern_fill(b.send_slot(0), size, pattern_seed(msg, size, 0));
+        if (!post_send(b.send_slot(0), size, kTagPing, &sreq)) return false;
+        if (!wait(sreq, &s)) return false;
+        if (sreq) swy_request_free(sreq);
+        if (s != SWY_OK) {
+            std::fprintf(stderr, "swy-perf: send completed with %s\n", swy_status_string(s));
+            return false;
+        }
+        if (!wait_recv(rreq, imm, &info, size)) return false;
+        return !check || verify(b.recv_slot(0), size, msg, 1);
+    }
+
+    // Server, or --tls self where this one worker plays both parts in turn.
+    if (!post_recv(b.recv_slot(0), size, kTagPing, &info, &rreq, &imm)) return false;
+    if (role == Role::kSelf) {
+        if (check) pattern_fill(b.send_slot(0), size, pattern_seed(msg, size, 0));
+        if (!post_send(b.send_slot(0), size, kTagPing, &sreq) || !wait(sreq, &s)) return false;
+        if (sreq) swy_request_free(sreq);
+        sreq = nullptr;
+    }
+    if (!wait_recv(rreq, imm, &info, size)) return false;
+    if (check && !verify(b.recv_slot(0), size, msg, 0)) return false;
+
+    // Pong. In self mode the reply goes from the receive buffer's twin (send slot) back into
+    // the receive buffer, after the ping was checked.
+    unsigned char* reply = b.send_slot(0);
+    if (role == Role::kSelf) {
+        rreq = nullptr;
+        if (!post_recv(b.recv_slot(0), size, kTagPong, &info, &rreq, &imm)) return false;
+    }
+    if (check) pattern_fill(reply, size, pattern_seed(msg, size, 1));
+    if (!post_send(reply, size, kTagPong, &sreq) || !wait(sreq, &s)) return false;
+    if (sreq) swy_request_free(sreq);
+    if (s != SWY_OK) {
+        std::fprintf(stderr, "swy-perf: send completed with %s\n", swy_status_string(s));
+        return false;
+    }
+    if (role == Role::kSelf) {
+        if (!wait_recv(rreq, imm, &info, size)) return false;
+        if (check && !verify(b.recv_slot(0), size, msg, 1)) return false;
+    }
+    return true;
+}
+
+bool Runner::run_lat(size_t size, size_t warmup, size_t iters, double* elapsed_us) {
+    Buffers b;
+    b.size = size;
+    b.send = allocate(size);
+    b.recv = allocate(size);
+    uint64_t msg = 0;
+    for (size_t i = 0; i < warmup; ++i, ++msg) {
+        if (!lat_iteration(b, size, msg)) return false;
+    }
+    double start = now_us();
+    for (size_t i = 0; i < iters; ++i, ++msg) {
+        if (!lat_iteration(b, size, msg)) return false;
+    }
+    *elapsed_us = now_us() - start;
+    return true;
+}
+
+// ---- streaming (bw, mr, bibw) -----------------------------------------------------------
+
+bool Runner::stream_round(Buffers& b, size_t size, uint64_t first, size_t count) {
+    Role role = boot_.role();
+    bool bibw = opts_.test == TestKind::kBibw && role != Role::kSelf;
+    bool sends = role != Role::kServer || bibw;
+    bool recvs = role != Role::kClient || bibw;
+    // Which stream this side sends and receives (direction 0: client → server).
+    swy_tag_t out_tag = role == Role::kServer ? kTagBack : kTagData;
+    swy_tag_t in_tag = role == Role::kClient ? kTagBack : kTagData;
+    unsigned out_dir = role == Role::kServer ? 1 : 0;
+    unsigned in_dir = role == Role::kClient ? 1 : 0;
+    bool check = opts_.check;
+    swy_status_t s;
+
+    swy_request_h ack_req = nullptr;
+    swy_status_t ack_imm = SWY_OK;
+    swy_tag_recv_info_t ack_info{};
+    bool acked = !bibw && role != Role::kSelf;  // bw/mr: the receiver confirms each window
+    if (acked && role == Role::kClient &&
+        !post_recv(b.ack_in, kAckSize, kTagAck, &ack_info, &ack_req, &ack_imm)) {
+        return false;
+    }
+    if (recvs) {
+        for (size_t j = 0; j < count; ++j) {
+            if (!post_recv(b.recv_slot(j), size, in_tag, &recv_info_[j], &recvs_[j],
+                           &recv_imm_[j])) {
+                return false;
+            }
+        }
+    }
+    if (sends) {
+        for (size_t j = 0; j < count; ++j) {
+            if (check) pattern_fill(b.send_slot(j), size, pattern_seed(first + j, size, out_dir));
+            if (!post_send(b.send_slot(j), size, out_tag, &sends_[j])) return false;
+        }
+        // Requests complete in about the order they were posted: waiting in order costs
+        // one test per request.
+        for (size_t j = 0; j < count; ++j) {
+            if (!wait(sends_[j], &s)) return false;
+            if (sends_[j]) swy_request_free(sends_[j]);
+            sends_[j] = nullptr;
+            if (s != SWY_OK) {
+                std::fprintf(stderr, "swy-perf: send completed with %s\n", swy_status_string(s));
+                return false;
+            }
+        }
+    }
+    if (recvs) {
+        for (size_t j = 0; j < count; ++j) {
+            if (!wait_recv(recvs_[j], recv_imm_[j], &recv_info_[j], size)) return false;
+            recvs_[j] = nullptr;
+            if (check && !verify(b.recv_slot(j), size, first + j, in_dir)) return false;
+        }
+    }
+    if (acked && role == Role::kServer) {
+        swy_request_h req = nullptr;
+        if (!post_send(b.ack_out, kAckSize, kTagAck, &req) || !wait(req, &s)) return false;
+        if (req) swy_request_free(req);
+        if (s != SWY_OK) {
+            std::fprintf(stderr, "swy-perf: ack send completed with %s\n", swy_status_string(s));
+            return false;
+        }
+    }
+    if (acked && role == Role::kClient) {
+        ack_info.length = kAckSize;
+        if (!wait_recv(ack_req, ack_imm, &ack_info, kAckSize)) return false;
+    }
+    return true;
+}
+
+bool Runner::run_stream(size_t size, size_t warmup, size_t iters, double* elapsed_us) {
+    size_t window = opts_.window;
+    Buffers b;
+    b.size = size;
+    if (opts_.check) {
+        // Every message in flight needs its own buffer to be checked (and, on the sending
+        // side, to stay unchanged until it completes). Large sizes get a smaller window.
+        window = std::clamp<size_t>(kCheckMemoryCap / std::max<size_t>(size, 1), 1, window);
+        b.slots = window;
+    }
+    b.send = allocate(size * b.slots);
+    b.recv = allocate(size * b.slots);
+    sends_.assign(window, nullptr);
+    recvs_.assign(window, nullptr);
+    recv_imm_.assign(window, SWY_OK);
+    recv_info_.assign(window, swy_tag_recv_info_t{});
+
+    uint64_t msg = 0;
+    auto phase = [&](size_t messages) {
+        while (messages > 0) {
+            size_t count = std::min(window, messages);
+            if (!stream_round(b, size, msg, count)) return false;
+            msg += count;
+            messages -= count;
+        }
+        return true;
+    };
+    if (!phase(warmup)) return false;
+    double start = now_us();
+    if (!phase(iters)) return false;
+    *elapsed_us = now_us() - start;
+    return true;
+}
+
+bool Runner::run_size(size_t size, Result* out) {
+    size_t iters = opts_.iters ? opts_.iters : default_iters(opts_, size);
+    size_t warmup = opts_.warmup != SIZE_MAX ? opts_.warmup : default_warmup(opts_, size);
+    // Start each size together: the previous size's last messages are all consumed.
+    if (!boot_.barrier()) {
+        std::fprintf(stderr, "swy-perf: the peer went away before size %zu\n", size);
+        return false;
+    }
+    double us = 0;
+    bool ok = opts_.test == TestKind::kLat ? run_lat(size, warmup, iters, &us)
+                                           : run_stream(size, warmup, iters, &us);
+    if (!ok) return false;
+    us = std::max(us, 1e-3);
+    out->size = size;
+    out->iters = iters;
+    double messages = static_cast<double>(iters);
+    if (opts_.test == TestKind::kLat) {
+        messages *= 2;  // a round trip is two one-way messages
+    } else if (opts_.test == TestKind::kBibw && boot_.role() != Role::kSelf) {
+        messages *= 2;  // both directions
+    }
+    out->latency_us = us / messages;
+    out->msg_rate_Mps = messages / us;
+    out->bandwidth_MBps = messages * static_cast<double>(size) / us;
+    return true;
+}
+
+} // namespace swy::perf

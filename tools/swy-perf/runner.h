@@ -1,0 +1,61 @@
+// The measurements: ping-pong latency, windowed bandwidth / message rate (receiver acks each
+// window, as OSU does) and bidirectional bandwidth. Both processes run the same code with
+// their own role; only the client's figures are reported.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <switchyard/switchyard.h>
+
+#include "bootstrap.h"
+#include "options.h"
+#include "session.h"
+
+namespace swy::perf {
+
+struct Result {
+    size_t size = 0;
+    size_t iters = 0;           ///< measured round trips (lat) or messages per direction
+    double latency_us = 0;      ///< lat: one-way; streaming: time per message
+    double bandwidth_MBps = 0;  ///< 10^6 B/s (bibw: both directions together)
+    double msg_rate_Mps = 0;    ///< 10^6 messages/s
+};
+
+class Runner {
+public:
+    Runner(const Options& opts, Session& session, Bootstrap& boot)
+        : opts_(opts), session_(session), boot_(boot) {}
+
+    /// Run one size. Returns false (message printed) on a failed operation or --check.
+    bool run_size(size_t size, Result* out);
+
+private:
+    struct Buffers;
+
+    bool run_lat(size_t size, size_t warmup, size_t iters, double* elapsed_us);
+    bool run_stream(size_t size, size_t warmup, size_t iters, double* elapsed_us);
+    bool lat_iteration(Buffers& b, size_t size, uint64_t msg);
+    bool stream_round(Buffers& b, size_t size, uint64_t first_msg, size_t count);
+
+    // Hot-path helpers: post with retry on SWY_ERR_NO_RESOURCE, wait by busy progress.
+    bool post_send(const void* buf, size_t len, swy_tag_t tag, swy_request_h* req);
+    bool post_recv(void* buf, size_t len, swy_tag_t tag, swy_tag_recv_info_t* info,
+                   swy_request_h* req, swy_status_t* imm_status);
+    bool wait(swy_request_h req, swy_status_t* status);
+    bool wait_recv(swy_request_h req, swy_status_t imm_status, swy_tag_recv_info_t* info,
+                   size_t size);
+    bool verify(const void* buf, size_t size, uint64_t msg, unsigned direction);
+    bool peer_gone();
+
+    const Options& opts_;
+    Session& session_;
+    Bootstrap& boot_;
+    std::vector<swy_request_h> sends_;
+    std::vector<swy_request_h> recvs_;
+    std::vector<swy_status_t> recv_imm_;
+    std::vector<swy_tag_recv_info_t> recv_info_;
+};
+
+} // namespace swy::perf
