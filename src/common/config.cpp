@@ -329,7 +329,7 @@ std::vector<std::string> Config::get_list(std::string_view name) const {
         std::string first(trim(std::string_view(items[0]).substr(1)));
         if (first.empty()) {
             items.erase(items.begin());  // "^, shm": the "^" applies to the next name
-            if (!items.empty()) items[0].insert(0, "^");
+            if (!items.empty()) items[0] = std::string("^").append(items[0]);
         } else {
             items[0] = "^" + first;
         }

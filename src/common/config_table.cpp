@@ -65,9 +65,9 @@ constexpr std::array<ConfigVar, 22> kTable{{
      "bcopy sends."},
     {"SHM_PIO_SLOTS", kUnsigned, "8",
      "Dedicated PIO rings that a worker's receive window offers to senders."},
-    {"SHM_PIO_CREDITS", kUnsigned, "128",
+    {"SHM_PIO_CREDITS", kUnsigned, "64",
      "Cells in each dedicated PIO ring (the sender's credits)."},
-    {"SHM_PIO_CELL_SIZE", kSize, "1K",
+    {"SHM_PIO_CELL_SIZE", kSize, "4K",
      "Cell size of the dedicated PIO rings, header included. Bounds the largest PIO "
      "message."},
     {"NUMA_PLACEMENT", kBool, "y",

@@ -612,6 +612,7 @@ inline ::testing::AssertionResult run_ranks(int nranks, const std::function<void
 
     std::vector<int> wstatus(nranks, 0);
     std::vector<bool> reaped(nranks, false);
+    std::vector<bool> hung(nranks, false);  // still running at the timeout
     int left = nranks;
     auto deadline = deadline_in(opts.timeout_s);
     bool timed_out = false;
@@ -638,7 +639,10 @@ inline ::testing::AssertionResult run_ranks(int nranks, const std::function<void
         if (Clock::now() >= deadline) {
             timed_out = true;
             for (int r = 0; r < nranks; ++r)
-                if (!reaped[r]) kill(pids[r], SIGKILL);
+                if (!reaped[r]) {
+                    kill(pids[r], SIGKILL);
+                    hung[r] = true;
+                }
             for (int r = 0; r < nranks; ++r)
                 if (!reaped[r]) {
                     waitpid(pids[r], &wstatus[r], 0);
@@ -664,6 +668,7 @@ inline ::testing::AssertionResult run_ranks(int nranks, const std::function<void
         report += "  rank " + std::to_string(r) + ": " + describe_status(st);
         if (exp != opts.expected_signal.end())
             report += " (expected signal " + std::to_string(exp->second) + ")";
+        if (hung[r]) report += " (still running at the timeout: hung?)";
         if (r == first_failed) report += "  <-- failed first";
         report += "\n";
     }

@@ -64,9 +64,6 @@ int main(int argc, char** argv) {
     Bootstrap boot;  // forks here when no --server/--client: before any Switchyard object
     if (!boot.start(opts)) return 1;
     int rc = run(opts, boot);
-    if (boot.role() == Role::kServer && boot.forked() == false && rc != 0) {
-        std::fprintf(stderr, "swy-perf: server side failed\n");
-    }
     // Forked child: leave without running the parent's atexit handlers or flushing its stdio
     // buffers twice.
     if (boot.role() == Role::kServer && opts.server_port < 0) {

@@ -5,6 +5,7 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
@@ -38,10 +39,6 @@ sockaddr_un wake_address(uint64_t uid, socklen_t* len) {
                           static_cast<unsigned long long>(uid));
     *len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + static_cast<size_t>(n));
     return addr;
-}
-
-int pidfd_open_compat(int pid) {
-    return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
 }
 
 bool is_power_of_two(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "transports/shm/shm_address.h"
 #include "transports/shm/shm_iface.h"
 
 namespace swy::tl::shm {

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Full local check, the same one CI runs (.ci/run):
+#   1. install dependencies (scripts/install-deps.sh; SWY_SKIP_DEPS=1 skips it)
+#   2. Release build in build/            3. ctest there
+#   4. ASan+UBSan build in build-asan/    5. ctest there (leak checking on)
+# Every step runs even if an earlier one failed (a failed build skips its ctest), so one run
+# reports everything; the exit status is non-zero if any step failed. The last line is a
+# one-line summary.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+JOBS=${JOBS:-2}
+export JOBS
+start=$(date +%s)
+total=5
+n=0
+passed=()
+failed=()
+
+# step NAME COMMAND...: run one step with a progress header and record the outcome.
+step() {
+  local name=$1
+  shift
+  n=$((n + 1))
+  local t0
+  t0=$(date +%s)
+  echo
+  echo "==> [$n/$total] $name: $*"
+  if "$@"; then
+    echo "==> [$n/$total] $name: ok ($(( $(date +%s) - t0 ))s)"
+    passed+=("$name")
+    return 0
+  else
+    local rc=$?
+    echo "==> [$n/$total] $name: FAILED with status $rc ($(( $(date +%s) - t0 ))s)"
+    failed+=("$name")
+    return 1
+  fi
+}
+
+# skip NAME REASON [counts-as-failure=1]
+skip() {
+  n=$((n + 1))
+  echo
+  echo "==> [$n/$total] $1: skipped ($2)"
+  if [[ "${3:-1}" == 1 ]]; then
+    failed+=("$1(skipped)")
+  fi
+}
+
+if [[ "${SWY_SKIP_DEPS:-0}" == 1 ]]; then
+  skip deps "SWY_SKIP_DEPS=1" 0
+else
+  step deps scripts/install-deps.sh || true
+fi
+
+if step build-release scripts/build.sh Release build; then
+  step ctest-release ctest --test-dir build --output-on-failure -j"$JOBS" || true
+else
+  skip ctest-release "Release build failed"
+fi
+
+if step build-asan scripts/build.sh asan build-asan -DSWY_BUILD_BENCH=OFF; then
+  step ctest-asan env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan --output-on-failure -j"$JOBS" || true
+else
+  skip ctest-asan "ASan build failed"
+fi
+
+elapsed=$(( $(date +%s) - start ))
+echo
+if (( ${#failed[@]} == 0 )); then
+  echo "test.sh: PASS (${#passed[@]} steps ok: ${passed[*]}) in ${elapsed}s"
+  exit 0
+fi
+echo "test.sh: FAIL (failed: ${failed[*]}; ok: ${passed[*]:-none}) in ${elapsed}s"
+exit 1

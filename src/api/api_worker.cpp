@@ -1,0 +1,159 @@
+// C API: worker, endpoints.
+#include <switchyard/switchyard.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "api/api_guard.h"
+#include "core/worker.h"
+
+using namespace swy;
+using api::WorkerGuard;
+
+extern "C" {
+
+swy_status_t swy_worker_create(swy_context_h context, const swy_worker_params_t* params,
+                               swy_worker_h* worker) {
+    if (context == nullptr || worker == nullptr) {
+        return api::invalid(__func__, "context and worker must not be NULL");
+    }
+    if (params != nullptr && params->thread_mode != SWY_THREAD_MODE_SINGLE &&
+        params->thread_mode != SWY_THREAD_MODE_MULTI) {
+        return api::invalid(__func__, "unknown thread_mode");
+    }
+    core::Worker* w = nullptr;
+    std::string why;
+    Status s = core::Worker::create(reinterpret_cast<core::Context*>(context), params, &w, &why);
+    if (s != Status::kOk) {
+        common::log_printf(common::LogLevel::kError, "swy_worker_create: %s", why.c_str());
+        return api::to_c(s);
+    }
+    *worker = reinterpret_cast<swy_worker_h>(w);
+    return SWY_OK;
+}
+
+void swy_worker_destroy(swy_worker_h worker) { delete api::worker_of(worker); }
+
+unsigned swy_worker_progress(swy_worker_h worker) {
+    core::Worker* w = api::worker_of(worker);
+    WorkerGuard guard(w);
+    return w->progress();
+}
+
+swy_status_t swy_worker_get_efd(swy_worker_h worker, int* fd) {
+    if (worker == nullptr || fd == nullptr) return api::invalid(__func__, "NULL argument");
+    return api::to_c(api::worker_of(worker)->get_efd(fd));
+}
+
+swy_status_t swy_worker_arm(swy_worker_h worker) {
+    if (worker == nullptr) return api::invalid(__func__, "worker is NULL");
+    core::Worker* w = api::worker_of(worker);
+    WorkerGuard guard(w);
+    return api::to_c(w->arm());
+}
+
+swy_status_t swy_worker_wait(swy_worker_h worker, int timeout_ms) {
+    if (worker == nullptr) return api::invalid(__func__, "worker is NULL");
+    core::Worker* w = api::worker_of(worker);
+    WorkerGuard guard(w);
+    return api::to_c(w->wait(timeout_ms));
+}
+
+swy_status_t swy_worker_get_address(swy_worker_h worker, void** address, size_t* length) {
+    if (worker == nullptr || address == nullptr || length == nullptr) {
+        return api::invalid(__func__, "NULL argument");
+    }
+    std::vector<uint8_t> bytes = api::worker_of(worker)->address();
+    void* p = std::malloc(bytes.size());
+    if (p == nullptr) return SWY_ERR_NO_MEMORY;
+    std::memcpy(p, bytes.data(), bytes.size());
+    *address = p;
+    *length = bytes.size();
+    return SWY_OK;
+}
+
+void swy_worker_release_address(swy_worker_h, void* address) { std::free(address); }
+
+swy_status_t swy_worker_query(swy_worker_h worker, swy_worker_attr_t* attr) {
+    if (worker == nullptr || attr == nullptr) return api::invalid(__func__, "NULL argument");
+    core::Worker* w = api::worker_of(worker);
+    WorkerGuard guard(w);
+    w->query(attr);
+    return SWY_OK;
+}
+
+swy_status_t swy_ep_create(swy_worker_h worker, const swy_ep_params_t* params, swy_ep_h* ep) {
+    if (worker == nullptr || params == nullptr || ep == nullptr) {
+        return api::invalid(__func__, "worker, params and ep must not be NULL");
+    }
+    if (params->remote_address == nullptr || params->remote_address_length == 0) {
+        return api::invalid(__func__, "params->remote_address is required");
+    }
+    if ((params->flags & ~uint32_t{SWY_EP_FLAG_PIO_FIRST | SWY_EP_FLAG_NO_PIO}) != 0 ||
+        ((params->flags & SWY_EP_FLAG_PIO_FIRST) && (params->flags & SWY_EP_FLAG_NO_PIO))) {
+        return api::invalid(__func__, "unknown or contradictory flags");
+    }
+    core::Worker* w = api::worker_of(worker);
+    WorkerGuard guard(w);
+    core::Endpoint* e = nullptr;
+    std::string why;
+    Status s = w->create_endpoint(*params, &e, &why);
+    if (s != Status::kOk) {
+        common::log_printf(common::LogLevel::kError, "swy_ep_create: %s", why.c_str());
+        return api::to_c(s);
+    }
+    *ep = reinterpret_cast<swy_ep_h>(e);
+    return SWY_OK;
+}
+
+swy_status_t swy_ep_close_nb(swy_ep_h ep, swy_ep_close_mode_t mode, swy_request_h* req) {
+    if (ep == nullptr || req == nullptr) return api::invalid(__func__, "NULL argument");
+    if (mode != SWY_EP_CLOSE_FLUSH && mode != SWY_EP_CLOSE_FORCE) {
+        return api::invalid(__func__, "unknown close mode");
+    }
+    core::Endpoint* e = api::ep_of(ep);
+    core::Worker* w = e->worker();
+    WorkerGuard guard(w);
+    core::Request* r = nullptr;
+    Status s = w->close_endpoint(e, mode, &r);
+    *req = api::handle_of(r);
+    return api::to_c(s);
+}
+
+swy_status_t swy_ep_query(swy_ep_h ep, swy_ep_attr_t* attr) {
+    if (ep == nullptr || attr == nullptr) return api::invalid(__func__, "NULL argument");
+    core::Endpoint* e = api::ep_of(ep);
+    WorkerGuard guard(e->worker());
+    const tl::LaneAttr& a = e->lane_attr();
+    *attr = swy_ep_attr_t{};
+    attr->pio = a.pio ? 1 : 0;
+    attr->credits = a.credits;
+    attr->credits_shared = a.credits_shared ? 1 : 0;
+    attr->pio_max_size = e->pio_max();
+    attr->bcopy_max_size = e->fragment_max();
+    attr->transport = a.transport;
+    attr->small_protocol = proto::proto_name(e->host_table().lookup(8));
+    attr->fallback_protocol = "eager_bcopy";
+    attr->connected = e->failed() ? 0 : 1;
+    attr->cma = a.zcopy_cma ? 1 : 0;
+    return SWY_OK;
+}
+
+swy_status_t swy_ep_print_protocols(swy_ep_h ep, swy_memtype_t memtype, char* buf,
+                                    size_t buflen) {
+    if (ep == nullptr || buf == nullptr || buflen == 0) {
+        return api::invalid(__func__, "NULL argument");
+    }
+    if (memtype != SWY_MEMTYPE_HOST && memtype != SWY_MEMTYPE_UNKNOWN) {
+        return SWY_ERR_UNSUPPORTED;
+    }
+    core::Endpoint* e = api::ep_of(ep);
+    WorkerGuard guard(e->worker());
+    std::string text = e->host_table().print();
+    std::strncpy(buf, text.c_str(), buflen - 1);
+    buf[buflen - 1] = '\0';
+    return text.size() < buflen ? SWY_OK : SWY_ERR_NO_RESOURCE;
+}
+
+}  // extern "C"

@@ -1,0 +1,307 @@
+/**
+ * @file switchyard/switchyard.hpp
+ * @brief Thin header-only RAII wrapper over the Switchyard C API (switchyard.h).
+ *
+ * Ownership: every object is move-only and releases its C handle in its destructor.
+ * A child keeps its parent alive (Endpoint → Worker → Context), so destruction order cannot
+ * go wrong: the last owner of a context destroys it after its last worker is gone.
+ * A Request does NOT keep its worker alive (that would cost an atomic operation per message):
+ * destroy requests before the last Worker/Endpoint object that owns their worker.
+ *
+ * Errors: constructors and factory helpers (Context, Worker, Worker::address, Endpoint)
+ * throw swy::StatusError. Hot-path calls (send, recv, progress, wait, test) never throw;
+ * they return swy_status_t or a Request that carries one.
+ *
+ * Thread safety: as the C API (a worker is single-threaded unless created with
+ * SWY_THREAD_MODE_MULTI).
+ *
+ * @code
+ *   swy::Context ctx({{"TLS", "shm,self"}});
+ *   swy::Worker worker(ctx);
+ *   swy::Endpoint ep(worker, peer_address);
+ *   swy::Request r = ep.send(buf, len, tag);
+ *   if (r.wait() != SWY_OK) ...;
+ * @endcode
+ */
+#ifndef SWITCHYARD_SWITCHYARD_HPP
+#define SWITCHYARD_SWITCHYARD_HPP
+
+#include <switchyard/switchyard.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace swy {
+
+/// Full tag mask: the receive matches exactly one tag.
+inline constexpr swy_tag_t kFullMask = ~swy_tag_t{0};
+
+/// Error thrown by constructors and factory helpers (never by hot-path calls).
+class StatusError : public std::runtime_error {
+public:
+    StatusError(swy_status_t status, const std::string& what)
+        : std::runtime_error(what + ": " + swy_status_string(status)), status_(status) {}
+    swy_status_t status() const noexcept { return status_; }
+
+private:
+    swy_status_t status_;
+};
+
+namespace detail {
+inline void throw_if_error(swy_status_t status, const char* what) {
+    if (status != SWY_OK) throw StatusError(status, what);
+}
+} // namespace detail
+
+/// Process-wide context (configuration, transports, memory types).
+class Context {
+public:
+    /// Configuration from the environment, then @p overrides as (name, value) pairs; names
+    /// with or without "SWY_" (e.g. {"TLS", "shm,self"}).
+    /// @throws StatusError from swy_config_read/swy_config_set/swy_context_create.
+    explicit Context(std::initializer_list<std::pair<const char*, const char*>> overrides = {}) {
+        swy_config_h config = nullptr;
+        detail::throw_if_error(swy_config_read(&config), "swy_config_read");
+        std::unique_ptr<swy_config, void (*)(swy_config_h)> guard(config, &swy_config_release);
+        for (const auto& [name, value] : overrides) {
+            swy_status_t s = swy_config_set(config, name, value);
+            if (s != SWY_OK) {
+                throw StatusError(s, std::string("swy_config_set ") + name + "=" + value);
+            }
+        }
+        swy_context_params_t params{};
+        params.config = config;
+        swy_context_h context = nullptr;
+        detail::throw_if_error(swy_context_create(&params, &context), "swy_context_create");
+        handle_.reset(context, &swy_context_destroy);
+    }
+
+    Context(Context&&) noexcept = default;
+    Context& operator=(Context&&) noexcept = default;
+    Context(const Context&) = delete;
+    Context& operator=(const Context&) = delete;
+
+    swy_context_h get() const noexcept { return handle_.get(); }
+
+private:
+    friend class Worker;
+    std::shared_ptr<swy_context> handle_;
+};
+
+/// Progress engine. Keeps its context alive.
+class Worker {
+public:
+    /// @throws StatusError from swy_worker_create.
+    explicit Worker(const Context& context, swy_thread_mode_t mode = SWY_THREAD_MODE_SINGLE) {
+        swy_worker_params_t params{};
+        params.thread_mode = mode;
+        swy_worker_h worker = nullptr;
+        detail::throw_if_error(swy_worker_create(context.get(), &params, &worker),
+                               "swy_worker_create");
+        // The deleter holds the context: it is released only after the worker is destroyed.
+        handle_.reset(worker, [ctx = context.handle_](swy_worker_h w) { swy_worker_destroy(w); });
+    }
+
+    Worker(Worker&&) noexcept = default;
+    Worker& operator=(Worker&&) noexcept = default;
+    Worker(const Worker&) = delete;
+    Worker& operator=(const Worker&) = delete;
+
+    swy_worker_h get() const noexcept { return handle_.get(); }
+
+    /// This worker's address blob, for a peer's Endpoint. @throws StatusError.
+    std::vector<std::byte> address() const {
+        void* blob = nullptr;
+        size_t length = 0;
+        detail::throw_if_error(swy_worker_get_address(get(), &blob, &length),
+                               "swy_worker_get_address");
+        std::vector<std::byte> out(static_cast<std::byte*>(blob),
+                                   static_cast<std::byte*>(blob) + length);
+        swy_worker_release_address(get(), blob);
+        return out;
+    }
+
+    /// One progress pass; the number of events processed.
+    unsigned progress() noexcept { return swy_worker_progress(get()); }
+
+    /// Block until an event or @p timeout_ms (-1: no limit): SWY_OK or SWY_ERR_TIMED_OUT.
+    swy_status_t wait(int timeout_ms = -1) noexcept { return swy_worker_wait(get(), timeout_ms); }
+
+    /// Post a tagged receive; see Request for the result. Never throws.
+    class Request recv(void* buffer, size_t length, swy_tag_t tag,
+                       swy_tag_t mask = kFullMask) noexcept;
+
+private:
+    friend class Endpoint;
+    std::shared_ptr<swy_worker> handle_;
+};
+
+/// One non-blocking operation, or the status of one that finished (or failed) immediately.
+/// Destroying an unfinished request releases it (the operation still completes).
+class Request {
+public:
+    Request() = default;
+    Request(Request&& other) noexcept
+        : worker_(other.worker_), req_(std::exchange(other.req_, nullptr)),
+          status_(other.status_), info_(other.info_) {}
+    Request& operator=(Request&& other) noexcept {
+        if (this != &other) {
+            release();
+            worker_ = other.worker_;
+            req_ = std::exchange(other.req_, nullptr);
+            status_ = other.status_;
+            info_ = other.info_;
+        }
+        return *this;
+    }
+    Request(const Request&) = delete;
+    Request& operator=(const Request&) = delete;
+    ~Request() { release(); }
+
+    /// SWY_INPROGRESS while running, else the final status. Does not progress the worker.
+    swy_status_t test() noexcept {
+        if (req_ && status_ == SWY_INPROGRESS) status_ = swy_request_test(req_);
+        return status_;
+    }
+    bool done() noexcept { return test() != SWY_INPROGRESS; }
+
+    /// Progress the worker until done; the final status.
+    swy_status_t wait() noexcept {
+        if (req_ && status_ == SWY_INPROGRESS) status_ = swy_request_wait(worker_, req_);
+        return status_;
+    }
+
+    /// Receives, once done: the sender's tag and length. SWY_INPROGRESS if not done.
+    swy_status_t recv_info(swy_tag_recv_info_t* info) noexcept {
+        if (test() == SWY_INPROGRESS) return SWY_INPROGRESS;
+        if (req_) return swy_request_recv_info(req_, info);
+        *info = info_;
+        return SWY_OK;
+    }
+
+    /// Cancel an unmatched receive (see swy_request_cancel).
+    swy_status_t cancel() noexcept {
+        return req_ ? swy_request_cancel(worker_, req_) : SWY_ERR_BUSY;
+    }
+
+    /// The C handle, or NULL if the operation completed (or failed) at once.
+    swy_request_h get() const noexcept { return req_; }
+
+private:
+    friend class Worker;
+    friend class Endpoint;
+
+    // Result of a C call made with &info_ as params.recv_info.
+    void adopt(swy_worker_h worker, swy_status_t posted, swy_request_h req) noexcept {
+        worker_ = worker;
+        req_ = posted == SWY_INPROGRESS ? req : nullptr;
+        status_ = posted;
+    }
+    void release() noexcept {
+        if (req_) swy_request_free(req_);
+        req_ = nullptr;
+    }
+
+    swy_worker_h worker_ = nullptr;
+    swy_request_h req_ = nullptr;
+    swy_status_t status_ = SWY_OK;
+    swy_tag_recv_info_t info_{};
+};
+
+inline Request Worker::recv(void* buffer, size_t length, swy_tag_t tag, swy_tag_t mask) noexcept {
+    Request r;
+    swy_request_params_t params{};
+    params.memtype = SWY_MEMTYPE_UNKNOWN;
+    params.recv_info = &r.info_;
+    swy_request_h req = nullptr;
+    swy_status_t s = swy_tag_recv_nb(get(), buffer, length, tag, mask, &params, &req);
+    r.adopt(get(), s, req);
+    return r;
+}
+
+/// Connection to one remote worker. Keeps its worker (and context) alive. The destructor
+/// closes it with SWY_EP_CLOSE_FLUSH and waits for outstanding sends.
+class Endpoint {
+public:
+    /// Connect to the worker whose address is @p address. @throws StatusError.
+    Endpoint(const Worker& worker, const void* address, size_t length, uint32_t flags = 0)
+        : worker_(worker.handle_) {
+        swy_ep_params_t params{};
+        params.remote_address = address;
+        params.remote_address_length = length;
+        params.flags = flags;
+        detail::throw_if_error(swy_ep_create(worker_.get(), &params, &ep_), "swy_ep_create");
+    }
+    Endpoint(const Worker& worker, const std::vector<std::byte>& address, uint32_t flags = 0)
+        : Endpoint(worker, address.data(), address.size(), flags) {}
+
+    Endpoint(Endpoint&& other) noexcept
+        : worker_(std::move(other.worker_)), ep_(std::exchange(other.ep_, nullptr)) {}
+    Endpoint& operator=(Endpoint&& other) noexcept {
+        if (this != &other) {
+            close();
+            worker_ = std::move(other.worker_);
+            ep_ = std::exchange(other.ep_, nullptr);
+        }
+        return *this;
+    }
+    Endpoint(const Endpoint&) = delete;
+    Endpoint& operator=(const Endpoint&) = delete;
+    ~Endpoint() { close(); }
+
+    swy_ep_h get() const noexcept { return ep_; }
+
+    /// Send @p length bytes with @p tag; the buffer must stay unchanged until the Request is
+    /// done. Never throws.
+    Request send(const void* buffer, size_t length, swy_tag_t tag, uint32_t flags = 0) noexcept {
+        Request r;
+        swy_request_params_t params{};
+        params.flags = flags;
+        swy_request_h req = nullptr;
+        swy_status_t s = swy_tag_send_nb(ep_, buffer, length, tag, &params, &req);
+        r.adopt(worker_.get(), s, req);
+        return r;
+    }
+
+    /// What the endpoint got at wire-up.
+    swy_status_t query(swy_ep_attr_t* attr) const noexcept { return swy_ep_query(ep_, attr); }
+
+    /// Protocol table for @p memtype as text ("" if unavailable).
+    std::string protocols(swy_memtype_t memtype = SWY_MEMTYPE_HOST) const {
+        std::string buf(4096, '\0');
+        for (;;) {
+            swy_status_t s = swy_ep_print_protocols(ep_, memtype, buf.data(), buf.size());
+            if (s == SWY_OK) return std::string(buf.c_str());
+            if (s != SWY_ERR_NO_RESOURCE || buf.size() >= (1u << 20)) return {};
+            buf.assign(buf.size() * 4, '\0');
+        }
+    }
+
+    /// Close now (flush or force) and wait for it; afterwards the object is empty.
+    /// Returns the close status (SWY_OK if already closed).
+    swy_status_t close(swy_ep_close_mode_t mode = SWY_EP_CLOSE_FLUSH) noexcept {
+        if (!ep_) return SWY_OK;
+        swy_request_h req = nullptr;
+        swy_status_t s = swy_ep_close_nb(std::exchange(ep_, nullptr), mode, &req);
+        if (s == SWY_INPROGRESS) {
+            s = swy_request_wait(worker_.get(), req);
+            swy_request_free(req);
+        }
+        worker_.reset();
+        return s;
+    }
+
+private:
+    std::shared_ptr<swy_worker> worker_;
+    swy_ep_h ep_ = nullptr;
+};
+
+} // namespace swy
+
+#endif

@@ -1,0 +1,54 @@
+#include "core/context.h"
+
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace swy::core {
+
+Status Context::create(const common::Config& config, Context** out, std::string* why) {
+    auto* ctx = new (std::nothrow) Context(config);
+    if (ctx == nullptr) return Status::kNoMemory;
+    ctx->host_ = HostIdentity::local();
+    std::vector<std::string> tls = config.get_list("TLS");
+    static const char* kKnown[] = {"self", "shm", "cma", "tcp", "verbs"};
+    ctx->tls_all_ = tls.empty() || (tls.size() == 1 && tls[0] == "all");
+    if (!ctx->tls_all_) {
+        if (!tls.empty() && !tls[0].empty() && tls[0][0] == '^') {
+            ctx->tls_exclude_ = true;
+            tls[0] = tls[0].substr(1);
+        }
+        for (const auto& t : tls) {
+            if (std::find_if(std::begin(kKnown), std::end(kKnown),
+                             [&](const char* k) { return t == k; }) == std::end(kKnown)) {
+                *why = "SWY_TLS: unknown transport '" + t + "' (known: self, shm, cma, tcp, verbs)";
+                delete ctx;
+                return Status::kInvalidParam;
+            }
+        }
+        ctx->tls_ = tls;
+    }
+    *out = ctx;
+    return Status::kOk;
+}
+
+bool Context::transport_enabled(const char* name) const {
+    if (tls_all_) return true;
+    bool listed = std::find(tls_.begin(), tls_.end(), name) != tls_.end();
+    return tls_exclude_ ? !listed : listed;
+}
+
+uint64_t Context::new_worker_uid() {
+    uint64_t uid = 0;
+    while (uid == 0) {
+        if (getrandom(&uid, sizeof(uid), 0) != sizeof(uid)) {
+            uid = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                  (static_cast<uint64_t>(getpid()) << 40);
+        }
+    }
+    return uid;
+}
+
+}  // namespace swy::core

@@ -1,0 +1,37 @@
+// Context: configuration, enabled transports, host identity. One per process, usually.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "common/config.h"
+#include "core/address.h"
+
+namespace swy::core {
+
+class Context {
+public:
+    /// Build from a configuration (already parsed). kInvalidParam with @p why on bad values.
+    static Status create(const common::Config& config, Context** out, std::string* why);
+
+    const common::Config& config() const { return config_; }
+    const HostIdentity& host() const { return host_; }
+    bool transport_enabled(const char* name) const;
+
+    /// A new random worker id (never 0).
+    uint64_t new_worker_uid();
+
+    /// Keeps track of workers so that destroying a context with live workers is caught.
+    std::atomic<int> live_workers{0};
+
+private:
+    explicit Context(const common::Config& config) : config_(config) {}
+    common::Config config_;
+    HostIdentity host_;
+    std::vector<std::string> tls_;
+    bool tls_all_ = true;
+    bool tls_exclude_ = false;
+};
+
+}  // namespace swy::core

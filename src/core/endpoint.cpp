@@ -1,0 +1,216 @@
+// Endpoint set-up, its protocol table, and the eager send path.
+#include "core/endpoint.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/worker.h"
+#include "protocols/wire.h"
+
+namespace swy::core {
+
+using proto::ProtoId;
+
+// ------------------------------------------------------------------------------------------
+// RequestQueue
+// ------------------------------------------------------------------------------------------
+
+void RequestQueue::push_back(Request* r) {
+    r->link.prev = tail_;
+    r->link.next = nullptr;
+    if (tail_ != nullptr) {
+        tail_->link.next = r;
+    } else {
+        head_ = r;
+    }
+    tail_ = r;
+}
+
+void RequestQueue::remove(Request* r) {
+    if (r->link.prev != nullptr) {
+        r->link.prev->link.next = r->link.next;
+    } else {
+        head_ = r->link.next;
+    }
+    if (r->link.next != nullptr) {
+        r->link.next->link.prev = r->link.prev;
+    } else {
+        tail_ = r->link.prev;
+    }
+    r->link = {};
+    r->queue = 0;
+}
+
+Request* RequestQueue::pop_front() {
+    Request* r = head_;
+    if (r != nullptr) remove(r);
+    return r;
+}
+
+// ------------------------------------------------------------------------------------------
+// Set-up
+// ------------------------------------------------------------------------------------------
+
+Endpoint::Endpoint(Worker* worker, std::unique_ptr<tl::Endpoint> lane, uint16_t iface_index,
+                   const swy_ep_params_t& params)
+    : worker_(worker),
+      lane_(std::move(lane)),
+      iface_index_(iface_index),
+      err_cb_(params.err_cb),
+      err_arg_(params.err_arg) {
+    const tl::LaneAttr& a = lane_->attr();
+    single_packet_max_ = a.max_message - sizeof(proto::EagerSyncHeader);
+    fragment_max_ = a.max_message - sizeof(proto::EagerFirstHeader);
+    const common::Config& cfg = worker_->context()->config();
+    if (a.pio) {
+        size_t limit = cfg.get_size("PIO_MAX");
+        pio_max_ = limit == 0 ? single_packet_max_ : std::min(limit, single_packet_max_);
+        host_table_.add(pio_max_, ProtoId::kEagerShort,
+                        "PIO lane: header and payload stored straight into the peer's "
+                        "dedicated cell, no atomic claim");
+    }
+    host_table_.add(SIZE_MAX, ProtoId::kEagerBcopy,
+                    a.pio ? "larger than one PIO cell: packed into cells in fragments"
+                          : "no PIO lane: packed into the shared FIFO's cells (fragmented)");
+}
+
+Endpoint::~Endpoint() { lane_->disconnect(); }
+
+void Endpoint::fail(Status why) {
+    if (!failed_) {
+        failed_ = true;
+        failure_ = why;
+    }
+    const Status request_status = why == Status::kCanceled ? Status::kCanceled : why;
+    while (Request* r = pending_.pop_front()) worker_->complete(r, request_status);
+    while (Request* r = in_flight_.pop_front()) worker_->complete(r, request_status);
+    if (!error_reported_ && why != Status::kCanceled && err_cb_ != nullptr) {
+        error_reported_ = true;
+        err_cb_(err_arg_, reinterpret_cast<swy_ep_h>(this), static_cast<swy_status_t>(why));
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Eager send
+// ------------------------------------------------------------------------------------------
+
+Status Endpoint::tag_send(const void* buffer, size_t length, uint64_t tag,
+                          const swy_request_params_t* params, Request** out) {
+    *out = nullptr;
+    if (__builtin_expect(failed_, 0)) {
+        return failure_ == Status::kCanceled ? Status::kEndpointClosed : failure_;
+    }
+    const uint32_t flags = params != nullptr ? params->flags : 0;
+    // Fast path: nothing queued ahead of us and the whole message fits one packet.
+    if (pending_.empty() && length <= single_packet_max_ &&
+        (flags & (SWY_REQ_FLAG_SYNC | SWY_REQ_FLAG_NO_IMM_COMPLETE)) == 0) {
+        proto::EagerOnlyHeader h{tag};
+        Status s = lane_->am_send(proto::kAmEagerOnly, &h, sizeof(h), buffer, length);
+        if (__builtin_expect(s == Status::kOk, 1)) return Status::kOk;
+        if (s != Status::kNoResource) return s;
+    }
+
+    Request* r = worker_->new_request(params);
+    r->kind = RequestKind::kSend;
+    r->ep = this;
+    r->send_buffer = static_cast<const uint8_t*>(buffer);
+    r->length = length;
+    r->send_tag = tag;
+    r->proto = static_cast<uint8_t>(host_table_.lookup(length));
+    r->remote_done = (flags & SWY_REQ_FLAG_SYNC) == 0;
+    if (length > single_packet_max_) r->message_id = next_message_id();
+
+    if (pending_.empty()) {
+        Status s = push(r);
+        if (is_error(s) && s != Status::kNoResource) {
+            worker_->pool().put(r);
+            return s;
+        }
+        if (s == Status::kOk) {
+            r->local_done = true;
+            if (r->remote_done) {
+                if ((flags & SWY_REQ_FLAG_NO_IMM_COMPLETE) == 0) {
+                    worker_->pool().put(r);
+                    return Status::kOk;
+                }
+                r->user_owned = true;
+                worker_->complete_later(r, Status::kOk);
+                *out = r;
+                return Status::kInProgress;
+            }
+            in_flight_.push_back(r);
+            r->queue = 2;
+            r->user_owned = true;
+            *out = r;
+            return Status::kInProgress;
+        }
+    }
+    pending_.push_back(r);
+    r->queue = 1;
+    r->user_owned = true;
+    worker_->mark_pending(this);
+    *out = r;
+    return Status::kInProgress;
+}
+
+Status Endpoint::push(Request* r) {
+    return r->length <= single_packet_max_ ? send_single(r) : send_fragments(r);
+}
+
+Status Endpoint::send_single(Request* r) {
+    if (r->remote_done) {
+        proto::EagerOnlyHeader h{r->send_tag};
+        return lane_->am_send(proto::kAmEagerOnly, &h, sizeof(h), r->send_buffer, r->length);
+    }
+    proto::EagerSyncHeader h{r->send_tag, r->wire_id()};
+    return lane_->am_send(proto::kAmEagerSyncOnly, &h, sizeof(h), r->send_buffer, r->length);
+}
+
+Status Endpoint::send_fragments(Request* r) {
+    if (!r->rts_sent) {
+        proto::EagerFirstHeader h{};
+        h.tag = r->send_tag;
+        h.total_length = r->length;
+        h.message_id = r->message_id;
+        const bool sync = !r->remote_done;
+        h.sender_request = sync ? r->wire_id() : 0;
+        h.flags = sync ? proto::kEagerFlagSync : 0;
+        const size_t chunk = std::min(fragment_max_, r->length);
+        Status s = lane_->am_send(proto::kAmEagerFirst, &h, sizeof(h), r->send_buffer, chunk);
+        if (s != Status::kOk) return s;
+        r->rts_sent = true;
+        r->offset = chunk;
+    }
+    while (r->offset < r->length) {
+        proto::EagerMiddleHeader h{r->offset, r->message_id, 0};
+        const size_t chunk = std::min(fragment_max_, r->length - r->offset);
+        Status s = lane_->am_send(proto::kAmEagerMiddle, &h, sizeof(h), r->send_buffer + r->offset,
+                                  chunk);
+        if (s != Status::kOk) return s;
+        r->offset += chunk;
+    }
+    return Status::kOk;
+}
+
+bool Endpoint::progress_pending() {
+    while (Request* r = pending_.front()) {
+        Status s = push(r);
+        if (s == Status::kNoResource) return false;
+        pending_.remove(r);
+        if (s != Status::kOk) {
+            worker_->complete(r, s);
+            fail(s);
+            return true;
+        }
+        r->local_done = true;
+        if (r->remote_done) {
+            worker_->complete(r, Status::kOk);
+        } else {
+            in_flight_.push_back(r);
+            r->queue = 2;
+        }
+    }
+    return true;
+}
+
+}  // namespace swy::core

@@ -1,0 +1,104 @@
+// Endpoint: a connection from a worker to one remote worker. Holds its lane (transport
+// endpoint), the protocol table built at connect time, and the queues of operations that
+// could not go out yet (pending) or wait for the peer (in flight).
+#pragma once
+
+#include <switchyard/switchyard.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "core/request.h"
+#include "protocols/proto_table.h"
+#include "transports/transport.h"
+
+namespace swy::core {
+
+class Worker;
+
+/// A FIFO of requests linked through Request::link.
+class RequestQueue {
+public:
+    bool empty() const { return head_ == nullptr; }
+    Request* front() const { return head_; }
+    void push_back(Request* r);
+    void remove(Request* r);
+    Request* pop_front();
+
+private:
+    Request* head_ = nullptr;
+    Request* tail_ = nullptr;
+};
+
+class Endpoint {
+public:
+    Endpoint(Worker* worker, std::unique_ptr<tl::Endpoint> lane, uint16_t iface_index,
+             const swy_ep_params_t& params);
+    ~Endpoint();
+
+    Worker* worker() const { return worker_; }
+    tl::Endpoint* lane() const { return lane_.get(); }
+    const tl::LaneAttr& lane_attr() const { return lane_->attr(); }
+    uint64_t remote_uid() const { return lane_->remote_uid(); }
+
+    /// Largest payload sent as one packet with no fragment header (eager short or one-cell bcopy).
+    size_t single_packet_max() const { return single_packet_max_; }
+    /// Largest payload per fragment of a fragmented message.
+    size_t fragment_max() const { return fragment_max_; }
+    /// Largest host payload sent by eager PIO (0 without a PIO lane).
+    size_t pio_max() const { return pio_max_; }
+
+    proto::ProtoTable& host_table() { return host_table_; }
+    const proto::ProtoTable& host_table() const { return host_table_; }
+
+    // ---- operations (implemented in protocols/, called by the API layer) ----
+    Status tag_send(const void* buffer, size_t length, uint64_t tag,
+                    const swy_request_params_t* params, Request** out);
+
+    /// Retry pending sends; @return true if the pending queue is now empty.
+    bool progress_pending();
+
+    /// Fail every outstanding operation and report the error once.
+    void fail(Status why);
+    bool failed() const { return failed_; }
+    Status failure() const { return failure_; }
+
+    RequestQueue& pending() { return pending_; }
+    RequestQueue& in_flight() { return in_flight_; }
+    bool idle() const { return pending_.empty() && in_flight_.empty(); }
+
+    uint32_t next_message_id() { return ++message_ids_; }
+    bool pio_granted() const { return lane_->attr().pio; }
+
+    // Bookkeeping used by Worker.
+    Endpoint* next_in_worker = nullptr;
+    Endpoint* prev_in_worker = nullptr;
+    bool on_pending_list = false;
+    bool closing = false;
+
+private:
+    /// Send as much of @p r as the lane accepts now. kOk: all handed over; kNoResource: rest
+    /// later; error: failed.
+    Status push(Request* r);
+    Status send_single(Request* r);
+    Status send_fragments(Request* r);
+
+    Worker* worker_;
+    std::unique_ptr<tl::Endpoint> lane_;
+    uint16_t iface_index_;
+    swy_ep_error_cb_t err_cb_;
+    void* err_arg_;
+    size_t single_packet_max_ = 0;
+    size_t fragment_max_ = 0;
+    size_t pio_max_ = 0;
+    proto::ProtoTable host_table_;
+    RequestQueue pending_;
+    RequestQueue in_flight_;
+    uint32_t message_ids_ = 0;
+    bool failed_ = false;
+    bool error_reported_ = false;
+    Status failure_ = Status::kOk;
+};
+
+}  // namespace swy::core

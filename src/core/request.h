@@ -1,0 +1,89 @@
+// Request: one non-blocking operation. Requests come from a per-worker pool and are never
+// returned to the system allocator while the worker lives, so a stale id from the wire can
+// be checked (index + generation) instead of trusted.
+#pragma once
+
+#include <switchyard/switchyard.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/status.h"
+#include "protocols/tag/matcher.h"
+
+namespace swy::core {
+
+class Endpoint;
+class Worker;
+struct UnexpectedDesc;
+
+enum class RequestKind : uint8_t { kSend, kRecv, kClose };
+
+/// Intrusive list hook for endpoint queues (pending sends, in-flight operations).
+struct RequestLink {
+    struct Request* prev = nullptr;
+    struct Request* next = nullptr;
+};
+
+struct Request : proto::PostedReceive {
+    RequestKind kind = RequestKind::kSend;
+    Status status = Status::kInProgress;
+    bool completed = false;
+    bool user_owned = false;  ///< handed to the application (it will call free)
+    bool user_freed = false;
+    uint32_t flags = 0;       ///< swy_request_flags
+    swy_send_cb_t send_cb = nullptr;
+    swy_recv_cb_t recv_cb = nullptr;
+    void* user_data = nullptr;
+    Worker* worker = nullptr;
+    uint32_t index = 0;       ///< slot in the pool
+    uint32_t generation = 0;  ///< bumped on every reuse
+
+    // ---- send state ----
+    Endpoint* ep = nullptr;
+    const uint8_t* send_buffer = nullptr;
+    size_t length = 0;
+    size_t offset = 0;        ///< bytes handed to the lane so far
+    uint64_t send_tag = 0;
+    uint32_t message_id = 0;
+    uint8_t proto = 0;        ///< proto::ProtoId chosen at send time
+    bool local_done = false;  ///< every byte handed over (buffer reusable)
+    bool remote_done = true;  ///< ack / ATS received (sync and rendezvous)
+    bool rts_sent = false;
+    int queue = 0;            ///< which endpoint list it is on (0 none, 1 pending, 2 in flight)
+    RequestLink link;
+
+    // ---- receive state ----
+    uint8_t* recv_buffer = nullptr;
+    size_t capacity = 0;
+    size_t received = 0;
+    swy_tag_recv_info_t info{};
+    bool matched = false;
+    bool truncated = false;
+
+    /// Wire id: generation in the high half, index in the low half.
+    uint64_t wire_id() const { return (uint64_t{generation} << 32) | index; }
+};
+
+class RequestPool {
+public:
+    RequestPool() = default;
+    RequestPool(const RequestPool&) = delete;
+    RequestPool& operator=(const RequestPool&) = delete;
+
+    Request* get(Worker* worker);
+    void put(Request* r);
+    /// The live request with this wire id, or nullptr (stale, forged or already completed).
+    Request* find(uint64_t wire_id) const;
+    size_t in_use() const { return in_use_; }
+
+private:
+    static constexpr size_t kChunk = 256;
+    std::vector<std::unique_ptr<Request[]>> chunks_;
+    std::vector<Request*> free_;
+    size_t in_use_ = 0;
+};
+
+}  // namespace swy::core

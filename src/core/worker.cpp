@@ -1,0 +1,372 @@
+#include "core/worker.h"
+
+#include <poll.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/log.h"
+#include "protocols/wire.h"
+#include "transports/self/self_iface.h"
+#include "transports/shm/shm_iface.h"
+
+namespace swy::core {
+
+using common::LogLevel;
+using common::log_printf;
+
+Worker::Worker(Context* context, const swy_worker_params_t* params)
+    : context_(context),
+      uid_(context->new_worker_uid()),
+      thread_mode_(params != nullptr ? params->thread_mode : SWY_THREAD_MODE_SINGLE) {}
+
+Status Worker::create(Context* context, const swy_worker_params_t* params, Worker** out,
+                      std::string* why) {
+    std::unique_ptr<Worker> w(new (std::nothrow) Worker(context, params));
+    if (!w) return Status::kNoMemory;
+    const common::Config& cfg = context->config();
+    w->pio_max_eps_ = cfg.get_unsigned("PIO_MAX_EPS");
+    w->pio_reserved_ = std::min<size_t>(cfg.get_unsigned("PIO_RESERVED"), w->pio_max_eps_);
+    Status s = w->open_interfaces(why);
+    if (s != Status::kOk) return s;
+    context->live_workers++;
+    *out = w.release();
+    return Status::kOk;
+}
+
+Status Worker::open_interfaces(std::string* why) {
+    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    if (epoll_fd_ < 0) {
+        *why = std::string("epoll_create1: ") + std::strerror(errno);
+        return Status::kIoError;
+    }
+    const common::Config& cfg = context_->config();
+    if (context_->transport_enabled("self")) {
+        self_index_ = static_cast<int>(ifaces_.size());
+        ifaces_.push_back(std::make_unique<tl::self::SelfInterface>(
+            uid_, static_cast<uint16_t>(self_index_), this));
+    }
+    if (context_->transport_enabled("shm")) {
+        tl::shm::ShmConfig sc;
+        sc.geometry.fifo_cells = static_cast<uint32_t>(cfg.get_unsigned("SHM_FIFO_CELLS"));
+        sc.geometry.fifo_cell_size = static_cast<uint32_t>(cfg.get_size("SHM_CELL_SIZE"));
+        sc.geometry.pio_slots = static_cast<uint32_t>(cfg.get_unsigned("SHM_PIO_SLOTS"));
+        sc.geometry.pio_credits = static_cast<uint32_t>(cfg.get_unsigned("SHM_PIO_CREDITS"));
+        sc.geometry.pio_cell_size = static_cast<uint32_t>(cfg.get_size("SHM_PIO_CELL_SIZE"));
+        sc.keepalive_ns = cfg.get_time_ns("KEEPALIVE_INTERVAL");
+        std::unique_ptr<tl::shm::ShmInterface> shm;
+        shm_index_ = static_cast<int>(ifaces_.size());
+        Status s = tl::shm::ShmInterface::open(sc, uid_, static_cast<uint16_t>(shm_index_), this,
+                                                &shm, why);
+        if (s != Status::kOk) return s;
+        ifaces_.push_back(std::move(shm));
+    }
+    for (auto& iface : ifaces_) {
+        int fd = iface->event_fd();
+        if (fd < 0) continue;
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.fd = fd;
+        epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+    }
+    return Status::kOk;
+}
+
+Worker::~Worker() {
+    // Close what the application left open; its requests complete as canceled.
+    while (endpoints_ != nullptr) {
+        Request* req = nullptr;
+        close_endpoint(endpoints_, SWY_EP_CLOSE_FORCE, &req);
+        if (req != nullptr) release(req);
+    }
+    run_deferred();
+    // Receives still posted are canceled too.
+    ifaces_.clear();
+    if (epoll_fd_ >= 0) close(epoll_fd_);
+    for (auto& [key, r] : reassembly_) delete r.desc;
+    while (proto::UnexpectedMessage* m = matcher_.match_unexpected(0, 0, true)) {
+        delete static_cast<UnexpectedDesc*>(m);
+    }
+    context_->live_workers--;
+}
+
+// ------------------------------------------------------------------------------------------
+// Progress and blocking
+// ------------------------------------------------------------------------------------------
+
+unsigned Worker::progress() {
+    unsigned n = 0;
+    if (__builtin_expect(!deferred_.empty(), 0)) {
+        n += static_cast<unsigned>(deferred_.size());
+        run_deferred();
+    }
+    for (auto& iface : ifaces_) n += iface->progress();
+    if (__builtin_expect(!pending_eps_.empty(), 0)) {
+        std::vector<Endpoint*> eps;
+        eps.swap(pending_eps_);
+        for (Endpoint* ep : eps) {
+            ep->on_pending_list = false;
+            if (!ep->progress_pending()) mark_pending(ep);
+        }
+    }
+    if (__builtin_expect(!control_backlog_.empty(), 0)) retry_control();
+    if (__builtin_expect(!closing_.empty(), 0)) {
+        std::vector<Request*> closing;
+        closing.swap(closing_);
+        for (Request* r : closing) {
+            Endpoint* ep = r->ep;
+            if (ep->idle() || ep->failed()) {
+                Request* dummy = nullptr;
+                close_endpoint(ep, SWY_EP_CLOSE_FORCE, &dummy);
+                complete(r, Status::kOk);
+            } else {
+                closing_.push_back(r);
+            }
+        }
+    }
+    return n;
+}
+
+void Worker::mark_pending(Endpoint* ep) {
+    if (ep->on_pending_list) return;
+    ep->on_pending_list = true;
+    pending_eps_.push_back(ep);
+}
+
+void Worker::run_deferred() {
+    while (!deferred_.empty()) {
+        auto [r, s] = deferred_.front();
+        deferred_.pop_front();
+        complete(r, s);
+    }
+}
+
+Status Worker::get_efd(int* fd) const {
+    *fd = epoll_fd_;
+    return Status::kOk;
+}
+
+Status Worker::arm() {
+    if (!deferred_.empty() || !pending_eps_.empty() || !control_backlog_.empty() ||
+        !closing_.empty()) {
+        return Status::kBusy;
+    }
+    for (auto& iface : ifaces_) {
+        if (!iface->arm()) return Status::kBusy;
+    }
+    return Status::kOk;
+}
+
+Status Worker::wait(int timeout_ms) {
+    Status s = arm();
+    if (s == Status::kBusy) return Status::kOk;
+    pollfd pfd{epoll_fd_, POLLIN, 0};
+    int rc = poll(&pfd, 1, timeout_ms);
+    for (auto& iface : ifaces_) iface->disarm();
+    if (rc == 0) return Status::kTimedOut;
+    if (rc < 0 && errno != EINTR) return Status::kIoError;
+    return Status::kOk;
+}
+
+std::vector<uint8_t> Worker::address() const {
+    WorkerAddress a;
+    a.worker_uid = uid_;
+    a.host = context_->host();
+    if (self_index_ >= 0) a.sections.push_back({TransportId::kSelf, {}});
+    if (shm_index_ >= 0) a.sections.push_back({TransportId::kShm, ifaces_[shm_index_]->address()});
+    return encode_address(a);
+}
+
+void Worker::query(swy_worker_attr_t* attr) const {
+    attr->pio_endpoints_granted = static_cast<unsigned>(pio_granted_);
+    attr->pio_endpoints_max = static_cast<unsigned>(pio_max_eps_);
+    attr->pio_window_slots = 0;
+    attr->pio_window_free = 0;
+    if (shm_index_ >= 0) {
+        auto* shm = static_cast<tl::shm::ShmInterface*>(ifaces_[shm_index_].get());
+        attr->pio_window_slots = shm->pio_window_slots();
+        attr->pio_window_free = shm->pio_window_free();
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Endpoints
+// ------------------------------------------------------------------------------------------
+
+Status Worker::create_endpoint(const swy_ep_params_t& params, Endpoint** out, std::string* why) {
+    WorkerAddress remote;
+    Status s = decode_address(params.remote_address, params.remote_address_length, &remote, why);
+    if (s != Status::kOk) return s;
+
+    std::unique_ptr<tl::Endpoint> lane;
+    int iface_index = -1;
+    if (remote.worker_uid == uid_ && self_index_ >= 0 && remote.find(TransportId::kSelf)) {
+        iface_index = self_index_;
+        s = ifaces_[self_index_]->connect(remote.worker_uid, nullptr, 0, false, &lane, why);
+    } else if (shm_index_ >= 0 && remote.host == context_->host() &&
+               remote.find(TransportId::kShm) != nullptr) {
+        // PIO policy: first come, first served up to PIO_MAX_EPS - PIO_RESERVED; the reserved
+        // rest only for endpoints that ask for low latency first.
+        const bool asks_first = (params.flags & SWY_EP_FLAG_PIO_FIRST) != 0;
+        const size_t limit = asks_first ? pio_max_eps_ : pio_max_eps_ - pio_reserved_;
+        const bool want_pio = (params.flags & SWY_EP_FLAG_NO_PIO) == 0 && pio_granted_ < limit;
+        const AddressSection* sec = remote.find(TransportId::kShm);
+        iface_index = shm_index_;
+        s = ifaces_[shm_index_]->connect(remote.worker_uid, sec->bytes.data(), sec->bytes.size(),
+                                         want_pio, &lane, why);
+    } else {
+        *why = remote.host == context_->host()
+                   ? "no enabled transport reaches the peer (check SWY_TLS)"
+                   : "the peer runs on another host (or network namespace) and no network "
+                     "transport is enabled";
+        return Status::kUnreachable;
+    }
+    if (s != Status::kOk) return s;
+    auto* ep = new Endpoint(this, std::move(lane), static_cast<uint16_t>(iface_index), params);
+    if (ep->pio_granted()) ++pio_granted_;
+    ep->next_in_worker = endpoints_;
+    if (endpoints_ != nullptr) endpoints_->prev_in_worker = ep;
+    endpoints_ = ep;
+    if (context_->config().get_bool("PROTO_INFO")) {
+        log_printf(LogLevel::kError, "endpoint to %016llx over %s (pio %s, credits %u):\n%s",
+                   static_cast<unsigned long long>(ep->remote_uid()), ep->lane_attr().transport,
+                   ep->pio_granted() ? "yes" : "no", ep->lane_attr().credits,
+                   ep->host_table().print().c_str());
+    }
+    *out = ep;
+    return Status::kOk;
+}
+
+Status Worker::close_endpoint(Endpoint* ep, swy_ep_close_mode_t mode, Request** req) {
+    *req = nullptr;
+    if (mode == SWY_EP_CLOSE_FLUSH && !ep->idle() && !ep->failed()) {
+        if (ep->closing) return Status::kBusy;
+        ep->closing = true;
+        Request* r = new_request(nullptr);
+        r->kind = RequestKind::kClose;
+        r->ep = ep;
+        r->user_owned = true;
+        closing_.push_back(r);
+        *req = r;
+        return Status::kInProgress;
+    }
+    ep->fail(Status::kCanceled);
+    if (ep->pio_granted() && pio_granted_ > 0) --pio_granted_;
+    if (ep->prev_in_worker != nullptr) ep->prev_in_worker->next_in_worker = ep->next_in_worker;
+    if (ep->next_in_worker != nullptr) ep->next_in_worker->prev_in_worker = ep->prev_in_worker;
+    if (endpoints_ == ep) endpoints_ = ep->next_in_worker;
+    for (auto& p : pending_eps_) {
+        if (p == ep) p = nullptr;
+    }
+    std::erase(pending_eps_, nullptr);
+    delete ep;
+    return Status::kOk;
+}
+
+// ------------------------------------------------------------------------------------------
+// Requests
+// ------------------------------------------------------------------------------------------
+
+Request* Worker::new_request(const swy_request_params_t* params) {
+    Request* r = pool_.get(this);
+    if (params != nullptr) {
+        r->flags = params->flags;
+        r->send_cb = params->send_cb;
+        r->recv_cb = params->recv_cb;
+        r->user_data = params->user_data;
+    }
+    return r;
+}
+
+void Worker::complete(Request* r, Status status) {
+    if (r->completed) return;
+    r->status = status;
+    r->completed = true;
+    if (r->ep != nullptr && r->queue != 0) {
+        (r->queue == 1 ? r->ep->pending() : r->ep->in_flight()).remove(r);
+    }
+    if (r->user_owned) {
+        if (r->kind == RequestKind::kRecv) {
+            if (r->recv_cb != nullptr) {
+                r->recv_cb(reinterpret_cast<swy_request_h>(r), static_cast<swy_status_t>(status),
+                           &r->info, r->user_data);
+            }
+        } else if (r->send_cb != nullptr) {
+            r->send_cb(reinterpret_cast<swy_request_h>(r), static_cast<swy_status_t>(status),
+                       r->user_data);
+        }
+        if (r->user_freed) pool_.put(r);
+    }
+    // Not user owned: the call that created it is still running and will report the status.
+}
+
+void Worker::release(Request* r) {
+    if (r->completed) {
+        pool_.put(r);
+    } else {
+        r->user_freed = true;
+    }
+}
+
+void Worker::complete_later(Request* r, Status status) { deferred_.emplace_back(r, status); }
+
+Status Worker::cancel(Request* r) {
+    if (r->completed) return Status::kOk;
+    if (r->kind != RequestKind::kRecv || r->matched) return Status::kBusy;
+    if (!matcher_.cancel(r)) return Status::kBusy;
+    r->matched = true;  // no longer matchable
+    complete_later(r, Status::kCanceled);
+    return Status::kOk;
+}
+
+void Worker::send_control(tl::AmSource to, tl::AmId id, const void* hdr, size_t length) {
+    if (control_backlog_.empty()) {
+        tl::Endpoint* lane = ifaces_[to.iface]->reply_endpoint(to.sender);
+        if (lane == nullptr) return;  // the sender is gone; nobody waits for this any more
+        Status s = lane->am_send(id, hdr, length, nullptr, 0);
+        if (s != Status::kNoResource) return;
+    }
+    const auto* p = static_cast<const uint8_t*>(hdr);
+    control_backlog_.push_back({to, id, std::vector<uint8_t>(p, p + length)});
+}
+
+void Worker::retry_control() {
+    while (!control_backlog_.empty()) {
+        ControlMessage& m = control_backlog_.front();
+        tl::Endpoint* lane = ifaces_[m.to.iface]->reply_endpoint(m.to.sender);
+        if (lane != nullptr) {
+            Status s = lane->am_send(m.id, m.bytes.data(), m.bytes.size(), nullptr, 0);
+            if (s == Status::kNoResource) return;
+        }
+        control_backlog_.pop_front();
+    }
+}
+
+void Worker::on_remote_failure(uint64_t remote_uid, Status why) {
+    for (Endpoint* ep = endpoints_; ep != nullptr; ep = ep->next_in_worker) {
+        if (ep->remote_uid() == remote_uid) ep->fail(why);
+    }
+    // Messages it had only partly sent can never complete.
+    for (auto it = reassembly_.begin(); it != reassembly_.end();) {
+        if (it->second.remote_uid != remote_uid) {
+            ++it;
+            continue;
+        }
+        if (it->second.request != nullptr) {
+            complete(it->second.request, why);
+        } else if (it->second.desc != nullptr) {
+            UnexpectedDesc* d = it->second.desc;
+            if (!d->probed_out) {
+                matcher_.remove_unexpected(d);
+                delete d;
+            } else {
+                d->reassembly_key = 0;  // the matched-probe holder will see it incomplete
+            }
+        }
+        it = reassembly_.erase(it);
+    }
+}
+
+}  // namespace swy::core

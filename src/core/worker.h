@@ -1,0 +1,143 @@
+// Worker: the progress engine. Owns the transport interfaces, the tag matcher, the request
+// pool, reassembly state of fragmented messages, and every endpoint created from it.
+#pragma once
+
+#include <switchyard/switchyard.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/context.h"
+#include "core/endpoint.h"
+#include "core/request.h"
+#include "protocols/tag/matcher.h"
+#include "transports/transport.h"
+
+namespace swy::core {
+
+/// A message that arrived before its receive was posted (or was taken by a matched probe).
+struct UnexpectedDesc : proto::UnexpectedMessage {
+    size_t length = 0;     ///< full message length
+    size_t received = 0;   ///< bytes arrived so far (== length when complete)
+    std::unique_ptr<uint8_t[]> data;
+    bool sync = false;
+    uint64_t sender_request = 0;
+    tl::AmSource source{};
+    uint64_t remote_uid = 0;
+    uint64_t reassembly_key = 0;  ///< 0 when complete
+    bool probed_out = false;      ///< removed by a matched probe, owned by a swy_message
+};
+
+/// Fragmented message being reassembled: goes either to a request or an unexpected desc.
+struct Reassembly {
+    Request* request = nullptr;
+    UnexpectedDesc* desc = nullptr;
+    uint64_t remote_uid = 0;
+    size_t total = 0;
+    size_t received = 0;
+};
+
+class Worker final : public tl::AmSink {
+public:
+    static Status create(Context* context, const swy_worker_params_t* params, Worker** out,
+                         std::string* why);
+    ~Worker() override;
+
+    Context* context() const { return context_; }
+    uint64_t uid() const { return uid_; }
+    bool multi_threaded() const { return thread_mode_ == SWY_THREAD_MODE_MULTI; }
+    std::recursive_mutex& lock() { return lock_; }
+
+    unsigned progress();
+    std::vector<uint8_t> address() const;
+    Status get_efd(int* fd) const;
+    Status arm();
+    Status wait(int timeout_ms);
+    void query(swy_worker_attr_t* attr) const;
+
+    // ---- endpoints ----
+    Status create_endpoint(const swy_ep_params_t& params, Endpoint** out, std::string* why);
+    /// Close: kOk (done), kInProgress (*req set), error.
+    Status close_endpoint(Endpoint* ep, swy_ep_close_mode_t mode, Request** req);
+    void mark_pending(Endpoint* ep);
+
+    // ---- receives ----
+    Status tag_recv(void* buffer, size_t length, uint64_t tag, uint64_t mask,
+                    const swy_request_params_t* params, Request** out);
+    Status probe(uint64_t tag, uint64_t mask, bool remove, swy_tag_recv_info_t* info,
+                 UnexpectedDesc** message);
+    Status msg_recv(void* buffer, size_t length, UnexpectedDesc* message,
+                    const swy_request_params_t* params, Request** out);
+    Status cancel(Request* r);
+
+    // ---- requests ----
+    RequestPool& pool() { return pool_; }
+    Request* new_request(const swy_request_params_t* params);
+    /// Record the final status; runs the callback unless @p immediate (returned to caller).
+    void complete(Request* r, Status status);
+    /// The application released its handle.
+    void release(Request* r);
+    /// Queue a completion to run from the next progress (cancel, failures inside a call).
+    void complete_later(Request* r, Status status);
+
+    /// Send a small control message to the sender of a received packet; queued if the lane
+    /// is full right now.
+    void send_control(tl::AmSource to, tl::AmId id, const void* hdr, size_t length);
+
+    // ---- AmSink ----
+    void on_am(tl::AmId id, tl::AmSource src, const uint8_t* data, size_t length) override;
+    void on_remote_failure(uint64_t remote_uid, Status why) override;
+
+    size_t pio_granted() const { return pio_granted_; }
+
+private:
+    Worker(Context* context, const swy_worker_params_t* params);
+    Status open_interfaces(std::string* why);
+
+    // Receive path (worker_recv.cpp).
+    void handle_eager_only(tl::AmSource src, const uint8_t* data, size_t length, bool sync);
+    void handle_eager_first(tl::AmSource src, const uint8_t* data, size_t length);
+    void handle_eager_middle(tl::AmSource src, const uint8_t* data, size_t length);
+    void handle_ack(const uint8_t* data, size_t length);
+    void deliver_to_request(Request* r, uint64_t tag, size_t total, const uint8_t* payload,
+                            size_t length);
+    void bind_unexpected(Request* r, UnexpectedDesc* desc);
+    void send_sync_ack(tl::AmSource src, uint64_t sender_request);
+    uint64_t reassembly_key(tl::AmSource src, uint32_t message_id) const {
+        return (uint64_t{src.iface} << 48) | (uint64_t{src.sender} << 32) | message_id;
+    }
+    void run_deferred();
+    void retry_control();
+
+    Context* context_;
+    uint64_t uid_;
+    swy_thread_mode_t thread_mode_;
+    std::recursive_mutex lock_;
+    std::vector<std::unique_ptr<tl::Interface>> ifaces_;
+    int self_index_ = -1;
+    int shm_index_ = -1;
+    int epoll_fd_ = -1;
+    proto::TagMatcher matcher_;
+    RequestPool pool_;
+    std::unordered_map<uint64_t, Reassembly> reassembly_;
+    Endpoint* endpoints_ = nullptr;  // intrusive list of every endpoint
+    std::vector<Endpoint*> pending_eps_;
+    std::deque<std::pair<Request*, Status>> deferred_;
+    struct ControlMessage {
+        tl::AmSource to;
+        tl::AmId id;
+        std::vector<uint8_t> bytes;
+    };
+    std::deque<ControlMessage> control_backlog_;
+    std::vector<Request*> closing_;
+    size_t pio_granted_ = 0;
+    size_t pio_max_eps_ = 16;
+    size_t pio_reserved_ = 4;
+};
+
+}  // namespace swy::core

@@ -1,0 +1,275 @@
+// Receive side of the worker: active-message handlers, tag matching, reassembly of
+// fragmented messages, probes and synchronous-send acknowledgements.
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "common/log.h"
+#include "core/worker.h"
+#include "protocols/wire.h"
+
+namespace swy::core {
+
+using common::LogLevel;
+using common::log_printf;
+
+namespace {
+
+Status final_status(const Request* r) {
+    return r->truncated ? Status::kMessageTruncated : Status::kOk;
+}
+
+void malformed(const char* what, size_t length) {
+    log_printf(LogLevel::kError, "dropping malformed %s packet (%zu bytes)", what, length);
+}
+
+}  // namespace
+
+void Worker::on_am(tl::AmId id, tl::AmSource src, const uint8_t* data, size_t length) {
+    switch (id) {
+        case proto::kAmEagerOnly: handle_eager_only(src, data, length, false); return;
+        case proto::kAmEagerSyncOnly: handle_eager_only(src, data, length, true); return;
+        case proto::kAmEagerFirst: handle_eager_first(src, data, length); return;
+        case proto::kAmEagerMiddle: handle_eager_middle(src, data, length); return;
+        case proto::kAmSyncAck: handle_ack(data, length); return;
+        default:
+            log_printf(LogLevel::kError, "dropping packet with unknown message id %u", id);
+            return;
+    }
+}
+
+void Worker::deliver_to_request(Request* r, uint64_t tag, size_t total, const uint8_t* payload,
+                                size_t length) {
+    r->matched = true;
+    r->info.sender_tag = tag;
+    r->info.length = total;
+    r->truncated = total > r->capacity;
+    const size_t n = std::min(length, r->capacity);
+    if (n != 0) std::memcpy(r->recv_buffer, payload, n);
+    r->received = length;
+}
+
+void Worker::send_sync_ack(tl::AmSource src, uint64_t sender_request) {
+    proto::AckHeader ack{sender_request, 0, 0};
+    send_control(src, proto::kAmSyncAck, &ack, sizeof(ack));
+}
+
+void Worker::handle_eager_only(tl::AmSource src, const uint8_t* data, size_t length, bool sync) {
+    uint64_t tag = 0;
+    uint64_t sender_request = 0;
+    size_t header = sync ? sizeof(proto::EagerSyncHeader) : sizeof(proto::EagerOnlyHeader);
+    if (length < header) return malformed("eager", length);
+    std::memcpy(&tag, data, sizeof(tag));
+    if (sync) std::memcpy(&sender_request, data + 8, sizeof(sender_request));
+    const uint8_t* payload = data + header;
+    const size_t size = length - header;
+
+    if (proto::PostedReceive* p = matcher_.match_posted(tag)) {
+        auto* r = static_cast<Request*>(p);
+        deliver_to_request(r, tag, size, payload, size);
+        if (sync) send_sync_ack(src, sender_request);
+        complete(r, final_status(r));
+        return;
+    }
+    auto* d = new UnexpectedDesc;
+    d->tag = tag;
+    d->length = size;
+    d->received = size;
+    if (size != 0) {
+        d->data.reset(new uint8_t[size]);
+        std::memcpy(d->data.get(), payload, size);
+    }
+    d->sync = sync;
+    d->sender_request = sender_request;
+    d->source = src;
+    d->remote_uid = ifaces_[src.iface]->sender_uid(src.sender);
+    matcher_.add_unexpected(d);
+}
+
+void Worker::handle_eager_first(tl::AmSource src, const uint8_t* data, size_t length) {
+    proto::EagerFirstHeader h{};
+    if (!proto::read_header(data, length, &h)) return malformed("first fragment", length);
+    const uint8_t* payload = data + sizeof(h);
+    const size_t size = length - sizeof(h);
+    const uint64_t key = reassembly_key(src, h.message_id);
+    if (size > h.total_length || reassembly_.count(key) != 0) {
+        return malformed("first fragment (length or duplicate id)", length);
+    }
+    const bool sync = (h.flags & proto::kEagerFlagSync) != 0;
+    Reassembly entry;
+    entry.remote_uid = ifaces_[src.iface]->sender_uid(src.sender);
+    entry.total = h.total_length;
+    entry.received = size;
+
+    if (proto::PostedReceive* p = matcher_.match_posted(h.tag)) {
+        auto* r = static_cast<Request*>(p);
+        deliver_to_request(r, h.tag, h.total_length, payload, size);
+        if (sync) send_sync_ack(src, h.sender_request);
+        if (size == h.total_length) {
+            complete(r, final_status(r));
+            return;
+        }
+        entry.request = r;
+        reassembly_.emplace(key, entry);
+        return;
+    }
+    auto* d = new UnexpectedDesc;
+    d->data.reset(new (std::nothrow) uint8_t[h.total_length]);
+    if (!d->data) {
+        log_printf(LogLevel::kError,
+                   "cannot buffer an unexpected message of %llu bytes: out of memory",
+                   static_cast<unsigned long long>(h.total_length));
+        delete d;
+        return;
+    }
+    d->tag = h.tag;
+    d->length = h.total_length;
+    d->received = size;
+    std::memcpy(d->data.get(), payload, size);
+    d->sync = sync;
+    d->sender_request = h.sender_request;
+    d->source = src;
+    d->remote_uid = entry.remote_uid;
+    d->reassembly_key = size == h.total_length ? 0 : key;
+    matcher_.add_unexpected(d);
+    if (d->reassembly_key != 0) {
+        entry.desc = d;
+        reassembly_.emplace(key, entry);
+    }
+}
+
+void Worker::handle_eager_middle(tl::AmSource src, const uint8_t* data, size_t length) {
+    proto::EagerMiddleHeader h{};
+    if (!proto::read_header(data, length, &h)) return malformed("fragment", length);
+    const uint8_t* payload = data + sizeof(h);
+    const size_t size = length - sizeof(h);
+    auto it = reassembly_.find(reassembly_key(src, h.message_id));
+    if (it == reassembly_.end()) return malformed("fragment of an unknown message", length);
+    Reassembly& e = it->second;
+    if (h.offset != e.received || size > e.total - e.received) {
+        return malformed("fragment (offset out of sequence)", length);
+    }
+    if (Request* r = e.request) {
+        if (h.offset < r->capacity) {
+            std::memcpy(r->recv_buffer + h.offset, payload, std::min(size, r->capacity - h.offset));
+        }
+        e.received += size;
+        r->received = e.received;
+        if (e.received == e.total) {
+            reassembly_.erase(it);
+            complete(r, final_status(r));
+        }
+        return;
+    }
+    UnexpectedDesc* d = e.desc;
+    std::memcpy(d->data.get() + h.offset, payload, size);
+    e.received += size;
+    d->received = e.received;
+    if (e.received == e.total) {
+        d->reassembly_key = 0;
+        reassembly_.erase(it);
+    }
+}
+
+void Worker::handle_ack(const uint8_t* data, size_t length) {
+    proto::AckHeader h{};
+    if (!proto::read_header(data, length, &h)) return malformed("ack", length);
+    Request* r = pool_.find(h.sender_request);
+    if (r == nullptr || r->kind != RequestKind::kSend || r->remote_done) {
+        log_printf(LogLevel::kDebug, "ignoring an ack for an unknown or finished send");
+        return;
+    }
+    r->remote_done = true;
+    if (r->local_done) complete(r, static_cast<Status>(h.status));
+}
+
+// ------------------------------------------------------------------------------------------
+// Receives posted by the application
+// ------------------------------------------------------------------------------------------
+
+void Worker::bind_unexpected(Request* r, UnexpectedDesc* d) {
+    r->matched = true;
+    r->info.sender_tag = d->tag;
+    r->info.length = d->length;
+    r->truncated = d->length > r->capacity;
+    const size_t n = std::min(d->received, r->capacity);
+    if (n != 0) std::memcpy(r->recv_buffer, d->data.get(), n);
+    r->received = d->received;
+    if (d->sync) send_sync_ack(d->source, d->sender_request);
+    if (d->received == d->length) {
+        complete(r, final_status(r));
+    } else if (d->reassembly_key == 0) {
+        complete(r, Status::kConnectionReset);  // its sender died before finishing it
+    } else {
+        Reassembly& e = reassembly_[d->reassembly_key];
+        e.request = r;
+        e.desc = nullptr;
+    }
+    delete d;
+}
+
+/// Shared tail of tag_recv and msg_recv: immediate completion or a handle for later.
+static Status finish_receive(Worker* w, Request* r, const swy_request_params_t* params,
+                             Request** out) {
+    const uint32_t flags = params != nullptr ? params->flags : 0;
+    if (r->completed) {
+        const Status s = r->status;
+        if ((flags & SWY_REQ_FLAG_NO_IMM_COMPLETE) != 0) {
+            r->completed = false;
+            r->user_owned = true;
+            w->complete_later(r, s);
+            *out = r;
+            return Status::kInProgress;
+        }
+        if (params != nullptr && params->recv_info != nullptr) *params->recv_info = r->info;
+        w->pool().put(r);
+        return s;
+    }
+    r->user_owned = true;
+    *out = r;
+    return Status::kInProgress;
+}
+
+Status Worker::tag_recv(void* buffer, size_t length, uint64_t tag, uint64_t mask,
+                        const swy_request_params_t* params, Request** out) {
+    *out = nullptr;
+    Request* r = new_request(params);
+    r->kind = RequestKind::kRecv;
+    r->recv_buffer = static_cast<uint8_t*>(buffer);
+    r->capacity = length;
+    r->tag = tag;
+    r->mask = mask;
+    if (proto::UnexpectedMessage* m = matcher_.match_unexpected(tag, mask, true)) {
+        bind_unexpected(r, static_cast<UnexpectedDesc*>(m));
+    } else {
+        matcher_.post(r);
+    }
+    return finish_receive(this, r, params, out);
+}
+
+Status Worker::probe(uint64_t tag, uint64_t mask, bool remove, swy_tag_recv_info_t* info,
+                     UnexpectedDesc** message) {
+    proto::UnexpectedMessage* m = matcher_.match_unexpected(tag, mask, remove);
+    if (m == nullptr) return Status::kNoMessage;
+    auto* d = static_cast<UnexpectedDesc*>(m);
+    if (info != nullptr) *info = {d->tag, d->length};
+    if (remove) {
+        d->probed_out = true;
+        *message = d;
+    }
+    return Status::kOk;
+}
+
+Status Worker::msg_recv(void* buffer, size_t length, UnexpectedDesc* message,
+                        const swy_request_params_t* params, Request** out) {
+    *out = nullptr;
+    Request* r = new_request(params);
+    r->kind = RequestKind::kRecv;
+    r->recv_buffer = static_cast<uint8_t*>(buffer);
+    r->capacity = length;
+    if (message->reassembly_key != 0) reassembly_[message->reassembly_key].desc = message;
+    bind_unexpected(r, message);
+    return finish_receive(this, r, params, out);
+}
+
+}  // namespace swy::core

@@ -1,0 +1,82 @@
+// Wire formats of the protocol layer: active-message ids and their headers.
+//
+// Every header is a plain struct with explicit sizes, static_asserted, little-endian as the
+// host (shm and self never leave the machine; the tcp transport will add its own framing).
+// Decoders validate every length against what was received before reading a field.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "transports/transport.h"
+
+namespace swy::proto {
+
+/// Active-message ids used by the worker (transports reserve 0xF0 and above).
+enum AmIdValue : tl::AmId {
+    kAmEagerOnly = 1,    ///< whole message in one packet: EagerOnlyHeader + payload
+    kAmEagerSyncOnly = 2,///< same, synchronous: EagerSyncHeader + payload
+    kAmEagerFirst = 3,   ///< first fragment: EagerFirstHeader + payload
+    kAmEagerMiddle = 4,  ///< later fragment: EagerMiddleHeader + payload
+    kAmSyncAck = 5,      ///< receiver matched a synchronous send: AckHeader
+    kAmRndvRts = 6,      ///< rendezvous request to send: RtsHeader
+    kAmRndvAts = 7,      ///< rendezvous done by the receiver: AckHeader (status)
+    kAmMax = 8,
+};
+
+struct EagerOnlyHeader {
+    uint64_t tag;
+};
+static_assert(sizeof(EagerOnlyHeader) == 8);
+
+struct EagerSyncHeader {
+    uint64_t tag;
+    uint64_t sender_request;  ///< id echoed in the ack
+};
+static_assert(sizeof(EagerSyncHeader) == 16);
+
+struct EagerFirstHeader {
+    uint64_t tag;
+    uint64_t total_length;
+    uint64_t sender_request;  ///< id echoed in the ack (0 if not synchronous)
+    uint32_t message_id;      ///< per sending lane, increments per fragmented message
+    uint32_t flags;           ///< kEagerFlagSync
+};
+static_assert(sizeof(EagerFirstHeader) == 32);
+inline constexpr uint32_t kEagerFlagSync = 1;
+
+struct EagerMiddleHeader {
+    uint64_t offset;
+    uint32_t message_id;
+    uint32_t reserved;
+};
+static_assert(sizeof(EagerMiddleHeader) == 16);
+
+struct AckHeader {
+    uint64_t sender_request;
+    int32_t status;
+    uint32_t reserved;
+};
+static_assert(sizeof(AckHeader) == 16);
+
+/// Rendezvous request: the sender's buffer, reachable with process_vm_readv.
+struct RtsHeader {
+    uint64_t tag;
+    uint64_t sender_request;
+    uint64_t total_length;
+    uint64_t address;
+    int32_t pid;
+    uint32_t flags;  ///< kEagerFlagSync
+};
+static_assert(sizeof(RtsHeader) == 40);
+
+/// Copy a header out of a received packet; false if the packet is too short.
+template <typename Header>
+inline bool read_header(const uint8_t* data, size_t length, Header* out) {
+    if (length < sizeof(Header)) return false;
+    std::memcpy(out, data, sizeof(Header));
+    return true;
+}
+
+}  // namespace swy::proto

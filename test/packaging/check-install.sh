@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Install a built tree into a scratch prefix and build a consumer against the install, once
+# through find_package(switchyard) and once through pkg-config; run both.
+#
+#   test/packaging/check-install.sh BUILD_DIR [CONSUMER_SOURCE_DIR]
+#
+# Environment: CC (compiler for the consumer, default cc), SWY_CONSUMER_CFLAGS (extra flags,
+# e.g. sanitizers to match an instrumented library), SWY_EXPECTED_VERSION (if set, the
+# pkg-config version must equal it), KEEP=1 keeps the scratch directory.
+set -euo pipefail
+
+if (( $# < 1 )); then
+  echo "usage: $0 BUILD_DIR [CONSUMER_SOURCE_DIR]" >&2
+  exit 2
+fi
+build=$(cd "$1" && pwd)
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+consumer_src=$(cd "${2:-$here/consumer}" && pwd)
+cc=${CC:-cc}
+read -r -a extra_flags <<< "${SWY_CONSUMER_CFLAGS:-}"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/swy-install-check.XXXXXX")
+if [[ "${KEEP:-0}" == 1 ]]; then
+  echo "check-install: keeping $tmp"
+else
+  trap 'rm -rf "$tmp"' EXIT
+fi
+prefix=$tmp/prefix
+
+fail() {
+  echo "check-install: FAIL: $*" >&2
+  exit 1
+}
+
+echo "== install $build -> $prefix"
+cmake --install "$build" --prefix "$prefix" > "$tmp/install.log" || {
+  cat "$tmp/install.log"
+  fail "cmake --install failed"
+}
+
+# The layout an application relies on.
+[[ -f $prefix/include/switchyard/switchyard.h ]] || fail "include/switchyard/switchyard.h missing"
+[[ -f $prefix/include/switchyard/status.h ]] || fail "include/switchyard/status.h missing"
+config=$(find "$prefix" -path '*/cmake/switchyard/switchyard-config.cmake' | head -n1)
+[[ -n $config ]] || fail "switchyard-config.cmake not installed"
+[[ -f $(dirname "$config")/switchyard-config-version.cmake ]] || fail "config-version missing"
+[[ -f $(dirname "$config")/switchyardTargets.cmake ]] || fail "switchyardTargets.cmake missing"
+pc=$(find "$prefix" -name switchyard.pc | head -n1)
+[[ -n $pc ]] || fail "switchyard.pc not installed"
+lib=$(find "$prefix" -name 'libswitchyard.so' | head -n1)
+[[ -n $lib ]] || fail "libswitchyard.so not installed"
+libdir=$(dirname "$lib")
+[[ -d $prefix/share/doc/switchyard ]] || fail "share/doc/switchyard missing"
+echo "   config: ${config#"$prefix"/}  pc: ${pc#"$prefix"/}  lib: ${lib#"$prefix"/}"
+
+echo "== consumer via find_package(switchyard)"
+cmake -S "$consumer_src" -B "$tmp/cmake-consumer" \
+  -DCMAKE_C_COMPILER="$cc" \
+  -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
+  -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF \
+  -DCMAKE_C_FLAGS="${SWY_CONSUMER_CFLAGS:-}" \
+  -DCMAKE_EXE_LINKER_FLAGS="${SWY_CONSUMER_CFLAGS:-}" > "$tmp/configure.log" || {
+  cat "$tmp/configure.log"
+  fail "configuring the consumer failed"
+}
+# It must have found the scratch install, not some other switchyard on the system.
+found_dir=$(sed -n 's/^switchyard_DIR:[A-Z]*=//p' "$tmp/cmake-consumer/CMakeCache.txt")
+[[ $found_dir == "$prefix"/* ]] || fail "find_package found '$found_dir', not the install in $prefix"
+cmake --build "$tmp/cmake-consumer" > "$tmp/build.log" || {
+  cat "$tmp/build.log"
+  fail "building the find_package consumer failed"
+}
+LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+  "$tmp/cmake-consumer/swy-consumer" || fail "find_package consumer did not run cleanly"
+
+echo "== consumer via pkg-config"
+PKG_CONFIG_PATH=$(dirname "$pc")
+export PKG_CONFIG_PATH
+pkg-config --exists --print-errors switchyard || fail "pkg-config cannot read switchyard.pc"
+version=$(pkg-config --modversion switchyard)
+if [[ -n "${SWY_EXPECTED_VERSION:-}" && $version != "$SWY_EXPECTED_VERSION" ]]; then
+  fail "pkg-config version $version, expected $SWY_EXPECTED_VERSION"
+fi
+read -r -a pc_flags <<< "$(pkg-config --cflags --libs switchyard)"
+echo "   pkg-config --cflags --libs switchyard: ${pc_flags[*]}"
+inc_ok=0
+for flag in "${pc_flags[@]}"; do
+  # The .pc file locates the prefix relative to itself (${pcfiledir}/../..): resolve it.
+  if [[ $flag == -I* && $(realpath -m "${flag#-I}") == "$(realpath "$prefix")/include" ]]; then
+    inc_ok=1
+  fi
+done
+(( inc_ok )) || fail "pkg-config include dir is not $prefix/include"
+"$cc" -std=c99 -Wall -Wextra -Wpedantic -Werror "${extra_flags[@]}" \
+  -DSWY_EXPECTED_VERSION="\"$version\"" \
+  "$consumer_src/main.c" -o "$tmp/pc-consumer" "${pc_flags[@]}" || fail "pkg-config build failed"
+LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+  "$tmp/pc-consumer" || fail "pkg-config consumer did not run cleanly"
+
+echo "check-install: PASS (find_package and pkg-config consumers built and ran, version $version)"
