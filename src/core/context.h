@@ -7,6 +7,7 @@
 
 #include "common/config.h"
 #include "core/address.h"
+#include "protocols/cost_figures.h"
 
 namespace swy::core {
 
@@ -18,6 +19,8 @@ public:
     const common::Config& config() const { return config_; }
     const HostIdentity& host() const { return host_; }
     bool transport_enabled(const char* name) const;
+    /// Cost figures for protocol selection (calibration file or defaults).
+    const proto::CostFigures& costs() const { return costs_; }
 
     /// A new random worker id (never 0).
     uint64_t new_worker_uid();
@@ -29,6 +32,7 @@ private:
     explicit Context(const common::Config& config) : config_(config) {}
     common::Config config_;
     HostIdentity host_;
+    proto::CostFigures costs_;
     std::vector<std::string> tls_;
     bool tls_all_ = true;
     bool tls_exclude_ = false;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/worker.h"
+#include "protocols/select.h"
 #include "protocols/wire.h"
 
 namespace swy::core {
@@ -65,13 +66,30 @@ Endpoint::Endpoint(Worker* worker, std::unique_ptr<tl::Endpoint> lane, uint16_t 
     if (a.pio) {
         size_t limit = cfg.get_size("PIO_MAX");
         pio_max_ = limit == 0 ? single_packet_max_ : std::min(limit, single_packet_max_);
-        host_table_.add(pio_max_, ProtoId::kEagerShort,
-                        "PIO lane: header and payload stored straight into the peer's "
-                        "dedicated cell, no atomic claim");
     }
-    host_table_.add(SIZE_MAX, ProtoId::kEagerBcopy,
-                    a.pio ? "larger than one PIO cell: packed into cells in fragments"
-                          : "no PIO lane: packed into the shared FIFO's cells (fragmented)");
+    proto::LaneCaps caps;
+    caps.pio = a.pio;
+    caps.pio_max = pio_max_;
+    caps.fragment_max = fragment_max_;
+    caps.cma = a.zcopy_cma;
+    caps.rndv = a.rndv;
+    proto::SelectOverrides o;
+    o.rndv_thresh = cfg.get_size("RNDV_THRESH");
+    o.zcopy_thresh = cfg.get_size("ZCOPY_THRESH");
+    o.rndv_scheme = cfg.get_string("RNDV_SCHEME");
+    o.allow = cfg.get_list("PROTO");
+    host_table_ = proto::select_protocols(caps, worker_->context()->costs(), o);
+    // eager_short can only run up to pio_max_ (the selector already caps it there).
+    const auto& first = host_table_.ranges().front();
+    fast_path_ = first.proto == ProtoId::kEagerShort || first.proto == ProtoId::kEagerBcopy;
+    if (fast_path_) {
+        size_t eager_end = 0;
+        for (const auto& r : host_table_.ranges()) {
+            if (r.proto != ProtoId::kEagerShort && r.proto != ProtoId::kEagerBcopy) break;
+            eager_end = r.max_size;
+        }
+        fast_max_ = std::min(eager_end, single_packet_max_);
+    }
 }
 
 Endpoint::~Endpoint() { lane_->disconnect(); }
@@ -102,7 +120,7 @@ Status Endpoint::tag_send(const void* buffer, size_t length, uint64_t tag,
     }
     const uint32_t flags = params != nullptr ? params->flags : 0;
     // Fast path: nothing queued ahead of us and the whole message fits one packet.
-    if (pending_.empty() && length <= single_packet_max_ &&
+    if (fast_path_ && pending_.empty() && length <= fast_max_ &&
         (flags & (SWY_REQ_FLAG_SYNC | SWY_REQ_FLAG_NO_IMM_COMPLETE)) == 0) {
         proto::EagerOnlyHeader h{tag};
         Status s = lane_->am_send(proto::kAmEagerOnly, &h, sizeof(h), buffer, length);
@@ -117,8 +135,10 @@ Status Endpoint::tag_send(const void* buffer, size_t length, uint64_t tag,
     r->length = length;
     r->send_tag = tag;
     r->proto = static_cast<uint8_t>(host_table_.lookup(length));
-    r->remote_done = (flags & SWY_REQ_FLAG_SYNC) == 0;
-    if (length > single_packet_max_) r->message_id = next_message_id();
+    const bool rndv = r->proto >= static_cast<uint8_t>(ProtoId::kRndvGetCma);
+    // Rendezvous completes on ATS/FIN, which already implies a matched receive (sync).
+    r->remote_done = !rndv && (flags & SWY_REQ_FLAG_SYNC) == 0;
+    if (!rndv && length > single_packet_max_) r->message_id = next_message_id();
 
     if (pending_.empty()) {
         Status s = push(r);
@@ -154,7 +174,12 @@ Status Endpoint::tag_send(const void* buffer, size_t length, uint64_t tag,
 }
 
 Status Endpoint::push(Request* r) {
-    return r->length <= single_packet_max_ ? send_single(r) : send_fragments(r);
+    switch (static_cast<ProtoId>(r->proto)) {
+        case ProtoId::kRndvGetCma:
+        case ProtoId::kRndvPutCma:
+        case ProtoId::kRndvPipeline: return send_rts(r);
+        default: return r->length <= single_packet_max_ ? send_single(r) : send_fragments(r);
+    }
 }
 
 Status Endpoint::send_single(Request* r) {

@@ -83,6 +83,7 @@ private:
     Status push(Request* r);
     Status send_single(Request* r);
     Status send_fragments(Request* r);
+    Status send_rts(Request* r);
 
     Worker* worker_;
     std::unique_ptr<tl::Endpoint> lane_;
@@ -92,6 +93,8 @@ private:
     size_t single_packet_max_ = 0;
     size_t fragment_max_ = 0;
     size_t pio_max_ = 0;
+    size_t fast_max_ = 0;       // sizes up to here go eager in one packet (fast path)
+    bool fast_path_ = false;
     proto::ProtoTable host_table_;
     RequestQueue pending_;
     RequestQueue in_flight_;

@@ -12,6 +12,7 @@
 
 #include "common/status.h"
 #include "protocols/tag/matcher.h"
+#include "transports/transport.h"
 
 namespace swy::core {
 
@@ -62,6 +63,17 @@ struct Request : proto::PostedReceive {
     swy_tag_recv_info_t info{};
     bool matched = false;
     bool truncated = false;
+
+    // ---- rendezvous state (both sides) ----
+    uint64_t peer_request = 0;   ///< the other side's request id
+    uint64_t remote_address = 0; ///< peer buffer (get: sender's, put: receiver's)
+    int remote_pid = 0;
+    uint64_t remote_uid = 0;     ///< for failure handling
+    size_t rndv_length = 0;      ///< bytes to move (clamped to the receive buffer)
+    size_t rndv_done = 0;        ///< bytes moved so far
+    uint8_t rndv_scheme = 0;     ///< proto::RndvScheme
+    Status rndv_status = Status::kOk;  ///< status the peer told us (truncation)
+    tl::AmSource source{};       ///< where the RTS came from (receiver side)
 
     /// Wire id: generation in the high half, index in the low half.
     uint64_t wire_id() const { return (uint64_t{generation} << 32) | index; }

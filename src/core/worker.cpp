@@ -29,6 +29,12 @@ Status Worker::create(Context* context, const swy_worker_params_t* params, Worke
     const common::Config& cfg = context->config();
     w->pio_max_eps_ = cfg.get_unsigned("PIO_MAX_EPS");
     w->pio_reserved_ = std::min<size_t>(cfg.get_unsigned("PIO_RESERVED"), w->pio_max_eps_);
+    if (!tl::cma::parse_cma_mode(cfg.get_string("CMA"), &w->cma_mode_)) {
+        *why = "SWY_CMA must be auto, y, n or simulate-eperm";
+        return Status::kInvalidParam;
+    }
+    if (!context->transport_enabled("cma")) w->cma_mode_ = tl::cma::CmaMode::kOff;
+    w->rndv_chunk_ = std::max<size_t>(cfg.get_size("RNDV_FRAG_SIZE"), 4096);
     Status s = w->open_interfaces(why);
     if (s != Status::kOk) return s;
     context->live_workers++;
@@ -56,6 +62,7 @@ Status Worker::open_interfaces(std::string* why) {
         sc.geometry.pio_credits = static_cast<uint32_t>(cfg.get_unsigned("SHM_PIO_CREDITS"));
         sc.geometry.pio_cell_size = static_cast<uint32_t>(cfg.get_size("SHM_PIO_CELL_SIZE"));
         sc.keepalive_ns = cfg.get_time_ns("KEEPALIVE_INTERVAL");
+        sc.cma_mode = cma_mode_;
         std::unique_ptr<tl::shm::ShmInterface> shm;
         shm_index_ = static_cast<int>(ifaces_.size());
         Status s = tl::shm::ShmInterface::open(sc, uid_, static_cast<uint16_t>(shm_index_), this,
@@ -112,6 +119,7 @@ unsigned Worker::progress() {
         }
     }
     if (__builtin_expect(!control_backlog_.empty(), 0)) retry_control();
+    if (__builtin_expect(!rndv_gets_.empty() || !rndv_sends_.empty(), 0)) n += progress_rndv();
     if (__builtin_expect(!closing_.empty(), 0)) {
         std::vector<Request*> closing;
         closing.swap(closing_);
@@ -348,13 +356,14 @@ void Worker::on_remote_failure(uint64_t remote_uid, Status why) {
     for (Endpoint* ep = endpoints_; ep != nullptr; ep = ep->next_in_worker) {
         if (ep->remote_uid() == remote_uid) ep->fail(why);
     }
+    fail_rndv(remote_uid, why);
     // Messages it had only partly sent can never complete.
     for (auto it = reassembly_.begin(); it != reassembly_.end();) {
         if (it->second.remote_uid != remote_uid) {
             ++it;
             continue;
         }
-        if (it->second.request != nullptr) {
+        if (it->second.request != nullptr && !it->second.request->completed) {
             complete(it->second.request, why);
         } else if (it->second.desc != nullptr) {
             UnexpectedDesc* d = it->second.desc;

@@ -16,6 +16,8 @@
 #include "core/endpoint.h"
 #include "core/request.h"
 #include "protocols/tag/matcher.h"
+#include "protocols/wire.h"
+#include "transports/cma/cma.h"
 #include "transports/transport.h"
 
 namespace swy::core {
@@ -31,6 +33,9 @@ struct UnexpectedDesc : proto::UnexpectedMessage {
     uint64_t remote_uid = 0;
     uint64_t reassembly_key = 0;  ///< 0 when complete
     bool probed_out = false;      ///< removed by a matched probe, owned by a swy_message
+    bool rndv = false;            ///< an RTS: the data is still in the sender's buffer
+    bool sender_failed = false;   ///< RTS whose sender died: matching it fails the receive
+    proto::RtsHeader rts{};
 };
 
 /// Fragmented message being reassembled: goes either to a request or an unexpected desc.
@@ -94,6 +99,10 @@ public:
     void on_remote_failure(uint64_t remote_uid, Status why) override;
 
     size_t pio_granted() const { return pio_granted_; }
+    tl::cma::CmaMode cma_mode() const { return cma_mode_; }
+
+    /// A rendezvous send whose peer answered with RTR (put or pipeline): move the data.
+    void start_rndv_send(Request* r);
 
 private:
     Worker(Context* context, const swy_worker_params_t* params);
@@ -111,6 +120,31 @@ private:
     uint64_t reassembly_key(tl::AmSource src, uint32_t message_id) const {
         return (uint64_t{src.iface} << 48) | (uint64_t{src.sender} << 32) | message_id;
     }
+    // Rendezvous (rndv.cpp).
+    void handle_rts(tl::AmSource src, const uint8_t* data, size_t length);
+    void handle_ats(const uint8_t* data, size_t length);
+    void handle_rtr(const uint8_t* data, size_t length);
+    void handle_fin(const uint8_t* data, size_t length);
+    void handle_rndv_data(const uint8_t* data, size_t length);
+    void start_rndv_receive(Request* r, const proto::RtsHeader& rts, tl::AmSource src,
+                            uint64_t remote_uid);
+    void send_rtr(Request* r, proto::RndvScheme scheme);
+    void finish_rndv_receive(Request* r, Status status);
+    unsigned progress_rndv();
+    void fail_rndv(uint64_t remote_uid, Status why);
+    /// A request id captured with its pointer, so a reused request is never mistaken.
+    struct TrackedRequest {
+        Request* request;
+        uint64_t id;
+        bool live() const { return !request->completed && request->wire_id() == id; }
+    };
+    std::vector<UnexpectedDesc*> unexpected_rts_;  // for failure handling
+    std::vector<TrackedRequest> rndv_gets_;     // receiver: pulling with CMA
+    std::vector<TrackedRequest> rndv_waiting_;  // receiver: waiting for put/pipeline data
+    std::vector<TrackedRequest> rndv_sends_;    // sender: pushing put/pipeline data
+    tl::cma::CmaMode cma_mode_ = tl::cma::CmaMode::kAuto;
+    size_t rndv_chunk_ = 512 * 1024;
+
     void run_deferred();
     void retry_control();
 

@@ -32,6 +32,11 @@ void Worker::on_am(tl::AmId id, tl::AmSource src, const uint8_t* data, size_t le
         case proto::kAmEagerFirst: handle_eager_first(src, data, length); return;
         case proto::kAmEagerMiddle: handle_eager_middle(src, data, length); return;
         case proto::kAmSyncAck: handle_ack(data, length); return;
+        case proto::kAmRndvRts: handle_rts(src, data, length); return;
+        case proto::kAmRndvAts: handle_ats(data, length); return;
+        case proto::kAmRndvRtr: handle_rtr(data, length); return;
+        case proto::kAmRndvFin: handle_fin(data, length); return;
+        case proto::kAmRndvData: handle_rndv_data(data, length); return;
         default:
             log_printf(LogLevel::kError, "dropping packet with unknown message id %u", id);
             return;
@@ -188,6 +193,16 @@ void Worker::handle_ack(const uint8_t* data, size_t length) {
 // ------------------------------------------------------------------------------------------
 
 void Worker::bind_unexpected(Request* r, UnexpectedDesc* d) {
+    if (d->rndv) {
+        std::erase(unexpected_rts_, d);
+        if (d->sender_failed) {
+            complete(r, Status::kConnectionReset);
+        } else {
+            start_rndv_receive(r, d->rts, d->source, d->remote_uid);
+        }
+        delete d;
+        return;
+    }
     r->matched = true;
     r->info.sender_tag = d->tag;
     r->info.length = d->length;

@@ -22,7 +22,10 @@ enum AmIdValue : tl::AmId {
     kAmSyncAck = 5,      ///< receiver matched a synchronous send: AckHeader
     kAmRndvRts = 6,      ///< rendezvous request to send: RtsHeader
     kAmRndvAts = 7,      ///< rendezvous done by the receiver: AckHeader (status)
-    kAmMax = 8,
+    kAmRndvRtr = 8,      ///< receiver ready: RtrHeader (put or pipeline)
+    kAmRndvFin = 9,      ///< sender finished a put: AckHeader (id = receive request)
+    kAmRndvData = 10,    ///< pipeline fragment: RndvDataHeader + payload
+    kAmMax = 11,
 };
 
 struct EagerOnlyHeader {
@@ -67,9 +70,30 @@ struct RtsHeader {
     uint64_t total_length;
     uint64_t address;
     int32_t pid;
-    uint32_t flags;  ///< kEagerFlagSync
+    uint32_t scheme;  ///< RndvScheme the sender's selector chose
 };
 static_assert(sizeof(RtsHeader) == 40);
+
+enum class RndvScheme : uint32_t { kGet = 0, kPut = 1, kPipeline = 2 };
+
+/// Receiver's answer for put and pipeline: where and how much (clamped to its buffer).
+struct RtrHeader {
+    uint64_t sender_request;
+    uint64_t receive_request;
+    uint64_t address;   ///< receive buffer (put)
+    uint64_t length;    ///< bytes to move: min(message, receive buffer)
+    int32_t pid;
+    uint32_t scheme;    ///< RndvScheme: kPut or kPipeline
+    int32_t status;     ///< kOk or kMessageTruncated: the sender completes with it
+    uint32_t reserved;
+};
+static_assert(sizeof(RtrHeader) == 48);
+
+struct RndvDataHeader {
+    uint64_t receive_request;
+    uint64_t offset;
+};
+static_assert(sizeof(RndvDataHeader) == 16);
 
 /// Copy a header out of a received packet; false if the packet is too short.
 template <typename Header>

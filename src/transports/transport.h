@@ -35,6 +35,8 @@ struct LaneAttr {
     size_t max_message = 0;        ///< largest header+payload of one am_send
     LinearCost send_cost;          ///< cost of one am_send of n bytes (copy into the cell)
     bool zcopy_cma = false;        ///< process_vm_readv/writev reaches the peer (rendezvous)
+    std::string cma_reason;        ///< why not, when zcopy_cma is false
+    bool rndv = false;             ///< rendezvous makes sense on this lane
     int remote_pid = 0;            ///< for CMA
 };
 

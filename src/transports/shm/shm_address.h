@@ -12,9 +12,10 @@ struct ShmAddress {
     int32_t pid;
     int32_t memfd;
     uint64_t segment_size;
+    uint64_t cma_probe_address;  ///< 8 bytes holding the worker uid, for the CMA probe
 };
 
-inline constexpr uint8_t kShmAddressVersion = 1;
+inline constexpr uint8_t kShmAddressVersion = 2;
 
 inline std::vector<uint8_t> encode_shm_address(const ShmAddress& a) {
     std::vector<uint8_t> out(1 + sizeof(ShmAddress));

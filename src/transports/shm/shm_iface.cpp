@@ -59,6 +59,7 @@ ShmEndpoint::ShmEndpoint(ShmInterface* iface, std::shared_ptr<RemoteSegment> rem
     SegmentHeader* h = remote_->header;
     attr_.transport = "shm";
     attr_.remote_pid = remote_->pid;
+    attr_.rndv = true;
     ring_ = RingView(remote_->base + h->fifo_offset, h->fifo_cells, h->fifo_cell_size);
     attr_.pio = false;
     attr_.credits = h->fifo_cells;
@@ -141,7 +142,8 @@ void ShmEndpoint::disconnect() {
 // ------------------------------------------------------------------------------------------
 
 ShmInterface::ShmInterface(const ShmConfig& config, uint64_t uid, uint16_t index, AmSink* sink)
-    : config_(config), uid_(uid), index_(index), sink_(sink), senders_(kMaxSenders) {}
+    : config_(config), uid_(uid), index_(index), sink_(sink), senders_(kMaxSenders),
+      cma_probe_value_(uid) {}
 
 Status ShmInterface::open(const ShmConfig& config, uint64_t worker_uid, uint16_t iface_index,
                           AmSink* sink, std::unique_ptr<ShmInterface>* out, std::string* why) {
@@ -244,6 +246,7 @@ std::vector<uint8_t> ShmInterface::address() const {
     a.pid = getpid();
     a.memfd = memfd_;
     a.segment_size = config_.geometry.total_size();
+    a.cma_probe_address = reinterpret_cast<uint64_t>(&cma_probe_value_);
     return encode_shm_address(a);
 }
 
@@ -376,6 +379,12 @@ Status ShmInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t
             return sent == Status::kNoResource ? Status::kTimedOut : sent;
         }
         ep->use_pio_ring(pio_slot);
+    }
+    if (a.cma_probe_address != 0) {
+        std::string cma_why;
+        bool ok = cma::probe(config_.cma_mode, a.pid, a.cma_probe_address, &remote_uid,
+                             sizeof(remote_uid), &cma_why) == Status::kOk;
+        ep->set_cma(ok, cma_why);
     }
     *out = std::move(ep);
     return Status::kOk;

@@ -11,6 +11,7 @@
 
 #include "transports/shm/ring.h"
 #include "transports/shm/segment_layout.h"
+#include "transports/cma/cma.h"
 #include "transports/transport.h"
 
 namespace swy::tl::shm {
@@ -20,6 +21,7 @@ struct ShmConfig {
     SegmentGeometry geometry{256, 8192, 8, 128, 1024};
     uint64_t keepalive_ns = 200'000'000;
     int numa_node = -1;  ///< place the segment there (-1: leave it to the kernel)
+    cma::CmaMode cma_mode = cma::CmaMode::kAuto;
 };
 
 /// A peer's segment mapped into this process, shared by every lane to that peer.
@@ -49,6 +51,11 @@ public:
     void disconnect() override;
     /// Move this lane onto dedicated PIO ring @p pio_slot (after announcing it).
     void use_pio_ring(uint32_t pio_slot);
+    /// Record the CMA probe result (rendezvous zero-copy to this peer).
+    void set_cma(bool ok, const std::string& why) {
+        attr_.zcopy_cma = ok;
+        attr_.cma_reason = ok ? "" : why;
+    }
 
 private:
     void wake_peer();
@@ -141,6 +148,7 @@ private:
     int send_socket_ = -1;  // unbound: we wake peers through it
     int epoll_fd_ = -1;
     uint32_t progress_calls_ = 0;
+    uint64_t cma_probe_value_ = 0;  // our uid, read by peers to check that CMA works
     uint64_t last_check_ns_ = 0;
 };
 

@@ -151,7 +151,7 @@ Status ShmInterface::map_and_reply_ep(uint16_t sender, Endpoint** out) {
         *out = it->second.get();
         return Status::kOk;
     }
-    ShmAddress a{info.pid, info.memfd, info.segment_size};
+    ShmAddress a{info.pid, info.memfd, info.segment_size, 0};
     std::vector<uint8_t> section = encode_shm_address(a);
     std::unique_ptr<Endpoint> ep;
     std::string why;

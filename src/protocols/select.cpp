@@ -1,0 +1,165 @@
+#include "protocols/select.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace swy::proto {
+namespace {
+
+// Share of eager messages assumed to arrive before their receive is posted: those pay one
+// more copy out of the unexpected buffer. Rendezvous never buffers data, so this is what
+// makes it win for large messages even without zero-copy.
+constexpr double kUnexpectedShare = 0.25;
+
+bool allowed(const SelectOverrides& o, ProtoId id) {
+    if (o.allow.empty()) return true;
+    for (const std::string& a : o.allow) {
+        if (a == "all" || a == proto_name(id)) return true;
+    }
+    return false;
+}
+
+bool is_rndv(ProtoId id) { return id >= ProtoId::kRndvGetCma; }
+
+std::string format_time(double s) {
+    char buf[32];
+    if (s < 1e-3) {
+        std::snprintf(buf, sizeof(buf), "%.3f us", s * 1e6);
+    } else {
+        std::snprintf(buf, sizeof(buf), "%.3f ms", s * 1e3);
+    }
+    return buf;
+}
+
+std::string format_size(size_t n) {
+    char buf[32];
+    if (n >= (1u << 20) && n % (1u << 20) == 0) {
+        std::snprintf(buf, sizeof(buf), "%zu MiB", n >> 20);
+    } else if (n >= 1024 && n % 1024 == 0) {
+        std::snprintf(buf, sizeof(buf), "%zu KiB", n >> 10);
+    } else {
+        std::snprintf(buf, sizeof(buf), "%zu B", n);
+    }
+    return buf;
+}
+
+}  // namespace
+
+std::vector<Candidate> candidates(const LaneCaps& lane, const CostFigures& c) {
+    std::vector<Candidate> out;
+    const double L = c.fifo_latency_s;
+    const double copy = 1.0 / c.shm_copy_bw_Bps;
+    const double unexpected = kUnexpectedShare / c.memcpy_bw_Bps;
+    const double frag = static_cast<double>(std::max<size_t>(lane.fragment_max, 64));
+    if (lane.pio && lane.pio_max > 0) {
+        out.push_back({ProtoId::kEagerShort, 0, lane.pio_max,
+                       L + c.pio_overhead_s + c.cell_overhead_s,
+                       copy + 1.0 / c.memcpy_bw_Bps + unexpected});
+    }
+    out.push_back({ProtoId::kEagerBcopy, 0, std::numeric_limits<size_t>::max(),
+                   L + c.bcopy_overhead_s + c.cell_overhead_s,
+                   copy + (c.bcopy_overhead_s + c.cell_overhead_s) / frag + unexpected});
+    if (!lane.rndv) return out;
+    const double handshake = 2 * L + 2 * c.cell_overhead_s + c.bcopy_overhead_s;
+    if (lane.cma) {
+        const double chunk = 512.0 * 1024;
+        const double cma = 1.0 / c.cma_bw_Bps + c.cma_call_s / chunk;
+        out.push_back({ProtoId::kRndvGetCma, 0, std::numeric_limits<size_t>::max(),
+                       handshake + c.cma_call_s, cma});
+        out.push_back({ProtoId::kRndvPutCma, 0, std::numeric_limits<size_t>::max(),
+                       handshake + L + c.cell_overhead_s + c.cma_call_s, cma});
+    }
+    out.push_back({ProtoId::kRndvPipeline, 0, std::numeric_limits<size_t>::max(),
+                   handshake + L + c.cell_overhead_s,
+                   copy + (c.bcopy_overhead_s + c.cell_overhead_s) / frag});
+    return out;
+}
+
+ProtoTable select_protocols(const LaneCaps& lane, const CostFigures& costs,
+                            const SelectOverrides& o) {
+    constexpr size_t kMax = std::numeric_limits<size_t>::max();
+    std::vector<Candidate> all = candidates(lane, costs);
+    std::vector<Candidate> cands;
+    for (Candidate c : all) {
+        if (!allowed(o, c.proto)) continue;
+        if (is_rndv(c.proto) && o.rndv_scheme != "auto") {
+            const char* want = o.rndv_scheme == "get"   ? "rndv_get_cma"
+                               : o.rndv_scheme == "put" ? "rndv_put_cma"
+                                                        : "rndv_pipeline";
+            if (std::string(proto_name(c.proto)) != want) continue;
+        }
+        if (c.proto == ProtoId::kEagerShort && o.pio_max != 0) {
+            c.max_size = std::min(c.max_size, o.pio_max);
+        }
+        if (o.rndv_thresh != 0) {
+            if (is_rndv(c.proto)) {
+                c.min_size = std::max(c.min_size, o.rndv_thresh);
+            } else if (o.rndv_thresh > 0) {
+                c.max_size = std::min(c.max_size, o.rndv_thresh - 1);
+            }
+        }
+        if (o.zcopy_thresh != 0 &&
+            (c.proto == ProtoId::kRndvGetCma || c.proto == ProtoId::kRndvPutCma)) {
+            c.min_size = std::max(c.min_size, o.zcopy_thresh);
+        }
+        if (c.min_size <= c.max_size) cands.push_back(c);
+    }
+
+    // Breakpoints: every range edge and every pairwise crossing of two cost lines.
+    std::vector<size_t> points{0};
+    for (const Candidate& c : cands) {
+        points.push_back(c.min_size);
+        if (c.max_size != kMax) points.push_back(c.max_size + 1);
+    }
+    for (size_t i = 0; i < cands.size(); ++i) {
+        for (size_t j = i + 1; j < cands.size(); ++j) {
+            const double dp = cands[i].per_byte_s - cands[j].per_byte_s;
+            if (dp == 0) continue;
+            const double n = (cands[j].fixed_s - cands[i].fixed_s) / dp;
+            if (n > 0 && n < 1e18) points.push_back(static_cast<size_t>(std::ceil(n)));
+        }
+    }
+    std::sort(points.begin(), points.end());
+    points.erase(std::unique(points.begin(), points.end()), points.end());
+
+    ProtoTable table;
+    for (size_t i = 0; i < points.size(); ++i) {
+        const size_t lo = points[i];
+        const size_t hi = i + 1 < points.size() ? points[i + 1] - 1 : kMax;
+        const size_t probe = hi == kMax ? std::max<size_t>(lo, 1) * 2 : lo + (hi - lo) / 2;
+        const Candidate* best = nullptr;
+        const Candidate* second = nullptr;
+        for (const Candidate& c : cands) {
+            if (c.min_size > lo || c.max_size < hi) continue;
+            if (best == nullptr || c.at(probe) < best->at(probe)) {
+                second = best;
+                best = &c;
+            } else if (second == nullptr || c.at(probe) < second->at(probe)) {
+                second = &c;
+            }
+        }
+        if (best == nullptr) {
+            table.add(hi, ProtoId::kEagerBcopy,
+                      "no allowed protocol covers these sizes (SWY_PROTO, thresholds): "
+                      "eager_bcopy, which carries any size");
+            continue;
+        }
+        std::string reason = "t(" + format_size(probe) + ") = " + format_time(best->at(probe));
+        if (second != nullptr) {
+            const double gain = second->at(probe) - best->at(probe);
+            reason += ", beats " + std::string(proto_name(second->proto)) + " by " +
+                      format_time(gain);
+        } else {
+            reason += ", only candidate";
+        }
+        if (o.rndv_thresh != 0 && (is_rndv(best->proto) ? lo == o.rndv_thresh : hi + 1 == o.rndv_thresh)) {
+            reason += " [SWY_RNDV_THRESH]";
+        }
+        table.add(hi, best->proto, reason);
+    }
+    return table;
+}
+
+}  // namespace swy::proto
