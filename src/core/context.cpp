@@ -1,5 +1,7 @@
 #include "core/context.h"
 
+#include "core/topology.h"
+
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -48,6 +50,18 @@ bool Context::transport_enabled(const char* name) const {
     if (tls_all_) return true;
     bool listed = std::find(tls_.begin(), tls_.end(), name) != tls_.end();
     return tls_exclude_ ? !listed : listed;
+}
+
+Context::~Context() = default;
+
+const Topology* Context::topology() {
+    std::lock_guard<std::mutex> guard(topology_lock_);
+    if (!topology_tried_) {
+        topology_tried_ = true;
+        auto t = std::make_unique<Topology>();
+        if (Topology::load(t.get()) == Status::kOk) topology_ = std::move(t);
+    }
+    return topology_.get();
 }
 
 uint64_t Context::new_worker_uid() {

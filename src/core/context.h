@@ -2,11 +2,14 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
+#include <mutex>
 #include <cstdint>
 #include <string>
 
 #include "common/config.h"
 #include "core/address.h"
+#include "core/topology.h"
 #include "protocols/cost_figures.h"
 
 namespace swy::core {
@@ -18,9 +21,13 @@ public:
 
     const common::Config& config() const { return config_; }
     const HostIdentity& host() const { return host_; }
+    ~Context();
     bool transport_enabled(const char* name) const;
     /// Cost figures for protocol selection (calibration file or defaults).
     const proto::CostFigures& costs() const { return costs_; }
+
+    /// The machine's topology, loaded on first use (nullptr if hwloc cannot load it).
+    const Topology* topology();
 
     /// A new random worker id (never 0).
     uint64_t new_worker_uid();
@@ -33,6 +40,9 @@ private:
     common::Config config_;
     HostIdentity host_;
     proto::CostFigures costs_;
+    std::unique_ptr<Topology> topology_;
+    bool topology_tried_ = false;
+    std::mutex topology_lock_;
     std::vector<std::string> tls_;
     bool tls_all_ = true;
     bool tls_exclude_ = false;

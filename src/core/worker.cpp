@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "core/topology.h"
 #include "protocols/wire.h"
 #include "transports/self/self_iface.h"
 #include "transports/shm/shm_iface.h"
@@ -63,6 +64,14 @@ Status Worker::open_interfaces(std::string* why) {
         sc.geometry.pio_cell_size = static_cast<uint32_t>(cfg.get_size("SHM_PIO_CELL_SIZE"));
         sc.keepalive_ns = cfg.get_time_ns("KEEPALIVE_INTERVAL");
         sc.cma_mode = cma_mode_;
+        if (cfg.get_bool("NUMA_PLACEMENT")) {
+            sc.place_segment = [ctx = context_](void* base, size_t size) {
+                const Topology* topo = ctx->topology();
+                if (topo == nullptr || topo->numa_node_count() < 2) return;
+                int node = topo->numa_node_of_caller();
+                if (node >= 0) (void)topo->bind_to_numa_node(base, size, node);
+            };
+        }
         std::unique_ptr<tl::shm::ShmInterface> shm;
         shm_index_ = static_cast<int>(ifaces_.size());
         Status s = tl::shm::ShmInterface::open(sc, uid_, static_cast<uint16_t>(shm_index_), this,
@@ -238,10 +247,13 @@ Status Worker::create_endpoint(const swy_ep_params_t& params, Endpoint** out, st
     if (endpoints_ != nullptr) endpoints_->prev_in_worker = ep;
     endpoints_ = ep;
     if (context_->config().get_bool("PROTO_INFO")) {
-        log_printf(LogLevel::kError, "endpoint to %016llx over %s (pio %s, credits %u):\n%s",
-                   static_cast<unsigned long long>(ep->remote_uid()), ep->lane_attr().transport,
-                   ep->pio_granted() ? "yes" : "no", ep->lane_attr().credits,
-                   ep->host_table().print().c_str());
+        const tl::LaneAttr& la = ep->lane_attr();
+        log_printf(LogLevel::kError,
+                   "endpoint to %016llx over %s (pio %s, credits %u, cma %s%s; costs: %s):\n%s",
+                   static_cast<unsigned long long>(ep->remote_uid()), la.transport,
+                   ep->pio_granted() ? "yes" : "no", la.credits, la.zcopy_cma ? "yes" : "no: ",
+                   la.zcopy_cma ? "" : la.cma_reason.c_str(),
+                   context_->costs().source.c_str(), ep->host_table().print().c_str());
     }
     *out = ep;
     return Status::kOk;

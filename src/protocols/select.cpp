@@ -55,8 +55,7 @@ std::vector<Candidate> candidates(const LaneCaps& lane, const CostFigures& c) {
     const double frag = static_cast<double>(std::max<size_t>(lane.fragment_max, 64));
     if (lane.pio && lane.pio_max > 0) {
         out.push_back({ProtoId::kEagerShort, 0, lane.pio_max,
-                       L + c.pio_overhead_s + c.cell_overhead_s,
-                       copy + 1.0 / c.memcpy_bw_Bps + unexpected});
+                       L + c.pio_overhead_s + c.cell_overhead_s, copy + unexpected});
     }
     out.push_back({ProtoId::kEagerBcopy, 0, std::numeric_limits<size_t>::max(),
                    L + c.bcopy_overhead_s + c.cell_overhead_s,

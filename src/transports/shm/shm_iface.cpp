@@ -182,6 +182,8 @@ Status ShmInterface::create_segment(std::string* why) {
         return Status::kIoError;
     }
     base_ = static_cast<uint8_t*>(p);
+    // Before the first touch: the receiver polls these cells, so they belong on its node.
+    if (config_.place_segment) config_.place_segment(base_, size);
     header_ = new (base_) SegmentHeader{};
     header_->magic = kSegmentMagic;
     header_->version = kSegmentVersion;

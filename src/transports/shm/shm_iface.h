@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -20,7 +21,9 @@ namespace swy::tl::shm {
 struct ShmConfig {
     SegmentGeometry geometry{256, 8192, 8, 128, 1024};
     uint64_t keepalive_ns = 200'000'000;
-    int numa_node = -1;  ///< place the segment there (-1: leave it to the kernel)
+    /// Binds the receive segment to the receiver's NUMA node (null: leave it to the kernel).
+    /// Called once, before the segment's pages are first touched.
+    std::function<void(void*, size_t)> place_segment;
     cma::CmaMode cma_mode = cma::CmaMode::kAuto;
 };
 
