@@ -27,7 +27,7 @@ fi
 
 echo
 echo "==> Latency over shared memory (ping-pong, half round trip)"
-"$PERF" --test lat --tls shm --sizes 1:4M --cpus "$CPUS"
+"$PERF" --test lat --tls shm,cma --sizes 1:4M --cpus "$CPUS"
 echo
 echo "==> Bandwidth over shared memory (windowed streaming)"
-"$PERF" --test bw --tls shm --sizes 1:4M --cpus "$CPUS"
+"$PERF" --test bw --tls shm,cma --sizes 1:4M --cpus "$CPUS"

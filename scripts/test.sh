@@ -3,6 +3,7 @@
 #   1. install dependencies (scripts/install-deps.sh; SWY_SKIP_DEPS=1 skips it)
 #   2. Release build in build/            3. ctest there
 #   4. ASan+UBSan build in build-asan/    5. ctest there (leak checking on)
+#   6. TSan build in build-tsan/          7. the multi-threaded tests there
 # Every step runs even if an earlier one failed (a failed build skips its ctest), so one run
 # reports everything; the exit status is non-zero if any step failed. The last line is a
 # one-line summary.
@@ -14,7 +15,7 @@ cd "$ROOT"
 JOBS=${JOBS:-2}
 export JOBS
 start=$(date +%s)
-total=5
+total=7
 n=0
 passed=()
 failed=()
@@ -68,6 +69,14 @@ if step build-asan scripts/build.sh asan build-asan -DSWY_BUILD_BENCH=OFF; then
     ctest --test-dir build-asan --output-on-failure -j"$JOBS" || true
 else
   skip ctest-asan "ASan build failed"
+fi
+
+# ThreadSanitizer for the multi-threaded tests (a worker in SWY_THREAD_MODE_MULTI).
+if step build-tsan scripts/build.sh tsan build-tsan -DSWY_BUILD_BENCH=OFF; then
+  step ctest-tsan env TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    ctest --test-dir build-tsan --output-on-failure -R 'MultiThread|ShmRing' || true
+else
+  skip ctest-tsan "TSan build failed"
 fi
 
 elapsed=$(( $(date +%s) - start ))

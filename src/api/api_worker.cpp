@@ -55,9 +55,7 @@ swy_status_t swy_worker_arm(swy_worker_h worker) {
 
 swy_status_t swy_worker_wait(swy_worker_h worker, int timeout_ms) {
     if (worker == nullptr) return api::invalid(__func__, "worker is NULL");
-    core::Worker* w = api::worker_of(worker);
-    WorkerGuard guard(w);
-    return api::to_c(w->wait(timeout_ms));
+    return api::to_c(api::worker_of(worker)->wait(timeout_ms));
 }
 
 swy_status_t swy_worker_get_address(swy_worker_h worker, void** address, size_t* length) {

@@ -176,12 +176,21 @@ Status Worker::arm() {
     return Status::kOk;
 }
 
+void Worker::disarm() {
+    for (auto& iface : ifaces_) iface->disarm();
+}
+
 Status Worker::wait(int timeout_ms) {
+    std::unique_lock<std::recursive_mutex> guard(lock_, std::defer_lock);
+    if (multi_threaded()) guard.lock();
     Status s = arm();
     if (s == Status::kBusy) return Status::kOk;
+    // Other threads may use the worker while this one sleeps.
+    if (multi_threaded()) guard.unlock();
     pollfd pfd{epoll_fd_, POLLIN, 0};
     int rc = poll(&pfd, 1, timeout_ms);
-    for (auto& iface : ifaces_) iface->disarm();
+    if (multi_threaded()) guard.lock();
+    disarm();
     if (rc == 0) return Status::kTimedOut;
     if (rc < 0 && errno != EINTR) return Status::kIoError;
     return Status::kOk;

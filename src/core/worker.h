@@ -62,7 +62,9 @@ public:
     std::vector<uint8_t> address() const;
     Status get_efd(int* fd) const;
     Status arm();
+    /// Arm, block on the event fd, disarm. Takes the lock itself (released while blocked).
     Status wait(int timeout_ms);
+    void disarm();
     void query(swy_worker_attr_t* attr) const;
 
     // ---- endpoints ----

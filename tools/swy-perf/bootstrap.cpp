@@ -187,12 +187,20 @@ bool Bootstrap::exchange(const void* mine, size_t length, std::vector<uint8_t>* 
     return ok;
 }
 
-bool Bootstrap::barrier() {
+bool Bootstrap::barrier(const std::function<void()>& idle) {
     if (role_ == Role::kSelf) return true;
     char token = 'b';
-    bool ok = role_ == Role::kClient ? write_all(&token, 1) && read_all(&token, 1)
-                                     : read_all(&token, 1) && write_all(&token, 1);
-    return ok && token == 'b';
+    if (!write_all(&token, 1)) return false;  // one byte: never blocks
+    if (idle) {
+        for (;;) {
+            pollfd p{rfd_, POLLIN, 0};
+            int n = ::poll(&p, 1, 0);
+            if (n < 0 && errno != EINTR) return false;
+            if (n > 0) break;  // readable, or hung up: read_all() tells which
+            idle();
+        }
+    }
+    return read_all(&token, 1) && token == 'b';
 }
 
 bool Bootstrap::peer_alive() const {

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,8 +30,10 @@ public:
     /// reads first, so blobs larger than a pipe buffer cannot deadlock.
     bool exchange(const void* mine, size_t length, std::vector<uint8_t>* theirs);
 
-    /// Both sides wait here until the other arrives.
-    bool barrier();
+    /// Both sides wait here until the other arrives, calling @p idle (e.g. worker progress)
+    /// while they wait: a send that completed locally may still need its sender's progress
+    /// to reach the peer, so a barrier that blocks without progress could deadlock.
+    bool barrier(const std::function<void()>& idle = {});
 
     /// Cheap check for use in busy loops: false once the peer's end of the channel hung up.
     bool peer_alive() const;

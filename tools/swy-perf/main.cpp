@@ -48,13 +48,20 @@ int run(const Options& opts, Bootstrap& boot) {
         if (!runner.run_size(size, &result)) return 1;
         if (reporting) reporter->row(result);
     }
-    // Nobody closes its endpoint while the peer may still be sending to it.
-    if (!boot.barrier()) {
+    // Teardown in step with the peer: nobody closes its endpoint while the peer may still be
+    // sending to it, and nobody destroys its worker while the peer's close may still need it.
+    auto progress = [&session] { swy_worker_progress(session.worker()); };
+    if (!boot.barrier(progress)) {
         std::fprintf(stderr, "swy-perf: the peer went away at the end\n");
         return 1;
     }
+    bool closed = session.close_endpoint();
+    if (!boot.barrier(progress)) {
+        std::fprintf(stderr, "swy-perf: the peer went away while closing\n");
+        return 1;
+    }
     session.close();
-    return 0;
+    return closed ? 0 : 1;
 }
 
 } // namespace

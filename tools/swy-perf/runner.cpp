@@ -340,7 +340,7 @@ bool Runner::run_size(size_t size, Result* out) {
     size_t iters = opts_.iters ? opts_.iters : default_iters(opts_, size);
     size_t warmup = opts_.warmup != SIZE_MAX ? opts_.warmup : default_warmup(opts_, size);
     // Start each size together: the previous size's last messages are all consumed.
-    if (!boot_.barrier()) {
+    if (!boot_.barrier([this] { swy_worker_progress(session_.worker()); })) {
         std::fprintf(stderr, "swy-perf: the peer went away before size %zu\n", size);
         return false;
     }

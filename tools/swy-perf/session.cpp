@@ -63,20 +63,24 @@ bool Session::open(const Options& opts, Bootstrap& boot) {
     return check(swy_ep_create(worker_, &eparams, &ep_), "swy_ep_create");
 }
 
-void Session::close() {
-    if (ep_) {
-        swy_request_h req = nullptr;
-        swy_status_t s = swy_ep_close_nb(ep_, failed() ? SWY_EP_CLOSE_FORCE : SWY_EP_CLOSE_FLUSH,
-                                         &req);
-        if (s == SWY_INPROGRESS) {
-            s = swy_request_wait(worker_, req);
-            swy_request_free(req);
-        }
-        if (s != SWY_OK && !failed()) {
-            std::fprintf(stderr, "swy-perf: closing the endpoint: %s\n", swy_status_string(s));
-        }
-        ep_ = nullptr;
+bool Session::close_endpoint() {
+    if (!ep_) return true;
+    swy_request_h req = nullptr;
+    swy_status_t s = swy_ep_close_nb(ep_, failed() ? SWY_EP_CLOSE_FORCE : SWY_EP_CLOSE_FLUSH, &req);
+    if (s == SWY_INPROGRESS) {
+        s = swy_request_wait(worker_, req);
+        swy_request_free(req);
     }
+    ep_ = nullptr;
+    if (s != SWY_OK && !failed()) {
+        std::fprintf(stderr, "swy-perf: closing the endpoint: %s\n", swy_status_string(s));
+        return false;
+    }
+    return true;
+}
+
+void Session::close() {
+    close_endpoint();
     if (worker_) swy_worker_destroy(worker_);
     if (context_) swy_context_destroy(context_);
     worker_ = nullptr;

@@ -17,7 +17,10 @@ public:
     /// Returns false with a message printed.
     bool open(const Options& opts, Bootstrap& boot);
 
-    /// Flush-close the endpoint, destroy worker and context. Safe to call twice.
+    /// Flush-close the endpoint (progressing until done). Returns false on an error.
+    bool close_endpoint();
+
+    /// Close the endpoint if still open, destroy worker and context. Safe to call twice.
     void close();
     ~Session() { close(); }
 

@@ -18,6 +18,16 @@
  *     (freeing before completion is allowed: the request is then released on completion);
  *   - returns an error (< 0) and sets *req to NULL: nothing was started, no callback runs.
  *   A receive that completes immediately with a truncation returns SWY_ERR_MESSAGE_TRUNCATED.
+ *   A request freed before it completes still runs its callback on completion.
+ *   Sends never return SWY_ERR_NO_RESOURCE: a full queue parks the send on the endpoint and
+ *   it goes out from progress, in order.
+ *
+ * Progress: a send that returned SWY_OK has copied its data out (the buffer may be reused),
+ * but both workers must keep calling swy_worker_progress() while messages are outstanding
+ * between them: the receiver to deliver, and the sender to serve rendezvous requests (a
+ * receiver pulling a large message needs nothing from the sender's CPU; a pipelined or put
+ * rendezvous does). swy_ep_close_nb(FLUSH) waits for local completion of every send.
+ * Requests must be freed before their worker is destroyed.
  *
  * Configuration: every SWY_* environment variable is listed by `swy-info -c` and in
  * docs/configuration.md; swy_config_set() overrides a variable for one context.
@@ -229,11 +239,12 @@ swy_status_t swy_ep_close_nb(swy_ep_h ep, swy_ep_close_mode_t mode, swy_request_
 /** What an endpoint got at wire-up. Nothing is hidden: a PIO-less endpoint says so. */
 typedef struct swy_ep_attr {
     int pio;                    /**< 1 if the endpoint holds a PIO lane */
-    uint32_t credits;           /**< send credits on its lane (cells it may have in flight) */
+    uint32_t credits;           /**< send credits on its lane (cells it may have in flight);
+                                     UINT32_MAX means unlimited (self) */
     int credits_shared;         /**< 1 if those credits are shared with other senders */
     size_t pio_max_size;        /**< largest payload sent by PIO (0 without PIO) */
     size_t bcopy_max_size;      /**< largest payload of one bcopy fragment */
-    const char *transport;      /**< "self", "shm", ... */
+    const char *transport;      /**< "self", "shm", ... (static strings: valid forever) */
     const char *small_protocol; /**< protocol for an 8-byte host send, e.g. "eager_short" */
     const char *fallback_protocol; /**< what small sends use without PIO, e.g. "eager_bcopy" */
     int connected;              /**< 0 once the endpoint failed */
@@ -337,7 +348,8 @@ swy_status_t swy_tag_recv_nb(swy_worker_h worker, void *buffer, size_t length, s
  * @brief Look for an unexpected message that a receive with (tag, mask) would match.
  * @param remove   0: leave it (MPI_Iprobe); 1: take it out of matching (MPI_Improbe) and
  *                 return it in @p message for swy_tag_msg_recv_nb().
- * @param[out] info  its tag and length.
+ * @param[out] info  its tag and length (may be NULL).
+ * @param[out] message  required with remove = 1; ignored (may be NULL) with remove = 0.
  * @return SWY_OK if found; SWY_ERR_NO_MESSAGE if not (call progress and retry).
  */
 swy_status_t swy_tag_probe_nb(swy_worker_h worker, swy_tag_t tag, swy_tag_t tag_mask, int remove,

@@ -1,0 +1,260 @@
+// Cost of the shm receive FIFO (swy::tl::shm::RingView) without the transport around it:
+//  (a) one enqueue + dequeue on one thread: the instruction cost of claim/publish/peek/release
+//      and the payload copy, for private (PIO) and shared (CAS) claims;
+//  (b) ping-pong between two threads through two rings: one-way latency = round trip / 2,
+//      i.e. the cost of moving the cell's cache lines between cores;
+//  (c) streaming from one producer thread to one consumer thread: messages per second.
+// Threads are pinned to CPUs 0 and 1 when the machine allows it (failure is ignored).
+#include "transports/shm/ring.h"
+
+#include <benchmark/benchmark.h>
+#include <sched.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using swy::tl::shm::CellHeader;
+using swy::tl::shm::kCacheLine;
+using swy::tl::shm::RingView;
+
+/// A ring in cache-line aligned heap memory plus its shared head on its own line.
+class Ring {
+public:
+    Ring(uint32_t ncells, uint32_t cell_size)
+        : cells_(static_cast<uint8_t*>(std::aligned_alloc(kCacheLine, size_t{ncells} * cell_size))),
+          view_(cells_.get(), ncells, cell_size) {
+        view_.initialise();
+    }
+    const RingView& view() const { return view_; }
+    std::atomic<uint64_t>& shared_head() { return head_->value; }
+
+private:
+    struct Free {
+        void operator()(uint8_t* p) const { std::free(p); }
+    };
+    struct alignas(kCacheLine) Head {
+        std::atomic<uint64_t> value{0};
+    };
+    std::unique_ptr<uint8_t, Free> cells_;
+    RingView view_;
+    std::unique_ptr<Head> head_ = std::make_unique<Head>();
+};
+
+uint32_t cell_size_for(size_t payload) {
+    // Header + payload, rounded up to whole cache lines as the transport lays cells out.
+    const size_t bytes = sizeof(CellHeader) + payload;
+    return static_cast<uint32_t>((bytes + kCacheLine - 1) / kCacheLine * kCacheLine);
+}
+
+void pin_to_cpu(int cpu) {
+    if (cpu >= static_cast<int>(std::thread::hardware_concurrency())) return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    (void)sched_setaffinity(0, sizeof(set), &set);  // best effort: containers may refuse
+}
+
+/// Restores the calling thread's affinity mask when the benchmark ends.
+class AffinityGuard {
+public:
+    AffinityGuard() { have_ = sched_getaffinity(0, sizeof(saved_), &saved_) == 0; }
+    ~AffinityGuard() {
+        if (have_) (void)sched_setaffinity(0, sizeof(saved_), &saved_);
+    }
+    AffinityGuard(const AffinityGuard&) = delete;
+    AffinityGuard& operator=(const AffinityGuard&) = delete;
+
+private:
+    cpu_set_t saved_{};
+    bool have_ = false;
+};
+
+inline uint8_t* payload_of(CellHeader* c) { return reinterpret_cast<uint8_t*>(c) + sizeof(CellHeader); }
+
+// Producer side: claim (private head), copy, publish. Returns false when full.
+inline bool send_private(const RingView& r, uint64_t& head, const void* data, uint32_t len) {
+    CellHeader* c = r.claim_private(head);
+    if (c == nullptr) return false;
+    c->length = len;
+    std::memcpy(payload_of(c), data, len);
+    RingView::publish(c, head);
+    ++head;
+    return true;
+}
+
+// Producer side: claim (CAS on the shared head), copy, publish. Returns false when full.
+inline bool send_shared(const RingView& r, std::atomic<uint64_t>& head, const void* data,
+                        uint32_t len) {
+    uint64_t pos;
+    CellHeader* c = r.claim_shared(head, &pos);
+    if (c == nullptr) return false;
+    c->length = len;
+    std::memcpy(payload_of(c), data, len);
+    RingView::publish(c, pos);
+    return true;
+}
+
+// Consumer side: peek, copy out, release. Returns false when empty.
+inline bool receive(const RingView& r, uint64_t& tail, void* data) {
+    CellHeader* c = r.peek(tail);
+    if (c == nullptr) return false;
+    std::memcpy(data, payload_of(c), c->length);
+    r.release(c, tail);
+    ++tail;
+    return true;
+}
+
+enum class Claim { kPrivate, kShared };
+
+// ---------------------------------------------------------------------------------------------
+// (a) Single thread: one enqueue and one dequeue per iteration (the ring never fills).
+
+template <Claim kClaim>
+void BM_EnqueueDequeue(benchmark::State& state) {
+    const auto payload = static_cast<uint32_t>(state.range(0));
+    Ring ring(64, cell_size_for(payload));
+    std::vector<uint8_t> in(payload, 0x5a), out(payload);
+    uint64_t head = 0, tail = 0;
+    for (auto _ : state) {
+        bool sent;
+        if constexpr (kClaim == Claim::kPrivate) {
+            sent = send_private(ring.view(), head, in.data(), payload);
+        } else {
+            sent = send_shared(ring.view(), ring.shared_head(), in.data(), payload);
+        }
+        const bool got = receive(ring.view(), tail, out.data());
+        if (!sent || !got) {
+            state.SkipWithError("ring refused a message");
+            break;
+        }
+        benchmark::DoNotOptimize(out.data());
+        benchmark::ClobberMemory();
+    }
+    state.SetItemsProcessed(state.iterations());
+    state.SetBytesProcessed(state.iterations() * int64_t{payload});
+}
+BENCHMARK(BM_EnqueueDequeue<Claim::kPrivate>)->Name("EnqueueDequeue/private")->Arg(8)->Arg(48)->Arg(1024);
+BENCHMARK(BM_EnqueueDequeue<Claim::kShared>)->Name("EnqueueDequeue/shared")->Arg(8)->Arg(48)->Arg(1024);
+
+// ---------------------------------------------------------------------------------------------
+// (b) Ping-pong: the benchmark thread (CPU 0) sends on `ping` and waits for the echo on
+// `pong`; the echo thread (CPU 1) returns every message. One-way latency is half a round trip.
+
+template <Claim kClaim>
+void BM_PingPong(benchmark::State& state) {
+    const auto payload = static_cast<uint32_t>(state.range(0));
+    const uint32_t cell = cell_size_for(payload);
+    Ring ping(64, cell), pong(64, cell);
+    std::atomic<bool> stop{false};
+    AffinityGuard restore;
+    pin_to_cpu(0);
+
+    std::thread echo([&] {
+        pin_to_cpu(1);
+        std::vector<uint8_t> buf(payload);
+        uint64_t tail = 0, head = 0;
+        while (!stop.load(std::memory_order_relaxed)) {
+            if (!receive(ping.view(), tail, buf.data())) continue;
+            if constexpr (kClaim == Claim::kPrivate) {
+                while (!send_private(pong.view(), head, buf.data(), payload)) {
+                }
+            } else {
+                while (!send_shared(pong.view(), pong.shared_head(), buf.data(), payload)) {
+                }
+            }
+        }
+    });
+
+    std::vector<uint8_t> msg(payload, 0x11), back(payload);
+    uint64_t head = 0, tail = 0;
+    for (auto _ : state) {
+        if constexpr (kClaim == Claim::kPrivate) {
+            send_private(ping.view(), head, msg.data(), payload);
+        } else {
+            send_shared(ping.view(), ping.shared_head(), msg.data(), payload);
+        }
+        while (!receive(pong.view(), tail, back.data())) {
+        }
+    }
+    stop.store(true, std::memory_order_relaxed);
+    echo.join();
+
+    // Iterations are round trips. An inverted rate of (2 * iterations / 1e9) is elapsed
+    // seconds * 1e9 / (2 * iterations): the one-way latency in nanoseconds.
+    state.counters["one_way_ns"] =
+        benchmark::Counter(static_cast<double>(state.iterations()) * 2.0 / 1e9,
+                           benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+    state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_PingPong<Claim::kPrivate>)->Name("PingPong/private")->Arg(8)->Arg(1024)->UseRealTime();
+BENCHMARK(BM_PingPong<Claim::kShared>)->Name("PingPong/shared")->Arg(8)->Arg(1024)->UseRealTime();
+
+// ---------------------------------------------------------------------------------------------
+// (c) Streaming: the benchmark thread (CPU 0) produces as fast as the ring admits; the
+// consumer thread (CPU 1) drains. Rate counters give messages/s and bytes/s.
+
+template <Claim kClaim>
+void BM_Stream(benchmark::State& state) {
+    const auto payload = static_cast<uint32_t>(state.range(0));
+    const auto cells = static_cast<uint32_t>(state.range(1));
+    Ring ring(cells, cell_size_for(payload));
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> consumed{0};
+    AffinityGuard restore;
+    pin_to_cpu(0);
+
+    std::thread consumer([&] {
+        pin_to_cpu(1);
+        std::vector<uint8_t> buf(payload);
+        uint64_t tail = 0;
+        for (;;) {
+            if (receive(ring.view(), tail, buf.data())) continue;
+            if (stop.load(std::memory_order_acquire)) {
+                while (receive(ring.view(), tail, buf.data())) {
+                }
+                break;
+            }
+        }
+        consumed.store(tail, std::memory_order_release);
+    });
+
+    std::vector<uint8_t> msg(payload, 0x22);
+    uint64_t head = 0;
+    uint64_t full = 0;
+    for (auto _ : state) {
+        // One iteration = one message handed to the consumer.
+        if constexpr (kClaim == Claim::kPrivate) {
+            while (!send_private(ring.view(), head, msg.data(), payload)) ++full;
+        } else {
+            while (!send_shared(ring.view(), ring.shared_head(), msg.data(), payload)) ++full;
+        }
+    }
+    stop.store(true, std::memory_order_release);
+    consumer.join();
+
+    const auto sent = static_cast<double>(state.iterations());
+    if (consumed.load() != state.iterations()) state.SkipWithError("consumer lost messages");
+    state.counters["msgs"] = benchmark::Counter(sent, benchmark::Counter::kIsRate);
+    state.counters["bytes"] = benchmark::Counter(sent * payload, benchmark::Counter::kIsRate,
+                                                 benchmark::Counter::kIs1024);
+    state.counters["full_per_msg"] = benchmark::Counter(static_cast<double>(full) / sent);
+}
+BENCHMARK(BM_Stream<Claim::kPrivate>)
+    ->Name("Stream/private")
+    ->ArgNames({"payload", "cells"})
+    ->Args({8, 64})->Args({8, 256})->Args({1024, 64})
+    ->UseRealTime();
+BENCHMARK(BM_Stream<Claim::kShared>)
+    ->Name("Stream/shared")
+    ->ArgNames({"payload", "cells"})
+    ->Args({8, 64})->Args({8, 256})->Args({1024, 64})
+    ->UseRealTime();
+
+}  // namespace

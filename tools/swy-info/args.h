@@ -1,0 +1,24 @@
+// Values given to a swy-info action: "--tls shm" after "--proto" becomes {"--tls", "shm"}.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace swy::info {
+
+/// The value flags that followed one action on the command line, in order.
+struct Args {
+    std::vector<std::pair<std::string, std::string>> values;
+
+    /// The last value given for @p flag ("--tls"), or nullptr when it was not given.
+    const std::string* get(const char* flag) const {
+        const std::string* found = nullptr;
+        for (const auto& [name, value] : values) {
+            if (name == flag) found = &value;
+        }
+        return found;
+    }
+};
+
+}  // namespace swy::info

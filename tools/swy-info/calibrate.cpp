@@ -1,0 +1,137 @@
+// "--calibrate": measure this host, write the calibration file, show what it changes.
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "args.h"
+#include "common/config.h"
+#include "core/context.h"
+#include "measure.h"
+#include "proto_tables.h"
+#include "protocols/cost_figures.h"
+#include "sections.h"
+
+namespace swy::info {
+namespace {
+
+/// How a figure is shown while measuring: scale and unit.
+struct Unit {
+    double scale;
+    const char* name;
+};
+constexpr Unit kGBps{1e-9, "GB/s"};
+constexpr Unit kMicros{1e6, "us"};
+constexpr Unit kNanos{1e9, "ns"};
+
+/// Print the label of a step before it runs, so a slow step shows where it is.
+void begin_step(const char* label) {
+    std::printf("  %-48s ", label);
+    std::fflush(stdout);
+}
+
+/// Finish a step's line: store the value in @p field when measured, else keep the built-in
+/// value and say why.
+void end_step(const Measured& m, Unit unit, double* field) {
+    if (m.ok) {
+        *field = m.value;
+        std::printf("%.3f %s\n", m.value * unit.scale, unit.name);
+    } else {
+        std::printf("kept built-in %.3f %s (%s)\n", *field * unit.scale, unit.name,
+                    m.why.c_str());
+    }
+}
+
+/// Run every measurement; @p f starts as the built-in figures and receives the measured ones.
+void measure_all(proto::CostFigures* f) {
+    const CpuPair cpus = pick_cpus();
+    if (cpus.peer >= 0) {
+        std::printf("Calibrating: two-process tests pin the processes to CPUs %d and %d.\n",
+                    cpus.self, cpus.peer);
+    } else {
+        std::printf("Calibrating: only one CPU is available, so the two-process copy and "
+                    "latency tests are skipped.\n");
+    }
+    begin_step("memcpy, 64 MiB, one thread, best of 8");
+    end_step(measure_memcpy_bw(), kGBps, &f->memcpy_bw_Bps);
+    begin_step("shm copy, 4 KiB cells, 2 processes, 128 MiB");
+    end_step(measure_shm_copy_bw(cpus), kGBps, &f->shm_copy_bw_Bps);
+    begin_step("fifo latency, cache-line ping-pong / 2");
+    end_step(measure_fifo_latency(cpus), kMicros, &f->fifo_latency_s);
+
+    CmaFigures cma = measure_cma(cpus);
+    begin_step("cma call, 8 B process_vm_readv");
+    end_step(cma.call_s, kMicros, &f->cma_call_s);
+    begin_step("cma bandwidth, 4 MiB reads (not recorded)");
+    double unused = f->cma_bw_Bps;
+    end_step(cma.bw_4m_Bps, kGBps, &unused);
+    begin_step("cma bandwidth, 64 MiB reads");
+    end_step(cma.bw_64m_Bps, kGBps, &f->cma_bw_Bps);
+
+    ClaimFigures claim = measure_claim_overheads();
+    begin_step("PIO send: claim + publish a private cell");
+    end_step(claim.pio_s, kNanos, &f->pio_overhead_s);
+    begin_step("bcopy send: CAS-claim + publish a FIFO cell");
+    end_step(claim.bcopy_s, kNanos, &f->bcopy_overhead_s);
+    begin_step("cell overhead (receive-side dispatch)");
+    end_step(Measured::failed("not measured: needs the real receive path"), kNanos,
+             &f->cell_overhead_s);
+}
+
+/// Where to write: --output, else SWY_CALIBRATION_FILE, else the default path.
+std::string output_path(const Args& args, const common::Config& config) {
+    if (const std::string* out = args.get("--output")) return *out;
+    std::string path = config.get_string("CALIBRATION_FILE");
+    return path.empty() ? proto::CostFigures::default_path() : path;
+}
+
+/// Create the directory that will hold @p path. False with @p why on failure.
+bool make_parent_dir(const std::string& path, std::string* why) {
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    if (parent.empty()) return true;
+    std::error_code ec;
+    std::filesystem::create_directories(parent, ec);
+    if (ec) *why = "cannot create " + parent.string() + ": " + ec.message();
+    return !ec;
+}
+
+}  // namespace
+
+int run_calibrate(const Args& args) {
+    common::Config config;
+    std::string error;
+    if (common::Config::from_environment(&config, &error) != Status::kOk) {
+        std::fprintf(stderr, "swy-info: bad configuration: %s\n", error.c_str());
+        return 1;
+    }
+    const std::string path = output_path(args, config);
+    const std::string loaded_by_default = output_path(Args{}, config);
+    const double t0 = now_s();
+    proto::CostFigures figures;  // built-in values: what is not measured stays as it is
+    measure_all(&figures);
+    if (!make_parent_dir(path, &error) || figures.save(path, &error) != Status::kOk) {
+        std::fprintf(stderr, "swy-info: %s\n", error.empty() ? ("cannot write " + path).c_str()
+                                                             : error.c_str());
+        return 1;
+    }
+    std::printf("\nWrote %s (measured in %.1f s)\n", path.c_str(), now_s() - t0);
+
+    // Read the file back through a context, exactly as the library will.
+    config.set("CALIBRATION_FILE", path);
+    core::Context* context = nullptr;
+    if (core::Context::create(config, &context, &error) != Status::kOk) {
+        std::fprintf(stderr, "swy-info: cannot create a context with %s: %s\n", path.c_str(),
+                     error.c_str());
+        return 1;
+    }
+    std::printf("Cost figures read back from %s\n", context->costs().source.c_str());
+    print_cost_figures(context->costs());
+    int rc = print_lane_tables(*context, "shm");
+    delete context;
+    if (path != loaded_by_default) {
+        std::printf("\nNote: the library reads %s by default; set SWY_CALIBRATION_FILE=%s to "
+                    "use these figures.\n", loaded_by_default.c_str(), path.c_str());
+    }
+    return rc;
+}
+
+}  // namespace swy::info

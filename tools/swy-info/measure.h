@@ -1,0 +1,56 @@
+// The measurements behind `swy-info --calibrate`. Each returns a Measured: ok with a value,
+// or not ok with the reason (the caller then keeps the built-in figure and says so).
+// All of them fork or pin the calling process; call them before starting threads.
+#pragma once
+
+#include <string>
+
+#include "peer.h"
+
+namespace swy::info {
+
+/// One measured figure, or why there is none.
+struct Measured {
+    bool ok = false;
+    double value = 0;  ///< in the unit of the CostFigures field it feeds
+    std::string why;   ///< when !ok
+
+    static Measured of(double v) { return {true, v, {}}; }
+    static Measured failed(std::string why) { return {false, 0, std::move(why)}; }
+};
+
+/// Single-thread memcpy bandwidth (bytes copied per second) between two 64 MiB buffers, best
+/// of several copies.
+Measured measure_memcpy_bw();
+
+/// Copy bandwidth through a shared mapping between two processes on @p cpus: the parent
+/// copies 4 KiB blocks from a 64 MiB private buffer into a 64-cell MAP_SHARED ring (publishing
+/// each with a release store, as a FIFO cell is published), the child copies each out into
+/// its own 64 MiB buffer and frees the cell. Bytes delivered per second, best of several runs
+/// of 128 MiB: what eager bcopy achieves end to end when cells are pipelined.
+Measured measure_shm_copy_bw(const CpuPair& cpus);
+
+/// One-way latency of a cache line between two processes on @p cpus: ping-pong of a counter
+/// in a MAP_SHARED page, half the best average round trip over batches. A lower bound of the
+/// FIFO latency (a real cell adds a header line and dispatch; cell_overhead_s covers those).
+Measured measure_fifo_latency(const CpuPair& cpus);
+
+/// Cross-memory attach costs against a forked child holding a 64 MiB buffer.
+struct CmaFigures {
+    Measured call_s;        ///< one 8-byte process_vm_readv (best batch average)
+    Measured bw_4m_Bps;     ///< 4 MiB reads (mostly cache-resident), for information
+    Measured bw_64m_Bps;    ///< 64 MiB reads (out of cache): the figure recorded
+};
+CmaFigures measure_cma(const CpuPair& cpus);
+
+/// Send-side claim and publish of one cell, in a tight loop on cached memory: with a private
+/// ring (plain head increment, header stores, release store of the sequence: PIO) and with a
+/// shared FIFO (the same after an uncontended compare-and-swap on the head: bcopy). Seconds
+/// per message; a lower bound, as am_send's call path is not included.
+struct ClaimFigures {
+    Measured pio_s;
+    Measured bcopy_s;
+};
+ClaimFigures measure_claim_overheads();
+
+}  // namespace swy::info

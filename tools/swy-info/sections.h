@@ -1,0 +1,56 @@
+// The sections swy-info prints. Each writes to stdout; the top-level ones return a process
+// exit status (0 on success) so main.cpp can dispatch flags through one table.
+#pragma once
+
+namespace swy::common {
+class Config;
+}
+namespace swy::core {
+class Context;
+}
+
+namespace swy::info {
+
+struct Args;
+
+// --- Top-level actions (one per flag) ---------------------------------------------------
+
+/// Default report (no arguments): version, transports with the shm attributes, the PIO pool
+/// of a freshly created worker, and the host topology. Reads SWY_* from the environment;
+/// returns 1 if the configuration does not parse or the context cannot be created.
+int print_summary();
+
+/// `-c` / `--config`: every configuration variable with type, default, the value set in the
+/// environment (if any) and help text. Returns 1 if an environment value does not parse (the
+/// table is printed anyway, so the user sees what is accepted).
+int print_config();
+
+/// `--proto [--tls shm|self] [--memtype host]`: the protocol tables an endpoint would get on
+/// this host (both lanes when --tls is absent), computed by the library's selector from a
+/// context made from the environment, so SWY_PROTO, SWY_RNDV_THRESH, ... show their effect.
+/// Returns 2 for a memory type other than host or an unknown --tls, 1 if the configuration
+/// or context fails.
+int print_proto(const Args& args);
+
+/// `--calibrate [--output PATH]`: measure this host (about 5 s of two-process copy, CMA and
+/// latency tests), write the cost figures to PATH (default SWY_CALIBRATION_FILE, else
+/// proto::CostFigures::default_path(); the directory is created), then print the figures and
+/// the shm tables they give. Returns 1 if the file cannot be written or the configuration
+/// does not parse. Forks; call it before starting threads.
+int run_calibrate(const Args& args);
+
+// --- Parts of the summary ---------------------------------------------------------------
+
+/// "Transports": for each known transport whether SWY_TLS enables it (@p context) and whether
+/// it works on this host, then the shm attributes derived from @p config.
+void print_transports(const common::Config& config, const core::Context& context);
+
+/// "PIO pool": creates a context and worker through the public C API (reading the
+/// environment like an application would) and prints the worker's PIO window and policy.
+/// Returns 1 if the context or worker cannot be created.
+int print_pio_pool(const common::Config& config);
+
+/// "Topology": core::Topology::describe() and the NUMA node of the calling thread.
+void print_topology();
+
+}  // namespace swy::info

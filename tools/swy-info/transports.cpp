@@ -1,0 +1,93 @@
+// "Transports" section: enabled/available per transport, then the shm attributes.
+#include <cstdio>
+#include <string>
+
+#include "cma_probe.h"
+#include "common/config.h"
+#include "core/context.h"
+#include "protocols/wire.h"
+#include "sections.h"
+#include "text.h"
+#include "transports/shm/ring.h"
+#include "transports/shm/segment_layout.h"
+
+namespace swy::info {
+namespace {
+
+/// Bytes of the shm cell header and of the tag header an eager-only message carries; the
+/// PIO limit is what a PIO cell has left after both.
+constexpr size_t kCellHeaderBytes = sizeof(tl::shm::CellHeader);
+constexpr size_t kTagHeaderBytes = sizeof(proto::EagerOnlyHeader);
+static_assert(kCellHeaderBytes == 16 && kTagHeaderBytes == 8, "update the text below");
+
+/// Whether @p name works on this host, as text ("yes", "no: ...", "not built yet").
+std::string availability(const char* name, const common::Config& config) {
+    std::string n = name;
+    if (n == "self" || n == "shm") return "yes";
+    if (n == "cma") {
+        if (config.get_string("CMA") == "n") return "no: disabled by SWY_CMA=n";
+        CmaProbe probe = probe_cma();
+        return probe.works ? "yes" : "no: " + probe.why;
+    }
+    return "not built yet";
+}
+
+/// One "name  value  (source)" line of the shm attribute list.
+void attr_line(const char* name, const std::string& value, const std::string& source) {
+    std::printf("    %-21s %-9s %s\n", name, value.c_str(), source.c_str());
+}
+
+/// The shm transport's limits as the configuration makes them.
+void print_shm_attributes(const common::Config& config) {
+    uint64_t fifo_cells = config.get_unsigned("SHM_FIFO_CELLS");
+    size_t cell_size = config.get_size("SHM_CELL_SIZE");
+    uint64_t pio_slots = config.get_unsigned("SHM_PIO_SLOTS");
+    uint64_t pio_credits = config.get_unsigned("SHM_PIO_CREDITS");
+    size_t pio_cell_size = config.get_size("SHM_PIO_CELL_SIZE");
+
+    // Sizes that do not fit the 32-bit header fields are rejected by the transport itself;
+    // here they would only make the arithmetic below meaningless.
+    if (cell_size <= kCellHeaderBytes || pio_cell_size <= kCellHeaderBytes + kTagHeaderBytes ||
+        cell_size > UINT32_MAX || pio_cell_size > UINT32_MAX || fifo_cells > UINT32_MAX ||
+        pio_slots > UINT32_MAX || pio_credits > UINT32_MAX) {
+        std::printf("  shm attributes: configuration out of range (see swy-info -c)\n");
+        return;
+    }
+    tl::shm::SegmentGeometry geometry{static_cast<uint32_t>(fifo_cells),
+                                      static_cast<uint32_t>(cell_size),
+                                      static_cast<uint32_t>(pio_slots),
+                                      static_cast<uint32_t>(pio_credits),
+                                      static_cast<uint32_t>(pio_cell_size)};
+
+    std::printf("\n  shm attributes (from the configuration)\n");
+    attr_line("receive FIFO cells", std::to_string(fifo_cells), "SWY_SHM_FIFO_CELLS");
+    attr_line("bcopy fragment size",
+              std::to_string(cell_size - kCellHeaderBytes) + " B",
+              "SWY_SHM_CELL_SIZE " + format_bytes(cell_size) + " - 16 B cell header");
+    attr_line("PIO rings per worker", std::to_string(pio_slots), "SWY_SHM_PIO_SLOTS");
+    attr_line("PIO credits per ring", std::to_string(pio_credits), "SWY_SHM_PIO_CREDITS");
+    attr_line("PIO max message size",
+              std::to_string(pio_cell_size - kCellHeaderBytes - kTagHeaderBytes) + " B",
+              "SWY_SHM_PIO_CELL_SIZE " + format_bytes(pio_cell_size) +
+                  " - 16 B cell header - 8 B tag");
+    attr_line("segment size", format_bytes(geometry.total_size()),
+              std::to_string(geometry.total_size()) +
+                  " B per worker: FIFO, PIO rings, slot tables");
+}
+
+}  // namespace
+
+void print_transports(const common::Config& config, const core::Context& context) {
+    static const char* const kTransports[] = {"self", "shm", "cma", "tcp", "verbs"};
+    std::string tls;
+    config.get_text("TLS", &tls);
+    std::printf("\nTransports (SWY_TLS=%s)\n", tls.c_str());
+    std::printf("  %-9s %-8s %s\n", "name", "enabled", "available on this host");
+    for (const char* name : kTransports) {
+        std::printf("  %-9s %-8s %s\n", name, yes_no(context.transport_enabled(name)),
+                    availability(name, config).c_str());
+    }
+    print_shm_attributes(config);
+}
+
+}  // namespace swy::info
