@@ -66,7 +66,7 @@ fi
 if step build-asan scripts/build.sh asan build-asan -DSWY_BUILD_BENCH=OFF; then
   step ctest-asan env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir build-asan --output-on-failure -j"$JOBS" || true
+    ctest --test-dir build-asan --output-on-failure -j"$JOBS" -E Large || true
 else
   skip ctest-asan "ASan build failed"
 fi

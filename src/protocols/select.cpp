@@ -92,7 +92,8 @@ ProtoTable select_protocols(const LaneCaps& lane, const CostFigures& costs,
         if (c.proto == ProtoId::kEagerShort && o.pio_max != 0) {
             c.max_size = std::min(c.max_size, o.pio_max);
         }
-        if (o.rndv_thresh != 0) {
+        if (o.rndv_thresh == kMax && is_rndv(c.proto)) continue;  // "inf": no rendezvous
+        if (o.rndv_thresh != 0 && o.rndv_thresh != kMax) {
             if (is_rndv(c.proto)) {
                 c.min_size = std::max(c.min_size, o.rndv_thresh);
             } else if (o.rndv_thresh > 0) {
@@ -117,7 +118,14 @@ ProtoTable select_protocols(const LaneCaps& lane, const CostFigures& costs,
             const double dp = cands[i].per_byte_s - cands[j].per_byte_s;
             if (dp == 0) continue;
             const double n = (cands[j].fixed_s - cands[i].fixed_s) / dp;
-            if (n > 0 && n < 1e18) points.push_back(static_cast<size_t>(std::ceil(n)));
+            if (!(n > 0 && n < 1e18)) continue;
+            const size_t at = static_cast<size_t>(std::ceil(n));
+            // A crossing only matters where both candidates can carry the message.
+            if (at < std::max(cands[i].min_size, cands[j].min_size) ||
+                at > std::min(cands[i].max_size, cands[j].max_size)) {
+                continue;
+            }
+            points.push_back(at);
         }
     }
     std::sort(points.begin(), points.end());
@@ -127,7 +135,9 @@ ProtoTable select_protocols(const LaneCaps& lane, const CostFigures& costs,
     for (size_t i = 0; i < points.size(); ++i) {
         const size_t lo = points[i];
         const size_t hi = i + 1 < points.size() ? points[i + 1] - 1 : kMax;
-        const size_t probe = hi == kMax ? std::max<size_t>(lo, 1) * 2 : lo + (hi - lo) / 2;
+        const size_t probe = hi != kMax ? lo + (hi - lo) / 2
+                             : lo > kMax / 2 ? lo
+                                             : std::max<size_t>(lo, 1) * 2;
         const Candidate* best = nullptr;
         const Candidate* second = nullptr;
         for (const Candidate& c : cands) {

@@ -92,8 +92,8 @@ bool cma_usable(const core::Context& context, std::string* why) {
 /// thresholds between ranges on one line.
 void print_table(const char* caption, const proto::LaneCaps& caps,
                  const proto::CostFigures& costs, const proto::SelectOverrides& o) {
-    std::printf("\n%s\n", caption);
-    std::string lane = "  lane: ";
+    std::printf("\n  %s\n", caption);
+    std::string lane = "    lane: ";
     lane += caps.pio ? "eager_short up to " + std::to_string(caps.pio_max) + " B"
                      : std::string("no PIO ring");
     lane += ", bcopy fragments of " + std::to_string(caps.fragment_max) + " B";
@@ -108,7 +108,7 @@ void print_table(const char* caption, const proto::LaneCaps& caps,
         std::string range = std::to_string(lo) + ".." +
                             (r.max_size == SIZE_MAX ? std::string("inf")
                                                     : std::to_string(r.max_size));
-        std::printf("    %-17s %-14s %s\n", range.c_str(), proto::proto_name(r.proto),
+        std::printf("      %-17s %-14s %s\n", range.c_str(), proto::proto_name(r.proto),
                     r.reason.c_str());
         thresholds += lo == 0 ? proto::proto_name(r.proto)
                               : std::string(" → ") + proto::proto_name(r.proto) + " at " +
@@ -116,7 +116,7 @@ void print_table(const char* caption, const proto::LaneCaps& caps,
         if (r.max_size == SIZE_MAX) break;
         lo = r.max_size + 1;
     }
-    std::printf("  thresholds: %s%s\n", thresholds.c_str(),
+    std::printf("    thresholds: %s%s\n", thresholds.c_str(),
                 table.ranges().size() == 1 ? " for every size" : "");
 }
 
@@ -158,13 +158,13 @@ int print_shm_tables(const core::Context& context, const proto::SelectOverrides&
     }
     std::string why;
     const bool cma = cma_usable(context, &why);
-    std::printf("\nshm (CMA: %s)\n", cma ? "available" : ("no, " + why +
-                                                           "; tables built without it").c_str());
+    std::printf("\nshm transport (CMA: %s)\n",
+                cma ? "available" : ("no, " + why + "; tables built without it").c_str());
     note_if_disabled(context, "shm");
-    print_table("shm: endpoint with a PIO lane",
+    print_table("endpoint with a PIO lane",
                 caps_for(cfg, pio_cell - kCellHeaderBytes, true, cma, true), context.costs(),
                 o);
-    print_table("shm: endpoint without PIO (window full or SWY_EP_FLAG_NO_PIO)",
+    print_table("endpoint without PIO (window full or SWY_EP_FLAG_NO_PIO)",
                 caps_for(cfg, fifo_cell - kCellHeaderBytes, false, cma, true),
                 context.costs(), o);
     return 0;
@@ -197,9 +197,9 @@ void print_cost_figures(const proto::CostFigures& c) {
 int print_lane_tables(const core::Context& context, const std::string& tls) {
     const proto::SelectOverrides o = overrides_from(context.config());
     if (tls == "shm") return print_shm_tables(context, o);
-    std::printf("\nself (loop-back: no rendezvous)\n");
+    std::printf("\nself transport (loop-back within one worker: no rendezvous)\n");
     note_if_disabled(context, "self");
-    print_table("self: endpoint to its own worker",
+    print_table("endpoint to its own worker",
                 caps_for(context.config(), kSelfMaxMessage, false, false, false),
                 context.costs(), o);
     return 0;
