@@ -10,7 +10,7 @@ namespace {
 
 using enum ConfigType;
 
-constexpr std::array<ConfigVar, 22> kTable{{
+constexpr ConfigVar kTable[] = {
     // --- Component selection -----------------------------------------------------------------
     {"TLS", kList, "all",
      "Transports to use: self, shm, cma, tcp, verbs. \"all\" uses every transport found on "
@@ -41,6 +41,10 @@ constexpr std::array<ConfigVar, 22> kTable{{
      "through shared segments; \"auto\": cheapest by the cost model."},
     {"RNDV_FRAG_SIZE", kSize, "512K",
      "Segment size of pipelined or segmented rendezvous transfers."},
+    {"RNDV_SPLIT_MIN", kSize, "64K",
+     "Rendezvous GET transfers at least this large are split between both processes: the "
+     "receiver pulls the first half while the sender pushes the second (two cores copy at "
+     "once). \"inf\" disables splitting."},
     {"RNDV_PIPELINE_DEPTH", kUnsigned, "4",
      "Rendezvous segments in flight at once for one message (pipelined or segmented "
      "rendezvous)."},
@@ -79,7 +83,18 @@ constexpr std::array<ConfigVar, 22> kTable{{
      "probes whether it works (ptrace scope and containers can forbid it)."},
     {"KEEPALIVE_INTERVAL", kTime, "200ms",
      "How often an idle endpoint checks that its peer is still alive."},
-}};
+
+    // --- Memory types ------------------------------------------------------------------------
+    {"SIMDEV_BW", kDouble, "5e9",
+     "Copy bandwidth of simulated device memory (simdev) to and from host, in bytes/s: "
+     "reported to the protocol selector, and enforced on copies when SWY_SIMDEV_THROTTLE=y."},
+    {"SIMDEV_LATENCY", kTime, "2us",
+     "Fixed cost of one simdev copy: reported to the protocol selector, and enforced on "
+     "copies when SWY_SIMDEV_THROTTLE=y."},
+    {"SIMDEV_THROTTLE", kBool, "n",
+     "Make simdev copies take as long as SWY_SIMDEV_BW and SWY_SIMDEV_LATENCY say (busy-wait), "
+     "to emulate a slow device link in tests and benchmarks."},
+};
 
 }  // namespace
 

@@ -73,6 +73,9 @@ struct Request : proto::PostedReceive {
     size_t rndv_done = 0;        ///< bytes moved so far
     uint8_t rndv_scheme = 0;     ///< proto::RndvScheme
     Status rndv_status = Status::kOk;  ///< status the peer told us (truncation)
+    size_t rndv_offset = 0;      ///< start of our part in the message (split transfers)
+    uint8_t parts_left = 0;      ///< split GET: completions still missing (0: not split)
+    size_t split_offset = 0;     ///< receiver: where the sender's pushed part starts
     tl::AmSource source{};       ///< where the RTS came from (receiver side)
 
     /// Wire id: generation in the high half, index in the low half.

@@ -44,8 +44,11 @@ void Worker::handle_ats(const uint8_t* data, size_t length) {
     if (!proto::read_header(data, length, &h)) return;
     Request* r = pool_.find(h.sender_request);
     if (r == nullptr || r->kind != RequestKind::kSend) return;
+    if (h.status != 0) r->rndv_status = static_cast<Status>(h.status);
+    if (r->parts_left > 0 && --r->parts_left > 0) return;  // our own put is still running
     r->local_done = r->remote_done = true;
-    complete(r, static_cast<Status>(h.status));
+    complete(r, static_cast<Status>(h.status) != Status::kOk ? static_cast<Status>(h.status)
+                                                             : r->rndv_status);
 }
 
 void Worker::handle_rtr(const uint8_t* data, size_t length) {
@@ -60,6 +63,13 @@ void Worker::handle_rtr(const uint8_t* data, size_t length) {
     r->rndv_done = 0;
     r->rndv_scheme = static_cast<uint8_t>(h.scheme);
     r->rndv_status = static_cast<Status>(h.status);
+    r->rndv_offset = 0;
+    if (h.split != 0) {
+        // Split GET: the receiver pulls the head, we push the tail; done when both are.
+        if (h.offset > r->length || h.length > r->length - h.offset) return;
+        r->rndv_offset = h.offset;
+        r->parts_left = 2;
+    }
     start_rndv_send(r);
 }
 
@@ -75,8 +85,16 @@ static bool push_rndv_send(Worker* w, Request* r, Status* error) {
         while (r->rndv_done < r->rndv_length && budget > 0) {
             size_t n = std::min({size_t{4} << 20, r->rndv_length - r->rndv_done, budget});
             Status s = tl::cma::write(w->cma_mode(), r->remote_pid, r->remote_address + r->rndv_done,
-                                      r->send_buffer + r->rndv_done, n);
+                                      r->send_buffer + r->rndv_offset + r->rndv_done, n);
             if (s != Status::kOk) {
+                if (r->parts_left > 0 && s == Status::kUnsupported) {
+                    // We may not write into the receiver: tell it to pull our part itself.
+                    proto::AckHeader fin{r->peer_request, static_cast<int32_t>(s), 0};
+                    if (ep->lane()->am_send(proto::kAmRndvFin, &fin, sizeof(fin), nullptr, 0) ==
+                        Status::kOk) {
+                        return true;  // parts_left: the ATS will now cover everything
+                    }
+                }
                 *error = s;
                 return true;
             }
@@ -150,6 +168,26 @@ void Worker::start_rndv_receive(Request* r, const proto::RtsHeader& rts, tl::AmS
     const auto scheme = static_cast<RndvScheme>(rts.scheme);
     if (r->rndv_length == 0 || scheme == RndvScheme::kGet) {
         r->rndv_scheme = static_cast<uint8_t>(RndvScheme::kGet);
+        if (r->rndv_length >= rndv_split_min_ && cma_mode_ != tl::cma::CmaMode::kOff &&
+            cma_mode_ != tl::cma::CmaMode::kSimulateEperm) {
+            // Both processes copy at once: we pull the head, the sender pushes the tail.
+            const size_t tail = (r->rndv_length / 2) & ~size_t{4095};
+            r->split_offset = r->rndv_length - tail;
+            r->parts_left = 2;
+            proto::RtrHeader h{};
+            h.sender_request = r->peer_request;
+            h.receive_request = r->wire_id();
+            h.address = reinterpret_cast<uint64_t>(r->recv_buffer + r->split_offset);
+            h.length = tail;
+            h.pid = getpid();
+            h.scheme = static_cast<uint32_t>(RndvScheme::kPut);
+            h.status = static_cast<int32_t>(r->truncated ? Status::kMessageTruncated : Status::kOk);
+            h.split = 1;
+            h.offset = r->split_offset;
+            r->rndv_length = r->split_offset;  // our part
+            rndv_waiting_.push_back({r, r->wire_id()});
+            send_control(r->source, proto::kAmRndvRtr, &h, sizeof(h));
+        }
         rndv_gets_.push_back({r, r->wire_id()});
         return;
     }
@@ -180,6 +218,22 @@ void Worker::handle_fin(const uint8_t* data, size_t length) {
     if (!proto::read_header(data, length, &h)) return;
     Request* r = pool_.find(h.sender_request);
     if (r == nullptr || r->kind != RequestKind::kRecv || !r->matched) return;
+    if (r->parts_left > 0) {
+        if (h.status == static_cast<int32_t>(Status::kUnsupported)) {
+            // The sender may not write into us: pull its part ourselves, after ours.
+            r->rndv_length = r->info.length < r->capacity ? r->info.length : r->capacity;
+            r->parts_left = 0;
+            std::erase_if(rndv_waiting_, [r](const TrackedRequest& t) { return t.request == r; });
+            if (r->rndv_done == r->split_offset) rndv_gets_.push_back({r, r->wire_id()});
+            return;
+        }
+        std::erase_if(rndv_waiting_, [r](const TrackedRequest& t) { return t.request == r; });
+        if (--r->parts_left > 0) return;  // our own pull is still running
+        r->received = r->rndv_done + (r->info.length < r->capacity ? r->info.length : r->capacity) -
+                      r->split_offset;
+        complete(r, r->truncated ? Status::kMessageTruncated : Status::kOk);
+        return;
+    }
     if (h.status != 0 && h.status != static_cast<int32_t>(Status::kMessageTruncated)) {
         finish_rndv_receive(r, static_cast<Status>(h.status));
         return;
@@ -245,6 +299,7 @@ unsigned Worker::progress_rndv() {
             proto::AckHeader ats{r->peer_request, static_cast<int32_t>(final_status), 0};
             send_control(r->source, proto::kAmRndvAts, &ats, sizeof(ats));
             r->received = r->rndv_done;
+            if (s == Status::kOk && r->parts_left > 0 && --r->parts_left > 0) continue;  // FIN
             complete(r, final_status);
             continue;
         }
@@ -261,6 +316,7 @@ unsigned Worker::progress_rndv() {
         if (push_rndv_send(this, t.request, &error)) {
             rndv_sends_.erase(rndv_sends_.begin() + static_cast<long>(i));
             Request* r = t.request;
+            if (error == Status::kOk && r->parts_left > 0 && --r->parts_left > 0) continue;
             r->local_done = r->remote_done = true;
             complete(r, error != Status::kOk ? error : r->rndv_status);
             continue;

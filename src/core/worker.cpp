@@ -36,6 +36,7 @@ Status Worker::create(Context* context, const swy_worker_params_t* params, Worke
     }
     if (!context->transport_enabled("cma")) w->cma_mode_ = tl::cma::CmaMode::kOff;
     w->rndv_chunk_ = std::max<size_t>(cfg.get_size("RNDV_FRAG_SIZE"), 4096);
+    w->rndv_split_min_ = std::max<size_t>(cfg.get_size("RNDV_SPLIT_MIN"), 8192);
     Status s = w->open_interfaces(why);
     if (s != Status::kOk) return s;
     context->live_workers++;

@@ -27,6 +27,11 @@ struct MemRange {
     int device = -1;
     uintptr_t base = 0;
     size_t length = 0;
+    /// Plain CPU loads/stores are allowed on this range. Per range, not per type: a dma-buf
+    /// whose exporter allows mmap and CUDA managed memory on a device with concurrent managed
+    /// access are CPU-accessible although their type in general is not. False by default so
+    /// that a range nobody filled in is never touched by the CPU.
+    bool cpu_accessible = false;
     bool contains(uintptr_t p, size_t n) const { return p >= base && n <= length && p - base <= length - n; }
 };
 
@@ -48,7 +53,9 @@ struct MemTypePlugin {
     MemType type;
     void* state;
 
-    /// kOk and @p out filled if [ptr, ptr+length) is this plugin's memory; kNotFound if not.
+    /// kOk and @p out filled if [ptr, ptr+length) is this plugin's memory; kNotFound if it is
+    /// definitely not (the registry may then call the memory host). Any other error means
+    /// "cannot tell", and the registry reports kUnknown rather than guess host.
     Status (*detect)(void* state, const void* ptr, size_t length, MemRange* out);
     /// Synchronous copies between this memory type and host memory.
     Status (*copy_to_host)(void* state, void* host_dst, const void* src, size_t length);
@@ -58,6 +65,9 @@ struct MemTypePlugin {
                                  uint64_t* token);
     Status (*copy_from_host_async)(void* state, void* dst, const void* host_src, size_t length,
                                    uint64_t* token);
+    /// A started copy returns kInProgress and sets *token (never 0; below 2^56, the registry
+    /// keeps the memory type in the top byte); a copy that finished at once returns kOk and
+    /// sets *token to 0. test(0) is always kOk.
     Status (*test)(void* state, uint64_t token);
     /// Export [ptr, ptr+length) as a dma-buf: fd (owned by the caller) and offset into it.
     Status (*export_dmabuf)(void* state, const void* ptr, size_t length, int* fd,

@@ -85,9 +85,10 @@ struct RtrHeader {
     int32_t pid;
     uint32_t scheme;    ///< RndvScheme: kPut or kPipeline
     int32_t status;     ///< kOk or kMessageTruncated: the sender completes with it
-    uint32_t reserved;
+    uint32_t split;     ///< 1: a split GET: the sender puts [offset, offset+length)
+    uint64_t offset;    ///< where in the message the sender's part starts
 };
-static_assert(sizeof(RtrHeader) == 48);
+static_assert(sizeof(RtrHeader) == 56);
 
 struct RndvDataHeader {
     uint64_t receive_request;

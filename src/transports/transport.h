@@ -66,6 +66,15 @@ public:
     /// Precondition: hdr_len + length <= attr().max_message.
     virtual Status am_send(AmId id, const void* hdr, size_t hdr_len, const void* payload,
                            size_t length) = 0;
+    /// Writes exactly `length` payload bytes to `dst` (a mapped cell): how device memory is
+    /// staged straight into the peer's cell with the memory type's copy routine.
+    using PackFn = Status (*)(void* arg, uint8_t* dst, size_t length);
+
+    /// Like am_send, with the payload produced by @p pack. If pack fails, nothing reaches the
+    /// peer and its status is returned.
+    virtual Status am_send_packed(AmId id, const void* hdr, size_t hdr_len, PackFn pack,
+                                  void* arg, size_t length) = 0;
+
     /// Unique id of the remote worker.
     virtual uint64_t remote_uid() const = 0;
     /// Tell the peer this endpoint is going away (releases its resources there). Best effort.

@@ -48,6 +48,7 @@ TEST(ConfigTable, DeclaresEveryDocumentedVariableWithItsTypeAndDefault) {
         {"KEEPALIVE_INTERVAL", ConfigType::kTime, "200ms"},
         {"CALIBRATION_FILE", ConfigType::kString, ""},
         {"RNDV_FRAG_SIZE", ConfigType::kSize, "512K"},
+        {"RNDV_SPLIT_MIN", ConfigType::kSize, "64K"},
         {"RNDV_PIPELINE_DEPTH", ConfigType::kUnsigned, "4"},
         {"NUMA_PLACEMENT", ConfigType::kBool, "y"},
     };

@@ -27,6 +27,16 @@ Status SelfEndpoint::am_send(AmId id, const void* hdr, size_t hdr_len, const voi
     return Status::kOk;
 }
 
+Status SelfEndpoint::am_send_packed(AmId id, const void* hdr, size_t hdr_len, PackFn pack,
+                                   void* arg, size_t length) {
+    std::vector<uint8_t> bytes(hdr_len + length);
+    std::memcpy(bytes.data(), hdr, hdr_len);
+    Status s = pack(arg, bytes.data() + hdr_len, length);
+    if (s != Status::kOk) return s;
+    iface_->queue_.push_back({id, std::move(bytes)});
+    return Status::kOk;
+}
+
 uint64_t SelfEndpoint::remote_uid() const { return iface_->uid_; }
 
 SelfInterface::SelfInterface(uint64_t worker_uid, uint16_t index, AmSink* sink)

@@ -18,6 +18,8 @@ public:
     const LaneAttr& attr() const override { return attr_; }
     Status am_send(AmId id, const void* hdr, size_t hdr_len, const void* payload,
                    size_t length) override;
+    Status am_send_packed(AmId id, const void* hdr, size_t hdr_len, PackFn pack, void* arg,
+                          size_t length) override;
     uint64_t remote_uid() const override;
     void disconnect() override {}
 

@@ -96,19 +96,52 @@ void ShmEndpoint::wake_peer() {
                  len);
 }
 
+inline CellHeader* ShmEndpoint::claim(uint64_t* pos) {
+    if (pio_slot_ != kNoPioSlot) {
+        CellHeader* cell = ring_.claim_private(private_head_);
+        if (cell != nullptr) *pos = private_head_++;
+        return cell;
+    }
+    return ring_.claim_shared(remote_->header->fifo_head, pos);
+}
+
+inline void ShmEndpoint::finish(CellHeader* cell, uint64_t pos) {
+    RingView::publish(cell, pos);
+    if (__builtin_expect(remote_->header->armed.load(std::memory_order_seq_cst) != 0, 0)) {
+        wake_peer();
+    }
+}
+
+Status ShmEndpoint::am_send_packed(AmId id, const void* hdr, size_t hdr_len, PackFn pack,
+                                   void* arg, size_t length) {
+    if (remote_->failed || disconnected_) return Status::kConnectionReset;
+    uint64_t pos;
+    CellHeader* cell = claim(&pos);
+    if (cell == nullptr) return Status::kNoResource;
+    cell->flags = 0;
+    cell->sender = sender_slot_;
+    auto* data = reinterpret_cast<uint8_t*>(cell + 1);
+    std::memcpy(data, hdr, hdr_len);
+    Status s = pack(arg, data + hdr_len, length);
+    if (s != Status::kOk) {
+        // The cell is claimed and must be published: turn it into a no-op for the receiver.
+        cell->am_id = kShmControlAm;
+        cell->length = 1;
+        data[0] = static_cast<uint8_t>(ShmControl::kNoop);
+    } else {
+        cell->am_id = id;
+        cell->length = static_cast<uint32_t>(hdr_len + length);
+    }
+    finish(cell, pos);
+    return s;
+}
+
 Status ShmEndpoint::am_send(AmId id, const void* hdr, size_t hdr_len, const void* payload,
                             size_t length) {
     if (__builtin_expect(remote_->failed || disconnected_, 0)) return Status::kConnectionReset;
-    CellHeader* cell;
     uint64_t pos;
-    if (pio_slot_ != kNoPioSlot) {
-        cell = ring_.claim_private(private_head_);
-        if (cell == nullptr) return Status::kNoResource;
-        pos = private_head_++;
-    } else {
-        cell = ring_.claim_shared(remote_->header->fifo_head, &pos);
-        if (cell == nullptr) return Status::kNoResource;
-    }
+    CellHeader* cell = claim(&pos);
+    if (cell == nullptr) return Status::kNoResource;
     cell->am_id = id;
     cell->flags = 0;
     cell->sender = sender_slot_;
@@ -116,10 +149,7 @@ Status ShmEndpoint::am_send(AmId id, const void* hdr, size_t hdr_len, const void
     auto* data = reinterpret_cast<uint8_t*>(cell + 1);
     std::memcpy(data, hdr, hdr_len);
     if (length != 0) std::memcpy(data + hdr_len, payload, length);
-    RingView::publish(cell, pos);
-    if (__builtin_expect(remote_->header->armed.load(std::memory_order_seq_cst) != 0, 0)) {
-        wake_peer();
-    }
+    finish(cell, pos);
     return Status::kOk;
 }
 

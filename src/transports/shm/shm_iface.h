@@ -50,6 +50,8 @@ public:
     const LaneAttr& attr() const override { return attr_; }
     Status am_send(AmId id, const void* hdr, size_t hdr_len, const void* payload,
                    size_t length) override;
+    Status am_send_packed(AmId id, const void* hdr, size_t hdr_len, PackFn pack, void* arg,
+                          size_t length) override;
     uint64_t remote_uid() const override { return remote_->uid; }
     void disconnect() override;
     /// Move this lane onto dedicated PIO ring @p pio_slot (after announcing it).
@@ -62,6 +64,8 @@ public:
 
 private:
     void wake_peer();
+    CellHeader* claim(uint64_t* pos);
+    void finish(CellHeader* cell, uint64_t pos);
 
     ShmInterface* iface_;
     std::shared_ptr<RemoteSegment> remote_;
@@ -157,6 +161,6 @@ private:
 
 /// Internal control messages of the shm transport (never reach the worker).
 inline constexpr AmId kShmControlAm = 0xFF;
-enum class ShmControl : uint8_t { kPioOpen = 1, kDisconnect = 2 };
+enum class ShmControl : uint8_t { kPioOpen = 1, kDisconnect = 2, kNoop = 3 };
 
 }  // namespace swy::tl::shm

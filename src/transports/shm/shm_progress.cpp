@@ -119,6 +119,8 @@ void ShmInterface::handle_control(uint16_t sender, const uint8_t* data, size_t l
         case ShmControl::kDisconnect:
             release_sender(sender);
             return;
+        case ShmControl::kNoop:
+            return;
     }
 }
 
