@@ -53,12 +53,13 @@ uint32_t cell_size_for(size_t payload) {
     return static_cast<uint32_t>((bytes + kCacheLine - 1) / kCacheLine * kCacheLine);
 }
 
-void pin_to_cpu(int cpu) {
-    if (cpu >= static_cast<int>(std::thread::hardware_concurrency())) return;
+/// Best effort: containers and small machines may refuse; false then.
+bool pin_to_cpu(int cpu) {
+    if (cpu >= static_cast<int>(std::thread::hardware_concurrency())) return false;
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
-    (void)sched_setaffinity(0, sizeof(set), &set);  // best effort: containers may refuse
+    return sched_setaffinity(0, sizeof(set), &set) == 0;
 }
 
 /// Restores the calling thread's affinity mask when the benchmark ends.
@@ -154,10 +155,11 @@ void BM_PingPong(benchmark::State& state) {
     Ring ping(64, cell), pong(64, cell);
     std::atomic<bool> stop{false};
     AffinityGuard restore;
-    pin_to_cpu(0);
+    const bool pinned_main = pin_to_cpu(0);
+    std::atomic<bool> pinned_echo{false};
 
     std::thread echo([&] {
-        pin_to_cpu(1);
+        pinned_echo.store(pin_to_cpu(1));
         std::vector<uint8_t> buf(payload);
         uint64_t tail = 0, head = 0;
         while (!stop.load(std::memory_order_relaxed)) {
@@ -185,11 +187,11 @@ void BM_PingPong(benchmark::State& state) {
     }
     stop.store(true, std::memory_order_relaxed);
     echo.join();
+    state.SetLabel(pinned_main && pinned_echo.load() ? "cpu0->cpu1" : "unpinned");
 
-    // Iterations are round trips. An inverted rate of (2 * iterations / 1e9) is elapsed
-    // seconds * 1e9 / (2 * iterations): the one-way latency in nanoseconds.
-    state.counters["one_way_ns"] =
-        benchmark::Counter(static_cast<double>(state.iterations()) * 2.0 / 1e9,
+    // Iterations are round trips; the inverted rate of 2 * iterations is the one-way time.
+    state.counters["one_way"] =
+        benchmark::Counter(static_cast<double>(state.iterations()) * 2.0,
                            benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
     state.SetItemsProcessed(state.iterations());
 }
@@ -208,10 +210,11 @@ void BM_Stream(benchmark::State& state) {
     std::atomic<bool> stop{false};
     std::atomic<uint64_t> consumed{0};
     AffinityGuard restore;
-    pin_to_cpu(0);
+    const bool pinned_main = pin_to_cpu(0);
+    std::atomic<bool> pinned_consumer{false};
 
     std::thread consumer([&] {
-        pin_to_cpu(1);
+        pinned_consumer.store(pin_to_cpu(1));
         std::vector<uint8_t> buf(payload);
         uint64_t tail = 0;
         for (;;) {
@@ -238,9 +241,10 @@ void BM_Stream(benchmark::State& state) {
     }
     stop.store(true, std::memory_order_release);
     consumer.join();
+    state.SetLabel(pinned_main && pinned_consumer.load() ? "cpu0->cpu1" : "unpinned");
 
     const auto sent = static_cast<double>(state.iterations());
-    if (consumed.load() != state.iterations()) state.SkipWithError("consumer lost messages");
+    if (consumed.load() != static_cast<uint64_t>(state.iterations())) state.SkipWithError("consumer lost messages");
     state.counters["msgs"] = benchmark::Counter(sent, benchmark::Counter::kIsRate);
     state.counters["bytes"] = benchmark::Counter(sent * payload, benchmark::Counter::kIsRate,
                                                  benchmark::Counter::kIs1024);

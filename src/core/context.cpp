@@ -42,6 +42,12 @@ Status Context::create(const common::Config& config, Context** out, std::string*
         }
         ctx->tls_ = tls;
     }
+    Status ms = mem::MemTypeRegistry::create(config.get_list("MEMTYPES"), config,
+                                             &ctx->memtypes_, why);
+    if (ms != Status::kOk) {
+        delete ctx;
+        return ms;
+    }
     *out = ctx;
     return Status::kOk;
 }

@@ -10,6 +10,7 @@
 #include "common/config.h"
 #include "core/address.h"
 #include "core/topology.h"
+#include "memtypes/registry.h"
 #include "protocols/cost_figures.h"
 
 namespace swy::core {
@@ -32,6 +33,9 @@ public:
     /// A new random worker id (never 0).
     uint64_t new_worker_uid();
 
+    /// Memory-type plugins loaded from SWY_MEMTYPES (detection, staging copies, dma-buf).
+    mem::MemTypeRegistry& memtypes() const { return *memtypes_; }
+
     /// Keeps track of workers so that destroying a context with live workers is caught.
     std::atomic<int> live_workers{0};
 
@@ -46,6 +50,7 @@ private:
     std::vector<std::string> tls_;
     bool tls_all_ = true;
     bool tls_exclude_ = false;
+    std::unique_ptr<mem::MemTypeRegistry> memtypes_;
 };
 
 }  // namespace swy::core

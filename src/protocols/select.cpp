@@ -137,7 +137,7 @@ ProtoTable select_protocols(const LaneCaps& lane, const CostFigures& costs,
         const size_t hi = i + 1 < points.size() ? points[i + 1] - 1 : kMax;
         const size_t probe = hi != kMax ? lo + (hi - lo) / 2
                              : lo > kMax / 2 ? lo
-                                             : std::max<size_t>(lo, 1) * 2;
+                                             : lo + std::max<size_t>(lo, 1024);
         const Candidate* best = nullptr;
         const Candidate* second = nullptr;
         for (const Candidate& c : cands) {

@@ -1,6 +1,7 @@
 // "--calibrate": measure this host, write the calibration file, show what it changes.
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "args.h"
@@ -39,6 +40,22 @@ void end_step(const Measured& m, Unit unit, double* field) {
         std::printf("kept built-in %.3f %s (%s)\n", *field * unit.scale, unit.name,
                     m.why.c_str());
     }
+    std::fflush(stdout);
+}
+
+/// Warn when other work keeps the CPUs busy: the two-process tests then measure the
+/// scheduler more than the memory system, and their figures come out pessimistic.
+void warn_if_busy() {
+    std::ifstream in("/proc/loadavg");
+    double load = 0;
+    if (!(in >> load)) return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    const int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+    if (load > 0.5 * cpus) {
+        std::printf("Warning: the host is busy (load average %.1f on %d CPUs); copy and latency "
+                    "figures may come out pessimistic. Rerun when it is idle.\n", load, cpus);
+    }
 }
 
 /// Run every measurement; @p f starts as the built-in figures and receives the measured ones.
@@ -51,15 +68,16 @@ void measure_all(proto::CostFigures* f) {
         std::printf("Calibrating: only one CPU is available, so the two-process copy and "
                     "latency tests are skipped.\n");
     }
+    warn_if_busy();
     begin_step("memcpy, 64 MiB, one thread, best of 8");
     end_step(measure_memcpy_bw(), kGBps, &f->memcpy_bw_Bps);
-    begin_step("shm copy, 4 KiB cells, 2 processes, 128 MiB");
+    begin_step("shm copy, 4 KiB cells, 2 processes, 64 MiB");
     end_step(measure_shm_copy_bw(cpus), kGBps, &f->shm_copy_bw_Bps);
     begin_step("fifo latency, cache-line ping-pong / 2");
     end_step(measure_fifo_latency(cpus), kMicros, &f->fifo_latency_s);
 
-    CmaFigures cma = measure_cma(cpus);
     begin_step("cma call, 8 B process_vm_readv");
+    CmaFigures cma = measure_cma(cpus);
     end_step(cma.call_s, kMicros, &f->cma_call_s);
     begin_step("cma bandwidth, 4 MiB reads (not recorded)");
     double unused = f->cma_bw_Bps;
@@ -67,8 +85,8 @@ void measure_all(proto::CostFigures* f) {
     begin_step("cma bandwidth, 64 MiB reads");
     end_step(cma.bw_64m_Bps, kGBps, &f->cma_bw_Bps);
 
-    ClaimFigures claim = measure_claim_overheads();
     begin_step("PIO send: claim + publish a private cell");
+    ClaimFigures claim = measure_claim_overheads();
     end_step(claim.pio_s, kNanos, &f->pio_overhead_s);
     begin_step("bcopy send: CAS-claim + publish a FIFO cell");
     end_step(claim.bcopy_s, kNanos, &f->bcopy_overhead_s);

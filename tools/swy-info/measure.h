@@ -27,11 +27,11 @@ Measured measure_memcpy_bw();
 /// copies 4 KiB blocks from a 64 MiB private buffer into a 64-cell MAP_SHARED ring (publishing
 /// each with a release store, as a FIFO cell is published), the child copies each out into
 /// its own 64 MiB buffer and frees the cell. Bytes delivered per second, best of several runs
-/// of 128 MiB: what eager bcopy achieves end to end when cells are pipelined.
+/// of 64 MiB: what eager bcopy achieves end to end when cells are pipelined.
 Measured measure_shm_copy_bw(const CpuPair& cpus);
 
 /// One-way latency of a cache line between two processes on @p cpus: ping-pong of a counter
-/// in a MAP_SHARED page, half the best average round trip over batches. A lower bound of the
+/// in a MAP_SHARED page, half the best average round trip over batches (at most 1.5 s). A lower bound of the
 /// FIFO latency (a real cell adds a header line and dispatch; cell_overhead_s covers those).
 Measured measure_fifo_latency(const CpuPair& cpus);
 

@@ -26,11 +26,14 @@ struct CmaPeer {
     uint8_t* buffer;
     int ready_fd;  ///< child writes one byte once its buffer is filled
     int done_fd;   ///< child reads until EOF: the parent has finished
+    int parent_fds[2];  ///< the parent's ends, closed in the child (else no EOF ever comes)
 };
 
 /// The child: fill its own copy of the buffer, say so, and stay alive until told.
 int hold_buffer(void* arg) {
     auto* peer = static_cast<CmaPeer*>(arg);
+    close(peer->parent_fds[0]);
+    close(peer->parent_fds[1]);
     std::memset(peer->buffer, 0x3c, kRemoteBytes);
     char c = 1;
     if (write(peer->ready_fd, &c, 1) != 1) return 1;
@@ -129,7 +132,7 @@ CmaFigures measure_cma(const CpuPair& cpus) {
     std::memset(local.get(), 0, kRemoteBytes);
 
     PinGuard pin(cpus.self);
-    CmaPeer peer{static_cast<uint8_t*>(remote), ready[1], done[0]};
+    CmaPeer peer{static_cast<uint8_t*>(remote), ready[1], done[0], {ready[0], done[1]}};
     pid_t child = start_peer(cpus.peer, hold_buffer, &peer);
     close(ready[1]);
     close(done[0]);

@@ -14,11 +14,15 @@
 namespace swy::info {
 namespace {
 
-/// Bytes of the shm cell header and of the tag header an eager-only message carries; the
-/// PIO limit is what a PIO cell has left after both.
+/// Bytes of the shm cell header and of the header a synchronous single-packet message
+/// carries; the PIO limit is what a PIO cell has left after both (core::Endpoint sizes
+/// eager_short by the sync header, so that a sync send of the same size also fits).
 constexpr size_t kCellHeaderBytes = sizeof(tl::shm::CellHeader);
-constexpr size_t kTagHeaderBytes = sizeof(proto::EagerOnlyHeader);
-static_assert(kCellHeaderBytes == 16 && kTagHeaderBytes == 8, "update the text below");
+constexpr size_t kTagHeaderBytes = sizeof(proto::EagerSyncHeader);
+/// A bcopy fragment is what a FIFO cell holds after the cell and first-fragment headers.
+constexpr size_t kFragmentHeaderBytes = sizeof(proto::EagerFirstHeader);
+static_assert(kCellHeaderBytes == 16 && kTagHeaderBytes == 16 && kFragmentHeaderBytes == 32,
+              "update the text below");
 
 /// Whether @p name works on this host, as text ("yes", "no: ...", "not built yet").
 std::string availability(const char* name, const common::Config& config) {
@@ -47,7 +51,7 @@ void print_shm_attributes(const common::Config& config) {
 
     // Sizes that do not fit the 32-bit header fields are rejected by the transport itself;
     // here they would only make the arithmetic below meaningless.
-    if (cell_size <= kCellHeaderBytes || pio_cell_size <= kCellHeaderBytes + kTagHeaderBytes ||
+    if (cell_size <= kCellHeaderBytes + kFragmentHeaderBytes || pio_cell_size <= kCellHeaderBytes + kTagHeaderBytes ||
         cell_size > UINT32_MAX || pio_cell_size > UINT32_MAX || fifo_cells > UINT32_MAX ||
         pio_slots > UINT32_MAX || pio_credits > UINT32_MAX) {
         std::printf("  shm attributes: configuration out of range (see swy-info -c)\n");
@@ -62,14 +66,15 @@ void print_shm_attributes(const common::Config& config) {
     std::printf("\n  shm attributes (from the configuration)\n");
     attr_line("receive FIFO cells", std::to_string(fifo_cells), "SWY_SHM_FIFO_CELLS");
     attr_line("bcopy fragment size",
-              std::to_string(cell_size - kCellHeaderBytes) + " B",
-              "SWY_SHM_CELL_SIZE " + format_bytes(cell_size) + " - 16 B cell header");
+              std::to_string(cell_size - kCellHeaderBytes - kFragmentHeaderBytes) + " B",
+              "SWY_SHM_CELL_SIZE " + format_bytes(cell_size) +
+                  " - 16 B cell header - 32 B fragment header");
     attr_line("PIO rings per worker", std::to_string(pio_slots), "SWY_SHM_PIO_SLOTS");
     attr_line("PIO credits per ring", std::to_string(pio_credits), "SWY_SHM_PIO_CREDITS");
     attr_line("PIO max message size",
               std::to_string(pio_cell_size - kCellHeaderBytes - kTagHeaderBytes) + " B",
               "SWY_SHM_PIO_CELL_SIZE " + format_bytes(pio_cell_size) +
-                  " - 16 B cell header - 8 B tag");
+                  " - 16 B cell header - 16 B sync header");
     attr_line("segment size", format_bytes(geometry.total_size()),
               std::to_string(geometry.total_size()) +
                   " B per worker: FIFO, PIO rings, slot tables");
