@@ -20,12 +20,6 @@ inline swy_status_t invalid(const char* function, const char* what) {
 
 inline swy_status_t to_c(Status s) { return static_cast<swy_status_t>(s); }
 
-/// Memory types other than host need the memory-type plugins, which are not built yet:
-/// refuse them clearly instead of touching memory the CPU may not be allowed to touch.
-inline bool memtype_supported(const swy_request_params_t* params) {
-    return params == nullptr || params->memtype == SWY_MEMTYPE_UNKNOWN ||
-           params->memtype == SWY_MEMTYPE_HOST;
-}
 
 /// Holds the worker's lock for the duration of a call when the worker is multi-threaded.
 class WorkerGuard {

@@ -14,10 +14,6 @@ swy_status_t swy_tag_send_nb(swy_ep_h ep, const void* buffer, size_t length, swy
     if (__builtin_expect(ep == nullptr || req == nullptr || (buffer == nullptr && length != 0), 0)) {
         return api::invalid(__func__, "ep and req must not be NULL; buffer only if length is 0");
     }
-    if (__builtin_expect(!api::memtype_supported(params), 0)) {
-        *req = nullptr;
-        return SWY_ERR_UNSUPPORTED;
-    }
     core::Endpoint* e = api::ep_of(ep);
     WorkerGuard guard(e->worker());
     core::Request* r = nullptr;
@@ -31,10 +27,6 @@ swy_status_t swy_tag_recv_nb(swy_worker_h worker, void* buffer, size_t length, s
                              swy_request_h* req) {
     if (__builtin_expect(worker == nullptr || req == nullptr || (buffer == nullptr && length != 0), 0)) {
         return api::invalid(__func__, "worker and req must not be NULL; buffer only if length is 0");
-    }
-    if (__builtin_expect(!api::memtype_supported(params), 0)) {
-        *req = nullptr;
-        return SWY_ERR_UNSUPPORTED;
     }
     core::Worker* w = api::worker_of(worker);
     WorkerGuard guard(w);

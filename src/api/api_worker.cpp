@@ -143,12 +143,15 @@ swy_status_t swy_ep_print_protocols(swy_ep_h ep, swy_memtype_t memtype, char* bu
     if (ep == nullptr || buf == nullptr || buflen == 0) {
         return api::invalid(__func__, "NULL argument");
     }
-    if (memtype != SWY_MEMTYPE_HOST && memtype != SWY_MEMTYPE_UNKNOWN) {
-        return SWY_ERR_UNSUPPORTED;
+    if (static_cast<unsigned>(memtype) >= mem::kMemTypeCount) {
+        return api::invalid(__func__, "unknown memory type");
     }
     core::Endpoint* e = api::ep_of(ep);
     WorkerGuard guard(e->worker());
-    std::string text = e->host_table().print();
+    const auto type = memtype == SWY_MEMTYPE_UNKNOWN ? mem::MemType::kHost
+                                                     : static_cast<mem::MemType>(memtype);
+    if (e->table(type).empty()) return SWY_ERR_UNSUPPORTED;  // that memory type is not loaded
+    std::string text = e->table(type).print();
     std::strncpy(buf, text.c_str(), buflen - 1);
     buf[buflen - 1] = '\0';
     return text.size() < buflen ? SWY_OK : SWY_ERR_NO_RESOURCE;

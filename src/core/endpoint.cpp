@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/worker.h"
+#include "memtypes/registry.h"
 #include "protocols/select.h"
 #include "protocols/wire.h"
 
@@ -78,13 +79,30 @@ Endpoint::Endpoint(Worker* worker, std::unique_ptr<tl::Endpoint> lane, uint16_t 
     o.zcopy_thresh = cfg.get_size("ZCOPY_THRESH");
     o.rndv_scheme = cfg.get_string("RNDV_SCHEME");
     o.allow = cfg.get_list("PROTO");
-    host_table_ = proto::select_protocols(caps, worker_->context()->costs(), o);
+    const proto::CostFigures& costs = worker_->context()->costs();
+    tables_[static_cast<size_t>(mem::MemType::kHost)] = proto::select_protocols(caps, costs, o);
+    // Other memory types: no PIO (the CPU does not store from them), no CMA (the kernel's
+    // page pinning does not reach device memory), and a staging copy per byte.
+    const mem::MemTypeRegistry& memtypes = worker_->context()->memtypes();
+    for (size_t t = 2; t < mem::kMemTypeCount; ++t) {
+        const auto type = static_cast<mem::MemType>(t);
+        if (!memtypes.loaded(type)) continue;
+        const mem::MemTypeAttr attr = memtypes.attr(type);
+        proto::LaneCaps device_caps = caps;
+        device_caps.pio = false;
+        device_caps.pio_max = 0;
+        device_caps.cma = false;
+        device_caps.stage_fixed_s = attr.copy_latency_s;
+        device_caps.stage_per_byte_s = 1.0 / attr.copy_bw_Bps;
+        tables_[t] = proto::select_protocols(device_caps, costs, o);
+    }
+    const proto::ProtoTable& host = tables_[static_cast<size_t>(mem::MemType::kHost)];
     // eager_short can only run up to pio_max_ (the selector already caps it there).
-    const auto& first = host_table_.ranges().front();
+    const auto& first = host.ranges().front();
     fast_path_ = first.proto == ProtoId::kEagerShort || first.proto == ProtoId::kEagerBcopy;
     if (fast_path_) {
         size_t eager_end = 0;
-        for (const auto& r : host_table_.ranges()) {
+        for (const auto& r : host.ranges()) {
             if (r.proto != ProtoId::kEagerShort && r.proto != ProtoId::kEagerBcopy) break;
             eager_end = r.max_size;
         }
@@ -121,7 +139,11 @@ Status Endpoint::tag_send(const void* buffer, size_t length, uint64_t tag,
     const uint32_t flags = params != nullptr ? params->flags : 0;
     // Fast path: nothing queued ahead of us and the whole message fits one packet.
     if (fast_path_ && pending_.empty() && length <= fast_max_ &&
-        (flags & (SWY_REQ_FLAG_SYNC | SWY_REQ_FLAG_NO_IMM_COMPLETE)) == 0) {
+        (flags & (SWY_REQ_FLAG_SYNC | SWY_REQ_FLAG_NO_IMM_COMPLETE)) == 0 &&
+        (params == nullptr ? !worker_->context()->memtypes().device_plugins_loaded()
+                           : params->memtype == SWY_MEMTYPE_HOST ||
+                                 (params->memtype == SWY_MEMTYPE_UNKNOWN &&
+                                  !worker_->context()->memtypes().device_plugins_loaded()))) {
         proto::EagerOnlyHeader h{tag};
         Status s = lane_->am_send(proto::kAmEagerOnly, &h, sizeof(h), buffer, length);
         if (__builtin_expect(s == Status::kOk, 1)) return Status::kOk;
@@ -134,7 +156,18 @@ Status Endpoint::tag_send(const void* buffer, size_t length, uint64_t tag,
     r->send_buffer = static_cast<const uint8_t*>(buffer);
     r->length = length;
     r->send_tag = tag;
-    r->proto = static_cast<uint8_t>(host_table_.lookup(length));
+    mem::MemType type = mem::MemType::kHost;
+    bool cpu_buffer = true;
+    if (params != nullptr || worker_->context()->memtypes().device_plugins_loaded()) {
+        Status ms = resolve_memtype(buffer, length, params, &type, &cpu_buffer);
+        if (ms != Status::kOk) {
+            worker_->pool().put(r);
+            return ms;
+        }
+    }
+    r->memtype = static_cast<uint8_t>(type);
+    r->cpu_buffer = cpu_buffer;
+    r->proto = static_cast<uint8_t>(tables_[static_cast<size_t>(type)].lookup(length));
     const bool rndv = r->proto >= static_cast<uint8_t>(ProtoId::kRndvGetCma);
     // Rendezvous completes on ATS/FIN, which already implies a matched receive (sync).
     r->remote_done = !rndv && (flags & SWY_REQ_FLAG_SYNC) == 0;
@@ -182,13 +215,41 @@ Status Endpoint::push(Request* r) {
     }
 }
 
+namespace {
+struct StageArgs {
+    const mem::MemTypeRegistry* memtypes;
+    mem::MemType type;
+    const uint8_t* src;
+};
+Status stage_to_cell(void* arg, uint8_t* dst, size_t length) {
+    auto* a = static_cast<StageArgs*>(arg);
+    return a->memtypes->copy_to_host(a->type, dst, a->src, length);
+}
+}  // namespace
+
+Status Endpoint::send_payload(Request* r, tl::AmId id, const void* hdr, size_t hdr_len,
+                              size_t offset, size_t length) {
+    if (r->cpu_buffer) return lane_->am_send(id, hdr, hdr_len, r->send_buffer + offset, length);
+    StageArgs a{&worker_->context()->memtypes(), static_cast<mem::MemType>(r->memtype),
+                r->send_buffer + offset};
+    return lane_->am_send_packed(id, hdr, hdr_len, stage_to_cell, &a, length);
+}
+
+Status Endpoint::resolve_memtype(const void* buffer, size_t length,
+                                 const swy_request_params_t* params, mem::MemType* type,
+                                 bool* cpu_buffer) const {
+    return worker_->resolve_memtype(buffer, length,
+                                    params != nullptr ? params->memtype : SWY_MEMTYPE_UNKNOWN,
+                                    type, cpu_buffer);
+}
+
 Status Endpoint::send_single(Request* r) {
     if (r->remote_done) {
         proto::EagerOnlyHeader h{r->send_tag};
-        return lane_->am_send(proto::kAmEagerOnly, &h, sizeof(h), r->send_buffer, r->length);
+        return send_payload(r, proto::kAmEagerOnly, &h, sizeof(h), 0, r->length);
     }
     proto::EagerSyncHeader h{r->send_tag, r->wire_id()};
-    return lane_->am_send(proto::kAmEagerSyncOnly, &h, sizeof(h), r->send_buffer, r->length);
+    return send_payload(r, proto::kAmEagerSyncOnly, &h, sizeof(h), 0, r->length);
 }
 
 Status Endpoint::send_fragments(Request* r) {
@@ -201,7 +262,7 @@ Status Endpoint::send_fragments(Request* r) {
         h.sender_request = sync ? r->wire_id() : 0;
         h.flags = sync ? proto::kEagerFlagSync : 0;
         const size_t chunk = std::min(fragment_max_, r->length);
-        Status s = lane_->am_send(proto::kAmEagerFirst, &h, sizeof(h), r->send_buffer, chunk);
+        Status s = send_payload(r, proto::kAmEagerFirst, &h, sizeof(h), 0, chunk);
         if (s != Status::kOk) return s;
         r->rts_sent = true;
         r->offset = chunk;
@@ -209,8 +270,7 @@ Status Endpoint::send_fragments(Request* r) {
     while (r->offset < r->length) {
         proto::EagerMiddleHeader h{r->offset, r->message_id, 0};
         const size_t chunk = std::min(fragment_max_, r->length - r->offset);
-        Status s = lane_->am_send(proto::kAmEagerMiddle, &h, sizeof(h), r->send_buffer + r->offset,
-                                  chunk);
+        Status s = send_payload(r, proto::kAmEagerMiddle, &h, sizeof(h), r->offset, chunk);
         if (s != Status::kOk) return s;
         r->offset += chunk;
     }

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "core/request.h"
+#include "memtypes/memtype.h"
 #include "protocols/proto_table.h"
 #include "transports/transport.h"
 
@@ -49,12 +50,23 @@ public:
     /// Largest host payload sent by eager PIO (0 without a PIO lane).
     size_t pio_max() const { return pio_max_; }
 
-    proto::ProtoTable& host_table() { return host_table_; }
-    const proto::ProtoTable& host_table() const { return host_table_; }
+    proto::ProtoTable& host_table() { return tables_[static_cast<size_t>(mem::MemType::kHost)]; }
+    const proto::ProtoTable& host_table() const {
+        return tables_[static_cast<size_t>(mem::MemType::kHost)];
+    }
+    /// Table for sends from memory of @p type (empty if that type is not loaded).
+    const proto::ProtoTable& table(mem::MemType type) const {
+        return tables_[static_cast<size_t>(type)];
+    }
 
     // ---- operations (implemented in protocols/, called by the API layer) ----
     Status tag_send(const void* buffer, size_t length, uint64_t tag,
                     const swy_request_params_t* params, Request** out);
+
+    /// am_send from the user buffer, staged through the memory type's copy when the CPU must
+    /// not touch it.
+    Status send_payload(Request* r, tl::AmId id, const void* hdr, size_t hdr_len, size_t offset,
+                        size_t length);
 
     /// Retry pending sends; @return true if the pending queue is now empty.
     bool progress_pending();
@@ -84,6 +96,8 @@ private:
     Status send_single(Request* r);
     Status send_fragments(Request* r);
     Status send_rts(Request* r);
+    Status resolve_memtype(const void* buffer, size_t length, const swy_request_params_t* params,
+                           mem::MemType* type, bool* cpu_buffer) const;
 
     Worker* worker_;
     std::unique_ptr<tl::Endpoint> lane_;
@@ -95,7 +109,7 @@ private:
     size_t pio_max_ = 0;
     size_t fast_max_ = 0;       // sizes up to here go eager in one packet (fast path)
     bool fast_path_ = false;
-    proto::ProtoTable host_table_;
+    proto::ProtoTable tables_[mem::kMemTypeCount];
     RequestQueue pending_;
     RequestQueue in_flight_;
     uint32_t message_ids_ = 0;

@@ -50,6 +50,8 @@ struct Request : proto::PostedReceive {
     uint64_t send_tag = 0;
     uint32_t message_id = 0;
     uint8_t proto = 0;        ///< proto::ProtoId chosen at send time
+    uint8_t memtype = 1;      ///< mem::MemType of the user buffer (send or receive)
+    bool cpu_buffer = true;   ///< the CPU may load/store the user buffer directly
     bool local_done = false;  ///< every byte handed over (buffer reusable)
     bool remote_done = true;  ///< ack / ATS received (sync and rendezvous)
     bool rts_sent = false;
@@ -63,6 +65,7 @@ struct Request : proto::PostedReceive {
     swy_tag_recv_info_t info{};
     bool matched = false;
     bool truncated = false;
+    bool copy_failed = false;    ///< a memory-type copy into the buffer failed
 
     // ---- rendezvous state (both sides) ----
     uint64_t peer_request = 0;   ///< the other side's request id

@@ -112,8 +112,7 @@ static bool push_rndv_send(Worker* w, Request* r, Status* error) {
     while (r->rndv_done < r->rndv_length && budget > 0) {
         proto::RndvDataHeader h{r->peer_request, r->rndv_done};
         size_t n = std::min(frag, r->rndv_length - r->rndv_done);
-        Status s = ep->lane()->am_send(proto::kAmRndvData, &h, sizeof(h),
-                                       r->send_buffer + r->rndv_done, n);
+        Status s = ep->send_payload(r, proto::kAmRndvData, &h, sizeof(h), r->rndv_done, n);
         if (s == Status::kNoResource) return false;
         if (s != Status::kOk) {
             *error = s;
@@ -165,7 +164,10 @@ void Worker::start_rndv_receive(Request* r, const proto::RtsHeader& rts, tl::AmS
     r->remote_pid = rts.pid;
     r->remote_uid = remote_uid;
     r->source = src;
-    const auto scheme = static_cast<RndvScheme>(rts.scheme);
+    auto scheme = static_cast<RndvScheme>(rts.scheme);
+    // Memory the CPU (and so CMA) must not touch takes the data through the pipeline, staged
+    // into it fragment by fragment with the memory type's copy.
+    if (!r->cpu_buffer && r->rndv_length != 0) scheme = RndvScheme::kPipeline;
     if (r->rndv_length == 0 || scheme == RndvScheme::kGet) {
         r->rndv_scheme = static_cast<uint8_t>(RndvScheme::kGet);
         if (r->rndv_length >= rndv_split_min_ && cma_mode_ != tl::cma::CmaMode::kOff &&
@@ -252,11 +254,13 @@ void Worker::handle_rndv_data(const uint8_t* data, size_t length) {
         log_printf(LogLevel::kError, "dropping a rendezvous fragment that fits no receive");
         return;
     }
-    std::memcpy(r->recv_buffer + h.offset, data + sizeof(h), size);
+    if (copy_in(r, h.offset, data + sizeof(h), size) != Status::kOk) r->copy_failed = true;
     r->rndv_done += size;
     r->received = r->rndv_done;
     if (r->rndv_done == r->rndv_length) {
-        finish_rndv_receive(r, r->truncated ? Status::kMessageTruncated : Status::kOk);
+        finish_rndv_receive(r, r->copy_failed ? Status::kIoError
+                               : r->truncated ? Status::kMessageTruncated
+                                              : Status::kOk);
     }
 }
 

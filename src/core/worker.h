@@ -16,6 +16,7 @@
 #include "core/endpoint.h"
 #include "core/request.h"
 #include "protocols/tag/matcher.h"
+#include "memtypes/registry.h"
 #include "protocols/wire.h"
 #include "transports/cma/cma.h"
 #include "transports/transport.h"
@@ -101,6 +102,15 @@ public:
     void on_remote_failure(uint64_t remote_uid, Status why) override;
 
     size_t pio_granted() const { return pio_granted_; }
+
+    /// Memory type of a user buffer: the caller's statement if any (checked against the
+    /// loaded plugins), else detection. kInvalidParam with a log line when it cannot be told
+    /// (a detection miss while a device plugin is loaded is never taken as host).
+    Status resolve_memtype(const void* buffer, size_t length, swy_memtype_t stated,
+                           mem::MemType* type, bool* cpu_buffer) const;
+    /// Copy received bytes into a receive request's buffer at @p offset (plugin copy for
+    /// memory the CPU must not touch). Clamps nothing: the caller checks capacity.
+    Status copy_in(Request* r, size_t offset, const uint8_t* src, size_t length) const;
     tl::cma::CmaMode cma_mode() const { return cma_mode_; }
 
     /// A rendezvous send whose peer answered with RTR (put or pipeline): move the data.
@@ -118,6 +128,7 @@ private:
     void deliver_to_request(Request* r, uint64_t tag, size_t total, const uint8_t* payload,
                             size_t length);
     void bind_unexpected(Request* r, UnexpectedDesc* desc);
+    Status set_receive_memtype(Request* r, const swy_request_params_t* params);
     void send_sync_ack(tl::AmSource src, uint64_t sender_request);
     uint64_t reassembly_key(tl::AmSource src, uint32_t message_id) const {
         return (uint64_t{src.iface} << 48) | (uint64_t{src.sender} << 32) | message_id;

@@ -16,6 +16,7 @@ using common::log_printf;
 namespace {
 
 Status final_status(const Request* r) {
+    if (r->copy_failed) return Status::kIoError;
     return r->truncated ? Status::kMessageTruncated : Status::kOk;
 }
 
@@ -43,6 +44,59 @@ void Worker::on_am(tl::AmId id, tl::AmSource src, const uint8_t* data, size_t le
     }
 }
 
+Status Worker::resolve_memtype(const void* buffer, size_t length, swy_memtype_t stated,
+                               mem::MemType* type, bool* cpu_buffer) const {
+    const mem::MemTypeRegistry& memtypes = context_->memtypes();
+    if (stated == SWY_MEMTYPE_HOST || (stated == SWY_MEMTYPE_UNKNOWN && !memtypes.device_plugins_loaded())) {
+        *type = mem::MemType::kHost;
+        *cpu_buffer = true;
+        return Status::kOk;
+    }
+    if (length == 0) {  // nothing will be touched
+        *type = stated == SWY_MEMTYPE_UNKNOWN ? mem::MemType::kHost : static_cast<mem::MemType>(stated);
+        *cpu_buffer = true;
+        return Status::kOk;
+    }
+    mem::MemRange range;
+    mem::MemType detected = memtypes.detect(buffer, length, &range);
+    if (stated != SWY_MEMTYPE_UNKNOWN) {
+        const auto want = static_cast<mem::MemType>(stated);
+        if (static_cast<unsigned>(stated) >= mem::kMemTypeCount || !memtypes.loaded(want)) {
+            log_printf(LogLevel::kError, "memory type %s is not loaded (SWY_MEMTYPES)",
+                       static_cast<unsigned>(stated) < mem::kMemTypeCount ? mem::memtype_name(want) : "?");
+            return Status::kUnsupported;
+        }
+        if (detected != want && detected != mem::MemType::kUnknown) {
+            log_printf(LogLevel::kError, "buffer %p is %s memory, not %s as stated", buffer,
+                       mem::memtype_name(detected), mem::memtype_name(want));
+            return Status::kInvalidParam;
+        }
+        *type = want;
+        *cpu_buffer = detected == want ? range.cpu_accessible : memtypes.attr(want).cpu_accessible;
+        return Status::kOk;
+    }
+    if (detected == mem::MemType::kUnknown) {
+        log_printf(LogLevel::kError,
+                   "cannot tell the memory type of buffer %p (%zu bytes); state it in "
+                   "swy_request_params_t.memtype",
+                   buffer, length);
+        return Status::kInvalidParam;
+    }
+    *type = detected;
+    *cpu_buffer = range.cpu_accessible;
+    return Status::kOk;
+}
+
+Status Worker::copy_in(Request* r, size_t offset, const uint8_t* src, size_t length) const {
+    if (length == 0) return Status::kOk;
+    if (r->cpu_buffer) {
+        std::memcpy(r->recv_buffer + offset, src, length);
+        return Status::kOk;
+    }
+    return context_->memtypes().copy_from_host(static_cast<mem::MemType>(r->memtype),
+                                               r->recv_buffer + offset, src, length);
+}
+
 void Worker::deliver_to_request(Request* r, uint64_t tag, size_t total, const uint8_t* payload,
                                 size_t length) {
     r->matched = true;
@@ -50,7 +104,7 @@ void Worker::deliver_to_request(Request* r, uint64_t tag, size_t total, const ui
     r->info.length = total;
     r->truncated = total > r->capacity;
     const size_t n = std::min(length, r->capacity);
-    if (n != 0) std::memcpy(r->recv_buffer, payload, n);
+    if (copy_in(r, 0, payload, n) != Status::kOk) r->copy_failed = true;
     r->received = length;
 }
 
@@ -155,8 +209,9 @@ void Worker::handle_eager_middle(tl::AmSource src, const uint8_t* data, size_t l
         return malformed("fragment (offset out of sequence)", length);
     }
     if (Request* r = e.request) {
-        if (h.offset < r->capacity) {
-            std::memcpy(r->recv_buffer + h.offset, payload, std::min(size, r->capacity - h.offset));
+        if (h.offset < r->capacity &&
+            copy_in(r, h.offset, payload, std::min(size, r->capacity - h.offset)) != Status::kOk) {
+            r->copy_failed = true;
         }
         e.received += size;
         r->received = e.received;
@@ -208,7 +263,7 @@ void Worker::bind_unexpected(Request* r, UnexpectedDesc* d) {
     r->info.length = d->length;
     r->truncated = d->length > r->capacity;
     const size_t n = std::min(d->received, r->capacity);
-    if (n != 0) std::memcpy(r->recv_buffer, d->data.get(), n);
+    if (copy_in(r, 0, d->data.get(), n) != Status::kOk) r->copy_failed = true;
     r->received = d->received;
     if (d->sync) send_sync_ack(d->source, d->sender_request);
     if (d->received == d->length) {
@@ -245,6 +300,17 @@ static Status finish_receive(Worker* w, Request* r, const swy_request_params_t* 
     return Status::kInProgress;
 }
 
+Status Worker::set_receive_memtype(Request* r, const swy_request_params_t* params) {
+    if (params == nullptr && !context_->memtypes().device_plugins_loaded()) return Status::kOk;
+    mem::MemType type = mem::MemType::kHost;
+    bool cpu = true;
+    Status s = resolve_memtype(r->recv_buffer, r->capacity,
+                               params != nullptr ? params->memtype : SWY_MEMTYPE_UNKNOWN, &type, &cpu);
+    r->memtype = static_cast<uint8_t>(type);
+    r->cpu_buffer = cpu;
+    return s;
+}
+
 Status Worker::tag_recv(void* buffer, size_t length, uint64_t tag, uint64_t mask,
                         const swy_request_params_t* params, Request** out) {
     *out = nullptr;
@@ -254,6 +320,10 @@ Status Worker::tag_recv(void* buffer, size_t length, uint64_t tag, uint64_t mask
     r->capacity = length;
     r->tag = tag;
     r->mask = mask;
+    if (Status ms = set_receive_memtype(r, params); ms != Status::kOk) {
+        pool_.put(r);
+        return ms;
+    }
     if (proto::UnexpectedMessage* m = matcher_.match_unexpected(tag, mask, true)) {
         bind_unexpected(r, static_cast<UnexpectedDesc*>(m));
     } else {
@@ -282,6 +352,10 @@ Status Worker::msg_recv(void* buffer, size_t length, UnexpectedDesc* message,
     r->kind = RequestKind::kRecv;
     r->recv_buffer = static_cast<uint8_t*>(buffer);
     r->capacity = length;
+    if (Status ms = set_receive_memtype(r, params); ms != Status::kOk) {
+        pool_.put(r);
+        return ms;
+    }
     if (message->reassembly_key != 0) reassembly_[message->reassembly_key].desc = message;
     bind_unexpected(r, message);
     return finish_receive(this, r, params, out);

@@ -60,7 +60,13 @@ std::vector<Candidate> candidates(const LaneCaps& lane, const CostFigures& c) {
     out.push_back({ProtoId::kEagerBcopy, 0, std::numeric_limits<size_t>::max(),
                    L + c.bcopy_overhead_s + c.cell_overhead_s,
                    copy + (c.bcopy_overhead_s + c.cell_overhead_s) / frag + unexpected});
-    if (!lane.rndv) return out;
+    if (!lane.rndv) {
+        for (Candidate& cand : out) {
+            cand.fixed_s += lane.stage_fixed_s;
+            cand.per_byte_s += lane.stage_per_byte_s;
+        }
+        return out;
+    }
     const double handshake = 2 * L + 2 * c.cell_overhead_s + c.bcopy_overhead_s;
     if (lane.cma) {
         const double chunk = 512.0 * 1024;
@@ -73,6 +79,10 @@ std::vector<Candidate> candidates(const LaneCaps& lane, const CostFigures& c) {
     out.push_back({ProtoId::kRndvPipeline, 0, std::numeric_limits<size_t>::max(),
                    handshake + L + c.cell_overhead_s,
                    copy + (c.bcopy_overhead_s + c.cell_overhead_s) / frag});
+    for (Candidate& cand : out) {
+        cand.fixed_s += lane.stage_fixed_s;
+        cand.per_byte_s += lane.stage_per_byte_s;
+    }
     return out;
 }
 

@@ -22,6 +22,10 @@ struct LaneCaps {
     size_t fragment_max = 0;   ///< bcopy payload per cell
     bool cma = false;          ///< zero-copy get/put reaches the peer
     bool rndv = true;          ///< rendezvous possible at all (false for self)
+    /// Staging through host memory for memory the CPU must not touch: added to every
+    /// candidate (one plugin copy per byte on the sender, plus a fixed cost per message).
+    double stage_fixed_s = 0;
+    double stage_per_byte_s = 0;
 };
 
 /// User overrides (0 / empty = automatic).

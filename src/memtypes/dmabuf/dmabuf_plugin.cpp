@@ -86,18 +86,21 @@ Status cpu_copy(void* state, const void* dev, size_t length, bool to_host, void*
 Status dmabuf_detect(void* state, const void* ptr, size_t length, MemRange* out) {
     Dmabuf* s = self(state);
     const auto p = reinterpret_cast<uintptr_t>(ptr);
+    const size_t n = length == 0 ? 1 : length;
     std::shared_lock guard(s->lock);
     uintptr_t base = 0;
-    const Mapping* m = s->find_locked(p, length, &base);
-    if (m == nullptr) {
-        auto it = s->maps.upper_bound(p);
-        if (it != s->maps.begin() && p - std::prev(it)->first < std::prev(it)->second.length) {
-            return Status::kInvalidParam;  // starts inside a mapping, runs past its end
-        }
-        return Status::kNotFound;
+    const Mapping* m = s->find_locked(p, n, &base);
+    if (m != nullptr) {
+        *out = MemRange{MemType::kDmabuf, -1, base, m->length, m->cpu};
+        return Status::kOk;
     }
-    *out = MemRange{MemType::kDmabuf, -1, base, m->length, m->cpu};
-    return Status::kOk;
+    // Partly inside a mapping (from either side): ours, but not a valid buffer.
+    auto next = s->maps.upper_bound(p);
+    if (next != s->maps.end() && next->first - p < n) return Status::kInvalidParam;
+    if (next != s->maps.begin() && p - std::prev(next)->first < std::prev(next)->second.length) {
+        return Status::kInvalidParam;
+    }
+    return Status::kNotFound;
 }
 
 Status dmabuf_copy_to_host(void* state, void* host_dst, const void* src, size_t length) {

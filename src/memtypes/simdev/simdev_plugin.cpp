@@ -98,17 +98,21 @@ Status simdev_detect(void* state, const void* ptr, size_t length, MemRange* out)
     const auto p = reinterpret_cast<uintptr_t>(ptr);
     const size_t n = length == 0 ? 1 : length;
     std::shared_lock guard(s->allocs_lock);
-    auto it = s->allocs.upper_bound(p);
-    if (it == s->allocs.begin()) return Status::kNotFound;
-    --it;
+    auto next = s->allocs.upper_bound(p);
+    // A buffer that runs into an allocation from below is not host memory either.
+    const bool overlaps_next = next != s->allocs.end() && next->first - p < n;
+    if (next == s->allocs.begin()) return overlaps_next ? Status::kInvalidParam : Status::kNotFound;
+    auto it = std::prev(next);
     MemRange r{MemType::kSimdev, 0, it->first, it->second.length, false};
-    if (!r.contains(p, n)) {
-        // Overlapping the end of an allocation is still this plugin's pointer, but not a
-        // valid buffer: say so rather than letting the caller treat it as host memory.
-        return p - it->first < it->second.length ? Status::kInvalidParam : Status::kNotFound;
+    if (r.contains(p, n)) {
+        *out = r;
+        return Status::kOk;
     }
-    *out = r;
-    return Status::kOk;
+    // Starting inside an allocation (or in its page padding) and running past its end, or
+    // reaching into the next one: this plugin's memory, but not a valid buffer. Say "cannot
+    // tell" rather than let the registry call it host.
+    if (p - it->first < it->second.mapped || overlaps_next) return Status::kInvalidParam;
+    return Status::kNotFound;
 }
 
 Status simdev_copy_to_host(void* state, void* host_dst, const void* src, size_t length) {
