@@ -47,7 +47,7 @@ struct WorkerAddress {
 std::vector<uint8_t> encode_address(const WorkerAddress& address);
 
 /// Parse and validate (magic, version, every length against @p length). kMalformed with a
-/// reason in @p why on any inconsistency; never reads past @p length.
+/// reason in @p why (required, not null) on any inconsistency; never reads past @p length.
 Status decode_address(const void* data, size_t length, WorkerAddress* out, std::string* why);
 
 }  // namespace swy::core

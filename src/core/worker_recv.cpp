@@ -151,7 +151,9 @@ void Worker::handle_eager_first(tl::AmSource src, const uint8_t* data, size_t le
     const uint8_t* payload = data + sizeof(h);
     const size_t size = length - sizeof(h);
     const uint64_t key = reassembly_key(src, h.message_id);
-    if (size > h.total_length || reassembly_.count(key) != 0) {
+    // No machine buffers half a terabyte: a larger total is a corrupt header, not a message.
+    constexpr uint64_t kMaxEagerMessage = uint64_t{1} << 39;
+    if (size > h.total_length || h.total_length > kMaxEagerMessage || reassembly_.count(key) != 0) {
         return malformed("first fragment (length or duplicate id)", length);
     }
     const bool sync = (h.flags & proto::kEagerFlagSync) != 0;

@@ -328,6 +328,45 @@ TEST(ShmRing, FourProducersKeepPerProducerOrderAndLoseNothing) {
     run_multi_producer_stress(4, kStressMessages);
 }
 
+// The dedicated-ring case: one producer thread with a private head, one consumer thread.
+TEST(ShmRing, PrivateProducerThreadKeepsOrderAcrossThreads) {
+    constexpr uint32_t kCells = 16;
+    RingMemory mem(kCells, kCellSize);
+    std::atomic<uint32_t> finished{0};
+    std::atomic<uint64_t> progress{0};
+    uint64_t received = 0;
+    uint64_t out_of_order = 0;
+    std::thread consumer([&] {
+        uint64_t tail = 0;
+        while (received < kStressMessages) {
+            Message m{};
+            if (!pop(mem.ring, tail, &m)) {
+                std::this_thread::yield();
+                continue;
+            }
+            if (m.sequence != received) ++out_of_order;
+            progress.store(++received, std::memory_order_relaxed);
+        }
+        finished.fetch_add(1, std::memory_order_release);
+    });
+    std::thread producer([&] {
+        uint64_t head = 0;
+        for (uint64_t i = 0; i < kStressMessages; ++i) {
+            while (!push_private(mem.ring, head, i)) std::this_thread::yield();
+        }
+        finished.fetch_add(1, std::memory_order_release);
+    });
+    wait_or_abort(finished, 2, [&] {
+        std::fprintf(stderr, "private ring: %llu of %llu received\n",
+                     static_cast<unsigned long long>(progress.load()),
+                     static_cast<unsigned long long>(kStressMessages));
+    });
+    producer.join();
+    consumer.join();
+    EXPECT_EQ(received, kStressMessages);
+    EXPECT_EQ(out_of_order, 0u);
+}
+
 // The ring lives in a MAP_SHARED mapping; a forked child produces, the parent consumes.
 TEST(ShmRing, WorksAcrossForkInSharedMapping) {
     constexpr uint32_t kCells = 32;
