@@ -45,9 +45,6 @@ constexpr ConfigVar kTable[] = {
      "Rendezvous GET transfers at least this large are split between both processes: the "
      "receiver pulls the first half while the sender pushes the second (two cores copy at "
      "once). \"inf\" disables splitting."},
-    {"RNDV_PIPELINE_DEPTH", kUnsigned, "4",
-     "Rendezvous segments in flight at once for one message (pipelined or segmented "
-     "rendezvous)."},
     {"PROTO_INFO", kBool, "n",
      "Print each endpoint's protocol table (the protocol chosen for every size range, and "
      "why) when it connects."},

@@ -24,16 +24,18 @@ const char* memtype_name(MemType type);
 /// A detected allocation: the whole range the pointer belongs to.
 struct MemRange {
     MemType type = MemType::kUnknown;
-    int device = -1;
-    uintptr_t base = 0;
-    size_t length = 0;
     /// Plain CPU loads/stores are allowed on this range. Per range, not per type: a dma-buf
     /// whose exporter allows mmap and CUDA managed memory on a device with concurrent managed
     /// access are CPU-accessible although their type in general is not. False by default so
-    /// that a range nobody filled in is never touched by the CPU.
+    /// that a range nobody filled in is never touched by the CPU. (Placed here, in what was
+    /// padding, to keep the struct 24 bytes: copies of it are on the detection fast path.)
     bool cpu_accessible = false;
+    int device = -1;
+    uintptr_t base = 0;
+    size_t length = 0;
     bool contains(uintptr_t p, size_t n) const { return p >= base && n <= length && p - base <= length - n; }
 };
+static_assert(sizeof(MemRange) == 24);
 
 /// What a memory type allows.
 struct MemTypeAttr {

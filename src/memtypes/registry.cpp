@@ -19,7 +19,7 @@ constexpr size_t kBounceSize = 256 * 1024;  // device↔device staging chunk
 size_t index_of(MemType t) { return static_cast<size_t>(t); }
 
 MemRange host_range(const void* ptr, size_t length) {
-    return MemRange{MemType::kHost, -1, reinterpret_cast<uintptr_t>(ptr), length, true};
+    return MemRange{MemType::kHost, true, -1, reinterpret_cast<uintptr_t>(ptr), length};
 }
 
 }  // namespace
@@ -134,7 +134,7 @@ Status MemTypeRegistry::ask_plugins(const void* ptr, size_t length, MemRange* ou
         *out = host_range(ptr, length);
         return Status::kNotFound;
     }
-    *out = MemRange{MemType::kUnknown, -1, reinterpret_cast<uintptr_t>(ptr), length, false};
+    *out = MemRange{MemType::kUnknown, false, -1, reinterpret_cast<uintptr_t>(ptr), length};
     return Status::kBusy;
 }
 

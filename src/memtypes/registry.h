@@ -70,7 +70,7 @@ public:
     MemType detect(const void* ptr, size_t length, MemRange* out = nullptr) const {
         if (device_count_ == 0) [[likely]] {
             if (out != nullptr) {
-                *out = MemRange{MemType::kHost, -1, reinterpret_cast<uintptr_t>(ptr), length, true};
+                *out = MemRange{MemType::kHost, true, -1, reinterpret_cast<uintptr_t>(ptr), length};
             }
             return MemType::kHost;
         }

@@ -46,10 +46,12 @@ TEST(ConfigTable, DeclaresEveryDocumentedVariableWithItsTypeAndDefault) {
         {"PROTO_INFO", ConfigType::kBool, "n"},
         {"CMA", ConfigType::kString, "auto"},
         {"KEEPALIVE_INTERVAL", ConfigType::kTime, "200ms"},
+        {"SIMDEV_BW", ConfigType::kDouble, "5e9"},
+        {"SIMDEV_LATENCY", ConfigType::kTime, "2us"},
+        {"SIMDEV_THROTTLE", ConfigType::kBool, "n"},
         {"CALIBRATION_FILE", ConfigType::kString, ""},
         {"RNDV_FRAG_SIZE", ConfigType::kSize, "512K"},
         {"RNDV_SPLIT_MIN", ConfigType::kSize, "64K"},
-        {"RNDV_PIPELINE_DEPTH", ConfigType::kUnsigned, "4"},
         {"NUMA_PLACEMENT", ConfigType::kBool, "y"},
     };
     auto table = config_table();

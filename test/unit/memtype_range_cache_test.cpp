@@ -13,7 +13,7 @@ using namespace swy::mem;
 
 namespace {
 MemRange range(uintptr_t base, size_t length, MemType type = MemType::kSimdev) {
-    return MemRange{type, 0, base, length, false};
+    return MemRange{type, false, 0, base, length};
 }
 }  // namespace
 

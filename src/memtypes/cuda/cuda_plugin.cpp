@@ -127,7 +127,7 @@ Status cuda_detect(void* state, const void* ptr, size_t length, MemRange* out) {
                                info.memory_type == kMemoryTypeUnified ||
                                info.memory_type == kMemoryTypeArray || info.managed;
     if (!device_memory) return Status::kNotFound;  // unknown to CUDA, or pinned host memory
-    MemRange r{MemType::kCuda, info.device, info.base, info.size, false};
+    MemRange r{MemType::kCuda, false, info.device, info.base, info.size};
     if (r.length == 0) {
         r.base = reinterpret_cast<uintptr_t>(ptr);
         r.length = length == 0 ? 1 : length;

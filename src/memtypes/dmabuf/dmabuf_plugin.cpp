@@ -91,7 +91,7 @@ Status dmabuf_detect(void* state, const void* ptr, size_t length, MemRange* out)
     uintptr_t base = 0;
     const Mapping* m = s->find_locked(p, n, &base);
     if (m != nullptr) {
-        *out = MemRange{MemType::kDmabuf, -1, base, m->length, m->cpu};
+        *out = MemRange{MemType::kDmabuf, m->cpu, -1, base, m->length};
         return Status::kOk;
     }
     // Partly inside a mapping (from either side): ours, but not a valid buffer.

@@ -8,7 +8,7 @@ namespace {
 
 Status host_detect(void*, const void* ptr, size_t length, MemRange* out) {
     // Host is what remains when no device plugin claims a pointer; it claims everything.
-    *out = MemRange{MemType::kHost, -1, reinterpret_cast<uintptr_t>(ptr), length, true};
+    *out = MemRange{MemType::kHost, true, -1, reinterpret_cast<uintptr_t>(ptr), length};
     return Status::kOk;
 }
 

@@ -103,7 +103,7 @@ Status simdev_detect(void* state, const void* ptr, size_t length, MemRange* out)
     const bool overlaps_next = next != s->allocs.end() && next->first - p < n;
     if (next == s->allocs.begin()) return overlaps_next ? Status::kInvalidParam : Status::kNotFound;
     auto it = std::prev(next);
-    MemRange r{MemType::kSimdev, 0, it->first, it->second.length, false};
+    MemRange r{MemType::kSimdev, false, 0, it->first, it->second.length};
     if (r.contains(p, n)) {
         *out = r;
         return Status::kOk;

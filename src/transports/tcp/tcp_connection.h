@@ -1,0 +1,98 @@
+// Internal to the tcp transport: one connection's state and its byte buffers.
+#pragma once
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "transports/tcp/tcp_iface.h"
+
+namespace swy::tl::tcp {
+
+/// A contiguous FIFO of bytes: append at the tail, consume at the head. Storage grows by
+/// doubling and is compacted (one memmove of what is left) only when the tail needs room, so
+/// each byte is moved at most a bounded number of times. Used for the send queue (written in
+/// one send() from data()) and the receive buffer (frames parsed in place).
+class TcpInterface::ByteQueue {
+public:
+    ByteQueue() = default;
+    ByteQueue(const ByteQueue&) = delete;
+    ByteQueue& operator=(const ByteQueue&) = delete;
+    ~ByteQueue() { std::free(buf_); }
+
+    size_t size() const { return tail_ - head_; }
+    bool empty() const { return tail_ == head_; }
+    uint8_t* data() { return buf_ + head_; }
+    const uint8_t* data() const { return buf_ + head_; }
+    size_t capacity() const { return cap_; }
+
+    /// Room for @p n more bytes at the tail; returns where they go (null if out of memory).
+    uint8_t* reserve_tail(size_t n) {
+        if (cap_ - tail_ >= n) return buf_ + tail_;
+        if (head_ != 0) {  // compact first: often enough on its own
+            std::memmove(buf_, buf_ + head_, size());
+            tail_ -= head_;
+            head_ = 0;
+            if (cap_ - tail_ >= n) return buf_ + tail_;
+        }
+        size_t cap = cap_ == 0 ? 64 * 1024 : cap_;
+        while (cap - tail_ < n) cap *= 2;
+        auto* p = static_cast<uint8_t*>(std::realloc(buf_, cap));
+        if (p == nullptr) return nullptr;
+        buf_ = p;
+        cap_ = cap;
+        return buf_ + tail_;
+    }
+    /// Free bytes after the tail without moving anything.
+    size_t tail_room() const { return cap_ - tail_; }
+    uint8_t* tail_ptr() { return buf_ + tail_; }
+    void commit(size_t n) { tail_ += n; }
+    void unreserve(size_t n) { tail_ -= n; }  ///< drop the last n committed bytes
+    bool append(const void* p, size_t n) {
+        if (n == 0) return true;
+        uint8_t* dst = reserve_tail(n);
+        if (dst == nullptr) return false;
+        std::memcpy(dst, p, n);
+        tail_ += n;
+        return true;
+    }
+    void consume(size_t n) {
+        head_ += n;
+        if (head_ == tail_) head_ = tail_ = 0;
+    }
+    void release() {
+        std::free(buf_);
+        buf_ = nullptr;
+        cap_ = head_ = tail_ = 0;
+    }
+
+private:
+    uint8_t* buf_ = nullptr;
+    size_t cap_ = 0;
+    size_t head_ = 0;
+    size_t tail_ = 0;
+};
+
+struct TcpInterface::Connection {
+    enum class State : uint8_t { kOpen, kClosed };
+    int fd = -1;
+    uint16_t index = 0;
+    uint32_t generation = 0;  ///< bumped when the slot is reused; endpoints check it
+    State state = State::kClosed;
+    bool outgoing = false;          ///< we connected (the owner endpoint lives in the worker)
+    bool hello_seen = false;        ///< the peer's hello arrived (frames may be delivered)
+    bool goodbye_sent = false;      ///< our owner endpoint disconnected: orderly close
+    bool goodbye_received = false;  ///< the peer's endpoint disconnected: orderly close
+    bool write_shut = false;        ///< shutdown(SHUT_WR) done after the goodbye
+    bool watching_out = false;      ///< EPOLLOUT is in the epoll set
+    bool reported = false;          ///< on_remote_failure was called (once per connection)
+    Status failure = Status::kOk;   ///< why it failed, while waiting to be reported
+    uint64_t peer_uid = 0;
+    ByteQueue sendq;
+    ByteQueue recvq;
+    std::unique_ptr<TcpEndpoint> reply_ep;
+
+    bool sendable() const { return state == State::kOpen && !goodbye_sent; }
+};
+
+}  // namespace swy::tl::tcp

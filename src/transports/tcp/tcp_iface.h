@@ -1,0 +1,157 @@
+// TCP transport (inter-node): non-blocking sockets driven by the interface's own epoll set,
+// messages framed with a validated 8-byte header (tcp_wire.h).
+//
+// Connections. connect() opens one TCP connection to the peer and says hello {uid}; the peer
+// accepts it from progress(), answers with its own hello, and from then on the connection is
+// a "sender" on both sides: messages arriving on it carry AmSource{iface, sender}, and
+// reply_endpoint(sender) writes on the same socket (TCP is bidirectional, so a reply never
+// needs a second connection). Two workers that connect to each other at the same time simply
+// get two connections, one per direction of endpoint creation; that is correct (each endpoint
+// keeps its order) and only costs a socket, so no tie-breaking is attempted for now.
+//
+// Failures. EOF without a goodbye, ECONNRESET, EPIPE, a keepalive or user timeout, or a frame
+// that fails validation close the connection and report on_remote_failure(peer uid, ...)
+// exactly once per connection, from progress() (never from inside a send). Sends on that
+// connection then return kConnectionReset.
+//
+// Threading: like every transport, not thread-safe; the worker serialises calls.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transports/tcp/tcp_wire.h"
+#include "transports/transport.h"
+
+namespace swy::tl::tcp {
+
+/// Settings of the tcp transport (from SWY_NET_DEVICES, SWY_TCP_SNDBUF_LIMIT, SWY_TCP_KEEPALIVE).
+struct TcpConfig {
+    /// Interface names to listen on (e.g. "eth0", "lo"); "all" or empty: every interface that
+    /// is up, through one wildcard listening socket.
+    std::vector<std::string> devices{"all"};
+    /// Bytes one connection may hold queued in user space (beyond what the kernel took) before
+    /// sends return kNoResource. A single message is always accepted into an empty queue.
+    size_t sndbuf_limit = 4u << 20;
+    /// Idle time before keepalive probes; a silent dead peer is reported after about 3x this.
+    uint64_t keepalive_ns = 2'000'000'000;
+};
+
+class TcpInterface;
+
+/// A lane on one connection. The endpoint returned by connect() owns the connection's
+/// lifetime (disconnect() closes it in order); the endpoints from reply_endpoint() only borrow
+/// it. Must not outlive its interface.
+class TcpEndpoint final : public Endpoint {
+public:
+    TcpEndpoint(TcpInterface* iface, uint16_t conn, uint32_t generation, uint64_t remote_uid,
+                bool owner);
+    ~TcpEndpoint() override;
+    const LaneAttr& attr() const override { return attr_; }
+    /// Writes the frame with one sendmsg (no copy) when nothing is queued; what the kernel does
+    /// not take is queued. kNoResource when the queue would exceed sndbuf_limit;
+    /// kConnectionReset after a failure or disconnect; kInvalidParam above max_message.
+    Status am_send(AmId id, const void* hdr, size_t hdr_len, const void* payload,
+                   size_t length) override;
+    Status am_send_packed(AmId id, const void* hdr, size_t hdr_len, PackFn pack, void* arg,
+                          size_t length) override;
+    uint64_t remote_uid() const override { return remote_uid_; }
+    /// Owner endpoint: queue a goodbye, then shut the connection down once everything queued
+    /// has been written (the peer closes without reporting a failure). Reply endpoints: no-op.
+    void disconnect() override;
+
+private:
+    TcpInterface* iface_;
+    uint16_t conn_;
+    uint32_t generation_;
+    uint64_t remote_uid_;
+    bool owner_;
+    bool disconnected_ = false;
+    LaneAttr attr_;
+};
+
+class TcpInterface final : public Interface {
+public:
+    /// Connect timeout per peer address (connect() blocks in poll() for at most this long
+    /// on each address it tries; setup time, not the hot path).
+    static constexpr int kConnectTimeoutMs = 2000;
+
+    /// Opens the listening socket(s) of the configured devices, port chosen by the kernel.
+    /// @param iface_index  this interface's index in the worker (goes into AmSource::iface)
+    /// @param sink         receives messages and failures; must outlive the interface
+    /// Errors: kNotFound (no usable address on the devices), kIoError (socket calls),
+    /// kInvalidParam (sndbuf_limit of 0); @p why says which.
+    static Status open(const TcpConfig& config, uint64_t worker_uid, uint16_t iface_index,
+                       AmSink* sink, std::unique_ptr<TcpInterface>* out, std::string* why);
+    ~TcpInterface() override;
+
+    const char* name() const override { return "tcp"; }
+    /// One epoll_wait(0) pass: accept, read and deliver every complete frame, flush queues
+    /// that became writable, report failures. @return frames delivered + connections accepted.
+    unsigned progress() override;
+    /// The tcp section (tcp_wire.h): every listening address; loopback entries last.
+    std::vector<uint8_t> address() const override;
+    /// Connects to the first address in @p section that answers (same-family entries first,
+    /// kConnectTimeoutMs each). @p want_pio is ignored (tcp has no PIO).
+    /// Errors: kMalformed (bad section), kUnreachable (no address answered; @p why lists them),
+    /// kNoResource (65535 connections in use).
+    Status connect(uint64_t remote_uid, const uint8_t* section, size_t length, bool want_pio,
+                   std::unique_ptr<Endpoint>* out, std::string* why) override;
+    /// Lane on the connection messages from @p sender arrived on; null once it is closed.
+    Endpoint* reply_endpoint(uint16_t sender) override;
+    /// Peer uid of a connection (0 before its hello arrived, or for unknown indices).
+    uint64_t sender_uid(uint16_t sender) const override;
+    int event_fd() const override { return epoll_fd_; }
+    /// False if frames or failure reports are waiting (the epoll fd would not wake us).
+    bool arm() override;
+    void disarm() override {}
+
+    /// Listening addresses actually bound (decoded form of address()), for tools and tests.
+    const std::vector<TcpAddressEntry>& listen_addresses() const { return addresses_; }
+    /// Connections currently open (tests and swy-info).
+    size_t open_connections() const;
+
+private:
+    friend class TcpEndpoint;
+    struct Connection;
+    class ByteQueue;
+
+    TcpInterface(const TcpConfig& config, uint64_t uid, uint16_t index, AmSink* sink);
+    Status listen_on_devices(std::string* why);
+    void setup_socket(int fd) const;
+    Connection* add_connection(int fd, bool outgoing, uint64_t peer_uid, uint16_t* index);
+    Connection* lookup(uint16_t index, uint32_t generation) const;
+    void accept_all(int listen_fd);
+    unsigned receive(Connection* c);
+    unsigned deliver_frames(Connection* c);
+    bool handle_control(Connection* c, const uint8_t* data, size_t length);
+    bool flush(Connection* c);
+    void watch_writable(Connection* c, bool on);
+    void close_connection(Connection* c);
+    void fail(Connection* c, Status why);
+    void report_failures();
+
+    Status send(Connection* c, AmId id, const void* hdr, size_t hdr_len, const void* payload,
+                size_t length);
+    Status send_packed(Connection* c, AmId id, const void* hdr, size_t hdr_len,
+                       Endpoint::PackFn pack, void* arg, size_t length);
+    Status send_control(Connection* c, const uint8_t* body, size_t length);
+    void disconnect(Connection* c);
+
+    TcpConfig config_;
+    uint64_t uid_;
+    uint16_t index_;
+    AmSink* sink_;
+    int epoll_fd_ = -1;
+    std::vector<int> listen_fds_;
+    std::vector<TcpAddressEntry> addresses_;
+    std::vector<std::unique_ptr<Connection>> conns_;  // index = sender
+    size_t reuse_cursor_ = 0;
+    std::vector<uint16_t> to_report_;  // failed connections not yet reported to the sink
+    bool in_progress_ = false;
+    LaneAttr attr_;
+};
+
+}  // namespace swy::tl::tcp
