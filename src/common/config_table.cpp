@@ -91,6 +91,17 @@ constexpr ConfigVar kTable[] = {
     {"SIMDEV_THROTTLE", kBool, "n",
      "Make simdev copies take as long as SWY_SIMDEV_BW and SWY_SIMDEV_LATENCY say (busy-wait), "
      "to emulate a slow device link in tests and benchmarks."},
+
+    // --- TCP transport -----------------------------------------------------------------------
+    {"NET_DEVICES", kList, "all",
+     "Network interfaces the tcp transport listens on and publishes (\"eth0,ib0\"). \"all\": "
+     "every interface that is up, through one wildcard listening socket."},
+    {"TCP_SNDBUF_LIMIT", kSize, "4M",
+     "Bytes one tcp connection may hold queued beyond what the kernel accepted; further sends "
+     "are retried from progress. Also sets the lane's credits (this / 256K)."},
+    {"TCP_KEEPALIVE", kTime, "2s",
+     "Idle time before TCP keepalive probes start on tcp connections; a peer that vanished "
+     "without closing its connections is reported failed after about 3x this."},
 };
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "protocols/wire.h"
 #include "transports/self/self_iface.h"
 #include "transports/shm/shm_iface.h"
+#include "transports/tcp/tcp_iface.h"
 
 namespace swy::core {
 
@@ -79,6 +80,18 @@ Status Worker::open_interfaces(std::string* why) {
                                                 &shm, why);
         if (s != Status::kOk) return s;
         ifaces_.push_back(std::move(shm));
+    }
+    if (context_->transport_enabled("tcp")) {
+        tl::tcp::TcpConfig tc;
+        tc.devices = cfg.get_list("NET_DEVICES");
+        tc.sndbuf_limit = cfg.get_size("TCP_SNDBUF_LIMIT");
+        tc.keepalive_ns = cfg.get_time_ns("TCP_KEEPALIVE");
+        std::unique_ptr<tl::tcp::TcpInterface> tcp;
+        tcp_index_ = static_cast<int>(ifaces_.size());
+        Status s = tl::tcp::TcpInterface::open(tc, uid_, static_cast<uint16_t>(tcp_index_), this,
+                                               &tcp, why);
+        if (s != Status::kOk) return s;
+        ifaces_.push_back(std::move(tcp));
     }
     for (auto& iface : ifaces_) {
         int fd = iface->event_fd();
@@ -203,6 +216,7 @@ std::vector<uint8_t> Worker::address() const {
     a.host = context_->host();
     if (self_index_ >= 0) a.sections.push_back({TransportId::kSelf, {}});
     if (shm_index_ >= 0) a.sections.push_back({TransportId::kShm, ifaces_[shm_index_]->address()});
+    if (tcp_index_ >= 0) a.sections.push_back({TransportId::kTcp, ifaces_[tcp_index_]->address()});
     return encode_address(a);
 }
 
@@ -243,6 +257,12 @@ Status Worker::create_endpoint(const swy_ep_params_t& params, Endpoint** out, st
         iface_index = shm_index_;
         s = ifaces_[shm_index_]->connect(remote.worker_uid, sec->bytes.data(), sec->bytes.size(),
                                          want_pio, &lane, why);
+    } else if (tcp_index_ >= 0 && remote.find(TransportId::kTcp) != nullptr) {
+        // Another host (or network namespace), or shm not enabled: the network.
+        const AddressSection* sec = remote.find(TransportId::kTcp);
+        iface_index = tcp_index_;
+        s = ifaces_[tcp_index_]->connect(remote.worker_uid, sec->bytes.data(), sec->bytes.size(),
+                                         false, &lane, why);
     } else {
         *why = remote.host == context_->host()
                    ? "no enabled transport reaches the peer (check SWY_TLS)"

@@ -169,6 +169,7 @@ private:
     std::vector<std::unique_ptr<tl::Interface>> ifaces_;
     int self_index_ = -1;
     int shm_index_ = -1;
+    int tcp_index_ = -1;
     int epoll_fd_ = -1;
     proto::TagMatcher matcher_;
     RequestPool pool_;

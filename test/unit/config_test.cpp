@@ -53,6 +53,9 @@ TEST(ConfigTable, DeclaresEveryDocumentedVariableWithItsTypeAndDefault) {
         {"RNDV_FRAG_SIZE", ConfigType::kSize, "512K"},
         {"RNDV_SPLIT_MIN", ConfigType::kSize, "64K"},
         {"NUMA_PLACEMENT", ConfigType::kBool, "y"},
+        {"NET_DEVICES", ConfigType::kList, "all"},
+        {"TCP_SNDBUF_LIMIT", ConfigType::kSize, "4M"},
+        {"TCP_KEEPALIVE", ConfigType::kTime, "2s"},
     };
     auto table = config_table();
     EXPECT_EQ(table.size(), std::size(expected));

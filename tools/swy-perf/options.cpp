@@ -25,7 +25,17 @@ constexpr const char* kUsage =
     "  --cpus A,B              pin the client (sender) to core A and the server to core B\n"
     "  --csv                   CSV: test,size,iters,latency_us,bandwidth_MBps,msg_rate_Mps,"
     "protocol\n"
-    "  --memtype TYPE          buffer memory type (only \"host\" for now)\n"
+    "  --memtype TYPE | SENDER:RECEIVER\n"
+    "                          memory type of the message buffers: host (default), simdev,\n"
+    "                          cuda. SENDER is the client's buffers, RECEIVER the server's;\n"
+    "                          each process sends and receives from its own: bw/mr stream\n"
+    "                          SENDER -> RECEIVER, lat pings SENDER -> RECEIVER and pongs\n"
+    "                          RECEIVER -> SENDER, bibw streams both ways (window acks stay\n"
+    "                          in host memory). With --tls self, sends come from SENDER and\n"
+    "                          receives land in RECEIVER buffers. Both processes load the\n"
+    "                          plugins (SWY_MEMTYPES); the protocol column is the table for\n"
+    "                          SENDER memory; --check stages through swy_mem_copy(). With\n"
+    "                          --server/--client give both sides the same --memtype\n"
     "  --server PORT           run the server side; exchange addresses over TCP\n"
     "  --client HOST:PORT      run the client side against a --server\n"
     "  (with neither --server nor --client, swy-perf forks its own peer)\n";
@@ -188,9 +198,23 @@ Options parse_options(int argc, char** argv) {
             opts.cpus[1] = b;
         } else if (flag == "--memtype") {
             std::string_view m = value();
-            if (m != "host") {
-                usage_error("memory type '%s' is not supported yet (only 'host')", argv[i]);
+            size_t colon = m.find(':');
+            std::string_view sender = m.substr(0, colon);
+            std::string_view receiver = colon == std::string_view::npos ? m : m.substr(colon + 1);
+            for (std::string_view t : {sender, receiver}) {
+                if (t == "dmabuf") {
+                    usage_error("--memtype '%s': swy-perf cannot allocate dma-buf memory (it "
+                                "comes from an exporter); use host, simdev or cuda",
+                                argv[i]);
+                }
+                if (t != "host" && t != "simdev" && t != "cuda") {
+                    usage_error("unknown memory type in --memtype '%s' (host, simdev, cuda, "
+                                "or SENDER:RECEIVER)",
+                                argv[i]);
+                }
             }
+            opts.memtype[0] = std::string(sender);
+            opts.memtype[1] = std::string(receiver);
         } else if (flag == "--server") {
             const char* v = value();
             opts.server_port = parse_port(v);

@@ -23,9 +23,14 @@ struct Options {
     int server_port = -1;            ///< --server PORT
     std::string client_host;         ///< --client HOST:PORT
     int client_port = -1;
+    /// --memtype: memory type of the client's (SENDER) and the server's (RECEIVER) message
+    /// buffers: "host", "simdev" or "cuda". Each process sends and receives from its own
+    /// buffers; --tls self sends from the first and receives into the second.
+    std::string memtype[2] = {"host", "host"};
 
     bool self_mode() const { return tls == "self"; }
     bool is_streaming() const { return test != TestKind::kLat; }
+    bool host_only() const { return memtype[0] == "host" && memtype[1] == "host"; }
 };
 
 /// Parse argv. On a bad flag prints a message and the usage text to stderr and exits 2;

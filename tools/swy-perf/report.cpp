@@ -71,8 +71,13 @@ void Reporter::begin(const std::string& endpoint_description) {
     if (opts_.csv) {
         std::printf("test,size,iters,latency_us,bandwidth_MBps,msg_rate_Mps,protocol\n");
     } else {
-        std::printf("# swy-perf --test %s%s%s\n", test_name(opts_.test),
+        std::printf("# swy-perf --test %s%s%s", test_name(opts_.test),
                     opts_.tls.empty() ? "" : " --tls ", opts_.tls.c_str());
+        if (!opts_.host_only()) {
+            // SENDER is the client's memory (the protocol column's table), RECEIVER the server's.
+            std::printf(" --memtype %s:%s", opts_.memtype[0].c_str(), opts_.memtype[1].c_str());
+        }
+        std::printf("\n");
         if (!endpoint_description.empty()) std::printf("%s\n", endpoint_description.c_str());
         std::printf("%12s %10s %13s %15s %13s  %s\n", "size", "iters", "latency(us)",
                     "bandwidth(MB/s)", "msg rate(M/s)", "protocol");

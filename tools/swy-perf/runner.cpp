@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <utility>
+
+#include <switchyard/memtype.h>
 
 #include "pattern.h"
 
@@ -24,20 +27,72 @@ constexpr size_t kAckSize = 4;
 // --check needs one buffer per message in flight; cap what that costs per side.
 constexpr size_t kCheckMemoryCap = size_t{256} << 20;
 
-struct FreeDeleter {
-    void operator()(void* p) const { std::free(p); }
-};
-using Memory = std::unique_ptr<unsigned char, FreeDeleter>;
+// A message buffer: host memory from aligned_alloc(), or memory of another type from
+// swy_mem_alloc() (which the CPU may not be allowed to touch). Faulted in before timing.
+class Memory {
+public:
+    Memory() = default;
+    Memory(swy_context_h context, swy_memtype_t type, size_t bytes);
+    Memory(Memory&& other) noexcept { *this = std::move(other); }
+    Memory& operator=(Memory&& other) noexcept {
+        std::swap(context_, other.context_);
+        std::swap(type_, other.type_);
+        std::swap(ptr_, other.ptr_);
+        return *this;
+    }
+    ~Memory();
 
-Memory allocate(size_t bytes) {
+    unsigned char* get() const { return ptr_; }
+    swy_memtype_t type() const { return type_; }
+    bool device() const { return type_ != SWY_MEMTYPE_HOST; }
+
+private:
+    swy_context_h context_ = nullptr;
+    swy_memtype_t type_ = SWY_MEMTYPE_HOST;
+    unsigned char* ptr_ = nullptr;
+};
+
+Memory::Memory(swy_context_h context, swy_memtype_t type, size_t bytes)
+    : context_(context), type_(type) {
     size_t rounded = (std::max<size_t>(bytes, 1) + 4095) / 4096 * 4096;
-    auto* p = static_cast<unsigned char*>(std::aligned_alloc(4096, rounded));
-    if (!p) {
-        std::fprintf(stderr, "swy-perf: cannot allocate %zu bytes\n", bytes);
+    if (type == SWY_MEMTYPE_HOST) {
+        ptr_ = static_cast<unsigned char*>(std::aligned_alloc(4096, rounded));
+        if (!ptr_) {
+            std::fprintf(stderr, "swy-perf: cannot allocate %zu bytes\n", bytes);
+            std::exit(1);
+        }
+        std::memset(ptr_, 0, rounded);  // fault the pages in before timing
+        return;
+    }
+    void* p = nullptr;
+    swy_status_t s = swy_mem_alloc(context, type, rounded, &p);
+    if (s != SWY_OK) {
+        std::fprintf(stderr, "swy-perf: swy_mem_alloc(%zu B) failed: %s\n", rounded,
+                     swy_status_string(s));
         std::exit(1);
     }
-    std::memset(p, 0, rounded);  // fault the pages in before timing
-    return Memory(p);
+    ptr_ = static_cast<unsigned char*>(p);
+    // Fault the device pages in as well, the only way allowed: copies from a zeroed buffer.
+    const size_t chunk = std::min<size_t>(rounded, size_t{4} << 20);
+    std::unique_ptr<unsigned char[]> zeros(new unsigned char[chunk]());
+    for (size_t off = 0; off < rounded; off += chunk) {
+        size_t n = std::min(chunk, rounded - off);
+        s = swy_mem_copy(context, ptr_ + off, type, zeros.get(), SWY_MEMTYPE_HOST, n);
+        if (s != SWY_OK) {
+            std::fprintf(stderr, "swy-perf: swy_mem_copy into a new buffer failed: %s\n",
+                         swy_status_string(s));
+            std::exit(1);
+        }
+    }
+}
+
+Memory::~Memory() {
+    if (!ptr_) return;
+    if (type_ == SWY_MEMTYPE_HOST) {
+        std::free(ptr_);
+    } else {
+        swy_mem_free(context_, ptr_);
+    }
 }
 
 double now_us() {
@@ -52,6 +107,7 @@ struct Runner::Buffers {
     size_t size = 0;
     size_t slots = 1;
     Memory send, recv;
+    Memory stage;  ///< --check with device buffers: the pattern's host copy (size bytes)
     unsigned char* send_slot(size_t i) { return send.get() + (i % slots) * size; }
     unsigned char* recv_slot(size_t i) { return recv.get() + (i % slots) * size; }
     unsigned char ack_out[kAckSize] = {'a', 'c', 'k', 0};
@@ -71,9 +127,10 @@ bool Runner::peer_gone() {
     return false;
 }
 
-bool Runner::post_send(const void* buf, size_t len, swy_tag_t tag, swy_request_h* req) {
+bool Runner::post_send(const void* buf, size_t len, swy_memtype_t memtype, swy_tag_t tag,
+                       swy_request_h* req) {
     swy_request_params_t params{};
-    params.memtype = SWY_MEMTYPE_HOST;
+    params.memtype = memtype;
     for (unsigned spins = 1;; ++spins) {
         swy_status_t s = swy_tag_send_nb(session_.ep(), buf, len, tag, &params, req);
         if (s == SWY_OK || s == SWY_INPROGRESS) return true;
@@ -87,10 +144,10 @@ bool Runner::post_send(const void* buf, size_t len, swy_tag_t tag, swy_request_h
     }
 }
 
-bool Runner::post_recv(void* buf, size_t len, swy_tag_t tag, swy_tag_recv_info_t* info,
-                       swy_request_h* req, swy_status_t* imm_status) {
+bool Runner::post_recv(void* buf, size_t len, swy_memtype_t memtype, swy_tag_t tag,
+                       swy_tag_recv_info_t* info, swy_request_h* req, swy_status_t* imm_status) {
     swy_request_params_t params{};
-    params.memtype = SWY_MEMTYPE_HOST;
+    params.memtype = memtype;
     params.recv_info = info;
     for (unsigned spins = 1;; ++spins) {
         swy_status_t s = swy_tag_recv_nb(session_.worker(), buf, len, tag, kFullMask, &params, req);
@@ -158,6 +215,46 @@ bool Runner::verify(const void* buf, size_t size, uint64_t msg, unsigned directi
     return false;
 }
 
+void Runner::allocate_buffers(Buffers& b, size_t size, size_t slots) {
+    b.size = size;
+    b.slots = slots;
+    b.send = Memory(session_.context(), session_.send_memtype(), size * slots);
+    b.recv = Memory(session_.context(), session_.recv_memtype(), size * slots);
+    if (opts_.check && (b.send.device() || b.recv.device())) {
+        b.stage = Memory(session_.context(), SWY_MEMTYPE_HOST, size);
+    }
+}
+
+bool Runner::fill_send(Buffers& b, size_t slot, size_t size, uint64_t msg, unsigned direction) {
+    const uint64_t seed = pattern_seed(msg, size, direction);
+    if (!b.send.device()) {
+        pattern_fill(b.send_slot(slot), size, seed);
+        return true;
+    }
+    if (size == 0) return true;
+    pattern_fill(b.stage.get(), size, seed);
+    swy_status_t s = swy_mem_copy(session_.context(), b.send_slot(slot), b.send.type(),
+                                  b.stage.get(), SWY_MEMTYPE_HOST, size);
+    if (s == SWY_OK) return true;
+    std::fprintf(stderr, "swy-perf: swy_mem_copy of the pattern into the send buffer: %s\n",
+                 swy_status_string(s));
+    return false;
+}
+
+bool Runner::verify_recv(Buffers& b, size_t slot, size_t size, uint64_t msg,
+                         unsigned direction) {
+    if (!b.recv.device()) return verify(b.recv_slot(slot), size, msg, direction);
+    if (size == 0) return true;
+    swy_status_t s = swy_mem_copy(session_.context(), b.stage.get(), SWY_MEMTYPE_HOST,
+                                  b.recv_slot(slot), b.recv.type(), size);
+    if (s != SWY_OK) {
+        std::fprintf(stderr, "swy-perf: swy_mem_copy out of the receive buffer: %s\n",
+                     swy_status_string(s));
+        return false;
+    }
+    return verify(b.stage.get(), size, msg, direction);
+}
+
 // ---- latency ---------------------------------------------------------------------------
 
 bool Runner::lat_iteration(Buffers& b, size_t size, uint64_t msg) {
@@ -169,9 +266,11 @@ bool Runner::lat_iteration(Buffers& b, size_t size, uint64_t msg) {
 
     if (role == Role::kClient) {
         // Post the pong receive first so the reply never waits in the unexpected queue.
-        if (!post_recv(b.recv_slot(0), size, kTagPong, &info, &rreq, &imm)) return false;
-        if (check) pattern_fill(b.send_slot(0), size, pattern_seed(msg, size, 0));
-        if (!post_send(b.send_slot(0), size, kTagPing, &sreq)) return false;
+        if (!post_recv(b.recv_slot(0), size, b.recv.type(), kTagPong, &info, &rreq, &imm)) {
+            return false;
+        }
+        if (check && !fill_send(b, 0, size, msg, 0)) return false;
+        if (!post_send(b.send_slot(0), size, b.send.type(), kTagPing, &sreq)) return false;
         if (!wait(sreq, &s)) return false;
         if (sreq) swy_request_free(sreq);
         if (s != SWY_OK) {
@@ -179,29 +278,35 @@ bool Runner::lat_iteration(Buffers& b, size_t size, uint64_t msg) {
             return false;
         }
         if (!wait_recv(rreq, imm, &info, size)) return false;
-        return !check || verify(b.recv_slot(0), size, msg, 1);
+        return !check || verify_recv(b, 0, size, msg, 1);
     }
 
     // Server, or --tls self where this one worker plays both parts in turn.
-    if (!post_recv(b.recv_slot(0), size, kTagPing, &info, &rreq, &imm)) return false;
+    if (!post_recv(b.recv_slot(0), size, b.recv.type(), kTagPing, &info, &rreq, &imm)) {
+        return false;
+    }
     if (role == Role::kSelf) {
-        if (check) pattern_fill(b.send_slot(0), size, pattern_seed(msg, size, 0));
-        if (!post_send(b.send_slot(0), size, kTagPing, &sreq) || !wait(sreq, &s)) return false;
+        if (check && !fill_send(b, 0, size, msg, 0)) return false;
+        if (!post_send(b.send_slot(0), size, b.send.type(), kTagPing, &sreq) || !wait(sreq, &s)) {
+            return false;
+        }
         if (sreq) swy_request_free(sreq);
         sreq = nullptr;
     }
     if (!wait_recv(rreq, imm, &info, size)) return false;
-    if (check && !verify(b.recv_slot(0), size, msg, 0)) return false;
+    if (check && !verify_recv(b, 0, size, msg, 0)) return false;
 
     // Pong. In self mode the reply goes from the receive buffer's twin (send slot) back into
     // the receive buffer, after the ping was checked.
     unsigned char* reply = b.send_slot(0);
     if (role == Role::kSelf) {
         rreq = nullptr;
-        if (!post_recv(b.recv_slot(0), size, kTagPong, &info, &rreq, &imm)) return false;
+        if (!post_recv(b.recv_slot(0), size, b.recv.type(), kTagPong, &info, &rreq, &imm)) {
+            return false;
+        }
     }
-    if (check) pattern_fill(reply, size, pattern_seed(msg, size, 1));
-    if (!post_send(reply, size, kTagPong, &sreq) || !wait(sreq, &s)) return false;
+    if (check && !fill_send(b, 0, size, msg, 1)) return false;
+    if (!post_send(reply, size, b.send.type(), kTagPong, &sreq) || !wait(sreq, &s)) return false;
     if (sreq) swy_request_free(sreq);
     if (s != SWY_OK) {
         std::fprintf(stderr, "swy-perf: send completed with %s\n", swy_status_string(s));
@@ -209,16 +314,14 @@ bool Runner::lat_iteration(Buffers& b, size_t size, uint64_t msg) {
     }
     if (role == Role::kSelf) {
         if (!wait_recv(rreq, imm, &info, size)) return false;
-        if (check && !verify(b.recv_slot(0), size, msg, 1)) return false;
+        if (check && !verify_recv(b, 0, size, msg, 1)) return false;
     }
     return true;
 }
 
 bool Runner::run_lat(size_t size, size_t warmup, size_t iters, double* elapsed_us) {
     Buffers b;
-    b.size = size;
-    b.send = allocate(size);
-    b.recv = allocate(size);
+    allocate_buffers(b, size, 1);
     uint64_t msg = 0;
     for (size_t i = 0; i < warmup; ++i, ++msg) {
         if (!lat_iteration(b, size, msg)) return false;
@@ -251,21 +354,24 @@ bool Runner::stream_round(Buffers& b, size_t size, uint64_t first, size_t count)
     swy_tag_recv_info_t ack_info{};
     bool acked = !bibw && role != Role::kSelf;  // bw/mr: the receiver confirms each window
     if (acked && role == Role::kClient &&
-        !post_recv(b.ack_in, kAckSize, kTagAck, &ack_info, &ack_req, &ack_imm)) {
+        !post_recv(b.ack_in, kAckSize, SWY_MEMTYPE_HOST, kTagAck, &ack_info, &ack_req,
+                   &ack_imm)) {
         return false;
     }
     if (recvs) {
         for (size_t j = 0; j < count; ++j) {
-            if (!post_recv(b.recv_slot(j), size, in_tag, &recv_info_[j], &recvs_[j],
-                           &recv_imm_[j])) {
+            if (!post_recv(b.recv_slot(j), size, b.recv.type(), in_tag, &recv_info_[j],
+                           &recvs_[j], &recv_imm_[j])) {
                 return false;
             }
         }
     }
     if (sends) {
         for (size_t j = 0; j < count; ++j) {
-            if (check) pattern_fill(b.send_slot(j), size, pattern_seed(first + j, size, out_dir));
-            if (!post_send(b.send_slot(j), size, out_tag, &sends_[j])) return false;
+            if (check && !fill_send(b, j, size, first + j, out_dir)) return false;
+            if (!post_send(b.send_slot(j), size, b.send.type(), out_tag, &sends_[j])) {
+                return false;
+            }
         }
         // Requests complete in about the order they were posted: waiting in order costs
         // one test per request.
@@ -283,12 +389,14 @@ bool Runner::stream_round(Buffers& b, size_t size, uint64_t first, size_t count)
         for (size_t j = 0; j < count; ++j) {
             if (!wait_recv(recvs_[j], recv_imm_[j], &recv_info_[j], size)) return false;
             recvs_[j] = nullptr;
-            if (check && !verify(b.recv_slot(j), size, first + j, in_dir)) return false;
+            if (check && !verify_recv(b, j, size, first + j, in_dir)) return false;
         }
     }
     if (acked && role == Role::kServer) {
         swy_request_h req = nullptr;
-        if (!post_send(b.ack_out, kAckSize, kTagAck, &req) || !wait(req, &s)) return false;
+        if (!post_send(b.ack_out, kAckSize, SWY_MEMTYPE_HOST, kTagAck, &req) || !wait(req, &s)) {
+            return false;
+        }
         if (req) swy_request_free(req);
         if (s != SWY_OK) {
             std::fprintf(stderr, "swy-perf: ack send completed with %s\n", swy_status_string(s));
@@ -305,15 +413,14 @@ bool Runner::stream_round(Buffers& b, size_t size, uint64_t first, size_t count)
 bool Runner::run_stream(size_t size, size_t warmup, size_t iters, double* elapsed_us) {
     size_t window = opts_.window;
     Buffers b;
-    b.size = size;
+    size_t slots = 1;
     if (opts_.check) {
         // Every message in flight needs its own buffer to be checked (and, on the sending
         // side, to stay unchanged until it completes). Large sizes get a smaller window.
         window = std::clamp<size_t>(kCheckMemoryCap / std::max<size_t>(size, 1), 1, window);
-        b.slots = window;
+        slots = window;
     }
-    b.send = allocate(size * b.slots);
-    b.recv = allocate(size * b.slots);
+    allocate_buffers(b, size, slots);
     sends_.assign(window, nullptr);
     recvs_.assign(window, nullptr);
     recv_imm_.assign(window, SWY_OK);

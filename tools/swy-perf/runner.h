@@ -40,13 +40,20 @@ private:
     bool stream_round(Buffers& b, size_t size, uint64_t first_msg, size_t count);
 
     // Hot-path helpers: post with retry on SWY_ERR_NO_RESOURCE, wait by busy progress.
-    bool post_send(const void* buf, size_t len, swy_tag_t tag, swy_request_h* req);
-    bool post_recv(void* buf, size_t len, swy_tag_t tag, swy_tag_recv_info_t* info,
-                   swy_request_h* req, swy_status_t* imm_status);
+    // @p memtype is stated on every operation (never left to detection).
+    bool post_send(const void* buf, size_t len, swy_memtype_t memtype, swy_tag_t tag,
+                   swy_request_h* req);
+    bool post_recv(void* buf, size_t len, swy_memtype_t memtype, swy_tag_t tag,
+                   swy_tag_recv_info_t* info, swy_request_h* req, swy_status_t* imm_status);
     bool wait(swy_request_h req, swy_status_t* status);
     bool wait_recv(swy_request_h req, swy_status_t imm_status, swy_tag_recv_info_t* info,
                    size_t size);
     bool verify(const void* buf, size_t size, uint64_t msg, unsigned direction);
+    // --check on any memory type: device buffers go through a host staging buffer and
+    // swy_mem_copy(); the CPU never touches them.
+    bool fill_send(Buffers& b, size_t slot, size_t size, uint64_t msg, unsigned direction);
+    bool verify_recv(Buffers& b, size_t slot, size_t size, uint64_t msg, unsigned direction);
+    void allocate_buffers(Buffers& b, size_t size, size_t slots);
     bool peer_gone();
 
     const Options& opts_;

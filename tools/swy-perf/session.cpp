@@ -1,7 +1,10 @@
 #include "session.h"
 
 #include <cstdio>
+#include <string_view>
 #include <vector>
+
+#include <switchyard/memtype.h>
 
 namespace swy::perf {
 namespace {
@@ -12,7 +15,61 @@ bool check(swy_status_t status, const char* what) {
     return false;
 }
 
+swy_memtype_t memtype_of(std::string_view name) {
+    if (name == "simdev") return SWY_MEMTYPE_SIMDEV;
+    if (name == "cuda") return SWY_MEMTYPE_CUDA;
+    return SWY_MEMTYPE_HOST;  // options.cpp let nothing else through
+}
+
 } // namespace
+
+// Both processes load every type named in --memtype (on top of what SWY_MEMTYPES already
+// lists), so each side's tables and detection are the same whichever side a type is on.
+bool Session::configure_memtypes(const Options& opts, swy_config_h config) {
+    if (opts.host_only()) return true;  // leave SWY_MEMTYPES as the environment has it
+    char current[256] = {};
+    std::string list = "host";
+    if (swy_config_get(config, "MEMTYPES", current, sizeof current) == SWY_OK) list = current;
+    auto listed = [&list](const std::string& name) {
+        std::string_view rest(list);
+        while (!rest.empty()) {
+            size_t comma = rest.find(',');
+            if (rest.substr(0, comma) == name) return true;
+            if (comma == std::string_view::npos) break;
+            rest.remove_prefix(comma + 1);
+        }
+        return false;
+    };
+    for (const char* needed : {"host", opts.memtype[0].c_str(), opts.memtype[1].c_str()}) {
+        if (!listed(needed)) list += std::string(list.empty() ? "" : ",") + needed;
+    }
+    swy_status_t s = swy_config_set(config, "MEMTYPES", list.c_str());
+    if (s != SWY_OK) {
+        std::fprintf(stderr, "swy-perf: SWY_MEMTYPES=%s rejected: %s\n", list.c_str(),
+                     swy_status_string(s));
+        return false;
+    }
+    return true;
+}
+
+// A plugin that cannot work here (cuda without a driver) does not fail the context: it is
+// left out with a warning. Find out now, with a clear message, rather than at the first send.
+bool Session::check_memtype(swy_memtype_t type, const std::string& name) {
+    if (type == SWY_MEMTYPE_HOST) return true;
+    void* probe = nullptr;
+    swy_status_t s = swy_mem_alloc(context_, type, 4096, &probe);
+    if (s != SWY_OK) {
+        std::fprintf(stderr,
+                     "swy-perf: --memtype %s: cannot allocate %s memory in this process (%s)%s\n",
+                     name.c_str(), name.c_str(), swy_status_string(s),
+                     type == SWY_MEMTYPE_CUDA
+                         ? "; the cuda plugin needs the NVIDIA driver (libcuda) and a GPU"
+                         : "; see the warnings above");
+        return false;
+    }
+    swy_mem_free(context_, probe);
+    return true;
+}
 
 void Session::on_ep_error(void* arg, swy_ep_h, swy_status_t status) {
     static_cast<Session*>(arg)->failed_status_ = status;
@@ -30,11 +87,27 @@ bool Session::open(const Options& opts, Bootstrap& boot) {
             return false;
         }
     }
+    if (!configure_memtypes(opts, config)) {
+        swy_config_release(config);
+        return false;
+    }
     swy_context_params_t cparams{};
     cparams.config = config;
     swy_status_t s = swy_context_create(&cparams, &context_);
     swy_config_release(config);  // the context keeps its own copy
     if (!check(s, "swy_context_create")) return false;
+
+    // The client's buffers are the SENDER's, the server's the RECEIVER's; one process on its
+    // own (--tls self) sends from the first and receives into the second.
+    Role role = boot.role();
+    const std::string& send_name = opts.memtype[role == Role::kServer ? 1 : 0];
+    const std::string& recv_name = opts.memtype[role == Role::kClient ? 0 : 1];
+    send_memtype_ = memtype_of(send_name);
+    recv_memtype_ = memtype_of(recv_name);
+    table_memtype_ = memtype_of(opts.memtype[0]);
+    if (!check_memtype(send_memtype_, send_name) || !check_memtype(recv_memtype_, recv_name)) {
+        return false;
+    }
 
     swy_worker_params_t wparams{};
     wparams.thread_mode = SWY_THREAD_MODE_SINGLE;
@@ -101,7 +174,7 @@ std::string Session::protocol_table() const {
     if (!ep_) return {};
     std::vector<char> buf(16 << 10);
     for (;;) {
-        swy_status_t s = swy_ep_print_protocols(ep_, SWY_MEMTYPE_HOST, buf.data(), buf.size());
+        swy_status_t s = swy_ep_print_protocols(ep_, table_memtype_, buf.data(), buf.size());
         if (s == SWY_OK) {
             buf.back() = '\0';
             return buf.data();

@@ -13,8 +13,9 @@ namespace swy::perf {
 
 class Session {
 public:
-    /// Create context (SWY_TLS from --tls), worker, exchange addresses, connect.
-    /// Returns false with a message printed.
+    /// Create context (SWY_TLS from --tls; SWY_MEMTYPES extended with the --memtype types),
+    /// check that this process can allocate its buffers' memory type, create the worker,
+    /// exchange addresses, connect. Returns false with a message printed.
     bool open(const Options& opts, Bootstrap& boot);
 
     /// Flush-close the endpoint (progressing until done). Returns false on an error.
@@ -24,6 +25,7 @@ public:
     void close();
     ~Session() { close(); }
 
+    swy_context_h context() const { return context_; }
     swy_worker_h worker() const { return worker_; }
     swy_ep_h ep() const { return ep_; }
 
@@ -34,16 +36,26 @@ public:
     /// "# transport shm, pio yes, credits 128, pio_max 1000 B" (empty if the query failed).
     std::string describe() const;
 
-    /// The endpoint's protocol table for host memory ("" if unavailable).
+    /// Memory types of this process's send and receive buffers (see Options::memtype).
+    swy_memtype_t send_memtype() const { return send_memtype_; }
+    swy_memtype_t recv_memtype() const { return recv_memtype_; }
+
+    /// The endpoint's protocol table for the memory type the client sends from, i.e. the
+    /// SENDER of --memtype ("" if unavailable).
     std::string protocol_table() const;
 
 private:
     static void on_ep_error(void* arg, swy_ep_h ep, swy_status_t status);
+    bool configure_memtypes(const Options& opts, swy_config_h config);
+    bool check_memtype(swy_memtype_t type, const std::string& name);
 
     swy_context_h context_ = nullptr;
     swy_worker_h worker_ = nullptr;
     swy_ep_h ep_ = nullptr;
     swy_status_t failed_status_ = SWY_OK;
+    swy_memtype_t send_memtype_ = SWY_MEMTYPE_HOST;
+    swy_memtype_t recv_memtype_ = SWY_MEMTYPE_HOST;
+    swy_memtype_t table_memtype_ = SWY_MEMTYPE_HOST;  ///< the SENDER's type
 };
 
 } // namespace swy::perf

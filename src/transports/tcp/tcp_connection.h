@@ -9,6 +9,10 @@
 
 namespace swy::tl::tcp {
 
+/// epoll data of a listening socket: this bit | index into listen_fds_. Connections use
+/// (generation << 16) | index, so a stale event for a reused slot is recognised.
+inline constexpr uint64_t kListenTag = uint64_t{1} << 63;
+
 /// A contiguous FIFO of bytes: append at the tail, consume at the head. Storage grows by
 /// doubling and is compacted (one memmove of what is left) only when the tail needs room, so
 /// each byte is moved at most a bounded number of times. Used for the send queue (written in
@@ -91,8 +95,13 @@ struct TcpInterface::Connection {
     ByteQueue sendq;
     ByteQueue recvq;
     std::unique_ptr<TcpEndpoint> reply_ep;
+    TcpEndpoint* owner_ep = nullptr;  ///< the endpoint connect() returned, while it exists
 
     bool sendable() const { return state == State::kOpen && !goodbye_sent; }
+    /// Failed, and the sink has not been told yet (the slot must not be reused before).
+    bool awaiting_report() const {
+        return failure != Status::kOk && !reported && peer_uid != 0;
+    }
 };
 
 }  // namespace swy::tl::tcp

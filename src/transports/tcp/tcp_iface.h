@@ -63,7 +63,8 @@ public:
     void disconnect() override;
 
 private:
-    TcpInterface* iface_;
+    friend class TcpInterface;
+    TcpInterface* iface_;  // null once the interface is gone
     uint16_t conn_;
     uint32_t generation_;
     uint64_t remote_uid_;
@@ -123,10 +124,11 @@ private:
     void setup_socket(int fd) const;
     Connection* add_connection(int fd, bool outgoing, uint64_t peer_uid, uint16_t* index);
     Connection* lookup(uint16_t index, uint32_t generation) const;
-    void accept_all(int listen_fd);
+    unsigned accept_all(int listen_fd);
     unsigned receive(Connection* c);
     unsigned deliver_frames(Connection* c);
-    bool handle_control(Connection* c, const uint8_t* data, size_t length);
+    Status handle_control(Connection* c, const uint8_t* data, size_t length);
+    void on_eof(Connection* c);
     bool flush(Connection* c);
     void watch_writable(Connection* c, bool on);
     void close_connection(Connection* c);
@@ -151,6 +153,7 @@ private:
     size_t reuse_cursor_ = 0;
     std::vector<uint16_t> to_report_;  // failed connections not yet reported to the sink
     bool in_progress_ = false;
+    Connection* delivering_ = nullptr;  // its receive buffer is in use by a sink callback
     LaneAttr attr_;
 };
 
