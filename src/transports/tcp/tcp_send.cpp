@@ -1,0 +1,160 @@
+// Send path of the tcp transport: direct sendmsg when nothing is queued, the per-connection
+// queue and its limit otherwise, control frames and the orderly disconnect.
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "transports/tcp/tcp_connection.h"
+
+namespace swy::tl::tcp {
+
+// ------------------------------------------------------------------------------------------
+// Send path
+// ------------------------------------------------------------------------------------------
+
+void TcpInterface::watch_writable(Connection* c, bool on) {
+    if (c->watching_out == on || c->fd < 0) return;
+    epoll_event ev{};
+    ev.events = EPOLLIN | (on ? EPOLLOUT : 0u);
+    ev.data.u64 = (uint64_t{c->generation} << 16) | c->index;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c->fd, &ev) == 0) c->watching_out = on;
+}
+
+bool TcpInterface::flush(Connection* c) {
+    while (!c->sendq.empty()) {
+        ssize_t n = ::send(c->fd, c->sendq.data(), c->sendq.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            c->sendq.consume(static_cast<size_t>(n));
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        fail(c, Status::kConnectionReset);
+        return false;
+    }
+    if (c->sendq.empty()) {
+        watch_writable(c, false);
+        if (c->goodbye_sent && !c->write_shut) {
+            shutdown(c->fd, SHUT_WR);
+            c->write_shut = true;
+        }
+    } else {
+        watch_writable(c, true);
+    }
+    return true;
+}
+
+Status TcpInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_len,
+                          const void* payload, size_t length) {
+    if (__builtin_expect(!c->sendable(), 0)) return Status::kConnectionReset;
+    const size_t body = hdr_len + length;
+    if (__builtin_expect(body > kMaxFrameBody, 0)) return Status::kInvalidParam;
+    uint8_t fh[kFrameHeaderSize];
+    encode_frame_header(fh, id, static_cast<uint32_t>(body));
+    if (!c->sendq.empty()) {
+        if (!flush(c)) return Status::kConnectionReset;
+        if (!c->sendq.empty()) {
+            // Checked before anything is written: the caller parks the send and retries.
+            if (c->sendq.size() + kFrameHeaderSize + body > config_.sndbuf_limit) {
+                return Status::kNoResource;
+            }
+            uint8_t* dst = c->sendq.reserve_tail(kFrameHeaderSize + body);
+            if (dst == nullptr) return Status::kNoMemory;
+            std::memcpy(dst, fh, kFrameHeaderSize);
+            if (hdr_len != 0) std::memcpy(dst + kFrameHeaderSize, hdr, hdr_len);
+            if (length != 0) std::memcpy(dst + kFrameHeaderSize + hdr_len, payload, length);
+            c->sendq.commit(kFrameHeaderSize + body);
+            return Status::kOk;
+        }
+    }
+    // Nothing queued: straight from the caller's buffers, no copy.
+    iovec iov[3] = {{fh, kFrameHeaderSize},
+                    {const_cast<void*>(hdr), hdr_len},
+                    {const_cast<void*>(payload), length}};
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = length != 0 ? 3 : 2;
+    ssize_t n;
+    do {
+        n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            fail(c, Status::kConnectionReset);
+            return Status::kConnectionReset;
+        }
+        n = 0;
+    }
+    size_t done = static_cast<size_t>(n);
+    if (done == kFrameHeaderSize + body) return Status::kOk;
+    // The kernel took part of it: the rest goes to the queue (always accepted into an empty
+    // queue, so one message never waits forever on a limit smaller than itself).
+    uint8_t* dst = c->sendq.reserve_tail(kFrameHeaderSize + body - done);
+    if (dst == nullptr) {
+        // Part of a frame is on the wire and the rest cannot be kept: the stream is broken.
+        fail(c, Status::kNoMemory);
+        return Status::kNoMemory;
+    }
+    for (const iovec& v : iov) {
+        const size_t skip = std::min(done, v.iov_len);
+        done -= skip;
+        const size_t rest = v.iov_len - skip;
+        if (rest != 0) {
+            std::memcpy(dst, static_cast<const uint8_t*>(v.iov_base) + skip, rest);
+            dst += rest;
+            c->sendq.commit(rest);
+        }
+    }
+    watch_writable(c, true);
+    return Status::kOk;
+}
+
+Status TcpInterface::send_packed(Connection* c, AmId id, const void* hdr, size_t hdr_len,
+                                 Endpoint::PackFn pack, void* arg, size_t length) {
+    if (!c->sendable()) return Status::kConnectionReset;
+    const size_t body = hdr_len + length;
+    if (body > kMaxFrameBody) return Status::kInvalidParam;
+    if (!c->sendq.empty()) {
+        if (!flush(c)) return Status::kConnectionReset;
+        if (!c->sendq.empty() &&
+            c->sendq.size() + kFrameHeaderSize + body > config_.sndbuf_limit) {
+            return Status::kNoResource;
+        }
+    }
+    // Packed straight into the queue's tail (one copy, which the pack routine has to make
+    // anyway), then written from there.
+    uint8_t* dst = c->sendq.reserve_tail(kFrameHeaderSize + body);
+    if (dst == nullptr) return Status::kNoMemory;
+    encode_frame_header(dst, id, static_cast<uint32_t>(body));
+    if (hdr_len != 0) std::memcpy(dst + kFrameHeaderSize, hdr, hdr_len);
+    Status s = pack(arg, dst + kFrameHeaderSize + hdr_len, length);
+    if (s != Status::kOk) return s;  // not committed: nothing reaches the peer
+    c->sendq.commit(kFrameHeaderSize + body);
+    if (!flush(c)) return Status::kConnectionReset;
+    return Status::kOk;
+}
+
+Status TcpInterface::send_control(Connection* c, const uint8_t* body, size_t length) {
+    // Control frames bypass the limit: they are tiny and must not be refused.
+    uint8_t fh[kFrameHeaderSize];
+    encode_frame_header(fh, kTcpControlAm, static_cast<uint32_t>(length));
+    if (!c->sendq.append(fh, sizeof(fh)) || !c->sendq.append(body, length)) {
+        return Status::kNoMemory;
+    }
+    return flush(c) ? Status::kOk : Status::kConnectionReset;
+}
+
+void TcpInterface::disconnect(Connection* c) {
+    if (!c->sendable()) return;
+    // From now on flush() shuts the write side down once the queue is empty (now or from
+    // progress); the peer then closes, and our read side sees the EOF and closes quietly.
+    c->goodbye_sent = true;
+    const uint8_t bye = static_cast<uint8_t>(TcpControl::kGoodbye);
+    (void)send_control(c, &bye, 1);
+}
+
+}  // namespace swy::tl::tcp
