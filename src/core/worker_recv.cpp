@@ -66,13 +66,19 @@ Status Worker::resolve_memtype(const void* buffer, size_t length, swy_memtype_t 
                        static_cast<unsigned>(stated) < mem::kMemTypeCount ? mem::memtype_name(want) : "?");
             return Status::kUnsupported;
         }
-        if (detected != want && detected != mem::MemType::kUnknown) {
-            log_printf(LogLevel::kError, "buffer %p is %s memory, not %s as stated", buffer,
-                       mem::memtype_name(detected), mem::memtype_name(want));
+        // Checked up front (only for non-host types: a stated host skips detection), so that a
+        // bad buffer is refused before a single fragment leaves, never halfway through.
+        if (detected != want) {
+            log_printf(LogLevel::kError, "buffer %p (%zu bytes) is %s, not %s memory as stated",
+                       buffer, length,
+                       detected == mem::MemType::kUnknown
+                           ? "not inside one allocation of a known type"
+                           : mem::memtype_name(detected),
+                       mem::memtype_name(want));
             return Status::kInvalidParam;
         }
         *type = want;
-        *cpu_buffer = detected == want ? range.cpu_accessible : memtypes.attr(want).cpu_accessible;
+        *cpu_buffer = range.cpu_accessible;
         return Status::kOk;
     }
     if (detected == mem::MemType::kUnknown) {

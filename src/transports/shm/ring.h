@@ -91,6 +91,12 @@ public:
         c->seq.store(pos + 1, std::memory_order_seq_cst);
     }
 
+    /// Publish for a private ring whose owner can be flushed by membarrier before it sleeps:
+    /// a plain release store, so a stream of sends overlaps their cache-line transfers.
+    static void publish_release(CellHeader* c, uint64_t pos) {
+        c->seq.store(pos + 1, std::memory_order_release);
+    }
+
     // ---- consumer ----
 
     /// The cell at @p tail if it holds a message, else nullptr.

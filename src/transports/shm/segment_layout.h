@@ -16,7 +16,7 @@
 namespace swy::tl::shm {
 
 inline constexpr uint64_t kSegmentMagic = 0x5357595348'4d3031ull;  // "SWYSHM01"
-inline constexpr uint32_t kSegmentVersion = 1;
+inline constexpr uint32_t kSegmentVersion = 2;
 inline constexpr uint32_t kMaxSenders = 1024;
 
 /// State of a sender slot or PIO slot.
@@ -35,10 +35,17 @@ struct alignas(kCacheLine) SenderSlot {
 inline constexpr uint32_t kNoPioSlot = UINT32_MAX;
 
 /// One dedicated PIO ring of the receive window.
+///
+/// Its single producer tracks free cells with credits instead of reading each cell's sequence
+/// word: the receiver never writes into the cells, only publishes how far it has consumed, on
+/// a line of its own, every kPioCreditBatch messages. A send is then stores only: no load
+/// that misses on a line the receiver just touched.
 struct alignas(kCacheLine) PioSlot {
     std::atomic<uint32_t> state;
     uint32_t sender_slot;
+    alignas(kCacheLine) std::atomic<uint64_t> consumed;
 };
+inline constexpr uint64_t kPioCreditBatch = 16;
 
 struct alignas(kCacheLine) SegmentHeader {
     uint64_t magic;
@@ -58,6 +65,9 @@ struct alignas(kCacheLine) SegmentHeader {
     uint64_t pio_rings_offset;
     /// Set by the owner before it blocks; senders that see it send a wake-up datagram.
     alignas(kCacheLine) std::atomic<uint32_t> armed;
+    /// 1 if senders must publish with a full fence before reading `armed` (the owner cannot
+    /// force their stores out with membarrier before it sleeps).
+    uint32_t publish_fence;
     /// Shared FIFO head (multi-producer position counter), alone on its cache line.
     alignas(kCacheLine) std::atomic<uint64_t> fifo_head;
 };

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <linux/membarrier.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -77,6 +78,12 @@ void ShmEndpoint::use_pio_ring(uint32_t pio_slot) {
                          uint64_t{pio_slot} * h->pio_credits * h->pio_cell_size,
                      h->pio_credits, h->pio_cell_size);
     private_head_ = 0;
+    known_consumed_ = 0;
+    auto* slots = reinterpret_cast<PioSlot*>(remote_->base + h->pio_table_offset);
+    consumed_ = &slots[pio_slot].consumed;
+    // Release stores are enough when the receiver can flush our store buffer itself before
+    // it sleeps (membarrier); otherwise publish with a full fence.
+    publish_fence_ = h->publish_fence != 0 || !iface_->membarrier_registered();
     attr_.pio = true;
     attr_.credits = h->pio_credits;
     attr_.credits_shared = false;
@@ -98,15 +105,22 @@ void ShmEndpoint::wake_peer() {
 
 inline CellHeader* ShmEndpoint::claim(uint64_t* pos) {
     if (pio_slot_ != kNoPioSlot) {
-        CellHeader* cell = ring_.claim_private(private_head_);
-        if (cell != nullptr) *pos = private_head_++;
-        return cell;
+        if (private_head_ - known_consumed_ >= ring_.capacity()) {
+            known_consumed_ = consumed_->load(std::memory_order_acquire);
+            if (private_head_ - known_consumed_ >= ring_.capacity()) return nullptr;
+        }
+        *pos = private_head_++;
+        return ring_.cell(*pos);
     }
     return ring_.claim_shared(remote_->header->fifo_head, pos);
 }
 
 inline void ShmEndpoint::finish(CellHeader* cell, uint64_t pos) {
-    RingView::publish(cell, pos);
+    if (pio_slot_ != kNoPioSlot && !publish_fence_) {
+        RingView::publish_release(cell, pos);
+    } else {
+        RingView::publish(cell, pos);
+    }
     if (__builtin_expect(remote_->header->armed.load(std::memory_order_seq_cst) != 0, 0)) {
         wake_peer();
     }
@@ -229,6 +243,13 @@ Status ShmInterface::create_segment(std::string* why) {
     header_->pio_table_offset = g.pio_table_offset();
     header_->fifo_offset = g.fifo_offset();
     header_->pio_rings_offset = g.pio_rings_offset();
+    // Senders may publish with plain release stores only if we can flush their store
+    // buffers before we sleep: expedited global membarrier, which they register for.
+    membarrier_registered_ =
+        syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
+    membarrier_works_ =
+        membarrier_registered_ && syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) == 0;
+    header_->publish_fence = membarrier_works_ ? 0 : 1;
     auto* senders = reinterpret_cast<SenderSlot*>(base_ + g.sender_table_offset());
     for (uint32_t i = 0; i < kMaxSenders; ++i) new (&senders[i]) SenderSlot{};
     auto* pio = reinterpret_cast<PioSlot*>(base_ + g.pio_table_offset());

@@ -73,6 +73,9 @@ private:
     uint32_t pio_slot_;
     RingView ring_;
     uint64_t private_head_ = 0;  // PIO ring only
+    uint64_t known_consumed_ = 0;  // PIO ring: the receiver's last published position
+    std::atomic<uint64_t>* consumed_ = nullptr;
+    bool publish_fence_ = true;  // publish with seq_cst (the receiver cannot flush us)
     bool disconnected_ = false;
     LaneAttr attr_;
 };
@@ -94,6 +97,9 @@ public:
     int event_fd() const override { return epoll_fd_; }
     bool arm() override;
     void disarm() override;
+    /// True if this process registered for expedited global membarrier, so a receiver can
+    /// flush our pending stores before it sleeps (see ShmInterface::arm()).
+    bool membarrier_registered() const { return membarrier_registered_; }
 
     /// PIO window of this worker's segment: rings offered and rings still free.
     unsigned pio_window_slots() const { return config_.geometry.pio_slots; }
@@ -114,6 +120,7 @@ private:
         RingView ring;
         uint64_t tail = 0;
         uint32_t pio_slot;
+        std::atomic<uint64_t>* consumed;  // published every kPioCreditBatch messages
     };
     struct Watched {  // a remote process we depend on
         int pid = 0;
@@ -156,6 +163,9 @@ private:
     int epoll_fd_ = -1;
     uint32_t progress_calls_ = 0;
     uint64_t cma_probe_value_ = 0;  // our uid, read by peers to check that CMA works
+    bool membarrier_registered_ = false;
+    bool membarrier_works_ = false;
+    unsigned drain_private(ActiveRing& ring);
     uint64_t last_check_ns_ = 0;
 };
 

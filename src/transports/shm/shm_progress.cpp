@@ -2,6 +2,7 @@
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,11 +45,22 @@ unsigned ShmInterface::drain(RingView& ring, uint64_t& tail) {
     return n;
 }
 
+unsigned ShmInterface::drain_private(ActiveRing& r) {
+    unsigned n = 0;
+    while (n < kDrainBatch) {
+        CellHeader* cell = r.ring.peek(r.tail);
+        if (cell == nullptr) break;
+        dispatch(cell);
+        // The cell is not written back: its producer counts credits (PioSlot::consumed).
+        if (++r.tail % kPioCreditBatch == 0) r.consumed->store(r.tail, std::memory_order_release);
+        ++n;
+    }
+    return n;
+}
+
 unsigned ShmInterface::progress() {
     unsigned n = drain(fifo_, fifo_tail_);
-    for (size_t i = 0; i < active_rings_.size(); ++i) {
-        n += drain(active_rings_[i].ring, active_rings_[i].tail);
-    }
+    for (size_t i = 0; i < active_rings_.size(); ++i) n += drain_private(active_rings_[i]);
     if (__builtin_expect(++progress_calls_ % kLivenessEvery == 0, 0)) {
         uint64_t now = monotonic_coarse_ns();
         if (now - last_check_ns_ >= config_.keepalive_ns) {
@@ -112,7 +124,7 @@ void ShmInterface::handle_control(uint16_t sender, const uint8_t* data, size_t l
             }
             ActiveRing r{RingView(base_ + g.pio_rings_offset() + pio_slot * g.pio_ring_bytes(),
                                   g.pio_credits, g.pio_cell_size),
-                         0, pio_slot};
+                         0, pio_slot, &pio[pio_slot].consumed};
             active_rings_.push_back(r);
             return;
         }
@@ -135,6 +147,7 @@ void ShmInterface::release_sender(uint16_t sender) {
             RingView(base_ + g.pio_rings_offset() + p * g.pio_ring_bytes(), g.pio_credits,
                      g.pio_cell_size)
                 .initialise();
+            pio[p].consumed.store(0, std::memory_order_relaxed);
             pio[p].state.store(kSlotFree, std::memory_order_release);
             active_rings_.erase(active_rings_.begin() + static_cast<long>(i));
             break;
@@ -223,9 +236,7 @@ void ShmInterface::fail_remote(uint64_t uid) {
     w.reported = true;
     // Drain what it managed to publish before dying, then forget its slots.
     drain(fifo_, fifo_tail_);
-    for (size_t i = 0; i < active_rings_.size(); ++i) {
-        drain(active_rings_[i].ring, active_rings_[i].tail);
-    }
+    for (size_t i = 0; i < active_rings_.size(); ++i) drain_private(active_rings_[i]);
     for (uint32_t s = 0; s < kMaxSenders; ++s) {
         if (senders_[s].known && senders_[s].uid == uid) release_sender(static_cast<uint16_t>(s));
     }
@@ -245,6 +256,9 @@ void ShmInterface::fail_remote(uint64_t uid) {
 
 bool ShmInterface::arm() {
     header_->armed.store(1, std::memory_order_seq_cst);
+    // PIO senders publish with release stores: make every CPU drain its store buffer, so a
+    // message published before a sender saw `armed` is visible to the check below.
+    if (membarrier_works_) syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0);
     // A sender that published before seeing the flag must be seen by us now.
     if (fifo_.peek(fifo_tail_) != nullptr) return false;
     for (auto& r : active_rings_) {

@@ -78,6 +78,7 @@ public:
     /// Connect timeout per peer address (connect() blocks in poll() for at most this long
     /// on each address it tries; setup time, not the hot path).
     static constexpr int kConnectTimeoutMs = 2000;
+    static constexpr uint32_t kIdlePollEvery = 64;
 
     /// Opens the listening socket(s) of the configured devices, port chosen by the kernel.
     /// @param iface_index  this interface's index in the worker (goes into AmSource::iface)
@@ -107,7 +108,8 @@ public:
     int event_fd() const override { return epoll_fd_; }
     /// False if frames or failure reports are waiting (the epoll fd would not wake us).
     bool arm() override;
-    void disarm() override {}
+    /// After a wake-up, look at the sockets on the very next progress call.
+    void disarm() override { idle_polls_ = kIdlePollEvery - 1; }
 
     /// Listening addresses actually bound (decoded form of address()), for tools and tests.
     const std::vector<TcpAddressEntry>& listen_addresses() const { return addresses_; }
@@ -155,6 +157,7 @@ private:
     bool in_progress_ = false;
     Connection* delivering_ = nullptr;  // its receive buffer is in use by a sink callback
     LaneAttr attr_;
+    uint32_t idle_polls_ = 0;
 };
 
 }  // namespace swy::tl::tcp
