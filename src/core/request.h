@@ -98,6 +98,7 @@ public:
     size_t in_use() const { return in_use_; }
 
 private:
+    static void reset(Request* r);
     static constexpr size_t kChunk = 256;
     std::vector<std::unique_ptr<Request[]>> chunks_;
     std::vector<Request*> free_;

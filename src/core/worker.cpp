@@ -134,9 +134,12 @@ unsigned Worker::progress() {
     }
     for (auto& iface : ifaces_) n += iface->progress();
     if (__builtin_expect(!pending_eps_.empty(), 0)) {
-        std::vector<Endpoint*> eps;
-        eps.swap(pending_eps_);
-        for (Endpoint* ep : eps) {
+        // Swap with a scratch vector kept across calls: no allocation on this path.
+        pending_scratch_.clear();
+        pending_scratch_.swap(pending_eps_);
+        for (size_t i = 0; i < pending_scratch_.size(); ++i) {
+            Endpoint* ep = pending_scratch_[i];
+            if (ep == nullptr) continue;
             ep->on_pending_list = false;
             if (!ep->progress_pending()) mark_pending(ep);
         }
@@ -311,6 +314,9 @@ Status Worker::close_endpoint(Endpoint* ep, swy_ep_close_mode_t mode, Request** 
         if (p == ep) p = nullptr;
     }
     std::erase(pending_eps_, nullptr);
+    for (auto& p : pending_scratch_) {  // a callback closed it while progress walks the list
+        if (p == ep) p = nullptr;
+    }
     delete ep;
     return Status::kOk;
 }

@@ -176,6 +176,7 @@ private:
     std::unordered_map<uint64_t, Reassembly> reassembly_;
     Endpoint* endpoints_ = nullptr;  // intrusive list of every endpoint
     std::vector<Endpoint*> pending_eps_;
+    std::vector<Endpoint*> pending_scratch_;
     std::deque<std::pair<Request*, Status>> deferred_;
     struct ControlMessage {
         tl::AmSource to;

@@ -410,6 +410,68 @@ bool Runner::stream_round(Buffers& b, size_t size, uint64_t first, size_t count)
     return true;
 }
 
+bool Runner::stream_continuous(Buffers& b, size_t size, uint64_t first, size_t total) {
+    const Role role = boot_.role();
+    const size_t window = sends_.size();
+    const bool check = opts_.check;
+    swy_status_t s;
+    if (role == Role::kClient) {
+        swy_request_h ack_req = nullptr;
+        swy_status_t ack_imm = SWY_OK;
+        swy_tag_recv_info_t ack_info{};
+        if (!post_recv(b.ack_in, kAckSize, SWY_MEMTYPE_HOST, kTagAck, &ack_info, &ack_req,
+                       &ack_imm)) {
+            return false;
+        }
+        for (size_t i = 0; i < total; ++i) {
+            const size_t slot = i % window;
+            if (sends_[slot] != nullptr) {
+                if (!wait(sends_[slot], &s)) return false;
+                swy_request_free(sends_[slot]);
+                sends_[slot] = nullptr;
+                if (s != SWY_OK) return false;
+            }
+            if (check && !fill_send(b, slot, size, first + i, 0)) return false;
+            if (!post_send(b.send_slot(slot), size, b.send.type(), kTagData, &sends_[slot])) {
+                return false;
+            }
+        }
+        for (size_t slot = 0; slot < window; ++slot) {
+            if (sends_[slot] == nullptr) continue;
+            if (!wait(sends_[slot], &s)) return false;
+            swy_request_free(sends_[slot]);
+            sends_[slot] = nullptr;
+            if (s != SWY_OK) return false;
+        }
+        ack_info.length = kAckSize;
+        return wait_recv(ack_req, ack_imm, &ack_info, kAckSize);
+    }
+    const size_t posted = std::min(window, total);
+    for (size_t j = 0; j < posted; ++j) {
+        if (!post_recv(b.recv_slot(j), size, b.recv.type(), kTagData, &recv_info_[j], &recvs_[j],
+                       &recv_imm_[j])) {
+            return false;
+        }
+    }
+    for (size_t i = 0; i < total; ++i) {
+        const size_t slot = i % window;
+        if (!wait_recv(recvs_[slot], recv_imm_[slot], &recv_info_[slot], size)) return false;
+        recvs_[slot] = nullptr;
+        if (check && !verify_recv(b, slot, size, first + i, 0)) return false;
+        if (i + window < total &&
+            !post_recv(b.recv_slot(slot), size, b.recv.type(), kTagData, &recv_info_[slot],
+                       &recvs_[slot], &recv_imm_[slot])) {
+            return false;
+        }
+    }
+    swy_request_h req = nullptr;
+    if (!post_send(b.ack_out, kAckSize, SWY_MEMTYPE_HOST, kTagAck, &req) || !wait(req, &s)) {
+        return false;
+    }
+    if (req) swy_request_free(req);
+    return s == SWY_OK;
+}
+
 bool Runner::run_stream(size_t size, size_t warmup, size_t iters, double* elapsed_us) {
     size_t window = opts_.window;
     Buffers b;
@@ -427,7 +489,13 @@ bool Runner::run_stream(size_t size, size_t warmup, size_t iters, double* elapse
     recv_info_.assign(window, swy_tag_recv_info_t{});
 
     uint64_t msg = 0;
+    const bool continuous = opts_.test == TestKind::kMr && boot_.role() != Role::kSelf;
     auto phase = [&](size_t messages) {
+        if (continuous) {
+            if (!stream_continuous(b, size, msg, messages)) return false;
+            msg += messages;
+            return true;
+        }
         while (messages > 0) {
             size_t count = std::min(window, messages);
             if (!stream_round(b, size, msg, count)) return false;

@@ -38,6 +38,10 @@ private:
     bool run_stream(size_t size, size_t warmup, size_t iters, double* elapsed_us);
     bool lat_iteration(Buffers& b, size_t size, uint64_t msg);
     bool stream_round(Buffers& b, size_t size, uint64_t first_msg, size_t count);
+    /// Message rate (--test mr): the client keeps `window` sends in flight and the server
+    /// `window` receives posted, continuously, with one confirmation at the end (as
+    /// ucx_perftest's tag_bw does), instead of bw's per-window acknowledgement.
+    bool stream_continuous(Buffers& b, size_t size, uint64_t first_msg, size_t total);
 
     // Hot-path helpers: post with retry on SWY_ERR_NO_RESOURCE, wait by busy progress.
     // @p memtype is stated on every operation (never left to detection).
