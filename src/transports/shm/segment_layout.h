@@ -34,18 +34,30 @@ struct alignas(kCacheLine) SenderSlot {
 };
 inline constexpr uint32_t kNoPioSlot = UINT32_MAX;
 
-/// One dedicated PIO ring of the receive window.
+/// One dedicated PIO ring of the receive window: a byte ring of variable-size records.
 ///
-/// Its single producer tracks free cells with credits instead of reading each cell's sequence
-/// word: the receiver never writes into the cells, only publishes how far it has consumed, on
-/// a line of its own, every kPioCreditBatch messages. A send is then stores only: no load
-/// that misses on a line the receiver just touched.
+/// A record is a CellHeader and its payload, rounded up to a cache line, written at the
+/// producer's byte position; its `seq` word holds (position XOR key) and is stored last, so a
+/// record is present exactly when seq matches. Records are packed: an 8-byte message takes
+/// one line and consecutive messages are consecutive lines, which the hardware prefetcher
+/// streams (fixed 4 KiB cells put every message on a new page). A record that would cross
+/// the end is preceded by a skip record. The single producer counts free bytes against
+/// `consumed`, which the receiver publishes on a line of its own every quarter ring; the
+/// receiver never writes into the records, and a send is stores only.
+/// The per-ring random key makes stale bytes of an earlier lap (or of an earlier owner)
+/// unable to pass for a record unless they equal position XOR key.
 struct alignas(kCacheLine) PioSlot {
     std::atomic<uint32_t> state;
     uint32_t sender_slot;
+    uint64_t key;  ///< chosen by the sender when it claims the ring, never 0
     alignas(kCacheLine) std::atomic<uint64_t> consumed;
 };
-inline constexpr uint64_t kPioCreditBatch = 16;
+inline constexpr uint8_t kPioSkipAm = 0xFE;  ///< record that pads to the end of the ring
+
+/// Bytes a record of @p payload bytes occupies in a PIO ring.
+inline constexpr uint64_t pio_record_bytes(uint64_t payload) {
+    return (sizeof(CellHeader) + payload + kCacheLine - 1) & ~uint64_t{kCacheLine - 1};
+}
 
 struct alignas(kCacheLine) SegmentHeader {
     uint64_t magic;

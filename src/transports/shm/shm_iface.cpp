@@ -5,6 +5,7 @@
 #include <sys/epoll.h>
 #include <linux/membarrier.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -74,22 +75,23 @@ ShmEndpoint::ShmEndpoint(ShmInterface* iface, std::shared_ptr<RemoteSegment> rem
 void ShmEndpoint::use_pio_ring(uint32_t pio_slot) {
     SegmentHeader* h = remote_->header;
     pio_slot_ = pio_slot;
-    ring_ = RingView(remote_->base + h->pio_rings_offset +
-                         uint64_t{pio_slot} * h->pio_credits * h->pio_cell_size,
-                     h->pio_credits, h->pio_cell_size);
+    pio_bytes_ = uint64_t{h->pio_credits} * h->pio_cell_size;
+    pio_base_ = remote_->base + h->pio_rings_offset + uint64_t{pio_slot} * pio_bytes_;
     private_head_ = 0;
     known_consumed_ = 0;
     auto* slots = reinterpret_cast<PioSlot*>(remote_->base + h->pio_table_offset);
     consumed_ = &slots[pio_slot].consumed;
+    pio_key_ = slots[pio_slot].key;
     // Release stores are enough when the receiver can flush our store buffer itself before
     // it sleeps (membarrier); otherwise publish with a full fence.
     publish_fence_ = h->publish_fence != 0 || !iface_->membarrier_registered();
     attr_.pio = true;
-    attr_.credits = h->pio_credits;
+    // Credits in the smallest record (one cache line): how many small messages fit.
+    attr_.credits = static_cast<uint32_t>(pio_bytes_ / kCacheLine);
     attr_.credits_shared = false;
     // A private ring: plain stores, no CAS, and its cells only ever move between two cores.
     attr_.send_cost = {0.15e-6, 0.02e-6, 12e9};
-    attr_.max_message = ring_.payload_capacity();
+    attr_.max_message = h->pio_cell_size - sizeof(CellHeader);
 }
 
 ShmEndpoint::~ShmEndpoint() { disconnect(); }
@@ -103,21 +105,35 @@ void ShmEndpoint::wake_peer() {
                  len);
 }
 
-inline CellHeader* ShmEndpoint::claim(uint64_t* pos) {
-    if (pio_slot_ != kNoPioSlot) {
-        if (private_head_ - known_consumed_ >= ring_.capacity()) {
-            known_consumed_ = consumed_->load(std::memory_order_acquire);
-            if (private_head_ - known_consumed_ >= ring_.capacity()) return nullptr;
-        }
-        *pos = private_head_++;
-        return ring_.cell(*pos);
+inline CellHeader* ShmEndpoint::claim(size_t payload, uint64_t* pos) {
+    if (pio_slot_ == kNoPioSlot) return ring_.claim_shared(remote_->header->fifo_head, pos);
+    const uint64_t need = pio_record_bytes(payload);
+    const uint64_t offset = private_head_ % pio_bytes_;
+    const uint64_t skip = offset + need > pio_bytes_ ? pio_bytes_ - offset : 0;
+    if (private_head_ + skip + need - known_consumed_ > pio_bytes_) {
+        known_consumed_ = consumed_->load(std::memory_order_acquire);
+        if (private_head_ + skip + need - known_consumed_ > pio_bytes_) return nullptr;
     }
-    return ring_.claim_shared(remote_->header->fifo_head, pos);
+    if (skip != 0) {  // pad to the end of the ring, the record starts over at offset 0
+        auto* pad = reinterpret_cast<CellHeader*>(pio_base_ + offset);
+        pad->am_id = kPioSkipAm;
+        pad->length = 0;
+        publish_record(pad, private_head_);
+        private_head_ += skip;
+    }
+    *pos = private_head_;
+    private_head_ += need;
+    return reinterpret_cast<CellHeader*>(pio_base_ + *pos % pio_bytes_);
+}
+
+inline void ShmEndpoint::publish_record(CellHeader* cell, uint64_t pos) {
+    const uint64_t seq = pos ^ pio_key_;
+    cell->seq.store(seq, publish_fence_ ? std::memory_order_seq_cst : std::memory_order_release);
 }
 
 inline void ShmEndpoint::finish(CellHeader* cell, uint64_t pos) {
-    if (pio_slot_ != kNoPioSlot && !publish_fence_) {
-        RingView::publish_release(cell, pos);
+    if (pio_slot_ != kNoPioSlot) {
+        publish_record(cell, pos);
     } else {
         RingView::publish(cell, pos);
     }
@@ -130,7 +146,7 @@ Status ShmEndpoint::am_send_packed(AmId id, const void* hdr, size_t hdr_len, Pac
                                    void* arg, size_t length) {
     if (remote_->failed || disconnected_) return Status::kConnectionReset;
     uint64_t pos;
-    CellHeader* cell = claim(&pos);
+    CellHeader* cell = claim(hdr_len + length, &pos);
     if (cell == nullptr) return Status::kNoResource;
     cell->flags = 0;
     cell->sender = sender_slot_;
@@ -154,7 +170,7 @@ Status ShmEndpoint::am_send(AmId id, const void* hdr, size_t hdr_len, const void
                             size_t length) {
     if (__builtin_expect(remote_->failed || disconnected_, 0)) return Status::kConnectionReset;
     uint64_t pos;
-    CellHeader* cell = claim(&pos);
+    CellHeader* cell = claim(hdr_len + length, &pos);
     if (cell == nullptr) return Status::kNoResource;
     cell->am_id = id;
     cell->flags = 0;
@@ -256,11 +272,9 @@ Status ShmInterface::create_segment(std::string* why) {
     for (uint32_t i = 0; i < g.pio_slots; ++i) new (&pio[i]) PioSlot{};
     fifo_ = RingView(base_ + g.fifo_offset(), g.fifo_cells, g.fifo_cell_size);
     fifo_.initialise();
-    for (uint32_t i = 0; i < g.pio_slots; ++i) {
-        RingView(base_ + g.pio_rings_offset() + i * g.pio_ring_bytes(), g.pio_credits,
-                 g.pio_cell_size)
-            .initialise();
-    }
+    // PIO rings need no initialisation: a record is recognised by (position XOR its owner's
+    // key), which zero-filled (or stale) bytes do not match. Their pages stay untouched until
+    // a sender writes there.
 
     wake_socket_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     send_socket_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -403,6 +417,12 @@ Status ShmInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t
             uint32_t expected = kSlotFree;
             if (pio[i].state.compare_exchange_strong(expected, kSlotClaimed)) {
                 pio[i].sender_slot = slot;
+                uint64_t key = 0;
+                while (key == 0) {
+                    if (getrandom(&key, sizeof(key), 0) != sizeof(key)) key = uid_ ^ (uint64_t{i} << 56) ^ 1;
+                }
+                pio[i].key = key;
+                pio[i].consumed.store(0, std::memory_order_relaxed);
                 pio[i].state.store(kSlotActive, std::memory_order_release);
                 pio_slot = i;
                 break;

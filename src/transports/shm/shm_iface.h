@@ -64,7 +64,8 @@ public:
 
 private:
     void wake_peer();
-    CellHeader* claim(uint64_t* pos);
+    CellHeader* claim(size_t payload, uint64_t* pos);
+    void publish_record(CellHeader* cell, uint64_t pos);
     void finish(CellHeader* cell, uint64_t pos);
 
     ShmInterface* iface_;
@@ -74,6 +75,9 @@ private:
     RingView ring_;
     uint64_t private_head_ = 0;  // PIO ring only
     uint64_t known_consumed_ = 0;  // PIO ring: the receiver's last published position
+    uint8_t* pio_base_ = nullptr;  // PIO byte ring in the peer's segment
+    uint64_t pio_bytes_ = 0;
+    uint64_t pio_key_ = 0;
     std::atomic<uint64_t>* consumed_ = nullptr;
     bool publish_fence_ = true;  // publish with seq_cst (the receiver cannot flush us)
     bool disconnected_ = false;
@@ -117,10 +121,13 @@ private:
         uint32_t pio_slot = kNoPioSlot;
     };
     struct ActiveRing {
-        RingView ring;
+        uint8_t* base;
+        uint64_t bytes;
+        uint64_t key;
         uint64_t tail = 0;
+        uint64_t published = 0;
         uint32_t pio_slot;
-        std::atomic<uint64_t>* consumed;  // published every kPioCreditBatch messages
+        std::atomic<uint64_t>* consumed;  // published every quarter ring
     };
     struct Watched {  // a remote process we depend on
         int pid = 0;

@@ -48,16 +48,27 @@ unsigned ShmInterface::drain(RingView& ring, uint64_t& tail) {
 unsigned ShmInterface::drain_private(ActiveRing& r) {
     unsigned n = 0;
     while (n < kDrainBatch) {
-        CellHeader* cell = r.ring.peek(r.tail);
-        if (cell == nullptr) break;
-        // A stream is arriving: start pulling the next cells' first lines now. Cells sit a
-        // page apart, out of reach of the hardware prefetcher.
-        __builtin_prefetch(r.ring.cell(r.tail + 1));
-        __builtin_prefetch(r.ring.cell(r.tail + 2));
-        dispatch(cell);
-        // The cell is not written back: its producer counts credits (PioSlot::consumed).
-        if (++r.tail % kPioCreditBatch == 0) r.consumed->store(r.tail, std::memory_order_release);
-        ++n;
+        const uint64_t offset = r.tail % r.bytes;
+        auto* cell = reinterpret_cast<CellHeader*>(r.base + offset);
+        if (cell->seq.load(std::memory_order_acquire) != (r.tail ^ r.key)) break;
+        if (cell->am_id == kPioSkipAm) {
+            r.tail += r.bytes - offset;
+        } else {
+            // A record must end inside the ring; a producer that says otherwise is broken.
+            if (cell->length > r.bytes - offset - sizeof(CellHeader)) {
+                log_printf(LogLevel::kError, "shm: PIO record overruns its ring; ring dropped");
+                r.tail = UINT64_MAX / 2;  // never matches again
+                break;
+            }
+            dispatch(cell);
+            r.tail += pio_record_bytes(cell->length);
+            ++n;
+        }
+        // Records are not written back: the producer counts free bytes (PioSlot::consumed).
+        if (r.tail - r.published >= r.bytes / 4) {
+            r.published = r.tail;
+            r.consumed->store(r.tail, std::memory_order_release);
+        }
     }
     return n;
 }
@@ -126,9 +137,9 @@ void ShmInterface::handle_control(uint16_t sender, const uint8_t* data, size_t l
                            pio_slot, sender);
                 return;
             }
-            ActiveRing r{RingView(base_ + g.pio_rings_offset() + pio_slot * g.pio_ring_bytes(),
-                                  g.pio_credits, g.pio_cell_size),
-                         0, pio_slot, &pio[pio_slot].consumed};
+            ActiveRing r{base_ + g.pio_rings_offset() + pio_slot * g.pio_ring_bytes(),
+                         g.pio_ring_bytes(), pio[pio_slot].key, 0, 0, pio_slot,
+                         &pio[pio_slot].consumed};
             active_rings_.push_back(r);
             return;
         }
@@ -147,10 +158,7 @@ void ShmInterface::release_sender(uint16_t sender) {
     for (size_t i = 0; i < active_rings_.size(); ++i) {
         uint32_t p = active_rings_[i].pio_slot;
         if (pio[p].sender_slot == sender) {
-            // Re-arm the ring's cells for the next owner, then free the slot.
-            RingView(base_ + g.pio_rings_offset() + p * g.pio_ring_bytes(), g.pio_credits,
-                     g.pio_cell_size)
-                .initialise();
+            // The next owner picks a new key: what this one left in the ring is stale for it.
             pio[p].consumed.store(0, std::memory_order_relaxed);
             pio[p].state.store(kSlotFree, std::memory_order_release);
             active_rings_.erase(active_rings_.begin() + static_cast<long>(i));
@@ -266,7 +274,8 @@ bool ShmInterface::arm() {
     // A sender that published before seeing the flag must be seen by us now.
     if (fifo_.peek(fifo_tail_) != nullptr) return false;
     for (auto& r : active_rings_) {
-        if (r.ring.peek(r.tail) != nullptr) return false;
+        auto* cell = reinterpret_cast<CellHeader*>(r.base + r.tail % r.bytes);
+        if (cell->seq.load(std::memory_order_seq_cst) == (r.tail ^ r.key)) return false;
     }
     return true;
 }
