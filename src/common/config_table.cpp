@@ -67,10 +67,11 @@ constexpr ConfigVar kTable[] = {
     {"SHM_PIO_SLOTS", kUnsigned, "8",
      "Dedicated PIO rings that a worker's receive window offers to senders."},
     {"SHM_PIO_CREDITS", kUnsigned, "64",
-     "Cells in each dedicated PIO ring (the sender's credits)."},
+     "Size of each dedicated PIO ring, in units of SHM_PIO_CELL_SIZE (the ring holds "
+     "SHM_PIO_CREDITS x SHM_PIO_CELL_SIZE bytes of packed, cache-line aligned records)."},
     {"SHM_PIO_CELL_SIZE", kSize, "4K",
-     "Cell size of the dedicated PIO rings, header included. Bounds the largest PIO "
-     "message."},
+     "Largest record of a dedicated PIO ring, its 16-byte header included: bounds the "
+     "largest PIO message and the fragment size of endpoints that hold a PIO ring."},
     {"NUMA_PLACEMENT", kBool, "y",
      "Place shared receive segments on the NUMA node of the receiving worker."},
 
