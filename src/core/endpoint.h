@@ -88,6 +88,7 @@ public:
     Endpoint* prev_in_worker = nullptr;
     bool on_pending_list = false;
     bool closing = false;
+    bool closed = false;  ///< closed; deleted by the worker once nothing runs inside it
 
 private:
     /// Send as much of @p r as the lane accepts now. kOk: all handed over; kNoResource: rest

@@ -69,8 +69,14 @@ void RequestPool::reset(Request* r) {
     r->rndv_scheme = 0;
     r->rndv_status = Status::kOk;
     r->rndv_offset = 0;
-    r->parts_left = 0;
     r->split_offset = 0;
+    r->split = false;
+    r->split_wanted = false;
+    r->own_done = false;
+    r->fin_received = false;
+    r->fin_pending = false;
+    r->rtr_received = false;
+    r->fin_status = Status::kOk;
     r->source = {};
 }
 

@@ -77,8 +77,18 @@ struct Request : proto::PostedReceive {
     uint8_t rndv_scheme = 0;     ///< proto::RndvScheme
     Status rndv_status = Status::kOk;  ///< status the peer told us (truncation)
     size_t rndv_offset = 0;      ///< start of our part in the message (split transfers)
-    uint8_t parts_left = 0;      ///< split GET: completions still missing (0: not split)
     size_t split_offset = 0;     ///< receiver: where the sender's pushed part starts
+    // Split GET state. Sender: `split` set by the split RTR; it completes on the ATS, which the
+    // receiver sends only after its own pull and the sender's FIN. Receiver: `split_wanted`
+    // until the first chunk was pulled (so a refused pull never leaves a split behind),
+    // `own_done` when its share is pulled, `fin_received` when the sender's FIN arrived.
+    bool split = false;
+    bool split_wanted = false;
+    bool own_done = false;
+    bool fin_received = false;
+    bool fin_pending = false;    ///< sender: FIN still to be sent (the lane was full)
+    bool rtr_received = false;   ///< sender: a second RTR for one request is ignored
+    Status fin_status = Status::kOk;
     tl::AmSource source{};       ///< where the RTS came from (receiver side)
 
     /// Wire id: generation in the high half, index in the low half.

@@ -44,11 +44,10 @@ void Worker::handle_ats(const uint8_t* data, size_t length) {
     if (!proto::read_header(data, length, &h)) return;
     Request* r = pool_.find(h.sender_request);
     if (r == nullptr || r->kind != RequestKind::kSend) return;
-    if (h.status != 0) r->rndv_status = static_cast<Status>(h.status);
-    if (r->parts_left > 0 && --r->parts_left > 0) return;  // our own put is still running
+    // The ATS is always the last word: for a split GET the receiver sends it only after our
+    // FIN, so our own push is over too. It carries the final status (truncation, errors).
     r->local_done = r->remote_done = true;
-    complete(r, static_cast<Status>(h.status) != Status::kOk ? static_cast<Status>(h.status)
-                                                             : r->rndv_status);
+    complete(r, static_cast<Status>(h.status));
 }
 
 void Worker::handle_rtr(const uint8_t* data, size_t length) {
@@ -56,6 +55,12 @@ void Worker::handle_rtr(const uint8_t* data, size_t length) {
     if (!proto::read_header(data, length, &h)) return;
     Request* r = pool_.find(h.sender_request);
     if (r == nullptr || r->kind != RequestKind::kSend || h.length > r->length) return;
+    if (r->rtr_received) {
+        log_printf(LogLevel::kError, "rendezvous: ignoring a second RTR for one send");
+        return;
+    }
+    if (h.split != 0 && (h.offset > r->length || h.length > r->length - h.offset)) return;
+    r->rtr_received = true;
     r->peer_request = h.receive_request;
     r->remote_address = h.address;
     r->remote_pid = h.pid;
@@ -63,13 +68,8 @@ void Worker::handle_rtr(const uint8_t* data, size_t length) {
     r->rndv_done = 0;
     r->rndv_scheme = static_cast<uint8_t>(h.scheme);
     r->rndv_status = static_cast<Status>(h.status);
-    r->rndv_offset = 0;
-    if (h.split != 0) {
-        // Split GET: the receiver pulls the head, we push the tail; done when both are.
-        if (h.offset > r->length || h.length > r->length - h.offset) return;
-        r->rndv_offset = h.offset;
-        r->parts_left = 2;
-    }
+    r->rndv_offset = h.split != 0 ? h.offset : 0;  // split: we push the tail
+    r->split = h.split != 0;
     start_rndv_send(r);
 }
 
@@ -77,35 +77,37 @@ void Worker::start_rndv_send(Request* r) {
     rndv_sends_.push_back({r, r->wire_id()});
 }
 
-// Moves at most kProgressBudget bytes of one put/pipeline send; true when finished.
+// Moves at most kProgressBudget bytes of one put/pipeline send. Returns true when this
+// side's work is over (data moved and, for a put, the FIN sent); *error is set if it failed.
 static bool push_rndv_send(Worker* w, Request* r, Status* error) {
     Endpoint* ep = r->ep;
     size_t budget = kProgressBudget;
     if (r->rndv_scheme == static_cast<uint8_t>(RndvScheme::kPut)) {
-        while (r->rndv_done < r->rndv_length && budget > 0) {
+        while (!r->fin_pending && r->rndv_done < r->rndv_length && budget > 0) {
             size_t n = std::min({size_t{4} << 20, r->rndv_length - r->rndv_done, budget});
             Status s = tl::cma::write(w->cma_mode(), r->remote_pid, r->remote_address + r->rndv_done,
                                       r->send_buffer + r->rndv_offset + r->rndv_done, n);
             if (s != Status::kOk) {
-                if (r->parts_left > 0 && s == Status::kUnsupported) {
-                    // We may not write into the receiver: tell it to pull our part itself.
-                    proto::AckHeader fin{r->peer_request, static_cast<int32_t>(s), 0};
-                    if (ep->lane()->am_send(proto::kAmRndvFin, &fin, sizeof(fin), nullptr, 0) ==
-                        Status::kOk) {
-                        return true;  // parts_left: the ATS will now cover everything
-                    }
-                }
-                *error = s;
-                return true;
+                // Tell the receiver, whatever happened, so it never waits for a FIN: for a
+                // split it then pulls our part itself (kUnsupported) or fails.
+                r->fin_status = s;
+                r->fin_pending = true;
+                break;
             }
             r->rndv_done += n;
             budget -= n;
         }
-        if (r->rndv_done < r->rndv_length) return false;
-        proto::AckHeader fin{r->peer_request, static_cast<int32_t>(r->rndv_status), 0};
+        if (!r->fin_pending && r->rndv_done < r->rndv_length) return false;
+        r->fin_pending = true;
+        proto::AckHeader fin{r->peer_request, static_cast<int32_t>(r->fin_status), 0};
         Status s = ep->lane()->am_send(proto::kAmRndvFin, &fin, sizeof(fin), nullptr, 0);
         if (s == Status::kNoResource) return false;
-        if (s != Status::kOk) *error = s;
+        r->fin_pending = false;
+        if (s != Status::kOk) {
+            *error = s;
+        } else if (!r->split && r->fin_status != Status::kOk) {
+            *error = r->fin_status;  // a plain put failed: so does the send
+        }
         return true;
     }
     const size_t frag = ep->fragment_max();
@@ -170,26 +172,9 @@ void Worker::start_rndv_receive(Request* r, const proto::RtsHeader& rts, tl::AmS
     if (!r->cpu_buffer && r->rndv_length != 0) scheme = RndvScheme::kPipeline;
     if (r->rndv_length == 0 || scheme == RndvScheme::kGet) {
         r->rndv_scheme = static_cast<uint8_t>(RndvScheme::kGet);
-        if (r->rndv_length >= rndv_split_min_ && cma_mode_ != tl::cma::CmaMode::kOff &&
-            cma_mode_ != tl::cma::CmaMode::kSimulateEperm) {
-            // Both processes copy at once: we pull the head, the sender pushes the tail.
-            const size_t tail = (r->rndv_length / 2) & ~size_t{4095};
-            r->split_offset = r->rndv_length - tail;
-            r->parts_left = 2;
-            proto::RtrHeader h{};
-            h.sender_request = r->peer_request;
-            h.receive_request = r->wire_id();
-            h.address = reinterpret_cast<uint64_t>(r->recv_buffer + r->split_offset);
-            h.length = tail;
-            h.pid = getpid();
-            h.scheme = static_cast<uint32_t>(RndvScheme::kPut);
-            h.status = static_cast<int32_t>(r->truncated ? Status::kMessageTruncated : Status::kOk);
-            h.split = 1;
-            h.offset = r->split_offset;
-            r->rndv_length = r->split_offset;  // our part
-            rndv_waiting_.push_back({r, r->wire_id()});
-            send_control(r->source, proto::kAmRndvRtr, &h, sizeof(h));
-        }
+        // Both processes copy at once: we pull the head, the sender pushes the tail. Asked
+        // only after our first chunk came through, so a refused pull never leaves a split.
+        r->split_wanted = r->rndv_length >= rndv_split_min_;
         rndv_gets_.push_back({r, r->wire_id()});
         return;
     }
@@ -215,25 +200,60 @@ void Worker::finish_rndv_receive(Request* r, Status status) {
     complete(r, status);
 }
 
+void Worker::split_request(Request* r) {
+    r->split_wanted = false;
+    const size_t remaining = r->rndv_length - r->rndv_done;
+    const size_t tail = (remaining / 2) & ~size_t{4095};
+    if (tail < rndv_split_min_ / 2) return;
+    r->split = true;
+    r->split_offset = r->rndv_length - tail;
+    proto::RtrHeader h{};
+    h.sender_request = r->peer_request;
+    h.receive_request = r->wire_id();
+    h.address = reinterpret_cast<uint64_t>(r->recv_buffer + r->split_offset);
+    h.length = tail;
+    h.pid = getpid();
+    h.scheme = static_cast<uint32_t>(RndvScheme::kPut);
+    h.status = static_cast<int32_t>(r->truncated ? Status::kMessageTruncated : Status::kOk);
+    h.split = 1;
+    h.offset = r->split_offset;
+    r->rndv_length = r->split_offset;  // our share
+    rndv_waiting_.push_back({r, r->wire_id()});
+    send_control(r->source, proto::kAmRndvRtr, &h, sizeof(h));
+}
+
+void Worker::finish_split(Request* r, Status own_status) {
+    Status status = own_status != Status::kOk ? own_status
+                    : r->fin_status != Status::kOk ? r->fin_status
+                    : r->truncated ? Status::kMessageTruncated
+                                   : Status::kOk;
+    proto::AckHeader ats{r->peer_request, static_cast<int32_t>(status), 0};
+    send_control(r->source, proto::kAmRndvAts, &ats, sizeof(ats));
+    r->received = std::min<size_t>(r->info.length, r->capacity);
+    finish_rndv_receive(r, status);
+}
+
 void Worker::handle_fin(const uint8_t* data, size_t length) {
     proto::AckHeader h{};
     if (!proto::read_header(data, length, &h)) return;
     Request* r = pool_.find(h.sender_request);
     if (r == nullptr || r->kind != RequestKind::kRecv || !r->matched) return;
-    if (r->parts_left > 0) {
-        if (h.status == static_cast<int32_t>(Status::kUnsupported)) {
-            // The sender may not write into us: pull its part ourselves, after ours.
-            r->rndv_length = r->info.length < r->capacity ? r->info.length : r->capacity;
-            r->parts_left = 0;
+    if (r->split) {
+        const auto status = static_cast<Status>(h.status);
+        if (status == Status::kUnsupported) {
+            // The sender may not write into us: we pull its share too, as a plain GET.
             std::erase_if(rndv_waiting_, [r](const TrackedRequest& t) { return t.request == r; });
-            if (r->rndv_done == r->split_offset) rndv_gets_.push_back({r, r->wire_id()});
+            r->split = false;
+            r->rndv_length = std::min<size_t>(r->info.length, r->capacity);
+            if (r->own_done) {
+                r->own_done = false;
+                rndv_gets_.push_back({r, r->wire_id()});
+            }
             return;
         }
-        std::erase_if(rndv_waiting_, [r](const TrackedRequest& t) { return t.request == r; });
-        if (--r->parts_left > 0) return;  // our own pull is still running
-        r->received = r->rndv_done + (r->info.length < r->capacity ? r->info.length : r->capacity) -
-                      r->split_offset;
-        complete(r, r->truncated ? Status::kMessageTruncated : Status::kOk);
+        r->fin_received = true;
+        r->fin_status = status == Status::kMessageTruncated ? Status::kOk : status;
+        if (r->own_done) finish_split(r, r->rndv_status);
         return;
     }
     if (h.status != 0 && h.status != static_cast<int32_t>(Status::kMessageTruncated)) {
@@ -286,10 +306,11 @@ unsigned Worker::progress_rndv() {
             if (s == Status::kOk) {
                 r->rndv_done += n;
                 budget -= n;
+                if (r->split_wanted) split_request(r);
             }
         }
         ++events;
-        if (s == Status::kUnsupported && r->rndv_done == 0) {
+        if (s == Status::kUnsupported && r->rndv_done == 0 && !r->split) {
             // Ptrace policy refused us: the sender pushes the data through the lane instead.
             log_printf(LogLevel::kInfo, "rendezvous: CMA read refused, using the pipeline");
             rndv_gets_.erase(rndv_gets_.begin() + static_cast<long>(i));
@@ -298,13 +319,20 @@ unsigned Worker::progress_rndv() {
         }
         if (s != Status::kOk || r->rndv_done == r->rndv_length) {
             rndv_gets_.erase(rndv_gets_.begin() + static_cast<long>(i));
+            if (r->split) {
+                // Our share is pulled (or failed); the ATS waits for the sender's FIN, so the
+                // sender never completes while its push may still write into our buffer.
+                r->own_done = true;
+                r->rndv_status = s;
+                if (r->fin_received) finish_split(r, s);
+                continue;
+            }
             const Status final_status =
                 s != Status::kOk ? s : (r->truncated ? Status::kMessageTruncated : Status::kOk);
             proto::AckHeader ats{r->peer_request, static_cast<int32_t>(final_status), 0};
             send_control(r->source, proto::kAmRndvAts, &ats, sizeof(ats));
             r->received = r->rndv_done;
-            if (s == Status::kOk && r->parts_left > 0 && --r->parts_left > 0) continue;  // FIN
-            complete(r, final_status);
+            finish_rndv_receive(r, final_status);
             continue;
         }
         ++i;
@@ -320,7 +348,9 @@ unsigned Worker::progress_rndv() {
         if (push_rndv_send(this, t.request, &error)) {
             rndv_sends_.erase(rndv_sends_.begin() + static_cast<long>(i));
             Request* r = t.request;
-            if (error == Status::kOk && r->parts_left > 0 && --r->parts_left > 0) continue;
+            // A split sender completes on the receiver's ATS (sent after our FIN), unless
+            // the lane itself failed.
+            if (r->split && error == Status::kOk) continue;
             r->local_done = r->remote_done = true;
             complete(r, error != Status::kOk ? error : r->rndv_status);
             continue;
@@ -335,15 +365,18 @@ void Worker::fail_rndv(uint64_t remote_uid, Status why) {
         if (d->remote_uid == remote_uid) d->sender_failed = true;
     }
     for (auto* list : {&rndv_gets_, &rndv_waiting_}) {
-        std::vector<TrackedRequest> keep;
-        for (const TrackedRequest& t : *list) {
-            if (t.live() && t.request->remote_uid == remote_uid) {
+        // Callbacks may add entries (a reposted receive matching another RTS): walk a copy
+        // and keep what they added.
+        std::vector<TrackedRequest> old;
+        old.swap(*list);
+        for (const TrackedRequest& t : old) {
+            if (!t.live()) continue;
+            if (t.request->remote_uid == remote_uid) {
                 complete(t.request, why);
-            } else if (t.live()) {
-                keep.push_back(t);
+            } else {
+                list->push_back(t);
             }
         }
-        list->swap(keep);
     }
 }
 

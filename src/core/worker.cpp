@@ -112,10 +112,15 @@ Worker::~Worker() {
         if (req != nullptr) release(req);
     }
     run_deferred();
+    reap_endpoints();
     // Receives still posted are canceled too.
     ifaces_.clear();
     if (epoll_fd_ >= 0) close(epoll_fd_);
-    for (auto& [key, r] : reassembly_) delete r.desc;
+    // An incomplete unexpected message is also in the matcher (deleted below) unless a matched
+    // probe took it out.
+    for (auto& [key, r] : reassembly_) {
+        if (r.desc != nullptr && r.desc->probed_out) delete r.desc;
+    }
     while (proto::UnexpectedMessage* m = matcher_.match_unexpected(0, 0, true)) {
         delete static_cast<UnexpectedDesc*>(m);
     }
@@ -127,6 +132,10 @@ Worker::~Worker() {
 // ------------------------------------------------------------------------------------------
 
 unsigned Worker::progress() {
+    // Progress is not re-entrant (a callback must not call it); the depth also tells
+    // close_endpoint() whether an endpoint may be deleted right away.
+    if (progress_depth_ != 0) return 0;
+    ++progress_depth_;
     unsigned n = 0;
     if (__builtin_expect(!deferred_.empty(), 0)) {
         n += static_cast<unsigned>(deferred_.size());
@@ -147,19 +156,21 @@ unsigned Worker::progress() {
     if (__builtin_expect(!control_backlog_.empty(), 0)) retry_control();
     if (__builtin_expect(!rndv_gets_.empty() || !rndv_sends_.empty(), 0)) n += progress_rndv();
     if (__builtin_expect(!closing_.empty(), 0)) {
-        std::vector<Request*> closing;
-        closing.swap(closing_);
-        for (Request* r : closing) {
+        for (size_t i = 0; i < closing_.size();) {
+            Request* r = closing_[i];
             Endpoint* ep = r->ep;
-            if (ep->idle() || ep->failed()) {
-                Request* dummy = nullptr;
-                close_endpoint(ep, SWY_EP_CLOSE_FORCE, &dummy);
-                complete(r, Status::kOk);
-            } else {
-                closing_.push_back(r);
+            if (!ep->idle() && !ep->failed()) {
+                ++i;
+                continue;
             }
+            closing_.erase(closing_.begin() + static_cast<long>(i));
+            Request* dummy = nullptr;
+            close_endpoint(ep, SWY_EP_CLOSE_FORCE, &dummy);
+            complete(r, Status::kOk);
         }
     }
+    --progress_depth_;
+    if (__builtin_expect(!dead_eps_.empty(), 0)) reap_endpoints();
     return n;
 }
 
@@ -294,6 +305,7 @@ Status Worker::create_endpoint(const swy_ep_params_t& params, Endpoint** out, st
 
 Status Worker::close_endpoint(Endpoint* ep, swy_ep_close_mode_t mode, Request** req) {
     *req = nullptr;
+    if (ep->closed) return Status::kOk;  // closed again from a callback of its own close
     if (mode == SWY_EP_CLOSE_FLUSH && !ep->idle() && !ep->failed()) {
         if (ep->closing) return Status::kBusy;
         ep->closing = true;
@@ -305,11 +317,25 @@ Status Worker::close_endpoint(Endpoint* ep, swy_ep_close_mode_t mode, Request** 
         *req = r;
         return Status::kInProgress;
     }
-    ep->fail(Status::kCanceled);
+    ep->closed = true;
+    // A flush close still waiting for this endpoint is overtaken by this one.
+    for (size_t i = 0; i < closing_.size();) {
+        Request* r = closing_[i];
+        if (r->ep != ep) {
+            ++i;
+            continue;
+        }
+        closing_.erase(closing_.begin() + static_cast<long>(i));
+        complete(r, Status::kCanceled);
+    }
+    ++progress_depth_;  // a callback closing another endpoint defers its deletion too
+    ep->fail(Status::kCanceled);  // callbacks run here; they see the endpoint closed
+    --progress_depth_;
     if (ep->pio_granted() && pio_granted_ > 0) --pio_granted_;
     if (ep->prev_in_worker != nullptr) ep->prev_in_worker->next_in_worker = ep->next_in_worker;
     if (ep->next_in_worker != nullptr) ep->next_in_worker->prev_in_worker = ep->prev_in_worker;
     if (endpoints_ == ep) endpoints_ = ep->next_in_worker;
+    ep->prev_in_worker = ep->next_in_worker = nullptr;
     for (auto& p : pending_eps_) {
         if (p == ep) p = nullptr;
     }
@@ -317,8 +343,17 @@ Status Worker::close_endpoint(Endpoint* ep, swy_ep_close_mode_t mode, Request** 
     for (auto& p : pending_scratch_) {  // a callback closed it while progress walks the list
         if (p == ep) p = nullptr;
     }
-    delete ep;
+    // Deleted once no call of ours can still be running on it (end of progress, or ~Worker):
+    // the close may come from a callback inside that endpoint's own code.
+    dead_eps_.push_back(ep);
+    if (progress_depth_ == 0) reap_endpoints();
     return Status::kOk;
+}
+
+void Worker::reap_endpoints() {
+    std::vector<Endpoint*> dead;
+    dead.swap(dead_eps_);
+    for (Endpoint* ep : dead) delete ep;
 }
 
 // ------------------------------------------------------------------------------------------
@@ -344,6 +379,9 @@ void Worker::complete(Request* r, Status status) {
         (r->queue == 1 ? r->ep->pending() : r->ep->in_flight()).remove(r);
     }
     if (r->user_owned) {
+        // The callback may free this request and reuse its slot for a new one (the pool is
+        // LIFO): only a request that is still this one goes back to the pool here.
+        const uint32_t generation = r->generation;
         if (r->kind == RequestKind::kRecv) {
             if (r->recv_cb != nullptr) {
                 r->recv_cb(reinterpret_cast<swy_request_h>(r), static_cast<swy_status_t>(status),
@@ -353,7 +391,7 @@ void Worker::complete(Request* r, Status status) {
             r->send_cb(reinterpret_cast<swy_request_h>(r), static_cast<swy_status_t>(status),
                        r->user_data);
         }
-        if (r->user_freed) pool_.put(r);
+        if (r->generation == generation && r->user_freed) pool_.put(r);
     }
     // Not user owned: the call that created it is still running and will report the status.
 }
@@ -401,9 +439,17 @@ void Worker::retry_control() {
 }
 
 void Worker::on_remote_failure(uint64_t remote_uid, Status why) {
+    // Error callbacks may close endpoints (deletion waits for the end of progress): walk a
+    // snapshot and skip the ones closed meanwhile.
+    std::vector<Endpoint*> eps;
     for (Endpoint* ep = endpoints_; ep != nullptr; ep = ep->next_in_worker) {
-        if (ep->remote_uid() == remote_uid) ep->fail(why);
+        if (ep->remote_uid() == remote_uid) eps.push_back(ep);
     }
+    ++progress_depth_;
+    for (Endpoint* ep : eps) {
+        if (!ep->closed) ep->fail(why);
+    }
+    --progress_depth_;
     fail_rndv(remote_uid, why);
     // Messages it had only partly sent can never complete.
     for (auto it = reassembly_.begin(); it != reassembly_.end();) {

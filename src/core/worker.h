@@ -143,6 +143,8 @@ private:
                             uint64_t remote_uid);
     void send_rtr(Request* r, proto::RndvScheme scheme);
     void finish_rndv_receive(Request* r, Status status);
+    void split_request(Request* r);
+    void finish_split(Request* r, Status own_status);
     unsigned progress_rndv();
     void fail_rndv(uint64_t remote_uid, Status why);
     /// A request id captured with its pointer, so a reused request is never mistaken.
@@ -185,6 +187,9 @@ private:
     };
     std::deque<ControlMessage> control_backlog_;
     std::vector<Request*> closing_;
+    std::vector<Endpoint*> dead_eps_;  // closed, deleted when no call can be inside them
+    int progress_depth_ = 0;
+    void reap_endpoints();
     size_t pio_granted_ = 0;
     size_t pio_max_eps_ = 16;
     size_t pio_reserved_ = 4;

@@ -128,6 +128,7 @@ private:
         uint64_t published = 0;
         uint32_t pio_slot;
         std::atomic<uint64_t>* consumed;  // published every quarter ring
+        bool dead = false;                // released; erased after the drain loop
     };
     struct Watched {  // a remote process we depend on
         int pid = 0;
@@ -146,6 +147,9 @@ private:
                       std::shared_ptr<RemoteSegment>* out, std::string* why);
     void watch(uint64_t uid, int pid);
     void check_peers();
+    void report_pending_failures();
+    std::vector<uint64_t> pending_failures_;  // found dead outside progress; reported there
+    bool rings_released_ = false;
     void fail_remote(uint64_t uid);
     void release_sender(uint16_t sender);
     Status map_and_reply_ep(uint16_t sender, Endpoint** out);

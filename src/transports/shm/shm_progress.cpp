@@ -46,6 +46,7 @@ unsigned ShmInterface::drain(RingView& ring, uint64_t& tail) {
 }
 
 unsigned ShmInterface::drain_private(ActiveRing& r) {
+    if (r.dead) return 0;
     unsigned n = 0;
     while (n < kDrainBatch) {
         const uint64_t offset = r.tail % r.bytes;
@@ -54,14 +55,18 @@ unsigned ShmInterface::drain_private(ActiveRing& r) {
         if (cell->am_id == kPioSkipAm) {
             r.tail += r.bytes - offset;
         } else {
-            // A record must end inside the ring; a producer that says otherwise is broken.
-            if (cell->length > r.bytes - offset - sizeof(CellHeader)) {
+            // A record must end inside the ring and fit a PIO cell; a producer that says
+            // otherwise is broken.
+            if (cell->length > r.bytes - offset - sizeof(CellHeader) ||
+                cell->length > config_.geometry.pio_cell_size - sizeof(CellHeader)) {
                 log_printf(LogLevel::kError, "shm: PIO record overruns its ring; ring dropped");
                 r.tail = UINT64_MAX / 2;  // never matches again
                 break;
             }
+            const uint64_t record = pio_record_bytes(cell->length);
             dispatch(cell);
-            r.tail += pio_record_bytes(cell->length);
+            if (r.dead) return n + 1;  // its sender disconnected: the ring is gone
+            r.tail += record;
             ++n;
         }
         // Records are not written back: the producer counts free bytes (PioSlot::consumed).
@@ -70,12 +75,23 @@ unsigned ShmInterface::drain_private(ActiveRing& r) {
             r.consumed->store(r.tail, std::memory_order_release);
         }
     }
+    // Found empty with consumption not yet published: publish it, so a producer waiting for
+    // room (small rings, large records) is never left waiting on an idle receiver.
+    if (n < kDrainBatch && r.tail != r.published) {
+        r.published = r.tail;
+        r.consumed->store(r.tail, std::memory_order_release);
+    }
     return n;
 }
 
 unsigned ShmInterface::progress() {
     unsigned n = drain(fifo_, fifo_tail_);
     for (size_t i = 0; i < active_rings_.size(); ++i) n += drain_private(active_rings_[i]);
+    if (__builtin_expect(rings_released_, 0)) {
+        std::erase_if(active_rings_, [](const ActiveRing& r) { return r.dead; });
+        rings_released_ = false;
+    }
+    if (__builtin_expect(!pending_failures_.empty(), 0)) report_pending_failures();
     if (__builtin_expect(++progress_calls_ % kLivenessEvery == 0, 0)) {
         uint64_t now = monotonic_coarse_ns();
         if (now - last_check_ns_ >= config_.keepalive_ns) {
@@ -157,11 +173,13 @@ void ShmInterface::release_sender(uint16_t sender) {
     auto* pio = reinterpret_cast<PioSlot*>(base_ + g.pio_table_offset());
     for (size_t i = 0; i < active_rings_.size(); ++i) {
         uint32_t p = active_rings_[i].pio_slot;
-        if (pio[p].sender_slot == sender) {
+        if (!active_rings_[i].dead && pio[p].sender_slot == sender) {
             // The next owner picks a new key: what this one left in the ring is stale for it.
+            // The ring may be the one being drained right now: mark it, erase it later.
             pio[p].consumed.store(0, std::memory_order_relaxed);
             pio[p].state.store(kSlotFree, std::memory_order_release);
-            active_rings_.erase(active_rings_.begin() + static_cast<long>(i));
+            active_rings_[i].dead = true;
+            rings_released_ = true;
             break;
         }
     }
@@ -221,9 +239,17 @@ void ShmInterface::watch(uint64_t uid, int pid) {
         ev.data.fd = w.pidfd;
         epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, w.pidfd, &ev);
     }
-    bool dead = w.failed;
+    const bool dead = w.failed;
     watched_[uid] = w;
-    if (dead) fail_remote(uid);
+    // Never report from here: watch() runs inside dispatch (a first message from a new
+    // sender) or inside connect; progress reports it once no cell is being handled.
+    if (dead) pending_failures_.push_back(uid);
+}
+
+void ShmInterface::report_pending_failures() {
+    std::vector<uint64_t> uids;
+    uids.swap(pending_failures_);
+    for (uint64_t uid : uids) fail_remote(uid);
 }
 
 void ShmInterface::check_peers() {
@@ -285,8 +311,10 @@ void ShmInterface::disarm() {
     char buf[64];
     while (recv(wake_socket_, buf, sizeof(buf), MSG_DONTWAIT) > 0) {
     }
-    // A pidfd that woke us is handled by the liveness check.
-    check_peers();
+    // A pidfd that woke us is looked at by the next progress call (failures are reported
+    // from progress only, where callbacks are expected).
+    last_check_ns_ = 0;
+    progress_calls_ = kLivenessEvery - 1;
 }
 
 }  // namespace swy::tl::shm
