@@ -438,6 +438,38 @@ void Worker::retry_control() {
     }
 }
 
+void Worker::on_sender_released(tl::AmSource src) {
+    const uint64_t prefix = reassembly_key(src, 0);
+    drop_reassembly([prefix](uint64_t key, const Reassembly&) {
+        return (key & ~uint64_t{0xFFFFFFFF}) == prefix;
+    }, Status::kConnectionReset);
+}
+
+void Worker::drop_reassembly(const std::function<bool(uint64_t, const Reassembly&)>& which,
+                             Status why) {
+    // Take the entries out first: completion callbacks may add new ones.
+    std::vector<Reassembly> dropped;
+    for (auto it = reassembly_.begin(); it != reassembly_.end();) {
+        if (which(it->first, it->second)) {
+            dropped.push_back(it->second);
+            it = reassembly_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    for (const Reassembly& e : dropped) {
+        if (e.request != nullptr && !e.request->completed) {
+            complete(e.request, why);
+        } else if (e.desc != nullptr) {
+            e.desc->reassembly_key = 0;  // a receive that matches it later fails
+            if (!e.desc->probed_out) {
+                matcher_.remove_unexpected(e.desc);
+                delete e.desc;
+            }
+        }
+    }
+}
+
 void Worker::on_remote_failure(uint64_t remote_uid, Status why) {
     // Error callbacks may close endpoints (deletion waits for the end of progress): walk a
     // snapshot and skip the ones closed meanwhile.
@@ -452,24 +484,9 @@ void Worker::on_remote_failure(uint64_t remote_uid, Status why) {
     --progress_depth_;
     fail_rndv(remote_uid, why);
     // Messages it had only partly sent can never complete.
-    for (auto it = reassembly_.begin(); it != reassembly_.end();) {
-        if (it->second.remote_uid != remote_uid) {
-            ++it;
-            continue;
-        }
-        if (it->second.request != nullptr && !it->second.request->completed) {
-            complete(it->second.request, why);
-        } else if (it->second.desc != nullptr) {
-            UnexpectedDesc* d = it->second.desc;
-            if (!d->probed_out) {
-                matcher_.remove_unexpected(d);
-                delete d;
-            } else {
-                d->reassembly_key = 0;  // the matched-probe holder will see it incomplete
-            }
-        }
-        it = reassembly_.erase(it);
-    }
+    drop_reassembly([remote_uid](uint64_t, const Reassembly& e) {
+        return e.remote_uid == remote_uid;
+    }, why);
 }
 
 }  // namespace swy::core

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -100,6 +101,10 @@ public:
     // ---- AmSink ----
     void on_am(tl::AmId id, tl::AmSource src, const uint8_t* data, size_t length) override;
     void on_remote_failure(uint64_t remote_uid, Status why) override;
+    void on_sender_released(tl::AmSource src) override;
+    /// Remove the reassembly entries @p which selects; their receives fail with @p why.
+    void drop_reassembly(const std::function<bool(uint64_t, const Reassembly&)>& which,
+                         Status why);
 
     size_t pio_granted() const { return pio_granted_; }
 

@@ -54,6 +54,9 @@ public:
     virtual void on_am(AmId id, AmSource src, const uint8_t* data, size_t length) = 0;
     /// A remote worker died or its connection was lost (called once per remote).
     virtual void on_remote_failure(uint64_t remote_uid, Status why) = 0;
+    /// A sender closed its lane to us: anything it left half-sent can never complete, and its
+    /// sender index may be reused by a new lane.
+    virtual void on_sender_released(AmSource /*src*/) {}
 };
 
 /// A connection to one remote worker.

@@ -161,6 +161,7 @@ void ShmInterface::handle_control(uint16_t sender, const uint8_t* data, size_t l
         }
         case ShmControl::kDisconnect:
             release_sender(sender);
+            sink_->on_sender_released(AmSource{index_, sender});
             return;
         case ShmControl::kNoop:
             return;
