@@ -41,7 +41,7 @@ constexpr ConfigVar kTable[] = {
      "through shared segments; \"auto\": cheapest by the cost model."},
     {"RNDV_FRAG_SIZE", kSize, "512K",
      "Segment size of pipelined or segmented rendezvous transfers."},
-    {"RNDV_SPLIT_MIN", kSize, "64K",
+    {"RNDV_SPLIT_MIN", kSize, "128K",
      "Rendezvous GET transfers at least this large are split between both processes: the "
      "receiver pulls the first half while the sender pushes the second (two cores copy at "
      "once). \"inf\" disables splitting."},

@@ -301,6 +301,9 @@ unsigned Worker::progress_rndv() {
         Status s = Status::kOk;
         while (r->rndv_done < r->rndv_length && budget > 0 && s == Status::kOk) {
             size_t n = std::min({rndv_chunk_, r->rndv_length - r->rndv_done, budget});
+            // Before a split, pull one page only: it proves CMA works with this sender, and
+            // the sender starts pushing its share right after.
+            if (r->split_wanted) n = std::min<size_t>(n, 4096);
             s = tl::cma::read(cma_mode_, r->remote_pid, r->recv_buffer + r->rndv_done,
                               r->remote_address + r->rndv_done, n);
             if (s == Status::kOk) {

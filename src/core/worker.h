@@ -164,7 +164,7 @@ private:
     std::vector<TrackedRequest> rndv_sends_;    // sender: pushing put/pipeline data
     tl::cma::CmaMode cma_mode_ = tl::cma::CmaMode::kAuto;
     size_t rndv_chunk_ = 512 * 1024;
-    size_t rndv_split_min_ = 64 * 1024;
+    size_t rndv_split_min_ = 128 * 1024;
 
     void run_deferred();
     void retry_control();

@@ -51,7 +51,7 @@ TEST(ConfigTable, DeclaresEveryDocumentedVariableWithItsTypeAndDefault) {
         {"SIMDEV_THROTTLE", ConfigType::kBool, "n"},
         {"CALIBRATION_FILE", ConfigType::kString, ""},
         {"RNDV_FRAG_SIZE", ConfigType::kSize, "512K"},
-        {"RNDV_SPLIT_MIN", ConfigType::kSize, "64K"},
+        {"RNDV_SPLIT_MIN", ConfigType::kSize, "128K"},
         {"NUMA_PLACEMENT", ConfigType::kBool, "y"},
         {"NET_DEVICES", ConfigType::kList, "all"},
         {"TCP_SNDBUF_LIMIT", ConfigType::kSize, "4M"},

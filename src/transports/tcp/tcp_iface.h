@@ -78,7 +78,8 @@ public:
     /// Connect timeout per peer address (connect() blocks in poll() for at most this long
     /// on each address it tries; setup time, not the hot path).
     static constexpr int kConnectTimeoutMs = 2000;
-    static constexpr uint32_t kIdlePollEvery = 64;
+    static constexpr uint32_t kIdlePollEvery = 4096;  // powers of two
+    static constexpr uint32_t kBusyPollEvery = 4;
 
     /// Opens the listening socket(s) of the configured devices, port chosen by the kernel.
     /// @param iface_index  this interface's index in the worker (goes into AmSource::iface)
@@ -109,7 +110,7 @@ public:
     /// False if frames or failure reports are waiting (the epoll fd would not wake us).
     bool arm() override;
     /// After a wake-up, look at the sockets on the very next progress call.
-    void disarm() override { idle_polls_ = kIdlePollEvery - 1; }
+    void disarm() override { idle_polls_ = kIdlePollEvery - 1; }  // a multiple of both, minus 1
 
     /// Listening addresses actually bound (decoded form of address()), for tools and tests.
     const std::vector<TcpAddressEntry>& listen_addresses() const { return addresses_; }
