@@ -79,11 +79,13 @@ void measure_all(proto::CostFigures* f) {
     begin_step("cma call, 8 B process_vm_readv");
     CmaFigures cma = measure_cma(cpus);
     end_step(cma.call_s, kMicros, &f->cma_call_s);
-    begin_step("cma bandwidth, 4 MiB reads (not recorded)");
+    // The selector uses CMA bandwidth where eager and rendezvous cross (kilobytes to a few
+    // MiB, in cache): the 4 MiB figure is the one recorded; 64 MiB is shown for reference.
+    begin_step("cma bandwidth, 4 MiB reads");
+    end_step(cma.bw_4m_Bps, kGBps, &f->cma_bw_Bps);
+    begin_step("cma bandwidth, 64 MiB reads (not recorded)");
     double unused = f->cma_bw_Bps;
-    end_step(cma.bw_4m_Bps, kGBps, &unused);
-    begin_step("cma bandwidth, 64 MiB reads");
-    end_step(cma.bw_64m_Bps, kGBps, &f->cma_bw_Bps);
+    end_step(cma.bw_64m_Bps, kGBps, &unused);
 
     begin_step("PIO send: claim + publish a private cell");
     ClaimFigures claim = measure_claim_overheads();
