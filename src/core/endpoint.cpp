@@ -73,6 +73,7 @@ Endpoint::Endpoint(Worker* worker, std::unique_ptr<tl::Endpoint> lane, uint16_t 
     caps.pio_max = pio_max_;
     caps.fragment_max = fragment_max_;
     caps.cma = a.zcopy_cma;
+    caps.split_min = a.zcopy_cma ? cfg.get_size("RNDV_SPLIT_MIN") : 0;
     caps.rndv = a.rndv;
     proto::SelectOverrides o;
     o.rndv_thresh = cfg.get_size("RNDV_THRESH");

@@ -10,9 +10,10 @@ namespace swy::proto {
 
 struct CostFigures {
     double memcpy_bw_Bps = 10e9;        ///< single-thread memcpy, large out-of-cache buffers
-    double shm_copy_bw_Bps = 5e9;       ///< bcopy through shared cells, sender to receiver
-    double cma_bw_Bps = 9e9;            ///< process_vm_readv on large buffers
-    double cma_call_s = 1.5e-6;         ///< fixed cost of one process_vm_readv call
+    // Defaults measured with swy-perf on the 2-vCPU reference VM (docs/protocols.md):
+    double shm_copy_bw_Bps = 12e9;      ///< bcopy through shared cells, sender to receiver
+    double cma_bw_Bps = 10e9;           ///< process_vm_readv, in-cache buffers
+    double cma_call_s = 3e-6;           ///< fixed cost of one process_vm_readv call
     double fifo_latency_s = 0.3e-6;     ///< one-way latency of one cell through the FIFO
     double cell_overhead_s = 0.06e-6;   ///< per-cell cost of claiming, publishing, dispatching
     double pio_overhead_s = 0.02e-6;    ///< send overhead of a PIO store (no atomic claim)

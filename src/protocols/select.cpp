@@ -73,6 +73,13 @@ std::vector<Candidate> candidates(const LaneCaps& lane, const CostFigures& c) {
         const double cma = 1.0 / c.cma_bw_Bps + c.cma_call_s / chunk;
         out.push_back({ProtoId::kRndvGetCma, 0, std::numeric_limits<size_t>::max(),
                        handshake + c.cma_call_s, cma});
+        if (lane.split_min != 0 && lane.split_min != std::numeric_limits<size_t>::max()) {
+            // Split: the receiver pulls one half while the sender pushes the other, then a
+            // FIN: half the per-byte time, one more message and one more CMA call.
+            out.push_back({ProtoId::kRndvGetCma, lane.split_min,
+                           std::numeric_limits<size_t>::max(),
+                           handshake + 2 * c.cma_call_s + L + c.cell_overhead_s, cma / 2});
+        }
         out.push_back({ProtoId::kRndvPutCma, 0, std::numeric_limits<size_t>::max(),
                        handshake + L + c.cell_overhead_s + c.cma_call_s, cma});
     }

@@ -22,6 +22,9 @@ struct LaneCaps {
     size_t fragment_max = 0;   ///< bcopy payload per cell
     bool cma = false;          ///< zero-copy get/put reaches the peer
     bool rndv = true;          ///< rendezvous possible at all (false for self)
+    /// GETs from this size are split between both processes (SWY_RNDV_SPLIT_MIN; 0: never):
+    /// two cores copy at once, for one more control message.
+    size_t split_min = 0;
     /// Staging through host memory for memory the CPU must not touch: added to every
     /// candidate (one plugin copy per byte on the sender, plus a fixed cost per message).
     double stage_fixed_s = 0;

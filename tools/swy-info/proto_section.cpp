@@ -51,6 +51,7 @@ proto::LaneCaps caps_for(const common::Config& cfg, size_t max_message, bool pio
     }
     caps.fragment_max = max_message - kFirstHeaderBytes;
     caps.cma = cma;
+    caps.split_min = cma ? cfg.get_size("RNDV_SPLIT_MIN") : 0;
     caps.rndv = rndv;
     return caps;
 }
