@@ -22,6 +22,16 @@
 #include "transports/cma/cma.h"
 #include "transports/transport.h"
 
+namespace swy::tl::shm {
+class ShmInterface;
+}
+namespace swy::tl::self {
+class SelfInterface;
+}
+namespace swy::tl::tcp {
+class TcpInterface;
+}
+
 namespace swy::core {
 
 /// A message that arrived before its receive was posted (or was taken by a matched probe).
@@ -177,6 +187,12 @@ private:
     int self_index_ = -1;
     int shm_index_ = -1;
     int tcp_index_ = -1;
+    // Typed views of ifaces_ for the poll loop (owned by ifaces_).
+    tl::shm::ShmInterface* shm_ = nullptr;
+    tl::self::SelfInterface* self_ = nullptr;
+    tl::tcp::TcpInterface* tcp_ = nullptr;
+    uint32_t tcp_tick_ = 0;
+    static constexpr uint32_t kTcpPollEvery = 2;
     int epoll_fd_ = -1;
     proto::TagMatcher matcher_;
     RequestPool pool_;

@@ -42,6 +42,8 @@ public:
     Endpoint* reply_endpoint(uint16_t sender) override;
     uint64_t sender_uid(uint16_t sender) const override;
     bool arm() override { return queue_.empty(); }
+    /// Nothing queued: progress would do nothing (checked inline by the worker's poll loop).
+    bool idle() const { return queue_.empty(); }
     int event_fd() const override { return -1; }
 
 private:
