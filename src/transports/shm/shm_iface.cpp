@@ -128,7 +128,12 @@ inline CellHeader* ShmEndpoint::claim(size_t payload, uint64_t* pos) {
 
 inline void ShmEndpoint::publish_record(CellHeader* cell, uint64_t pos) {
     const uint64_t seq = pos ^ pio_key_;
-    cell->seq.store(seq, publish_fence_ ? std::memory_order_seq_cst : std::memory_order_release);
+    // Two literal orders: a run-time order argument compiles to the strongest one (xchg).
+    if (__builtin_expect(publish_fence_, 0)) {
+        cell->seq.store(seq, std::memory_order_seq_cst);
+    } else {
+        cell->seq.store(seq, std::memory_order_release);
+    }
 }
 
 inline void ShmEndpoint::finish(CellHeader* cell, uint64_t pos) {
