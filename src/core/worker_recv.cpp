@@ -309,7 +309,12 @@ static Status finish_receive(Worker* w, Request* r, const swy_request_params_t* 
 }
 
 Status Worker::set_receive_memtype(Request* r, const swy_request_params_t* params) {
-    if (params == nullptr && !context_->memtypes().device_plugins_loaded()) return Status::kOk;
+    // Host buffers (stated, or nothing else loaded) need no work: the request says host.
+    if (params == nullptr || params->memtype == SWY_MEMTYPE_UNKNOWN) {
+        if (!context_->memtypes().device_plugins_loaded()) return Status::kOk;
+    } else if (params->memtype == SWY_MEMTYPE_HOST) {
+        return Status::kOk;
+    }
     mem::MemType type = mem::MemType::kHost;
     bool cpu = true;
     Status s = resolve_memtype(r->recv_buffer, r->capacity,
@@ -332,7 +337,9 @@ Status Worker::tag_recv(void* buffer, size_t length, uint64_t tag, uint64_t mask
         pool_.put(r);
         return ms;
     }
-    if (proto::UnexpectedMessage* m = matcher_.match_unexpected(tag, mask, true)) {
+    proto::UnexpectedMessage* m =
+        matcher_.unexpected_count() != 0 ? matcher_.match_unexpected(tag, mask, true) : nullptr;
+    if (m != nullptr) {
         bind_unexpected(r, static_cast<UnexpectedDesc*>(m));
     } else {
         matcher_.post(r);
