@@ -8,10 +8,11 @@
 // until a producer really needs that cell.
 //
 // Two producer flavours share one consumer:
-//  - MultiProducer: senders claim a position with a CAS on the shared head (the common FIFO
+//  - claim_shared: senders claim a position with a CAS on the shared head (the common FIFO
 //    every sender can use);
-//  - SingleProducer: one sender owns the ring and keeps its head privately (the dedicated
-//    PIO rings: no atomic read-modify-write on the send path).
+//  - claim_private: one sender owns the ring and keeps its head privately.
+// The dedicated PIO rings are not RingViews: they are byte rings of packed records with
+// credit-based producers (segment_layout.h, PioSlot).
 #pragma once
 
 #include <atomic>
@@ -89,12 +90,6 @@ public:
     /// load of the receiver's "armed" flag cannot be reordered before it (wake-up protocol).
     static void publish(CellHeader* c, uint64_t pos) {
         c->seq.store(pos + 1, std::memory_order_seq_cst);
-    }
-
-    /// Publish for a private ring whose owner can be flushed by membarrier before it sleeps:
-    /// a plain release store, so a stream of sends overlaps their cache-line transfers.
-    static void publish_release(CellHeader* c, uint64_t pos) {
-        c->seq.store(pos + 1, std::memory_order_release);
     }
 
     // ---- consumer ----
