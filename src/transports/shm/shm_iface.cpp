@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "transports/shm/shm_address.h"
 
@@ -27,11 +28,6 @@ using common::log_printf;
 
 namespace {
 
-uint64_t monotonic_coarse_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 sockaddr_un wake_address(uint64_t uid, socklen_t* len) {
     sockaddr_un addr{};
@@ -300,7 +296,7 @@ Status ShmInterface::create_segment(std::string* why) {
         *why = std::string("shm: epoll: ") + std::strerror(errno);
         return Status::kIoError;
     }
-    last_check_ns_ = monotonic_coarse_ns();
+    last_check_ns_ = common::monotonic_coarse_ns();
     return Status::kOk;
 }
 

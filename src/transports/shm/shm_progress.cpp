@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "transports/shm/shm_address.h"
 #include "transports/shm/shm_iface.h"
@@ -21,11 +22,6 @@ using common::log_printf;
 
 namespace {
 
-uint64_t monotonic_coarse_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 constexpr unsigned kDrainBatch = 32;  // bound the work of one progress call per ring
 constexpr uint32_t kLivenessEvery = 256;  // progress calls between clock reads
@@ -93,7 +89,7 @@ unsigned ShmInterface::progress() {
     }
     if (__builtin_expect(!pending_failures_.empty(), 0)) report_pending_failures();
     if (__builtin_expect(++progress_calls_ % kLivenessEvery == 0, 0)) {
-        uint64_t now = monotonic_coarse_ns();
+        uint64_t now = common::monotonic_coarse_ns();
         if (now - last_check_ns_ >= config_.keepalive_ns) {
             last_check_ns_ = now;
             check_peers();
