@@ -28,7 +28,6 @@ using common::log_printf;
 
 namespace {
 
-
 sockaddr_un wake_address(uint64_t uid, socklen_t* len) {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;

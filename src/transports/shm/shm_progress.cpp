@@ -22,7 +22,6 @@ using common::log_printf;
 
 namespace {
 
-
 constexpr unsigned kDrainBatch = 32;  // bound the work of one progress call per ring
 constexpr uint32_t kLivenessEvery = 256;  // progress calls between clock reads
 
