@@ -11,7 +11,7 @@ namespace swy::proto {
 struct CostFigures {
     double memcpy_bw_Bps = 10e9;        ///< single-thread memcpy, large out-of-cache buffers
     // Defaults measured with swy-perf on the 2-vCPU reference VM (docs/protocols.md):
-    double shm_copy_bw_Bps = 12e9;      ///< bcopy through shared cells, sender to receiver
+    double shm_copy_bw_Bps = 24e9;      ///< bcopy through shared cells (copy-in and copy-out overlap)
     double cma_bw_Bps = 10e9;           ///< process_vm_readv, in-cache buffers
     double cma_call_s = 3e-6;           ///< fixed cost of one process_vm_readv call
     double fifo_latency_s = 0.3e-6;     ///< one-way latency of one cell through the FIFO
