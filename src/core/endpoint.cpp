@@ -141,10 +141,7 @@ Status Endpoint::tag_send(const void* buffer, size_t length, uint64_t tag,
     // Fast path: nothing queued ahead of us and the whole message fits one packet.
     if (fast_path_ && pending_.empty() && length <= fast_max_ &&
         (flags & (SWY_REQ_FLAG_SYNC | SWY_REQ_FLAG_NO_IMM_COMPLETE)) == 0 &&
-        (params == nullptr ? !worker_->context()->memtypes().device_plugins_loaded()
-                           : params->memtype == SWY_MEMTYPE_HOST ||
-                                 (params->memtype == SWY_MEMTYPE_UNKNOWN &&
-                                  !worker_->context()->memtypes().device_plugins_loaded()))) {
+        worker_->host_without_detection(Worker::stated_memtype(params))) {
         proto::EagerOnlyHeader h{tag};
         Status s = lane_->am_send(proto::kAmEagerOnly, &h, sizeof(h), buffer, length);
         if (__builtin_expect(s == Status::kOk, 1)) return Status::kOk;
@@ -159,8 +156,9 @@ Status Endpoint::tag_send(const void* buffer, size_t length, uint64_t tag,
     r->send_tag = tag;
     mem::MemType type = mem::MemType::kHost;
     bool cpu_buffer = true;
-    if (params != nullptr || worker_->context()->memtypes().device_plugins_loaded()) {
-        Status ms = resolve_memtype(buffer, length, params, &type, &cpu_buffer);
+    const swy_memtype_t stated = Worker::stated_memtype(params);
+    if (!worker_->host_without_detection(stated)) {
+        Status ms = worker_->resolve_memtype(buffer, length, stated, &type, &cpu_buffer);
         if (ms != Status::kOk) {
             worker_->pool().put(r);
             return ms;
@@ -234,14 +232,6 @@ Status Endpoint::send_payload(Request* r, tl::AmId id, const void* hdr, size_t h
     StageArgs a{&worker_->context()->memtypes(), static_cast<mem::MemType>(r->memtype),
                 r->send_buffer + offset};
     return lane_->am_send_packed(id, hdr, hdr_len, stage_to_cell, &a, length);
-}
-
-Status Endpoint::resolve_memtype(const void* buffer, size_t length,
-                                 const swy_request_params_t* params, mem::MemType* type,
-                                 bool* cpu_buffer) const {
-    return worker_->resolve_memtype(buffer, length,
-                                    params != nullptr ? params->memtype : SWY_MEMTYPE_UNKNOWN,
-                                    type, cpu_buffer);
 }
 
 Status Endpoint::send_single(Request* r) {

@@ -97,8 +97,6 @@ private:
     Status send_single(Request* r);
     Status send_fragments(Request* r);
     Status send_rts(Request* r);
-    Status resolve_memtype(const void* buffer, size_t length, const swy_request_params_t* params,
-                           mem::MemType* type, bool* cpu_buffer) const;
 
     Worker* worker_;
     std::unique_ptr<tl::Endpoint> lane_;

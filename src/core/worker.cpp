@@ -247,10 +247,9 @@ void Worker::query(swy_worker_attr_t* attr) const {
     attr->pio_endpoints_max = static_cast<unsigned>(pio_max_eps_);
     attr->pio_window_slots = 0;
     attr->pio_window_free = 0;
-    if (shm_index_ >= 0) {
-        auto* shm = static_cast<tl::shm::ShmInterface*>(ifaces_[shm_index_].get());
-        attr->pio_window_slots = shm->pio_window_slots();
-        attr->pio_window_free = shm->pio_window_free();
+    if (shm_ != nullptr) {
+        attr->pio_window_slots = shm_->pio_window_slots();
+        attr->pio_window_free = shm_->pio_window_free();
     }
 }
 

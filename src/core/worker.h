@@ -118,6 +118,17 @@ public:
 
     size_t pio_granted() const { return pio_granted_; }
 
+    /// The memory type a caller stated (UNKNOWN when params is null).
+    static swy_memtype_t stated_memtype(const swy_request_params_t* params) {
+        return params != nullptr ? params->memtype : SWY_MEMTYPE_UNKNOWN;
+    }
+    /// True when a buffer is host memory without looking at it: stated host, or not stated
+    /// while no device plugin is loaded. The hot paths test this before anything else.
+    bool host_without_detection(swy_memtype_t stated) const {
+        return stated == SWY_MEMTYPE_HOST ||
+               (stated == SWY_MEMTYPE_UNKNOWN && !context_->memtypes().device_plugins_loaded());
+    }
+
     /// Memory type of a user buffer: the caller's statement if any (checked against the
     /// loaded plugins), else detection. kInvalidParam with a log line when it cannot be told
     /// (a detection miss while a device plugin is loaded is never taken as host).

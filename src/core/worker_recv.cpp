@@ -47,7 +47,7 @@ void Worker::on_am(tl::AmId id, tl::AmSource src, const uint8_t* data, size_t le
 Status Worker::resolve_memtype(const void* buffer, size_t length, swy_memtype_t stated,
                                mem::MemType* type, bool* cpu_buffer) const {
     const mem::MemTypeRegistry& memtypes = context_->memtypes();
-    if (stated == SWY_MEMTYPE_HOST || (stated == SWY_MEMTYPE_UNKNOWN && !memtypes.device_plugins_loaded())) {
+    if (host_without_detection(stated)) {
         *type = mem::MemType::kHost;
         *cpu_buffer = true;
         return Status::kOk;
@@ -310,15 +310,11 @@ static Status finish_receive(Worker* w, Request* r, const swy_request_params_t* 
 
 Status Worker::set_receive_memtype(Request* r, const swy_request_params_t* params) {
     // Host buffers (stated, or nothing else loaded) need no work: the request says host.
-    if (params == nullptr || params->memtype == SWY_MEMTYPE_UNKNOWN) {
-        if (!context_->memtypes().device_plugins_loaded()) return Status::kOk;
-    } else if (params->memtype == SWY_MEMTYPE_HOST) {
-        return Status::kOk;
-    }
+    const swy_memtype_t stated = stated_memtype(params);
+    if (host_without_detection(stated)) return Status::kOk;
     mem::MemType type = mem::MemType::kHost;
     bool cpu = true;
-    Status s = resolve_memtype(r->recv_buffer, r->capacity,
-                               params != nullptr ? params->memtype : SWY_MEMTYPE_UNKNOWN, &type, &cpu);
+    Status s = resolve_memtype(r->recv_buffer, r->capacity, stated, &type, &cpu);
     r->memtype = static_cast<uint8_t>(type);
     r->cpu_buffer = cpu;
     return s;
