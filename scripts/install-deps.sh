@@ -10,6 +10,10 @@ PACKAGES=(
   libhwloc-dev hwloc
   libibverbs-dev rdma-core
   libpmix-dev
+  openmpi-bin libopenmpi-dev
+  iproute2 nftables
+  clang-14 libclang-rt-14-dev
+  librdmacm-dev ibverbs-utils
   ucx-utils libucx-dev
   python3
 )
