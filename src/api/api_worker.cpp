@@ -6,6 +6,7 @@
 #include <string>
 
 #include "api/api_guard.h"
+#include "api/api_listener.h"
 #include "core/worker.h"
 
 using namespace swy;
@@ -85,12 +86,16 @@ swy_status_t swy_ep_create(swy_worker_h worker, const swy_ep_params_t* params, s
     if (worker == nullptr || params == nullptr || ep == nullptr) {
         return api::invalid(__func__, "worker, params and ep must not be NULL");
     }
+    constexpr uint32_t kConnected = SWY_EP_FLAG_SOCKADDR | SWY_EP_FLAG_CONN_REQUEST;
+    if ((params->flags & ~uint32_t{SWY_EP_FLAG_PIO_FIRST | SWY_EP_FLAG_NO_PIO | kConnected}) != 0 ||
+        ((params->flags & SWY_EP_FLAG_PIO_FIRST) && (params->flags & SWY_EP_FLAG_NO_PIO)) ||
+        (params->flags & kConnected) == kConnected) {
+        return api::invalid(__func__, "unknown or contradictory flags");
+    }
+    // The sockaddr/conn_request fields exist only in callers that set one of these flags.
+    if ((params->flags & kConnected) != 0) return api::ep_create_connected(worker, params, ep);
     if (params->remote_address == nullptr || params->remote_address_length == 0) {
         return api::invalid(__func__, "params->remote_address is required");
-    }
-    if ((params->flags & ~uint32_t{SWY_EP_FLAG_PIO_FIRST | SWY_EP_FLAG_NO_PIO}) != 0 ||
-        ((params->flags & SWY_EP_FLAG_PIO_FIRST) && (params->flags & SWY_EP_FLAG_NO_PIO))) {
-        return api::invalid(__func__, "unknown or contradictory flags");
     }
     core::Worker* w = api::worker_of(worker);
     WorkerGuard guard(w);
@@ -131,7 +136,8 @@ swy_status_t swy_ep_query(swy_ep_h ep, swy_ep_attr_t* attr) {
     attr->pio_max_size = e->pio_max();
     attr->bcopy_max_size = e->fragment_max();
     attr->transport = a.transport;
-    attr->small_protocol = proto::proto_name(e->host_table().lookup(8));
+    attr->small_protocol =
+        e->wired() ? proto::proto_name(e->host_table().lookup(8)) : "";  // "" until wired
     attr->fallback_protocol = "eager_bcopy";
     attr->connected = e->failed() ? 0 : 1;
     attr->cma = a.zcopy_cma ? 1 : 0;

@@ -19,7 +19,8 @@ constexpr ConfigVar kTable[] = {
      "Memory-type plugins to load: host, simdev, dmabuf, cuda."},
     {"PROTO", kList, "all",
      "Allow-list of protocols the selector may choose from: eager_short, eager_bcopy, "
-     "rndv_get_cma, rndv_put_cma, rndv_pipeline. \"all\" allows every protocol."},
+     "rndv_get_cma, rndv_put_cma, rndv_get_zcopy, rndv_put_zcopy (verbs RDMA READ/WRITE), "
+     "rndv_pipeline. \"all\" allows every protocol."},
     {"LOG_LEVEL", kString, "warn",
      "Messages printed to stderr: error|warn|info|debug|trace (each level includes the ones "
      "before it)."},
@@ -95,14 +96,30 @@ constexpr ConfigVar kTable[] = {
 
     // --- TCP transport -----------------------------------------------------------------------
     {"NET_DEVICES", kList, "all",
-     "Network interfaces the tcp transport listens on and publishes (\"eth0,ib0\"). \"all\": "
-     "every interface that is up, through one wildcard listening socket."},
+     "Network interfaces the tcp transport listens on and publishes (\"eth0,ib0\"), and RDMA "
+     "device ports the verbs transport may use (\"rxe0:1\" or \"mlx5_0\": the first ACTIVE "
+     "one listed is opened). Each transport ignores the entries it does not know. \"all\": "
+     "every interface that is up, and the first RDMA port that is ACTIVE."},
     {"TCP_SNDBUF_LIMIT", kSize, "4M",
      "Bytes one tcp connection may hold queued beyond what the kernel accepted; further sends "
      "are retried from progress. Also sets the lane's credits (this / 256K)."},
     {"TCP_KEEPALIVE", kTime, "2s",
      "Idle time before TCP keepalive probes start on tcp connections; a peer that vanished "
      "without closing its connections is reported failed after about 3x this."},
+
+    // --- Verbs transport (docs/verbs.md) -----------------------------------------------------
+    {"VERBS_SEG_SIZE", kSize, "8K",
+     "Size of each registered receive and send bounce buffer of the verbs transport: the "
+     "largest message sent in one SEND (larger ones are fragmented or use rendezvous)."},
+    {"VERBS_RX_CREDITS", kUnsigned, "64",
+     "Receive buffers the verbs transport posts (in its shared receive queue) for each "
+     "connection; a sender never has more messages in flight, so no receiver-not-ready occurs."},
+    {"VERBS_MAX_INLINE", kSize, "256",
+     "Largest header+payload the verbs transport asks a QP to send inline (the CPU writes it "
+     "into the work request: PIO); the device may grant less. 0 disables inline sends."},
+    {"VERBS_GID_INDEX", kString, "auto",
+     "GID table index of the verbs port. \"auto\": a RoCE v2 GID with an IPv4-mapped "
+     "address first, then any RoCE v2, RoCE v1 or InfiniBand GID."},
 };
 
 }  // namespace

@@ -53,20 +53,32 @@ Request* RequestQueue::pop_front() {
 // Set-up
 // ------------------------------------------------------------------------------------------
 
+const tl::LaneAttr Endpoint::kUnwiredAttr{};
+
+Endpoint::Endpoint(Worker* worker, const swy_ep_params_t& params)
+    : worker_(worker), iface_index_(0), err_cb_(params.err_cb), err_arg_(params.err_arg) {}
+
 Endpoint::Endpoint(Worker* worker, std::unique_ptr<tl::Endpoint> lane, uint16_t iface_index,
                    const swy_ep_params_t& params)
-    : worker_(worker),
-      lane_(std::move(lane)),
-      iface_index_(iface_index),
-      err_cb_(params.err_cb),
-      err_arg_(params.err_arg) {
+    : Endpoint(worker, params) {
+    wire(std::move(lane), iface_index);
+}
+
+void Endpoint::wire(std::unique_ptr<tl::Endpoint> lane, uint16_t iface_index) {
+    lane_ = std::move(lane);
+    iface_index_ = iface_index;
     const tl::LaneAttr& a = lane_->attr();
     single_packet_max_ = a.max_message - sizeof(proto::EagerSyncHeader);
     fragment_max_ = a.max_message - sizeof(proto::EagerFirstHeader);
     const common::Config& cfg = worker_->context()->config();
     if (a.pio) {
         size_t limit = cfg.get_size("PIO_MAX");
-        pio_max_ = limit == 0 ? single_packet_max_ : std::min(limit, single_packet_max_);
+        // A lane whose PIO sends are smaller than its messages (verbs inline) says so.
+        const size_t pio_packet = a.pio_max_message != 0 && a.pio_max_message < a.max_message
+                                      ? a.pio_max_message - std::min(a.pio_max_message,
+                                                                     sizeof(proto::EagerOnlyHeader))
+                                      : single_packet_max_;
+        pio_max_ = limit == 0 ? pio_packet : std::min(limit, pio_packet);
     }
     proto::LaneCaps caps;
     caps.pio = a.pio;
@@ -75,6 +87,17 @@ Endpoint::Endpoint(Worker* worker, std::unique_ptr<tl::Endpoint> lane, uint16_t 
     caps.cma = a.zcopy_cma;
     caps.split_min = a.zcopy_cma ? cfg.get_size("RNDV_SPLIT_MIN") : 0;
     caps.rndv = a.rndv;
+    if (a.rdma) {  // verbs: the lane's own network figures (select.h)
+        caps.network = true;
+        caps.net_latency_s = a.send_cost.latency_s;
+        caps.net_overhead_s = a.send_cost.overhead_s;
+        caps.net_bw_Bps = a.send_cost.bandwidth_Bps;
+        caps.rdma = true;
+        caps.rdma_overhead_s = a.rdma_cost.overhead_s;
+        caps.rdma_bw_Bps = a.rdma_cost.bandwidth_Bps;
+        caps.reg_fixed_s = a.reg_cost.latency_s + a.reg_cost.overhead_s;
+        caps.reg_per_byte_s = 1.0 / a.reg_cost.bandwidth_Bps;
+    }
     proto::SelectOverrides o;
     o.rndv_thresh = cfg.get_size("RNDV_THRESH");
     o.zcopy_thresh = cfg.get_size("ZCOPY_THRESH");
@@ -93,6 +116,8 @@ Endpoint::Endpoint(Worker* worker, std::unique_ptr<tl::Endpoint> lane, uint16_t 
         device_caps.pio = false;
         device_caps.pio_max = 0;
         device_caps.cma = false;
+        // RDMA reaches device memory only through dma-buf registration (verbs probes it).
+        device_caps.rdma = caps.rdma && a.rdma_device_memory;
         device_caps.stage_fixed_s = attr.copy_latency_s;
         device_caps.stage_per_byte_s = 1.0 / attr.copy_bw_Bps;
         tables_[t] = proto::select_protocols(device_caps, costs, o);
@@ -109,9 +134,17 @@ Endpoint::Endpoint(Worker* worker, std::unique_ptr<tl::Endpoint> lane, uint16_t 
         }
         fast_max_ = std::min(eager_end, single_packet_max_);
     }
+    // Sends posted before wire-up waited without a protocol: choose it now, in order.
+    for (Request* r = pending_.front(); r != nullptr; r = r->link.next) choose_protocol(r);
 }
 
-Endpoint::~Endpoint() { lane_->disconnect(); }
+Endpoint::~Endpoint() {
+    if (lane_) {
+        lane_->disconnect();
+    } else {
+        worker_->endpoint_deleted(this);
+    }
+}
 
 void Endpoint::fail(Status why) {
     if (!failed_) {
@@ -166,13 +199,9 @@ Status Endpoint::tag_send(const void* buffer, size_t length, uint64_t tag,
     }
     r->memtype = static_cast<uint8_t>(type);
     r->cpu_buffer = cpu_buffer;
-    r->proto = static_cast<uint8_t>(tables_[static_cast<size_t>(type)].lookup(length));
-    const bool rndv = r->proto >= static_cast<uint8_t>(ProtoId::kRndvGetCma);
-    // Rendezvous completes on ATS/FIN, which already implies a matched receive (sync).
-    r->remote_done = !rndv && (flags & SWY_REQ_FLAG_SYNC) == 0;
-    if (!rndv && length > single_packet_max_) r->message_id = next_message_id();
+    if (lane_) choose_protocol(r);
 
-    if (pending_.empty()) {
+    if (lane_ && pending_.empty()) {
         Status s = push(r);
         if (is_error(s) && s != Status::kNoResource) {
             worker_->pool().put(r);
@@ -200,16 +229,27 @@ Status Endpoint::tag_send(const void* buffer, size_t length, uint64_t tag,
     pending_.push_back(r);
     r->queue = 1;
     r->user_owned = true;
-    worker_->mark_pending(this);
+    if (lane_) worker_->mark_pending(this);  // unwired: the worker marks it once wired
     *out = r;
     return Status::kInProgress;
+}
+
+void Endpoint::choose_protocol(Request* r) {
+    const size_t length = r->length;
+    r->proto = static_cast<uint8_t>(tables_[r->memtype].lookup(length));
+    const bool rndv = r->proto >= static_cast<uint8_t>(ProtoId::kRndvGetCma);
+    // Rendezvous completes on ATS/FIN, which already implies a matched receive (sync).
+    r->remote_done = !rndv && (r->flags & SWY_REQ_FLAG_SYNC) == 0;
+    if (!rndv && length > single_packet_max_) r->message_id = next_message_id();
 }
 
 Status Endpoint::push(Request* r) {
     switch (static_cast<ProtoId>(r->proto)) {
         case ProtoId::kRndvGetCma:
         case ProtoId::kRndvPutCma:
-        case ProtoId::kRndvPipeline: return send_rts(r);
+        case ProtoId::kRndvPipeline:
+        case ProtoId::kRndvGetZcopy:
+        case ProtoId::kRndvPutZcopy: return send_rts(r);
         default: return r->length <= single_packet_max_ ? send_single(r) : send_fragments(r);
     }
 }
@@ -269,6 +309,7 @@ Status Endpoint::send_fragments(Request* r) {
 }
 
 bool Endpoint::progress_pending() {
+    if (!lane_) return true;  // wire_endpoint() puts it back on the list
     while (Request* r = pending_.front()) {
         Status s = push(r);
         if (s == Status::kNoResource) return false;

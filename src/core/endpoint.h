@@ -36,12 +36,21 @@ class Endpoint {
 public:
     Endpoint(Worker* worker, std::unique_ptr<tl::Endpoint> lane, uint16_t iface_index,
              const swy_ep_params_t& params);
+    /// An endpoint created from a sockaddr: no lane until wire(); sends wait on its pending
+    /// queue, and their protocol is chosen when it is wired.
+    Endpoint(Worker* worker, const swy_ep_params_t& params);
     ~Endpoint();
+
+    /// Take the lane chosen at wire-up and build the protocol tables (once).
+    void wire(std::unique_ptr<tl::Endpoint> lane, uint16_t iface_index);
+    bool wired() const { return lane_ != nullptr; }
 
     Worker* worker() const { return worker_; }
     tl::Endpoint* lane() const { return lane_.get(); }
-    const tl::LaneAttr& lane_attr() const { return lane_->attr(); }
-    uint64_t remote_uid() const { return lane_->remote_uid(); }
+    /// The lane's attributes; before wire-up, empty ones (transport "").
+    const tl::LaneAttr& lane_attr() const { return lane_ ? lane_->attr() : kUnwiredAttr; }
+    /// 0 before wire-up (no worker has uid 0).
+    uint64_t remote_uid() const { return lane_ ? lane_->remote_uid() : 0; }
 
     /// Largest payload sent as one packet with no fragment header (eager short or one-cell bcopy).
     size_t single_packet_max() const { return single_packet_max_; }
@@ -81,7 +90,7 @@ public:
     bool idle() const { return pending_.empty() && in_flight_.empty(); }
 
     uint32_t next_message_id() { return ++message_ids_; }
-    bool pio_granted() const { return lane_->attr().pio; }
+    bool pio_granted() const { return lane_ && lane_->attr().pio; }
 
     // Bookkeeping used by Worker.
     Endpoint* next_in_worker = nullptr;
@@ -91,6 +100,9 @@ public:
     bool closed = false;  ///< closed; deleted by the worker once nothing runs inside it
 
 private:
+    static const tl::LaneAttr kUnwiredAttr;
+    /// Protocol, completion mode and message id of a send (needs the tables: wired only).
+    void choose_protocol(Request* r);
     /// Send as much of @p r as the lane accepts now. kOk: all handed over; kNoResource: rest
     /// later; error: failed.
     Status push(Request* r);

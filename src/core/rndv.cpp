@@ -36,6 +36,8 @@ Status Endpoint::send_rts(Request* r) {
         case proto::ProtoId::kRndvPutCma: h.scheme = static_cast<uint32_t>(RndvScheme::kPut); break;
         default: h.scheme = static_cast<uint32_t>(RndvScheme::kPipeline); break;
     }
+    // Verbs RDMA (rndv_verbs.cpp): registers the buffer, sets the scheme and the rkey.
+    if (r->proto >= static_cast<uint8_t>(proto::ProtoId::kRndvGetZcopy)) worker_->prepare_rdma_rts(this, r, &h);
     return lane_->am_send(proto::kAmRndvRts, &h, sizeof(h), nullptr, 0);
 }
 
@@ -46,6 +48,7 @@ void Worker::handle_ats(const uint8_t* data, size_t length) {
     if (r == nullptr || r->kind != RequestKind::kSend) return;
     // The ATS is always the last word: for a split GET the receiver sends it only after our
     // FIN, so our own push is over too. It carries the final status (truncation, errors).
+    if (!rdma_regs_.empty()) release_rdma(r);  // verbs: the peer has read our buffer
     r->local_done = r->remote_done = true;
     complete(r, static_cast<Status>(h.status));
 }
@@ -70,6 +73,10 @@ void Worker::handle_rtr(const uint8_t* data, size_t length) {
     r->rndv_status = static_cast<Status>(h.status);
     r->rndv_offset = h.split != 0 ? h.offset : 0;  // split: we push the tail
     r->split = h.split != 0;
+    if (h.scheme == static_cast<uint32_t>(RndvScheme::kPutRdma)) {
+        start_rdma_put(r, h.rkey);  // verbs (rndv_verbs.cpp)
+        return;
+    }
     start_rndv_send(r);
 }
 
@@ -132,7 +139,7 @@ static bool push_rndv_send(Worker* w, Request* r, Status* error) {
 
 void Worker::handle_rts(tl::AmSource src, const uint8_t* data, size_t length) {
     proto::RtsHeader h{};
-    if (!proto::read_header(data, length, &h) || h.scheme > 2) {
+    if (!proto::read_header(data, length, &h) || h.scheme > proto::kRndvSchemeMax) {
         log_printf(LogLevel::kError, "dropping malformed RTS (%zu bytes)", length);
         return;
     }
@@ -170,6 +177,10 @@ void Worker::start_rndv_receive(Request* r, const proto::RtsHeader& rts, tl::AmS
     // Memory the CPU (and so CMA) must not touch takes the data through the pipeline, staged
     // into it fragment by fragment with the memory type's copy.
     if (!r->cpu_buffer && r->rndv_length != 0) scheme = RndvScheme::kPipeline;
+    if (scheme == RndvScheme::kGetRdma || scheme == RndvScheme::kPutRdma) {
+        start_rdma_receive(r, rts, scheme);  // verbs (rndv_verbs.cpp)
+        return;
+    }
     if (r->rndv_length == 0 || scheme == RndvScheme::kGet) {
         r->rndv_scheme = static_cast<uint8_t>(RndvScheme::kGet);
         // Both processes copy at once: we pull the head, the sender pushes the tail. Asked
@@ -196,6 +207,7 @@ void Worker::send_rtr(Request* r, RndvScheme scheme) {
 }
 
 void Worker::finish_rndv_receive(Request* r, Status status) {
+    if (!rdma_regs_.empty()) release_rdma(r);  // verbs: no rkey outlives the receive
     std::erase_if(rndv_waiting_, [r](const TrackedRequest& t) { return t.request == r; });
     complete(r, status);
 }

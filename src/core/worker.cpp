@@ -6,13 +6,16 @@
 
 #include <cerrno>
 #include <cstring>
+#include <cstdlib>
 
 #include "common/log.h"
+#include "core/listener.h"
 #include "core/topology.h"
 #include "protocols/wire.h"
 #include "transports/self/self_iface.h"
 #include "transports/shm/shm_iface.h"
 #include "transports/tcp/tcp_iface.h"
+#include "transports/verbs/verbs_open.h"
 
 namespace swy::core {
 
@@ -96,6 +99,10 @@ Status Worker::open_interfaces(std::string* why) {
         tcp_ = tcp.get();
         ifaces_.push_back(std::move(tcp));
     }
+    if (context_->transport_enabled("verbs")) {
+        Status s = open_verbs(why);
+        if (s != Status::kOk) return s;
+    }
     for (auto& iface : ifaces_) {
         int fd = iface->event_fd();
         if (fd < 0) continue;
@@ -104,6 +111,43 @@ Status Worker::open_interfaces(std::string* why) {
         ev.data.fd = fd;
         epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
     }
+    return Status::kOk;
+}
+
+Status Worker::open_verbs(std::string* why) {
+    const common::Config& cfg = context_->config();
+    tl::verbs::VerbsConfig vc;
+    vc.devices = cfg.get_list("NET_DEVICES");
+    vc.seg_size = cfg.get_size("VERBS_SEG_SIZE");
+    vc.rx_credits = static_cast<uint32_t>(std::min<uint64_t>(cfg.get_unsigned("VERBS_RX_CREDITS"), UINT32_MAX));
+    vc.max_inline = static_cast<uint32_t>(std::min<size_t>(cfg.get_size("VERBS_MAX_INLINE"), 4096));
+    const std::string gid = cfg.get_string("VERBS_GID_INDEX");
+    if (gid != "auto") {
+        char* end = nullptr;
+        const long v = std::strtol(gid.c_str(), &end, 10);
+        if (gid.empty() || *end != '\0' || v < 0 || v > 0xFFFF) {
+            *why = "SWY_VERBS_GID_INDEX must be auto or a GID table index";
+            return Status::kInvalidParam;
+        }
+        vc.gid_index = static_cast<int>(v);
+    }
+    std::unique_ptr<tl::Interface> verbs;
+    const auto index = static_cast<uint16_t>(ifaces_.size());
+    std::string reason;
+    Status s = tl::verbs::open(vc, uid_, index, this, &verbs, &reason);
+    if (s == Status::kInvalidParam) {
+        *why = reason;
+        return s;
+    }
+    if (s != Status::kOk) {
+        // No device, no active port, or built without verbs: the other transports carry on.
+        log_printf(s == Status::kIoError ? LogLevel::kWarn : LogLevel::kDebug,
+                   "verbs transport not opened: %s", reason.c_str());
+        return Status::kOk;
+    }
+    verbs_index_ = index;
+    verbs_ = verbs.get();
+    ifaces_.push_back(std::move(verbs));
     return Status::kOk;
 }
 
@@ -117,6 +161,7 @@ Worker::~Worker() {
     run_deferred();
     reap_endpoints();
     // Receives still posted are canceled too.
+    rdma_regs_.clear();  // verbs registrations go before the interface that holds their PD
     ifaces_.clear();
     if (epoll_fd_ >= 0) close(epoll_fd_);
     // An incomplete unexpected message is also in the matcher (deleted below) unless a matched
@@ -150,6 +195,8 @@ unsigned Worker::progress() {
     if (shm_ != nullptr) n += shm_->progress();
     if (self_ != nullptr && !self_->idle()) n += self_->progress();
     if (tcp_ != nullptr && (++tcp_tick_ & (kTcpPollEvery - 1)) == 0) n += tcp_->progress();
+    if (verbs_ != nullptr) n += verbs_->progress();
+    if (__builtin_expect(conn_ != nullptr, 0)) n += conn_->progress();
     if (__builtin_expect(!pending_eps_.empty(), 0)) {
         // Swap with a scratch vector kept across calls: no allocation on this path.
         pending_scratch_.clear();
@@ -209,11 +256,15 @@ Status Worker::arm() {
     for (auto& iface : ifaces_) {
         if (!iface->arm()) return Status::kBusy;
     }
+    if (conn_ != nullptr && !conn_->arm()) {
+        return Status::kBusy;
+    }
     return Status::kOk;
 }
 
 void Worker::disarm() {
     for (auto& iface : ifaces_) iface->disarm();
+    if (conn_ != nullptr) conn_->disarm();
 }
 
 Status Worker::wait(int timeout_ms) {
@@ -239,6 +290,9 @@ std::vector<uint8_t> Worker::address() const {
     if (self_index_ >= 0) a.sections.push_back({TransportId::kSelf, {}});
     if (shm_index_ >= 0) a.sections.push_back({TransportId::kShm, ifaces_[shm_index_]->address()});
     if (tcp_index_ >= 0) a.sections.push_back({TransportId::kTcp, ifaces_[tcp_index_]->address()});
+    if (verbs_index_ >= 0) {
+        a.sections.push_back({TransportId::kVerbs, ifaces_[verbs_index_]->address()});
+    }
     return encode_address(a);
 }
 
@@ -257,7 +311,8 @@ void Worker::query(swy_worker_attr_t* attr) const {
 // Endpoints
 // ------------------------------------------------------------------------------------------
 
-Status Worker::create_endpoint(const swy_ep_params_t& params, Endpoint** out, std::string* why) {
+Status Worker::create_endpoint(const swy_ep_params_t& params, Endpoint** out, std::string* why,
+                               Endpoint* wire_into) {
     WorkerAddress remote;
     Status s = decode_address(params.remote_address, params.remote_address_length, &remote, why);
     if (s != Status::kOk) return s;
@@ -278,6 +333,13 @@ Status Worker::create_endpoint(const swy_ep_params_t& params, Endpoint** out, st
         iface_index = shm_index_;
         s = ifaces_[shm_index_]->connect(remote.worker_uid, sec->bytes.data(), sec->bytes.size(),
                                          want_pio, &lane, why);
+    } else if (verbs_index_ >= 0 && remote.find(TransportId::kVerbs) != nullptr) {
+        // Another host, or shm not enabled: RDMA before tcp. Inline sends are per QP (no
+        // shared window), so every verbs lane gets them and want_pio does not apply.
+        const AddressSection* sec = remote.find(TransportId::kVerbs);
+        iface_index = verbs_index_;
+        s = ifaces_[verbs_index_]->connect(remote.worker_uid, sec->bytes.data(),
+                                           sec->bytes.size(), true, &lane, why);
     } else if (tcp_index_ >= 0 && remote.find(TransportId::kTcp) != nullptr) {
         // Another host (or network namespace), or shm not enabled: the network.
         const AddressSection* sec = remote.find(TransportId::kTcp);
@@ -292,11 +354,18 @@ Status Worker::create_endpoint(const swy_ep_params_t& params, Endpoint** out, st
         return Status::kUnreachable;
     }
     if (s != Status::kOk) return s;
-    auto* ep = new Endpoint(this, std::move(lane), static_cast<uint16_t>(iface_index), params);
+    Endpoint* ep = wire_into;
+    if (ep != nullptr) {
+        ep->wire(std::move(lane), static_cast<uint16_t>(iface_index));
+    } else {
+        ep = new Endpoint(this, std::move(lane), static_cast<uint16_t>(iface_index), params);
+    }
     if (ep->pio_granted()) ++pio_granted_;
-    ep->next_in_worker = endpoints_;
-    if (endpoints_ != nullptr) endpoints_->prev_in_worker = ep;
-    endpoints_ = ep;
+    if (wire_into == nullptr) {
+        ep->next_in_worker = endpoints_;
+        if (endpoints_ != nullptr) endpoints_->prev_in_worker = ep;
+        endpoints_ = ep;
+    }
     if (context_->config().get_bool("PROTO_INFO")) {
         const tl::LaneAttr& la = ep->lane_attr();
         log_printf(LogLevel::kError,

@@ -21,6 +21,7 @@
 #include "protocols/wire.h"
 #include "transports/cma/cma.h"
 #include "transports/transport.h"
+#include "transports/verbs/rdma.h"
 
 namespace swy::tl::shm {
 class ShmInterface;
@@ -33,6 +34,8 @@ class TcpInterface;
 }
 
 namespace swy::core {
+
+class ConnManager;
 
 /// A message that arrived before its receive was posted (or was taken by a matched probe).
 struct UnexpectedDesc : proto::UnexpectedMessage {
@@ -80,10 +83,25 @@ public:
     void query(swy_worker_attr_t* attr) const;
 
     // ---- endpoints ----
-    Status create_endpoint(const swy_ep_params_t& params, Endpoint** out, std::string* why);
+    /// @p wire_into: wire this endpoint (made by add_unwired_endpoint) instead of a new one.
+    Status create_endpoint(const swy_ep_params_t& params, Endpoint** out, std::string* why,
+                           Endpoint* wire_into = nullptr);
     /// Close: kOk (done), kInProgress (*req set), error.
     Status close_endpoint(Endpoint* ep, swy_ep_close_mode_t mode, Request** req);
     void mark_pending(Endpoint* ep);
+
+    // ---- connection establishment through sockaddr (worker_connect.cpp, listener.h) ----
+    /// The connection manager (listeners, sockaddr endpoints), created on first use.
+    Status conn_manager(ConnManager** out, std::string* why);
+    /// An endpoint without lanes yet: its sends wait on its pending queue until wired.
+    Endpoint* add_unwired_endpoint(const swy_ep_params_t& params);
+    /// Wire @p ep's lanes from a peer's worker address, then send what it queued.
+    Status wire_endpoint(Endpoint* ep, const std::vector<uint8_t>& address, uint32_t flags,
+                         std::string* why);
+    /// True if an endpoint to worker @p uid exists, is wired and has neither failed nor closed.
+    bool has_live_endpoint_to(uint64_t uid) const;
+    /// An endpoint is being deleted (its handshake, if any, must forget it).
+    void endpoint_deleted(const Endpoint* ep);
 
     // ---- receives ----
     Status tag_recv(void* buffer, size_t length, uint64_t tag, uint64_t mask,
@@ -141,6 +159,9 @@ public:
 
     /// A rendezvous send whose peer answered with RTR (put or pipeline): move the data.
     void start_rndv_send(Request* r);
+    /// Verbs rendezvous (rndv_verbs.cpp): register the send buffer of @p r and put the RDMA
+    /// scheme and rkey into its RTS; leaves the RTS as a pipeline one if registration fails.
+    void prepare_rdma_rts(Endpoint* ep, Request* r, proto::RtsHeader* rts);
 
 private:
     Worker(Context* context, const swy_worker_params_t* params);
@@ -173,6 +194,19 @@ private:
     void finish_split(Request* r, Status own_status);
     unsigned progress_rndv();
     void fail_rndv(uint64_t remote_uid, Status why);
+    // Verbs rendezvous (rndv_verbs.cpp): RDMA READ (GET) and RDMA WRITE + FIN (PUT) on
+    // per-transfer registrations, held here until the transfer's request completes.
+    void start_rdma_receive(Request* r, const proto::RtsHeader& rts, proto::RndvScheme scheme);
+    void start_rdma_put(Request* r, uint32_t rkey);
+    void release_rdma(Request* r);
+    static void on_rdma_get_done(void* arg, uint64_t cookie, Status status);
+    static void on_rdma_put_done(void* arg, uint64_t cookie, Status status);
+    struct RdmaRegistration {
+        Request* request;
+        uint64_t id;
+        std::unique_ptr<tl::MemoryRegistration> reg;
+    };
+    std::vector<RdmaRegistration> rdma_regs_;
     /// A request id captured with its pointer, so a reused request is never mistaken.
     struct TrackedRequest {
         Request* request;
@@ -198,6 +232,9 @@ private:
     int self_index_ = -1;
     int shm_index_ = -1;
     int tcp_index_ = -1;
+    int verbs_index_ = -1;
+    tl::Interface* verbs_ = nullptr;  // typed view of ifaces_[verbs_index_]
+    Status open_verbs(std::string* why);
     // Typed views of ifaces_ for the poll loop (owned by ifaces_).
     tl::shm::ShmInterface* shm_ = nullptr;
     tl::self::SelfInterface* self_ = nullptr;
@@ -225,6 +262,7 @@ private:
     size_t pio_granted_ = 0;
     size_t pio_max_eps_ = 16;
     size_t pio_reserved_ = 4;
+    std::unique_ptr<ConnManager> conn_;  // null until a listener or sockaddr endpoint exists
 };
 
 }  // namespace swy::core

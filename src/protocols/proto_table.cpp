@@ -7,7 +7,8 @@ namespace swy::proto {
 
 namespace {
 constexpr const char* kNames[kProtoCount] = {"eager_short", "eager_bcopy", "rndv_get_cma",
-                                             "rndv_put_cma", "rndv_pipeline"};
+                                             "rndv_put_cma", "rndv_pipeline",
+                                             "rndv_get_zcopy", "rndv_put_zcopy"};
 }
 
 const char* proto_name(ProtoId id) { return kNames[static_cast<size_t>(id)]; }

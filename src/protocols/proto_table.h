@@ -16,8 +16,10 @@ enum class ProtoId : uint8_t {
     kRndvGetCma,    ///< RTS, receiver pulls with process_vm_readv, ATS
     kRndvPutCma,    ///< RTS, RTR, sender pushes with process_vm_writev, FIN
     kRndvPipeline,  ///< RTS, fragments copied through host staging
+    kRndvGetZcopy,  ///< RTS with an rkey, receiver pulls with RDMA READ, ATS (verbs)
+    kRndvPutZcopy,  ///< RTS, RTR with an rkey, sender pushes with RDMA WRITE, FIN (verbs)
 };
-inline constexpr size_t kProtoCount = 5;
+inline constexpr size_t kProtoCount = 7;
 
 /// Stable name used in tables, SWY_PROTO and swy-perf output ("eager_short", ...).
 const char* proto_name(ProtoId id);

@@ -47,7 +47,47 @@ std::string format_size(size_t n) {
 
 }  // namespace
 
+// A network lane (verbs): eager messages cost the lane's latency and bandwidth plus a copy
+// on each side (bounce buffer, receive buffer); inline sends skip the sender's copy; RDMA
+// rendezvous moves the bytes once, after a handshake and a registration on each side.
+std::vector<Candidate> network_candidates(const LaneCaps& lane, const CostFigures& c) {
+    std::vector<Candidate> out;
+    constexpr size_t kMax = std::numeric_limits<size_t>::max();
+    const double L = lane.net_latency_s;
+    const double o = lane.net_overhead_s;
+    const double wire = 1.0 / lane.net_bw_Bps;
+    const double copy = 1.0 / c.memcpy_bw_Bps;
+    const double unexpected = kUnexpectedShare / c.memcpy_bw_Bps;
+    const double frag = static_cast<double>(std::max<size_t>(lane.fragment_max, 64));
+    if (lane.pio && lane.pio_max > 0) {
+        out.push_back({ProtoId::kEagerShort, 0, lane.pio_max, L + o, wire + copy + unexpected});
+    }
+    out.push_back({ProtoId::kEagerBcopy, 0, kMax, L + o + c.bcopy_overhead_s,
+                   wire + 2 * copy + o / frag + unexpected});
+    if (lane.rndv) {
+        const double handshake = 2 * L + 2 * o;  // RTS, and ATS or RTR
+        if (lane.rdma) {
+            const double rdma = 1.0 / lane.rdma_bw_Bps + 2 * lane.reg_per_byte_s;
+            const double reg = 2 * lane.reg_fixed_s;
+            // GET: RTS, READ request and response, ATS.
+            out.push_back({ProtoId::kRndvGetZcopy, 0, kMax,
+                           handshake + 2 * L + lane.rdma_overhead_s + reg, rdma});
+            // PUT: RTS, RTR, WRITE and its acknowledgement, FIN.
+            out.push_back({ProtoId::kRndvPutZcopy, 0, kMax,
+                           handshake + 3 * L + o + lane.rdma_overhead_s + reg, rdma});
+        }
+        out.push_back({ProtoId::kRndvPipeline, 0, kMax, handshake + L + o,
+                       wire + 2 * copy + o / frag});
+    }
+    for (Candidate& cand : out) {
+        cand.fixed_s += lane.stage_fixed_s;
+        cand.per_byte_s += lane.stage_per_byte_s;
+    }
+    return out;
+}
+
 std::vector<Candidate> candidates(const LaneCaps& lane, const CostFigures& c) {
+    if (lane.network) return network_candidates(lane, c);
     std::vector<Candidate> out;
     const double L = c.fifo_latency_s;
     const double copy = 1.0 / c.shm_copy_bw_Bps;
@@ -101,10 +141,13 @@ ProtoTable select_protocols(const LaneCaps& lane, const CostFigures& costs,
     for (Candidate c : all) {
         if (!allowed(o, c.proto)) continue;
         if (is_rndv(c.proto) && o.rndv_scheme != "auto") {
-            const char* want = o.rndv_scheme == "get"   ? "rndv_get_cma"
-                               : o.rndv_scheme == "put" ? "rndv_put_cma"
-                                                        : "rndv_pipeline";
-            if (std::string(proto_name(c.proto)) != want) continue;
+            // "get" and "put" name the flavour: CMA on shm lanes, RDMA on verbs lanes.
+            const bool get = c.proto == ProtoId::kRndvGetCma || c.proto == ProtoId::kRndvGetZcopy;
+            const bool put = c.proto == ProtoId::kRndvPutCma || c.proto == ProtoId::kRndvPutZcopy;
+            const bool keep = o.rndv_scheme == "get"   ? get
+                              : o.rndv_scheme == "put" ? put
+                                                       : c.proto == ProtoId::kRndvPipeline;
+            if (!keep) continue;
         }
         if (c.proto == ProtoId::kEagerShort && o.pio_max != 0) {
             c.max_size = std::min(c.max_size, o.pio_max);
@@ -118,7 +161,8 @@ ProtoTable select_protocols(const LaneCaps& lane, const CostFigures& costs,
             }
         }
         if (o.zcopy_thresh != 0 &&
-            (c.proto == ProtoId::kRndvGetCma || c.proto == ProtoId::kRndvPutCma)) {
+            (c.proto == ProtoId::kRndvGetCma || c.proto == ProtoId::kRndvPutCma ||
+             c.proto == ProtoId::kRndvGetZcopy || c.proto == ProtoId::kRndvPutZcopy)) {
             c.min_size = std::max(c.min_size, o.zcopy_thresh);
         }
         if (c.min_size <= c.max_size) cands.push_back(c);

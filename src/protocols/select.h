@@ -29,6 +29,17 @@ struct LaneCaps {
     /// candidate (one plugin copy per byte on the sender, plus a fixed cost per message).
     double stage_fixed_s = 0;
     double stage_per_byte_s = 0;
+    /// A network lane (verbs): costs come from the lane's own figures below instead of the
+    /// shared-memory figures, and zero-copy rendezvous is RDMA (rndv_get/put_zcopy).
+    bool network = false;
+    double net_latency_s = 0;    ///< one-way latency of a message
+    double net_overhead_s = 0;   ///< sender overhead of a message
+    double net_bw_Bps = 1e9;     ///< bandwidth of eager messages
+    bool rdma = false;           ///< RDMA READ/WRITE of registered memory reaches the peer
+    double rdma_overhead_s = 0;  ///< posting one RDMA operation
+    double rdma_bw_Bps = 1e9;
+    double reg_fixed_s = 0;      ///< registering a buffer, per side
+    double reg_per_byte_s = 0;
 };
 
 /// User overrides (0 / empty = automatic).

@@ -63,7 +63,8 @@ struct AckHeader {
 };
 static_assert(sizeof(AckHeader) == 16);
 
-/// Rendezvous request: the sender's buffer, reachable with process_vm_readv.
+/// Rendezvous request: the sender's buffer, reachable with process_vm_readv (or RDMA READ
+/// with rkey).
 struct RtsHeader {
     uint64_t tag;
     uint64_t sender_request;
@@ -71,10 +72,14 @@ struct RtsHeader {
     uint64_t address;
     int32_t pid;
     uint32_t scheme;  ///< RndvScheme the sender's selector chose
+    uint32_t rkey;    ///< kGetRdma: remote key of the sender's registered buffer (verbs)
+    uint32_t reserved;
 };
-static_assert(sizeof(RtsHeader) == 40);
+static_assert(sizeof(RtsHeader) == 48);
 
-enum class RndvScheme : uint32_t { kGet = 0, kPut = 1, kPipeline = 2 };
+/// kGet/kPut move data with CMA, kGetRdma/kPutRdma with RDMA READ/WRITE (verbs lanes).
+enum class RndvScheme : uint32_t { kGet = 0, kPut = 1, kPipeline = 2, kGetRdma = 3, kPutRdma = 4 };
+inline constexpr uint32_t kRndvSchemeMax = 4;
 
 /// Receiver's answer for put and pipeline: where and how much (clamped to its buffer).
 struct RtrHeader {
@@ -87,8 +92,10 @@ struct RtrHeader {
     int32_t status;     ///< kOk or kMessageTruncated: the sender completes with it
     uint32_t split;     ///< 1: a split GET: the sender puts [offset, offset+length)
     uint64_t offset;    ///< where in the message the sender's part starts
+    uint32_t rkey;      ///< kPutRdma: remote key of the registered receive buffer (verbs)
+    uint32_t reserved;
 };
-static_assert(sizeof(RtrHeader) == 56);
+static_assert(sizeof(RtrHeader) == 64);
 
 struct RndvDataHeader {
     uint64_t receive_request;

@@ -38,6 +38,13 @@ struct LaneAttr {
     std::string cma_reason;        ///< why not, when zcopy_cma is false
     bool rndv = false;             ///< rendezvous makes sense on this lane
     int remote_pid = 0;            ///< for CMA
+    /// Largest header+payload of one PIO send when smaller than max_message (verbs: the QP's
+    /// inline limit); 0: max_message.
+    size_t pio_max_message = 0;
+    bool rdma = false;             ///< RDMA READ/WRITE of registered memory (verbs rendezvous)
+    bool rdma_device_memory = false;  ///< device memory (dma-buf) can be registered for RDMA
+    LinearCost rdma_cost;          ///< one RDMA READ or WRITE of n bytes
+    LinearCost reg_cost;           ///< registering (and deregistering) n bytes, per side
 };
 
 /// Where a received message came from: the interface and its per-interface sender index.

@@ -56,6 +56,10 @@ TEST(ConfigTable, DeclaresEveryDocumentedVariableWithItsTypeAndDefault) {
         {"NET_DEVICES", ConfigType::kList, "all"},
         {"TCP_SNDBUF_LIMIT", ConfigType::kSize, "4M"},
         {"TCP_KEEPALIVE", ConfigType::kTime, "2s"},
+        {"VERBS_SEG_SIZE", ConfigType::kSize, "8K"},
+        {"VERBS_RX_CREDITS", ConfigType::kUnsigned, "64"},
+        {"VERBS_MAX_INLINE", ConfigType::kSize, "256"},
+        {"VERBS_GID_INDEX", ConfigType::kString, "auto"},
     };
     auto table = config_table();
     EXPECT_EQ(table.size(), std::size(expected));

@@ -93,6 +93,9 @@ bool Bootstrap::start(const Options& opts) {
         role_ = Role::kSelf;
         return true;
     }
+    if (opts.server_port < 0 && opts.client_port < 0 && launched_by_pmix()) {
+        return start_launched();
+    }
     if (opts.server_port >= 0) {
         role_ = Role::kServer;
         rfd_ = wfd_ = listen_and_accept(opts.server_port);
@@ -189,6 +192,7 @@ bool Bootstrap::exchange(const void* mine, size_t length, std::vector<uint8_t>* 
 
 bool Bootstrap::barrier(const std::function<void()>& idle) {
     if (role_ == Role::kSelf) return true;
+    if (launched_) return barrier_launched();
     char token = 'b';
     if (!write_all(&token, 1)) return false;  // one byte: never blocks
     if (idle) {
@@ -204,7 +208,8 @@ bool Bootstrap::barrier(const std::function<void()>& idle) {
 }
 
 bool Bootstrap::peer_alive() const {
-    if (role_ == Role::kSelf) return true;
+    // Launched: the launcher ends the job when a rank dies; the endpoint reports the rest.
+    if (role_ == Role::kSelf || launched_) return true;
     pollfd p{rfd_, POLLIN | POLLRDHUP, 0};
     if (::poll(&p, 1, 0) <= 0) return true;
     return (p.revents & (POLLHUP | POLLRDHUP | POLLERR)) == 0;

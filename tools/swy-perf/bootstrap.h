@@ -1,6 +1,7 @@
 // Out-of-band channel between the two swy-perf processes: exchanges worker addresses and
-// provides a barrier. Three ways to get one: fork a local peer (pipes made before fork),
-// --server PORT or --client HOST:PORT (TCP). Nothing here touches Switchyard.
+// provides a barrier. Four ways to get one: fork a local peer (pipes made before fork),
+// --server PORT or --client HOST:PORT (TCP), or a PMIx launcher (mpirun -np 2; launcher.cpp,
+// the only part that touches Switchyard, through switchyard/bootstrap.h).
 #pragma once
 
 #include <sys/types.h>
@@ -10,6 +11,8 @@
 #include <functional>
 #include <string>
 #include <vector>
+
+#include <switchyard/bootstrap.h>
 
 #include "options.h"
 
@@ -44,7 +47,22 @@ public:
 
     ~Bootstrap();
 
+    /// Started by a PMIx launcher with neither --server nor --client: rank 0 is the server,
+    /// rank 1 the client, and the launcher's PMIx server carries addresses and barriers.
+    bool launched() const { return launched_; }
+    /// Launched mode, once the worker exists: join the job (publishing @p worker's address)
+    /// and connect to the other rank. False with a message printed.
+    bool connect_launched(swy_worker_h worker, const swy_ep_params_t& ep_template,
+                          swy_ep_h* ep);
+    /// Launched mode: close the endpoint connect_launched() made (progressing the worker).
+    bool close_launched(bool force);
+    /// Launched mode: leave the job. Call before the worker is destroyed.
+    void leave_launched();
+
 private:
+    static bool launched_by_pmix();
+    bool start_launched();
+    bool barrier_launched();
     bool write_all(const void* data, size_t length);
     bool read_all(void* data, size_t length);
     bool send_blob(const void* data, size_t length);
@@ -54,6 +72,8 @@ private:
     int rfd_ = -1;  ///< read end (pipe) or the socket
     int wfd_ = -1;  ///< write end (pipe) or the same socket
     pid_t child_pid_ = -1;
+    bool launched_ = false;
+    swy_bootstrap_h pmix_ = nullptr;  ///< launched mode, between connect and leave
 };
 
 } // namespace swy::perf

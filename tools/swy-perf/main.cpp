@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
     int rc = run(opts, boot);
     // Forked child: leave without running the parent's atexit handlers or flushing its stdio
     // buffers twice.
-    if (boot.role() == Role::kServer && opts.server_port < 0) {
+    if (boot.role() == Role::kServer && opts.server_port < 0 && !boot.launched()) {
         boot.finish(false);
         std::fflush(nullptr);
         _exit(rc);

@@ -39,7 +39,9 @@ constexpr const char* kUsage =
     "                          --server/--client give both sides the same --memtype\n"
     "  --server PORT           run the server side; exchange addresses over TCP\n"
     "  --client HOST:PORT      run the client side against a --server\n"
-    "  (with neither --server nor --client, swy-perf forks its own peer)\n";
+    "  (with neither --server nor --client, swy-perf forks its own peer; started by a PMIx\n"
+    "  launcher, e.g. mpirun -np 2 swy-perf ..., rank 0 is the server and rank 1 the client\n"
+    "  and addresses travel through PMIx)\n";
 
 [[noreturn]] void usage_error(const char* fmt, const char* arg) {
     std::fprintf(stderr, "swy-perf: ");

@@ -112,6 +112,13 @@ bool Session::open(const Options& opts, Bootstrap& boot) {
     swy_worker_params_t wparams{};
     wparams.thread_mode = SWY_THREAD_MODE_SINGLE;
     if (!check(swy_worker_create(context_, &wparams, &worker_), "swy_worker_create")) return false;
+    if (boot.launched()) {
+        launcher_ = &boot;
+        swy_ep_params_t ep_template{};
+        ep_template.err_cb = &Session::on_ep_error;
+        ep_template.err_arg = this;
+        return boot.connect_launched(worker_, ep_template, &ep_);
+    }
 
     void* address = nullptr;
     size_t length = 0;
@@ -138,6 +145,10 @@ bool Session::open(const Options& opts, Bootstrap& boot) {
 
 bool Session::close_endpoint() {
     if (!ep_) return true;
+    if (launcher_) {
+        ep_ = nullptr;
+        return launcher_->close_launched(failed());
+    }
     swy_request_h req = nullptr;
     swy_status_t s = swy_ep_close_nb(ep_, failed() ? SWY_EP_CLOSE_FORCE : SWY_EP_CLOSE_FLUSH, &req);
     if (s == SWY_INPROGRESS) {
@@ -154,6 +165,8 @@ bool Session::close_endpoint() {
 
 void Session::close() {
     close_endpoint();
+    if (launcher_) launcher_->leave_launched();
+    launcher_ = nullptr;
     if (worker_) swy_worker_destroy(worker_);
     if (context_) swy_context_destroy(context_);
     worker_ = nullptr;

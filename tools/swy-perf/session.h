@@ -52,6 +52,7 @@ private:
     swy_context_h context_ = nullptr;
     swy_worker_h worker_ = nullptr;
     swy_ep_h ep_ = nullptr;
+    Bootstrap* launcher_ = nullptr;  ///< launched mode: owns ep_ and must go before worker_
     swy_status_t failed_status_ = SWY_OK;
     swy_memtype_t send_memtype_ = SWY_MEMTYPE_HOST;
     swy_memtype_t recv_memtype_ = SWY_MEMTYPE_HOST;

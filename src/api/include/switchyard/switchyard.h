@@ -7,7 +7,9 @@
  *   worker   -- progress engine: transport interfaces, tag matcher, requests. Not thread-safe
  *               unless created with SWY_THREAD_MODE_MULTI (then every call takes one lock).
  *   endpoint -- connection from a worker to one remote worker, created from that worker's
- *               address blob (swy_worker_get_address()).
+ *               address blob (swy_worker_get_address()), from a listener's sockaddr, or from
+ *               a connection request a listener received.
+ *   listener -- accepts connections on a sockaddr and offers them as connection requests.
  *   request  -- one non-blocking operation.
  *
  * Completion model for non-blocking calls (swy_tag_send_nb, swy_tag_recv_nb, ...):
@@ -37,6 +39,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include <switchyard/status.h>
 
@@ -54,6 +57,8 @@ typedef struct swy_worker *swy_worker_h;   /**< Progress engine. */
 typedef struct swy_ep *swy_ep_h;           /**< Connection to one remote worker. */
 typedef struct swy_request *swy_request_h; /**< One non-blocking operation. */
 typedef struct swy_message *swy_message_h; /**< A message removed by a matched probe. */
+typedef struct swy_listener *swy_listener_h; /**< Accepts connections on a sockaddr. */
+typedef struct swy_conn_request *swy_conn_request_h; /**< A connection a listener accepted. */
 typedef uint64_t swy_tag_t;                /**< 64-bit message tag. */
 
 /** Memory type of a user buffer. SWY_MEMTYPE_UNKNOWN asks Switchyard to detect it. */
@@ -202,21 +207,57 @@ enum swy_ep_flags {
     /** Ask for a PIO lane ahead of endpoints that do not ask (SWY_PIO_RESERVED slots). */
     SWY_EP_FLAG_PIO_FIRST = 1u << 0,
     /** Never take a PIO lane (leave the window to others). */
-    SWY_EP_FLAG_NO_PIO = 1u << 1
+    SWY_EP_FLAG_NO_PIO = 1u << 1,
+    /** Connect to a listener at params->sockaddr instead of using remote_address. */
+    SWY_EP_FLAG_SOCKADDR = 1u << 2,
+    /** Accept params->conn_request (from a listener's on_connect) instead of remote_address. */
+    SWY_EP_FLAG_CONN_REQUEST = 1u << 3
 };
 
-/** Parameters for swy_ep_create(). Zero-initialise, then set what you need. */
+/**
+ * Parameters for swy_ep_create(). Zero-initialise, then set what you need.
+ * Exactly one way to name the peer: remote_address (no flag), sockaddr (SWY_EP_FLAG_SOCKADDR)
+ * or conn_request (SWY_EP_FLAG_CONN_REQUEST). The fields after err_arg were added with the
+ * listener API and are read only when their flag is set, so a program built against the older,
+ * shorter struct keeps working unchanged.
+ */
 typedef struct swy_ep_params {
-    const void *remote_address;    /**< required: blob from swy_worker_get_address() */
-    size_t remote_address_length;  /**< required: its length */
+    const void *remote_address;    /**< blob from swy_worker_get_address() (no flag) */
+    size_t remote_address_length;  /**< its length */
     uint32_t flags;                /**< enum swy_ep_flags */
     swy_ep_error_cb_t err_cb;      /**< optional; without it errors only fail requests */
     void *err_arg;                 /**< passed to err_cb */
+    const struct sockaddr *sockaddr; /**< SWY_EP_FLAG_SOCKADDR: a listener's address (IPv4 or
+                                          IPv6); copied, the caller keeps ownership */
+    size_t sockaddr_length;        /**< its length (sizeof(struct sockaddr_in/_in6)) */
+    swy_conn_request_h conn_request; /**< SWY_EP_FLAG_CONN_REQUEST: consumed by the call */
 } swy_ep_params_t;
 
 /**
  * @brief Connect to a remote worker.
- * @return SWY_OK; SWY_ERR_INVALID_PARAM (missing address); SWY_ERR_MALFORMED (the address
+ *
+ * From an address (no flag): the endpoint is wired before this returns.
+ *
+ * From a sockaddr (SWY_EP_FLAG_SOCKADDR): non-blocking. The endpoint is usable at once; sends
+ * posted before the connection is established wait on the endpoint (SWY_INPROGRESS) and go
+ * out, in order, once the listener accepted and the lanes are wired (shm/cma when the server
+ * runs on the same host, tcp otherwise), from swy_worker_progress(). If the connection fails
+ * (refused or unreachable: SWY_ERR_UNREACHABLE; the server rejected it or closed the socket:
+ * SWY_ERR_CONNECTION_RESET; no answer in 30 s: SWY_ERR_TIMED_OUT; a malformed handshake:
+ * SWY_ERR_MALFORMED), the waiting sends complete with that status, later sends return it, and
+ * err_cb is called once, from progress. swy_ep_query() reports transport "" until wired.
+ *
+ * From a connection request (SWY_EP_FLAG_CONN_REQUEST): the server's side; the endpoint is
+ * wired from the client's address before this returns and the client is told to proceed.
+ * The request is consumed whatever the result (on failure the client is rejected).
+ *
+ * One endpoint per pair: a request from a worker that already has an endpoint here (including
+ * one this worker is still connecting from a sockaddr) is accepted for that endpoint without
+ * calling on_connect, so simultaneous connects between two workers leave exactly one endpoint
+ * on each side: the one each application created (see docs/user-guide.md).
+ *
+ * @return SWY_OK; SWY_ERR_INVALID_PARAM (no peer, several ways to name it, a bad sockaddr, a
+ *         conn_request that is not waiting for an answer); SWY_ERR_MALFORMED (the address
  *         failed validation); SWY_ERR_UNREACHABLE (no enabled transport reaches the peer,
  *         e.g. another host and no network transport, or the peer's segment cannot be mapped).
  */
@@ -261,6 +302,75 @@ swy_status_t swy_ep_query(swy_ep_h ep, swy_ep_attr_t *attr);
  */
 swy_status_t swy_ep_print_protocols(swy_ep_h ep, swy_memtype_t memtype, char *buf,
                                     size_t buflen);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Listener (connection establishment through sockaddr)                                     */
+/* ---------------------------------------------------------------------------------------- */
+
+/**
+ * Called from swy_worker_progress() for each connection request a listener received (its
+ * client's hello validated). Answer it, in the callback or later, with swy_ep_create(
+ * SWY_EP_FLAG_CONN_REQUEST) or swy_listener_reject(); the client waits until then (at most
+ * 30 s). Requests from a worker that already has an endpoint here are never offered (see
+ * swy_ep_create()).
+ */
+typedef void (*swy_listener_conn_cb_t)(swy_conn_request_h conn_request, void *arg);
+
+/** Parameters for swy_listener_create(). Zero-initialise, then set what you need. */
+typedef struct swy_listener_params {
+    const struct sockaddr *sockaddr; /**< required: IPv4 or IPv6 address to bind; port 0 lets
+                                          the kernel choose (see swy_listener_query()) */
+    size_t sockaddr_length;          /**< its length */
+    swy_listener_conn_cb_t on_connect; /**< required */
+    void *arg;                       /**< passed to on_connect */
+} swy_listener_params_t;
+
+/**
+ * @brief Listen for connections on a TCP sockaddr. Accepting, the address exchange and the
+ * callbacks all run from swy_worker_progress() of @p worker (its event fd covers the
+ * listener). A malformed, truncated or silent handshake closes that one connection with an
+ * error in the log; the listener keeps accepting.
+ * @return SWY_OK; SWY_ERR_INVALID_PARAM (NULL argument, no callback, a family other than
+ *         AF_INET/AF_INET6 or a short length); SWY_ERR_IO (bind or listen failed, e.g. the
+ *         port is in use; the log says why).
+ * Thread safety: as any call on @p worker.
+ */
+swy_status_t swy_listener_create(swy_worker_h worker, const swy_listener_params_t *params,
+                                 swy_listener_h *listener);
+
+/** What a listener is bound to. */
+typedef struct swy_listener_attr {
+    struct sockaddr_storage sockaddr; /**< bound address (the port the kernel chose for 0) */
+    size_t sockaddr_length;           /**< valid bytes in sockaddr */
+    uint16_t port;                    /**< bound port, host byte order */
+} swy_listener_attr_t;
+
+/** @brief Query the bound address. @return SWY_OK; SWY_ERR_INVALID_PARAM (NULL argument). */
+swy_status_t swy_listener_query(swy_listener_h listener, swy_listener_attr_t *attr);
+
+/**
+ * @brief Reject a connection request offered by @p listener: its client's endpoint fails with
+ * SWY_ERR_CONNECTION_RESET. @return SWY_OK; SWY_ERR_INVALID_PARAM if the request is not one
+ * of this listener's waiting for an answer.
+ */
+swy_status_t swy_listener_reject(swy_listener_h listener, swy_conn_request_h conn_request);
+
+/** What is known of a connection request's client. */
+typedef struct swy_conn_request_attr {
+    struct sockaddr_storage client_sockaddr; /**< the client's address as accepted */
+    size_t client_sockaddr_length;
+    uint64_t client_worker_uid;              /**< the client worker's unique id */
+} swy_conn_request_attr_t;
+
+/** @brief Query a request before answering it. @return SWY_OK; SWY_ERR_INVALID_PARAM. */
+swy_status_t swy_conn_request_query(swy_conn_request_h conn_request,
+                                    swy_conn_request_attr_t *attr);
+
+/**
+ * @brief Stop listening and release the listener. Requests not yet answered are rejected and
+ * their handles become invalid; endpoints already created are not affected.
+ */
+void swy_listener_destroy(swy_listener_h listener);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Requests                                                                                 */

@@ -30,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <stdexcept>
@@ -139,6 +140,7 @@ public:
 
 private:
     friend class Endpoint;
+    friend class Listener;
     std::shared_ptr<swy_worker> handle_;
 };
 
@@ -241,6 +243,31 @@ public:
     Endpoint(const Worker& worker, const std::vector<std::byte>& address, uint32_t flags = 0)
         : Endpoint(worker, address.data(), address.size(), flags) {}
 
+    /// Connect to a Listener at @p addr (IPv4 or IPv6). Usable at once: sends wait until the
+    /// server accepted (see swy_ep_create, SWY_EP_FLAG_SOCKADDR). @throws StatusError.
+    static Endpoint connect(const Worker& worker, const struct sockaddr* addr, size_t length,
+                            uint32_t flags = 0, swy_ep_error_cb_t err_cb = nullptr,
+                            void* err_arg = nullptr) {
+        swy_ep_params_t params{};
+        params.flags = flags | SWY_EP_FLAG_SOCKADDR;
+        params.sockaddr = addr;
+        params.sockaddr_length = length;
+        params.err_cb = err_cb;
+        params.err_arg = err_arg;
+        return Endpoint(worker, params);
+    }
+
+    /// Server side: accept a request a Listener offered (consumes it). @throws StatusError.
+    static Endpoint accept(const Worker& worker, swy_conn_request_h request, uint32_t flags = 0,
+                           swy_ep_error_cb_t err_cb = nullptr, void* err_arg = nullptr) {
+        swy_ep_params_t params{};
+        params.flags = flags | SWY_EP_FLAG_CONN_REQUEST;
+        params.conn_request = request;
+        params.err_cb = err_cb;
+        params.err_arg = err_arg;
+        return Endpoint(worker, params);
+    }
+
     Endpoint(Endpoint&& other) noexcept
         : worker_(std::move(other.worker_)), ep_(std::exchange(other.ep_, nullptr)) {}
     Endpoint& operator=(Endpoint&& other) noexcept {
@@ -298,8 +325,76 @@ public:
     }
 
 private:
+    Endpoint(const Worker& worker, const swy_ep_params_t& params) : worker_(worker.handle_) {
+        detail::throw_if_error(swy_ep_create(worker_.get(), &params, &ep_), "swy_ep_create");
+    }
+
     std::shared_ptr<swy_worker> worker_;
     swy_ep_h ep_ = nullptr;
+};
+
+/// Accepts connections on a sockaddr (see swy_listener_create). Keeps its worker alive; the
+/// callback runs from Worker::progress() and answers with Endpoint::accept() or reject().
+class Listener {
+public:
+    using ConnectFn = std::function<void(swy_conn_request_h)>;
+
+    /// Bind @p addr (port 0: the kernel chooses; see port()). @throws StatusError.
+    Listener(const Worker& worker, const struct sockaddr* addr, size_t length, ConnectFn on_connect)
+        : worker_(worker.handle_), fn_(std::make_unique<ConnectFn>(std::move(on_connect))) {
+        swy_listener_params_t params{};
+        params.sockaddr = addr;
+        params.sockaddr_length = length;
+        params.on_connect = &Listener::trampoline;
+        params.arg = fn_.get();  // on the heap: stays put when the Listener moves
+        detail::throw_if_error(swy_listener_create(worker_.get(), &params, &listener_),
+                               "swy_listener_create");
+    }
+
+    Listener(Listener&& other) noexcept
+        : worker_(std::move(other.worker_)), fn_(std::move(other.fn_)),
+          listener_(std::exchange(other.listener_, nullptr)) {}
+    Listener& operator=(Listener&& other) noexcept {
+        if (this != &other) {
+            reset();
+            worker_ = std::move(other.worker_);
+            fn_ = std::move(other.fn_);
+            listener_ = std::exchange(other.listener_, nullptr);
+        }
+        return *this;
+    }
+    Listener(const Listener&) = delete;
+    Listener& operator=(const Listener&) = delete;
+    ~Listener() { reset(); }
+
+    swy_listener_h get() const noexcept { return listener_; }
+
+    /// Bound address and port. Never throws.
+    swy_status_t query(swy_listener_attr_t* attr) const noexcept {
+        return swy_listener_query(listener_, attr);
+    }
+    /// Bound port (host order), 0 on error.
+    uint16_t port() const noexcept {
+        swy_listener_attr_t attr{};
+        return query(&attr) == SWY_OK ? attr.port : 0;
+    }
+    /// Refuse an offered request (its client's endpoint fails with SWY_ERR_CONNECTION_RESET).
+    swy_status_t reject(swy_conn_request_h request) noexcept {
+        return swy_listener_reject(listener_, request);
+    }
+
+private:
+    static void trampoline(swy_conn_request_h request, void* arg) {
+        (*static_cast<ConnectFn*>(arg))(request);
+    }
+    void reset() noexcept {
+        if (listener_) swy_listener_destroy(std::exchange(listener_, nullptr));
+        worker_.reset();
+    }
+
+    std::shared_ptr<swy_worker> worker_;
+    std::unique_ptr<ConnectFn> fn_;
+    swy_listener_h listener_ = nullptr;
 };
 
 } // namespace swy

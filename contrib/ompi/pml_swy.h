@@ -1,0 +1,142 @@
+/*
+ * pml swy: an Open MPI 4.1 point-to-point messaging layer (PML) component that carries MPI
+ * messages over Switchyard's tagged API. Built out of tree against Debian's installed Open
+ * MPI headers; loaded by an unmodified mpirun (see README.md).
+ *
+ * Shape: one Switchyard context and worker per process (created at component init), worker
+ * addresses published through the modex, endpoints created on first send to a peer, MPI
+ * matching done by Switchyard's tag matcher (tag layout in pml_swy_tag.h), progress driven
+ * from opal_progress(). Requests are ompi_request_t subclasses from an opal_free_list; each
+ * holds the Switchyard request handle of the operation it stands for.
+ */
+#ifndef PML_SWY_H
+#define PML_SWY_H
+
+#include "ompi_config.h"
+
+#include "ompi/communicator/communicator.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/mca/pml/base/base.h"
+#include "ompi/mca/pml/pml.h"
+#include "ompi/proc/proc.h"
+#include "ompi/request/request.h"
+#include "opal/class/opal_free_list.h"
+#include "opal/runtime/opal_progress.h"
+#include "opal/util/output.h"
+
+#include <switchyard/switchyard.h>
+
+#include "pml_swy_tag.h"
+
+/** The module: Open MPI's function table first, then this process's Switchyard state. */
+typedef struct mca_pml_swy_module {
+    mca_pml_base_module_t super;
+
+    swy_context_h context;
+    swy_worker_h worker;
+
+    /** Every request this PML hands out (non-persistent and persistent). */
+    opal_free_list_t requests;
+    bool requests_ready;
+    /** Returned by isend when Switchyard completed the send in place: no request to wait on. */
+    ompi_request_t completed_send_req;
+
+    /* MCA parameters (pml_swy_*) */
+    int priority;
+    int verbose;
+    int progress_iterations;
+    int output; /**< opal_output stream with pml_swy_verbose as its verbosity */
+} mca_pml_swy_module_t;
+
+/** The component Open MPI's loader looks up by name (the only exported symbol). */
+OMPI_MODULE_DECLSPEC extern mca_pml_base_component_2_0_0_t mca_pml_swy_component;
+extern mca_pml_swy_module_t ompi_pml_swy;
+
+/* ---- lifetime (pml_swy.c) ---------------------------------------------------------------- */
+
+/** Create the Switchyard context and worker, publish the address, register progress.
+ *  @return OMPI_SUCCESS or OMPI_ERROR (the reason is logged). */
+int mca_pml_swy_init(int enable_mpi_threads);
+/** Undo mca_pml_swy_init: unregister progress, destroy worker and context. */
+int mca_pml_swy_cleanup(void);
+
+/* ---- module functions (the mca_pml_base_module_t table) --------------------------------- */
+
+/** Nothing is connected here: endpoints are created on first send (mca_pml_swy_get_ep). */
+int mca_pml_swy_add_procs(struct ompi_proc_t **procs, size_t nprocs);
+/** Flush and close the endpoints of @p procs that were connected. */
+int mca_pml_swy_del_procs(struct ompi_proc_t **procs, size_t nprocs);
+/** Called on the selected PML only; logs "pml swy selected" at verbosity 1. */
+int mca_pml_swy_enable(bool enable);
+/** opal_progress callback: one Switchyard progress pass. @return events processed. */
+int mca_pml_swy_progress(void);
+/** Refuses communicators whose ranks or context id do not fit the tag layout. */
+int mca_pml_swy_add_comm(struct ompi_communicator_t *comm);
+int mca_pml_swy_del_comm(struct ompi_communicator_t *comm);
+
+int mca_pml_swy_irecv_init(void *buf, size_t count, ompi_datatype_t *datatype, int src, int tag,
+                           struct ompi_communicator_t *comm, struct ompi_request_t **request);
+int mca_pml_swy_irecv(void *buf, size_t count, ompi_datatype_t *datatype, int src, int tag,
+                      struct ompi_communicator_t *comm, struct ompi_request_t **request);
+int mca_pml_swy_recv(void *buf, size_t count, ompi_datatype_t *datatype, int src, int tag,
+                     struct ompi_communicator_t *comm, ompi_status_public_t *status);
+int mca_pml_swy_isend_init(const void *buf, size_t count, ompi_datatype_t *datatype, int dst,
+                           int tag, mca_pml_base_send_mode_t mode,
+                           struct ompi_communicator_t *comm, struct ompi_request_t **request);
+int mca_pml_swy_isend(const void *buf, size_t count, ompi_datatype_t *datatype, int dst, int tag,
+                      mca_pml_base_send_mode_t mode, struct ompi_communicator_t *comm,
+                      struct ompi_request_t **request);
+int mca_pml_swy_send(const void *buf, size_t count, ompi_datatype_t *datatype, int dst, int tag,
+                     mca_pml_base_send_mode_t mode, struct ompi_communicator_t *comm);
+int mca_pml_swy_iprobe(int src, int tag, struct ompi_communicator_t *comm, int *matched,
+                       ompi_status_public_t *status);
+int mca_pml_swy_probe(int src, int tag, struct ompi_communicator_t *comm,
+                      ompi_status_public_t *status);
+int mca_pml_swy_improbe(int src, int tag, struct ompi_communicator_t *comm, int *matched,
+                        struct ompi_message_t **message, ompi_status_public_t *status);
+int mca_pml_swy_mprobe(int src, int tag, struct ompi_communicator_t *comm,
+                       struct ompi_message_t **message, ompi_status_public_t *status);
+int mca_pml_swy_imrecv(void *buf, size_t count, ompi_datatype_t *datatype,
+                       struct ompi_message_t **message, struct ompi_request_t **request);
+int mca_pml_swy_mrecv(void *buf, size_t count, ompi_datatype_t *datatype,
+                      struct ompi_message_t **message, ompi_status_public_t *status);
+/** MPI_Start / MPI_Startall on persistent requests made by *_init above. */
+int mca_pml_swy_start(size_t count, ompi_request_t **requests);
+/** Prints the Switchyard endpoint of every connected peer of @p comm (protocol tables with
+ *  @p verbose > 0). */
+int mca_pml_swy_dump(struct ompi_communicator_t *comm, int verbose);
+
+/* ---- shared helpers ---------------------------------------------------------------------- */
+
+/** Connect to @p proc (slow path of mca_pml_swy_get_ep). NULL on failure (logged). */
+swy_ep_h mca_pml_swy_connect(ompi_proc_t *proc);
+
+/** Endpoint to rank @p rank of @p comm, connecting on first use. NULL on failure. */
+static inline swy_ep_h mca_pml_swy_get_ep(ompi_communicator_t *comm, int rank)
+{
+    ompi_proc_t *proc = ompi_comm_peer_lookup(comm, rank);
+    swy_ep_h ep = (swy_ep_h)proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML];
+    if (OPAL_LIKELY(ep != NULL)) {
+        return ep;
+    }
+    return mca_pml_swy_connect(proc);
+}
+
+/**
+ * One step of a blocking wait: a direct Switchyard progress pass, and every
+ * pml_swy_progress_iterations-th step a full opal_progress() so that the rest of Open MPI
+ * (runtime events, other frameworks) is not starved while we spin.
+ */
+static inline void mca_pml_swy_wait_step(unsigned *step)
+{
+    if (OPAL_LIKELY(++*step % (unsigned)ompi_pml_swy.progress_iterations != 0)) {
+        (void)swy_worker_progress(ompi_pml_swy.worker);
+    } else {
+        opal_progress();
+    }
+}
+
+/** Map a Switchyard error to an MPI error class (for statuses and return codes). */
+int mca_pml_swy_mpi_error(swy_status_t status);
+
+#endif /* PML_SWY_H */

@@ -1,0 +1,265 @@
+/* pml swy: MPI_Recv, MPI_Irecv, the probe family and matched receives. */
+#include "pml_swy_recv.h"
+
+#include <stdlib.h>
+
+#include "ompi/message/message.h"
+
+#include "pml_swy_datatype.h"
+
+static void mca_pml_swy_recv_error(const char *what, swy_status_t s)
+{
+    opal_output(0, "pml swy: %s failed: %s", what, swy_status_string(s));
+}
+
+int mca_pml_swy_post_recv(mca_pml_swy_request_t *req, void *buf, size_t count,
+                          ompi_datatype_t *datatype, swy_tag_t tag, swy_tag_t mask,
+                          swy_message_h message)
+{
+    void *start;
+    size_t length;
+    if (OPAL_UNLIKELY(!mca_pml_swy_dt_contig(buf, count, datatype, &start, &length))) {
+        length = datatype->super.size * count; /* packed size (homogeneous peers) */
+        start = length != 0 ? malloc(length) : NULL;
+        if (length != 0 && start == NULL) {
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        req->tmp_buf = start;
+        req->tmp_len = length;
+        req->flags |= PML_SWY_REQ_UNPACK | PML_SWY_REQ_TMP_MALLOC;
+        if (!req->ompi.req_persistent) {
+            /* Keep the type alive until the unpack even if the application frees it. */
+            req->buf = buf;
+            req->count = count;
+            req->datatype = datatype;
+            OMPI_DATATYPE_RETAIN(datatype);
+        }
+    }
+    swy_tag_recv_info_t info;
+    swy_request_params_t params = {
+        .recv_cb = mca_pml_swy_recv_cb,
+        .user_data = req,
+        .recv_info = &info,
+    };
+    swy_status_t s;
+    if (message == NULL) {
+        s = swy_tag_recv_nb(ompi_pml_swy.worker, start, length, tag, mask, &params,
+                            &req->swy_req);
+    } else {
+        s = swy_tag_msg_recv_nb(ompi_pml_swy.worker, start, length, message, &params,
+                                &req->swy_req);
+    }
+    if (OPAL_LIKELY(s == SWY_INPROGRESS)) {
+        return OMPI_SUCCESS;
+    }
+    req->swy_req = NULL;
+    if (s == SWY_OK || s == SWY_ERR_MESSAGE_TRUNCATED) {
+        mca_pml_swy_recv_done(req, s, &info); /* the message was already here */
+        return OMPI_SUCCESS;
+    }
+    mca_pml_swy_recv_error("receive", s);
+    mca_pml_swy_request_drop_tmp(req);
+    if (!req->ompi.req_persistent && req->datatype != NULL) {
+        OMPI_DATATYPE_RELEASE(req->datatype);
+        req->datatype = NULL;
+    }
+    return mca_pml_swy_mpi_error(s);
+}
+
+int mca_pml_swy_irecv(void *buf, size_t count, ompi_datatype_t *datatype, int src, int tag,
+                      struct ompi_communicator_t *comm, struct ompi_request_t **request)
+{
+    swy_tag_t stag, mask;
+    pml_swy_recv_tag(tag, src, comm->c_contextid, MPI_ANY_TAG, MPI_ANY_SOURCE, &stag, &mask);
+    mca_pml_swy_request_t *req = mca_pml_swy_request_get(comm);
+    if (OPAL_UNLIKELY(req == NULL)) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    int rc = mca_pml_swy_post_recv(req, buf, count, datatype, stag, mask, NULL);
+    if (OPAL_UNLIKELY(rc != OMPI_SUCCESS)) {
+        mca_pml_swy_request_release(req);
+        return rc;
+    }
+    *request = &req->ompi;
+    return OMPI_SUCCESS;
+}
+
+/*
+ * Blocking receive into (buf, count, datatype): tagged (message NULL) or matched. Polls its
+ * own Switchyard request (no callback, nothing from the free list) and fills @p status.
+ */
+static int mca_pml_swy_recv_blocking(void *buf, size_t count, ompi_datatype_t *datatype,
+                                     swy_tag_t tag, swy_tag_t mask, swy_message_h message,
+                                     ompi_status_public_t *status)
+{
+    void *start;
+    size_t length;
+    void *tmp = NULL;
+    if (OPAL_UNLIKELY(!mca_pml_swy_dt_contig(buf, count, datatype, &start, &length))) {
+        length = datatype->super.size * count;
+        tmp = length != 0 ? malloc(length) : NULL;
+        if (length != 0 && tmp == NULL) {
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        start = tmp;
+    }
+    swy_tag_recv_info_t info = {0, 0};
+    swy_request_params_t params = {.recv_info = &info};
+    swy_request_h sreq = NULL;
+    swy_status_t s;
+    if (message == NULL) {
+        s = swy_tag_recv_nb(ompi_pml_swy.worker, start, length, tag, mask, &params, &sreq);
+    } else {
+        s = swy_tag_msg_recv_nb(ompi_pml_swy.worker, start, length, message, &params, &sreq);
+    }
+    if (s == SWY_INPROGRESS) {
+        unsigned step = 0;
+        while ((s = swy_request_test(sreq)) == SWY_INPROGRESS) {
+            mca_pml_swy_wait_step(&step);
+        }
+        (void)swy_request_recv_info(sreq, &info);
+        swy_request_free(sreq);
+    }
+    if (OPAL_UNLIKELY(tmp != NULL)) {
+        if (s == SWY_OK || s == SWY_ERR_MESSAGE_TRUNCATED) {
+            size_t n = info.length < length ? info.length : length;
+            if (mca_pml_swy_dt_unpack(buf, count, datatype, tmp, n) != OMPI_SUCCESS) {
+                s = SWY_ERR_IO;
+            }
+        }
+        free(tmp);
+    }
+    if (OPAL_UNLIKELY(s != SWY_OK && s != SWY_ERR_MESSAGE_TRUNCATED)) {
+        mca_pml_swy_recv_error("receive", s);
+    }
+    return mca_pml_swy_set_public_status(status, s, &info);
+}
+
+int mca_pml_swy_recv(void *buf, size_t count, ompi_datatype_t *datatype, int src, int tag,
+                     struct ompi_communicator_t *comm, ompi_status_public_t *status)
+{
+    swy_tag_t stag, mask;
+    pml_swy_recv_tag(tag, src, comm->c_contextid, MPI_ANY_TAG, MPI_ANY_SOURCE, &stag, &mask);
+    return mca_pml_swy_recv_blocking(buf, count, datatype, stag, mask, NULL, status);
+}
+
+/* One probe; @p message is non-NULL for the matched (removing) probes. */
+static bool mca_pml_swy_probe_once(int src, int tag, struct ompi_communicator_t *comm,
+                                   swy_tag_recv_info_t *info, swy_message_h *message)
+{
+    swy_tag_t stag, mask;
+    pml_swy_recv_tag(tag, src, comm->c_contextid, MPI_ANY_TAG, MPI_ANY_SOURCE, &stag, &mask);
+    return swy_tag_probe_nb(ompi_pml_swy.worker, stag, mask, message != NULL, info, message) ==
+           SWY_OK;
+}
+
+int mca_pml_swy_iprobe(int src, int tag, struct ompi_communicator_t *comm, int *matched,
+                       ompi_status_public_t *status)
+{
+    static unsigned step = 0;
+    swy_tag_recv_info_t info;
+    if (mca_pml_swy_probe_once(src, tag, comm, &info, NULL)) {
+        *matched = 1;
+        (void)mca_pml_swy_set_public_status(status, SWY_OK, &info);
+        return OMPI_SUCCESS;
+    }
+    /* Progress so that a loop of MPI_Iprobe calls eventually sees the message. */
+    *matched = 0;
+    mca_pml_swy_wait_step(&step);
+    return OMPI_SUCCESS;
+}
+
+int mca_pml_swy_probe(int src, int tag, struct ompi_communicator_t *comm,
+                      ompi_status_public_t *status)
+{
+    unsigned step = 0;
+    swy_tag_recv_info_t info;
+    while (!mca_pml_swy_probe_once(src, tag, comm, &info, NULL)) {
+        mca_pml_swy_wait_step(&step);
+    }
+    (void)mca_pml_swy_set_public_status(status, SWY_OK, &info);
+    return OMPI_SUCCESS;
+}
+
+/* Wrap a message Switchyard took out of matching into an MPI_Message. */
+static void mca_pml_swy_message_fill(ompi_message_t *msg, struct ompi_communicator_t *comm,
+                                     swy_message_h smsg, const swy_tag_recv_info_t *info)
+{
+    msg->comm = comm;
+    msg->req_ptr = smsg;
+    msg->peer = pml_swy_tag_source(info->sender_tag);
+    msg->count = info->length;
+}
+
+int mca_pml_swy_improbe(int src, int tag, struct ompi_communicator_t *comm, int *matched,
+                        struct ompi_message_t **message, ompi_status_public_t *status)
+{
+    static unsigned step = 0;
+    swy_tag_recv_info_t info;
+    swy_message_h smsg = NULL;
+    /* Allocated first: once Switchyard hands a message out it is no longer matchable, so
+     * there must be somewhere to put it. */
+    ompi_message_t *msg = ompi_message_alloc();
+    if (OPAL_UNLIKELY(msg == NULL)) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    if (mca_pml_swy_probe_once(src, tag, comm, &info, &smsg)) {
+        mca_pml_swy_message_fill(msg, comm, smsg, &info);
+        *message = msg;
+        *matched = 1;
+        (void)mca_pml_swy_set_public_status(status, SWY_OK, &info);
+        return OMPI_SUCCESS;
+    }
+    ompi_message_return(msg);
+    *matched = 0;
+    mca_pml_swy_wait_step(&step);
+    return OMPI_SUCCESS;
+}
+
+int mca_pml_swy_mprobe(int src, int tag, struct ompi_communicator_t *comm,
+                       struct ompi_message_t **message, ompi_status_public_t *status)
+{
+    unsigned step = 0;
+    swy_tag_recv_info_t info;
+    swy_message_h smsg = NULL;
+    ompi_message_t *msg = ompi_message_alloc();
+    if (OPAL_UNLIKELY(msg == NULL)) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    while (!mca_pml_swy_probe_once(src, tag, comm, &info, &smsg)) {
+        mca_pml_swy_wait_step(&step);
+    }
+    mca_pml_swy_message_fill(msg, comm, smsg, &info);
+    *message = msg;
+    (void)mca_pml_swy_set_public_status(status, SWY_OK, &info);
+    return OMPI_SUCCESS;
+}
+
+int mca_pml_swy_imrecv(void *buf, size_t count, ompi_datatype_t *datatype,
+                       struct ompi_message_t **message, struct ompi_request_t **request)
+{
+    ompi_message_t *msg = *message;
+    mca_pml_swy_request_t *req = mca_pml_swy_request_get(msg->comm);
+    if (OPAL_UNLIKELY(req == NULL)) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    int rc = mca_pml_swy_post_recv(req, buf, count, datatype, 0, 0, (swy_message_h)msg->req_ptr);
+    if (OPAL_UNLIKELY(rc != OMPI_SUCCESS)) {
+        mca_pml_swy_request_release(req);
+        return rc;
+    }
+    ompi_message_return(msg);
+    *message = MPI_MESSAGE_NULL;
+    *request = &req->ompi;
+    return OMPI_SUCCESS;
+}
+
+int mca_pml_swy_mrecv(void *buf, size_t count, ompi_datatype_t *datatype,
+                      struct ompi_message_t **message, ompi_status_public_t *status)
+{
+    ompi_message_t *msg = *message;
+    swy_message_h smsg = (swy_message_h)msg->req_ptr;
+    ompi_message_return(msg);
+    *message = MPI_MESSAGE_NULL;
+    return mca_pml_swy_recv_blocking(buf, count, datatype, 0, 0, smsg, status);
+}

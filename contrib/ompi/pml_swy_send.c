@@ -1,0 +1,209 @@
+/* pml swy: MPI_Send, MPI_Isend (standard, synchronous, buffered, ready) and their helpers. */
+#include "pml_swy_send.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ompi/mca/pml/base/pml_base_bsend.h"
+
+#include "pml_swy_datatype.h"
+
+static inline uint32_t mca_pml_swy_send_flags(mca_pml_base_send_mode_t mode)
+{
+    /* Ready mode needs nothing special: a standard send is a correct ready send. */
+    return mode == MCA_PML_BASE_SEND_SYNCHRONOUS ? SWY_REQ_FLAG_SYNC : 0;
+}
+
+static void mca_pml_swy_send_error(const char *what, swy_status_t s)
+{
+    opal_output(0, "pml swy: %s failed: %s", what, swy_status_string(s));
+}
+
+/* Pack a non-contiguous send into a malloc'd buffer owned by @p req. */
+static int mca_pml_swy_pack_tmp(mca_pml_swy_request_t *req, const void *buf, size_t count,
+                                ompi_datatype_t *datatype, void **start, size_t *length)
+{
+    size_t n = mca_pml_swy_dt_packed_size(buf, count, datatype);
+    void *tmp = n != 0 ? malloc(n) : NULL;
+    if (n != 0 && tmp == NULL) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    if (mca_pml_swy_dt_pack(buf, count, datatype, tmp, n) != OMPI_SUCCESS) {
+        free(tmp);
+        return OMPI_ERROR;
+    }
+    req->tmp_buf = tmp;
+    req->tmp_len = n;
+    req->flags |= PML_SWY_REQ_TMP_MALLOC;
+    *start = tmp;
+    *length = n;
+    return OMPI_SUCCESS;
+}
+
+swy_status_t mca_pml_swy_post_send(mca_pml_swy_request_t *req, swy_ep_h ep, const void *buf,
+                                   size_t count, ompi_datatype_t *datatype, swy_tag_t tag,
+                                   mca_pml_base_send_mode_t mode)
+{
+    void *start;
+    size_t length;
+    if (OPAL_UNLIKELY(!mca_pml_swy_dt_contig(buf, count, datatype, &start, &length))) {
+        if (mca_pml_swy_pack_tmp(req, buf, count, datatype, &start, &length) != OMPI_SUCCESS) {
+            return SWY_ERR_NO_MEMORY;
+        }
+    }
+    swy_request_params_t params = {
+        .flags = mca_pml_swy_send_flags(mode),
+        .send_cb = mca_pml_swy_send_cb,
+        .user_data = req,
+    };
+    swy_status_t s = swy_tag_send_nb(ep, start, length, tag, &params, &req->swy_req);
+    if (s != SWY_INPROGRESS) {
+        req->swy_req = NULL;
+        mca_pml_swy_request_drop_tmp(req);
+    }
+    return s;
+}
+
+int mca_pml_swy_bsend(swy_ep_h ep, const void *buf, size_t count, ompi_datatype_t *datatype,
+                      swy_tag_t tag, ompi_communicator_t *comm)
+{
+    size_t length = mca_pml_swy_dt_packed_size(buf, count, datatype);
+    void *packed = NULL;
+    if (length != 0) {
+        packed = mca_pml_base_bsend_request_alloc_buf(length);
+        if (OPAL_UNLIKELY(packed == NULL)) {
+            /* No buffer attached, or not enough room left in it: MPI_ERR_BUFFER. */
+            return OMPI_ERR_BUFFER;
+        }
+        if (mca_pml_swy_dt_pack(buf, count, datatype, packed, length) != OMPI_SUCCESS) {
+            mca_pml_base_bsend_request_free(packed);
+            return OMPI_ERROR;
+        }
+    }
+    mca_pml_swy_request_t *req = mca_pml_swy_request_get(comm);
+    if (OPAL_UNLIKELY(req == NULL)) {
+        if (packed != NULL) {
+            mca_pml_base_bsend_request_free(packed);
+        }
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    /* Detached: the user's call completes now; the callback returns the pool space. */
+    req->flags = PML_SWY_REQ_SEND | PML_SWY_REQ_DETACHED;
+    if (packed != NULL) {
+        req->flags |= PML_SWY_REQ_TMP_BSEND;
+        req->tmp_buf = packed;
+        req->tmp_len = length;
+    }
+    swy_request_params_t params = {.send_cb = mca_pml_swy_send_cb, .user_data = req};
+    swy_status_t s = swy_tag_send_nb(ep, packed, length, tag, &params, &req->swy_req);
+    if (s == SWY_INPROGRESS) {
+        return OMPI_SUCCESS;
+    }
+    req->swy_req = NULL;
+    mca_pml_swy_request_release(req); /* also returns the pool space */
+    if (s != SWY_OK) {
+        mca_pml_swy_send_error("buffered send", s);
+        return OMPI_ERROR;
+    }
+    return OMPI_SUCCESS;
+}
+
+int mca_pml_swy_isend(const void *buf, size_t count, ompi_datatype_t *datatype, int dst, int tag,
+                      mca_pml_base_send_mode_t mode, struct ompi_communicator_t *comm,
+                      struct ompi_request_t **request)
+{
+    swy_ep_h ep = mca_pml_swy_get_ep(comm, dst);
+    if (OPAL_UNLIKELY(ep == NULL)) {
+        return OMPI_ERROR;
+    }
+    const swy_tag_t stag = pml_swy_send_tag(tag, comm->c_my_rank, comm->c_contextid);
+    if (OPAL_UNLIKELY(mode == MCA_PML_BASE_SEND_BUFFERED)) {
+        int rc = mca_pml_swy_bsend(ep, buf, count, datatype, stag, comm);
+        if (rc == OMPI_SUCCESS) {
+            *request = &ompi_pml_swy.completed_send_req;
+        }
+        return rc;
+    }
+    mca_pml_swy_request_t *req = mca_pml_swy_request_get(comm);
+    if (OPAL_UNLIKELY(req == NULL)) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    req->flags = PML_SWY_REQ_SEND;
+    swy_status_t s = mca_pml_swy_post_send(req, ep, buf, count, datatype, stag, mode);
+    if (OPAL_LIKELY(s == SWY_INPROGRESS)) {
+        *request = &req->ompi;
+        return OMPI_SUCCESS;
+    }
+    mca_pml_swy_request_release(req);
+    if (OPAL_LIKELY(s == SWY_OK)) {
+        /* Completed in place: hand out the shared, always-complete request. */
+        *request = &ompi_pml_swy.completed_send_req;
+        return OMPI_SUCCESS;
+    }
+    mca_pml_swy_send_error("isend", s);
+    return OMPI_ERROR;
+}
+
+/* Wait for a blocking send's Switchyard request and free it. */
+static int mca_pml_swy_send_wait(swy_request_h sreq)
+{
+    swy_status_t s;
+    unsigned step = 0;
+    while ((s = swy_request_test(sreq)) == SWY_INPROGRESS) {
+        mca_pml_swy_wait_step(&step);
+    }
+    swy_request_free(sreq);
+    if (OPAL_UNLIKELY(s != SWY_OK)) {
+        mca_pml_swy_send_error("send", s);
+        return mca_pml_swy_mpi_error(s);
+    }
+    return OMPI_SUCCESS;
+}
+
+int mca_pml_swy_send(const void *buf, size_t count, ompi_datatype_t *datatype, int dst, int tag,
+                     mca_pml_base_send_mode_t mode, struct ompi_communicator_t *comm)
+{
+    swy_ep_h ep = mca_pml_swy_get_ep(comm, dst);
+    if (OPAL_UNLIKELY(ep == NULL)) {
+        return OMPI_ERROR;
+    }
+    const swy_tag_t stag = pml_swy_send_tag(tag, comm->c_my_rank, comm->c_contextid);
+    if (OPAL_UNLIKELY(mode == MCA_PML_BASE_SEND_BUFFERED)) {
+        return mca_pml_swy_bsend(ep, buf, count, datatype, stag, comm);
+    }
+
+    void *start;
+    size_t length;
+    void *tmp = NULL;
+    if (OPAL_UNLIKELY(!mca_pml_swy_dt_contig(buf, count, datatype, &start, &length))) {
+        length = mca_pml_swy_dt_packed_size(buf, count, datatype);
+        tmp = length != 0 ? malloc(length) : NULL;
+        if (length != 0 && tmp == NULL) {
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        if (mca_pml_swy_dt_pack(buf, count, datatype, tmp, length) != OMPI_SUCCESS) {
+            free(tmp);
+            return OMPI_ERROR;
+        }
+        start = tmp;
+    }
+
+    /* No callback: a blocking send polls its own Switchyard request, so nothing is taken
+     * from the free list. params stay NULL on the common path (standard mode). */
+    swy_request_params_t sync_params = {.flags = SWY_REQ_FLAG_SYNC};
+    swy_request_h sreq = NULL;
+    swy_status_t s = swy_tag_send_nb(ep, start, length, stag,
+                                     mode == MCA_PML_BASE_SEND_SYNCHRONOUS ? &sync_params : NULL,
+                                     &sreq);
+    int rc;
+    if (OPAL_LIKELY(s == SWY_OK)) {
+        rc = OMPI_SUCCESS;
+    } else if (s == SWY_INPROGRESS) {
+        rc = mca_pml_swy_send_wait(sreq);
+    } else {
+        mca_pml_swy_send_error("send", s);
+        rc = OMPI_ERROR;
+    }
+    free(tmp);
+    return rc;
+}

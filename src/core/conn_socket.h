@@ -1,0 +1,71 @@
+// One non-blocking stream socket that carries a connection handshake (conn_wire.h): a queue of
+// bytes to write, a buffer of bytes read, and frame extraction. Setup-time code: it allocates
+// freely and makes a system call per operation. Not thread-safe (the worker serialises).
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+#include "core/conn_wire.h"
+
+namespace swy::core {
+
+class ConnSocket {
+public:
+    ConnSocket() = default;
+    /// Takes ownership of @p fd (non-blocking, close-on-exec); @p peer names it in logs.
+    ConnSocket(int fd, std::string peer) : fd_(fd), peer_(std::move(peer)) {}
+    /// Take ownership of @p fd (closing any previous one).
+    void adopt(int fd, std::string peer) {
+        close();
+        fd_ = fd;
+        peer_ = std::move(peer);
+    }
+    ConnSocket(const ConnSocket&) = delete;
+    ConnSocket& operator=(const ConnSocket&) = delete;
+    ~ConnSocket() { close(); }
+
+    int fd() const { return fd_; }
+    bool open() const { return fd_ >= 0; }
+    const std::string& peer() const { return peer_; }
+    bool send_pending() const { return sent_ < sendq_.size(); }
+
+    /// Append bytes to the send queue (written by flush()).
+    void queue(const std::vector<uint8_t>& bytes);
+    /// Write what the kernel takes. kOk: queue empty; kInProgress: the rest later;
+    /// kConnectionReset / kUnreachable (refused) / kIoError: the socket is dead.
+    Status flush();
+    /// Read everything available. kOk: nothing more now; kEndpointClosed: EOF (what was read
+    /// before it is still buffered); kConnectionReset / kUnreachable / kIoError: dead.
+    Status receive();
+    /// Take the next complete frame out of the buffer. kOk: @p header and @p body filled;
+    /// kInProgress: incomplete (read more); kMalformed: @p why says what (close the socket).
+    Status next_frame(ConnFrameHeader* header, std::vector<uint8_t>* body, std::string* why);
+    /// Bytes received and not yet taken as frames.
+    size_t buffered() const { return recvq_.size(); }
+    /// No more writes from us (the peer sees EOF once the queue is written).
+    void shutdown_write();
+    void close();
+
+private:
+    int fd_ = -1;
+    std::string peer_;
+    std::vector<uint8_t> sendq_;
+    size_t sent_ = 0;
+    std::vector<uint8_t> recvq_;
+};
+
+/// "ip:port" or "[ip6]:port" for logs.
+std::string describe_sockaddr(const sockaddr* sa, socklen_t length);
+
+/// Check a caller's sockaddr: AF_INET with length >= sizeof(sockaddr_in) or AF_INET6 with
+/// length >= sizeof(sockaddr_in6). @return false with @p why.
+bool valid_inet_sockaddr(const sockaddr* sa, size_t length, std::string* why);
+
+}  // namespace swy::core

@@ -1,0 +1,177 @@
+// Client side of connection establishment: an endpoint created from a sockaddr connects,
+// exchanges hellos, waits for the verdict and is then wired like any endpoint (listener.h).
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/log.h"
+#include "core/address.h"
+#include "core/listener.h"
+#include "core/worker.h"
+
+namespace swy::core {
+
+using common::LogLevel;
+using common::log_printf;
+
+namespace {
+Status connect_errno_status(int e) {
+    return e == ETIMEDOUT ? Status::kTimedOut : Status::kUnreachable;
+}
+}  // namespace
+
+Status ConnManager::connect(const swy_ep_params_t& params, Endpoint** out, std::string* why) {
+    if (!valid_inet_sockaddr(params.sockaddr, params.sockaddr_length, why)) {
+        return Status::kInvalidParam;
+    }
+    const int family = params.sockaddr->sa_family;
+    const socklen_t len = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+    int fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        *why = "socket: " + std::string(std::strerror(errno));
+        return Status::kIoError;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    auto c = std::make_unique<Connector>();
+    c->sock.adopt(fd, describe_sockaddr(params.sockaddr, len));
+    c->ep_flags = params.flags & ~uint32_t{SWY_EP_FLAG_SOCKADDR};
+    c->deadline = ConnClock::now() + kConnectTimeout;
+    if (::connect(fd, params.sockaddr, len) != 0 && errno != EINPROGRESS) {
+        // Reported through the endpoint from progress, like a refusal that takes a round trip.
+        c->early_failure = connect_errno_status(errno);
+        log_printf(LogLevel::kError, "connect to %s: %s", c->sock.peer().c_str(),
+                   std::strerror(errno));
+    }
+    const std::vector<uint8_t> mine = worker_->address();
+    c->sock.queue(encode_conn_frame(ConnFrameType::kHello, mine.data(), mine.size()));
+    watch(fd, true, &c->watching_out, true);
+    c->ep = worker_->add_unwired_endpoint(params);
+    *out = c->ep;
+    connectors_.push_back(std::move(c));
+    return Status::kOk;
+}
+
+void ConnManager::forget_endpoint(const Endpoint* ep) {
+    for (auto& c : connectors_) {
+        if (c->ep != ep) continue;
+        c->ep = nullptr;
+        unwatch(c->sock.fd());
+        c->sock.close();
+        c->state = Connector::State::kDone;
+    }
+}
+
+void ConnManager::fail_connector(Connector* c, Status why, const std::string& text) {
+    log_printf(LogLevel::kError, "connection to %s failed: %s (%s)", c->sock.peer().c_str(),
+               text.c_str(), status_text(why));
+    unwatch(c->sock.fd());
+    c->sock.close();
+    c->state = Connector::State::kDone;
+    Endpoint* ep = c->ep;
+    c->ep = nullptr;
+    if (ep != nullptr) ep->fail(why);  // completes its queued sends, calls err_cb once
+}
+
+unsigned ConnManager::progress_connector(Connector* c, ConnClock::time_point now) {
+    using State = Connector::State;
+    if (c->state == State::kDone) return 0;
+    if (c->ep == nullptr || c->ep->closed) {  // the application closed it meanwhile
+        c->ep = nullptr;
+        unwatch(c->sock.fd());
+        c->sock.close();
+        c->state = State::kDone;
+        return 1;
+    }
+    if (c->early_failure != Status::kOk) {
+        fail_connector(c, c->early_failure, "connect failed");
+        return 1;
+    }
+    if (now >= c->deadline) {
+        fail_connector(c, Status::kTimedOut, "no answer in " +
+                       std::to_string(kConnectTimeout.count()) + " s");
+        return 1;
+    }
+    if (c->state == State::kConnecting) {
+        pollfd p{c->sock.fd(), POLLOUT, 0};
+        if (::poll(&p, 1, 0) <= 0) return 0;
+        int err = 0;
+        socklen_t len = sizeof(err);
+        getsockopt(c->sock.fd(), SOL_SOCKET, SO_ERROR, &err, &len);
+        if (err != 0) {
+            fail_connector(c, connect_errno_status(err), std::strerror(err));
+            return 1;
+        }
+        c->state = State::kHandshake;
+    }
+    Status fs = c->sock.flush();
+    if (is_error(fs)) {
+        fail_connector(c, fs, "write failed");
+        return 1;
+    }
+    Status rs = c->sock.receive();
+    if (is_error(rs) && rs != Status::kEndpointClosed) {
+        fail_connector(c, rs, "read failed");
+        return 1;
+    }
+    read_server_frames(c, rs == Status::kEndpointClosed);
+    if (c->state != State::kDone) watch(c->sock.fd(), c->sock.send_pending(), &c->watching_out, false);
+    return 1;
+}
+
+void ConnManager::read_server_frames(Connector* c, bool eof) {
+    for (;;) {
+        ConnFrameHeader h;
+        std::vector<uint8_t> body;
+        std::string why;
+        Status s = c->sock.next_frame(&h, &body, &why);
+        if (s == Status::kInProgress) break;
+        if (s == Status::kOk && (h.type == ConnFrameType::kHello) != c->peer_address.empty()) {
+            s = Status::kMalformed;
+            why = c->peer_address.empty() ? "the first frame is not a hello" : "a second hello";
+        }
+        if (s != Status::kOk) {
+            fail_connector(c, Status::kMalformed, "malformed handshake: " + why);
+            return;
+        }
+        if (h.type == ConnFrameType::kHello) {
+            WorkerAddress a;
+            if (decode_address(body.data(), body.size(), &a, &why) != Status::kOk) {
+                fail_connector(c, Status::kMalformed, "malformed server address: " + why);
+                return;
+            }
+            // From here on, requests this worker holds back for the simultaneous-connect rule
+            // can be decided (decide_held runs later in this progress call).
+            c->peer_uid = a.worker_uid;
+            c->peer_address = std::move(body);
+            continue;
+        }
+        if (h.type == ConnFrameType::kReject) {
+            fail_connector(c, Status::kConnectionReset, "the server rejected the connection");
+            return;
+        }
+        // Accepted: wire the lanes from the server's address; queued sends go out from here.
+        Endpoint* ep = c->ep;
+        unwatch(c->sock.fd());
+        c->sock.close();
+        c->state = Connector::State::kDone;
+        c->ep = nullptr;
+        Status ws = worker_->wire_endpoint(ep, c->peer_address, c->ep_flags, &why);
+        if (ws != Status::kOk) {
+            log_printf(LogLevel::kError, "connection to %s: accepted, but no lane reaches the "
+                       "server: %s", c->sock.peer().c_str(), why.c_str());
+            ep->fail(ws);
+        }
+        return;
+    }
+    if (eof) {
+        fail_connector(c, Status::kConnectionReset,
+                       "the server closed the connection before accepting it");
+    }
+}
+
+}  // namespace swy::core

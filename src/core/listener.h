@@ -1,0 +1,176 @@
+// Connection establishment through sockaddr (the client–server API): listeners, the
+// connection requests they accept, and endpoints created from a sockaddr until they are wired.
+//
+// Protocol (conn_wire.h), on a TCP connection used only for this: both sides send a hello with
+// their worker address as soon as the connection is up; the server then sends a verdict
+// (accept or reject) once its application answered the request (or at once, see the rule
+// below). On accept the client wires its endpoint's lanes from the server's address with the
+// worker's ordinary lane selection (shm/cma on the same host, tcp otherwise), exactly as if it
+// had been created from that address, and the sends queued meanwhile go out. The server's
+// endpoint is wired when it is created, from the client's address. The socket is then closed:
+// messages never travel on it.
+//
+// One endpoint per pair (the simultaneous-connect rule). A request from worker W is accepted
+// without calling on_connect when this worker already has a live endpoint to W (created from
+// W's address, from a sockaddr that turned out to be W, or from an earlier request of W): that
+// endpoint serves W, and W's own endpoint is wired by the accept. So when A connects to B while
+// B connects to A, each side ends up with exactly the endpoint its application created. To
+// make that hold when both connects are in flight, a request is held back while any outgoing
+// sockaddr endpoint of this worker does not yet know which worker it reached (the peer's hello
+// is the first thing sent on every connection, so this lasts about one round trip), and while
+// an earlier request of the same worker waits for the application. No uid tie-break is needed:
+// every endpoint owns its own lanes, so no connection has to be torn down.
+//
+// Everything runs from worker progress (the sockets are in the worker's event fd, so blocking
+// waits wake up); callbacks (on_connect, endpoint error callbacks) run from progress.
+// Not thread-safe: the worker serialises calls.
+#pragma once
+
+#include <switchyard/switchyard.h>
+
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "core/conn_socket.h"
+
+namespace swy::core {
+
+class ConnManager;
+class Endpoint;
+class Worker;
+
+using ConnClock = std::chrono::steady_clock;
+
+/// A listening socket (swy_listener_h).
+struct Listener {
+    ConnManager* manager = nullptr;
+    int fd = -1;
+    swy_listener_conn_cb_t on_connect = nullptr;
+    void* arg = nullptr;
+    sockaddr_storage bound{};
+    socklen_t bound_length = 0;
+    std::string name;  ///< bound address, for logs
+};
+
+/// A connection a listener accepted (swy_conn_request_h once offered to the application).
+struct ConnRequest {
+    enum class State : uint8_t {
+        kAwaitHello,  ///< waiting for the client's hello
+        kHeld,        ///< hello arrived; the one-endpoint-per-pair rule decides what next
+        kOffered,     ///< on_connect called; waiting for the application to answer
+        kClosing,     ///< verdict queued; waiting for it to be written and for the client's EOF
+        kDone,        ///< socket closed; freed by the next progress
+    };
+    Listener* listener = nullptr;  ///< null once the listener is gone
+    ConnSocket sock;
+    State state = State::kAwaitHello;
+    ConnClock::time_point deadline;
+    sockaddr_storage peer{};
+    socklen_t peer_length = 0;
+    std::vector<uint8_t> peer_address;  ///< the client's worker address
+    uint64_t peer_uid = 0;
+    bool watching_out = false;
+};
+
+/// The handshake of an endpoint created from a sockaddr, until its lanes are wired.
+struct Connector {
+    enum class State : uint8_t { kConnecting, kHandshake, kDone };
+    Endpoint* ep = nullptr;  ///< null once the endpoint is wired, failed or gone
+    uint32_t ep_flags = 0;   ///< swy_ep_flags to wire with (PIO policy)
+    ConnSocket sock;
+    State state = State::kConnecting;
+    Status early_failure = Status::kOk;  ///< connect() failed at once: reported from progress
+    ConnClock::time_point deadline;
+    std::vector<uint8_t> peer_address;  ///< the server's worker address, once its hello came
+    uint64_t peer_uid = 0;
+    bool watching_out = false;
+};
+
+class ConnManager {
+public:
+    /// Handshake deadlines: a client gives up (SWY_ERR_TIMED_OUT) when the whole handshake,
+    /// connect included, took longer than this; a listener closes a connection that sent no
+    /// complete hello in kHelloTimeout, and waits at most kLingerTimeout for a client to close
+    /// after the verdict.
+    static constexpr std::chrono::seconds kConnectTimeout{30};
+    static constexpr std::chrono::seconds kHelloTimeout{10};
+    static constexpr std::chrono::seconds kLingerTimeout{5};
+    /// Listener-only workers look at their sockets every this many progress calls (a power of
+    /// two); while a handshake is in flight, on every call.
+    static constexpr uint32_t kIdlePollEvery = 64;
+
+    /// @p why on failure (epoll/timerfd creation).
+    static Status create(Worker* worker, std::unique_ptr<ConnManager>* out, std::string* why);
+    ~ConnManager();
+    ConnManager(const ConnManager&) = delete;
+    ConnManager& operator=(const ConnManager&) = delete;
+
+    Worker* worker() const { return worker_; }
+    /// epoll fd covering every socket and the deadline timer (inside the worker's epoll set).
+    int event_fd() const { return epoll_fd_; }
+    /// Accept, read, write, decide, call back. @return events handled. Cheap when idle.
+    unsigned progress();
+    /// False if work is waiting that no fd would announce; arms the deadline timer.
+    bool arm();
+    /// After a wake-up: look at the sockets on the next progress call.
+    void disarm() { tick_ = kIdlePollEvery - 1; }
+
+    // ---- server side (listener.cpp) ----
+    /// Bind and listen. kInvalidParam (bad sockaddr or no callback), kIoError (socket calls,
+    /// e.g. address in use), with @p why.
+    Status listen(const swy_listener_params_t& params, Listener** out, std::string* why);
+    /// Close the listener; requests not yet answered are rejected.
+    void destroy_listener(Listener* listener);
+    bool owns(const Listener* listener) const;
+    /// The live request @p handle names, offered and not yet answered, or null.
+    ConnRequest* offered_request(const void* handle) const;
+    /// Create the server's endpoint for an offered request and send the accept. On failure the
+    /// request is rejected and the error returned.
+    Status accept_request(ConnRequest* request, const swy_ep_params_t& params, Endpoint** out,
+                          std::string* why);
+    void reject_request(ConnRequest* request);
+
+    // ---- client side (connector.cpp) ----
+    /// Create an unwired endpoint and start connecting to params.sockaddr. Connection errors
+    /// are reported later, from progress, through the endpoint. kInvalidParam for a bad
+    /// sockaddr, kIoError if no socket can be made.
+    Status connect(const swy_ep_params_t& params, Endpoint** out, std::string* why);
+    /// The endpoint is being deleted: drop its handshake.
+    void forget_endpoint(const Endpoint* ep);
+
+private:
+    explicit ConnManager(Worker* worker) : worker_(worker) {}
+    bool busy() const;
+    void watch(int fd, bool want_out, bool* watching_out, bool add);
+    void unwatch(int fd);
+    ConnClock::time_point next_deadline() const;
+
+    unsigned accept_all(Listener* l);
+    unsigned progress_request(ConnRequest* r, ConnClock::time_point now);
+    void read_hello(ConnRequest* r);
+    void send_verdict(ConnRequest* r, bool accept);
+    void close_request(ConnRequest* r);
+    enum class Decision : uint8_t { kOffer, kAutoAccept, kWait };
+    Decision decide(const ConnRequest* r) const;
+    unsigned decide_held();
+
+    unsigned progress_connector(Connector* c, ConnClock::time_point now);
+    void read_server_frames(Connector* c, bool eof);
+    void fail_connector(Connector* c, Status why, const std::string& text);
+
+    Worker* worker_;
+    int epoll_fd_ = -1;
+    int timer_fd_ = -1;
+    uint32_t tick_ = 0;
+    std::vector<std::unique_ptr<Listener>> listeners_;
+    std::vector<std::unique_ptr<ConnRequest>> requests_;
+    std::vector<std::unique_ptr<Connector>> connectors_;
+};
+
+}  // namespace swy::core

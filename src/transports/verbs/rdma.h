@@ -1,0 +1,58 @@
+// Zero-copy RDMA operations a lane may offer to the rendezvous protocol (src/core/
+// rndv_verbs.cpp), kept free of libibverbs so the core compiles without it. The verbs
+// endpoint implements it; the worker finds it with dynamic_cast on the rendezvous path only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+
+namespace swy::tl {
+
+/// A registered memory range. Destroying it deregisters the range. Registration pins the pages
+/// that back the range *now*; a later transfer never reuses it for different pages (see
+/// docs/verbs.md, "Registration").
+class MemoryRegistration {
+public:
+    virtual ~MemoryRegistration() = default;
+    virtual uint32_t lkey() const = 0;
+    virtual uint32_t rkey() const = 0;
+    virtual uint64_t address() const = 0;
+    virtual size_t length() const = 0;
+};
+
+/// Completion of one RDMA operation: @p cookie as given, the final status (kOk, or the error
+/// that failed any part of it). Runs from the interface's progress.
+using RdmaCallback = void (*)(void* arg, uint64_t cookie, Status status);
+
+enum RdmaAccess : unsigned {
+    kRdmaLocal = 0,            ///< local use only (source of a WRITE, sink of a READ needs kLocalWrite)
+    kRdmaLocalWrite = 1,       ///< the NIC writes into it (target of our READ)
+    kRdmaRemoteRead = 2,       ///< the peer reads it (source of the peer's READ)
+    kRdmaRemoteWrite = 4,      ///< the peer writes into it (target of the peer's WRITE)
+};
+
+class RdmaEndpoint {
+public:
+    virtual ~RdmaEndpoint() = default;
+    /// Register [address, address + length) with @p access (RdmaAccess bits).
+    /// Errors: kIoError (the device refused; @p why says why), kNoMemory.
+    virtual Status register_memory(const void* address, size_t length, unsigned access,
+                                   std::unique_ptr<MemoryRegistration>* out,
+                                   std::string* why) = 0;
+    /// RDMA READ @p length bytes from the peer's (remote_address, rkey) into @p local at
+    /// @p local_offset; fragmented internally; @p cb runs once when all of it completed.
+    /// kOk: started; kConnectionReset: the connection failed (cb never runs).
+    virtual Status get(const MemoryRegistration& local, size_t local_offset,
+                       uint64_t remote_address, uint32_t rkey, size_t length, RdmaCallback cb,
+                       void* arg, uint64_t cookie) = 0;
+    /// RDMA WRITE, the mirror of get().
+    virtual Status put(const MemoryRegistration& local, size_t local_offset,
+                       uint64_t remote_address, uint32_t rkey, size_t length, RdmaCallback cb,
+                       void* arg, uint64_t cookie) = 0;
+};
+
+}  // namespace swy::tl

@@ -1,0 +1,18 @@
+// Built without libibverbs: the verbs transport reports that it is not there (see
+// verbs_open.h); src/CMakeLists.txt compiles this file instead of the verbs_*.cpp ones.
+#include "transports/verbs/verbs_open.h"
+
+namespace swy::tl::verbs {
+
+std::vector<PortInfo> probe(const VerbsConfig& /*config*/, std::string* why) {
+    if (why != nullptr) *why = "built without libibverbs (SWY_WITH_VERBS=OFF or not found)";
+    return {};
+}
+
+Status open(const VerbsConfig& /*config*/, uint64_t /*worker_uid*/, uint16_t /*iface_index*/,
+            AmSink* /*sink*/, std::unique_ptr<Interface>* /*out*/, std::string* why) {
+    *why = "verbs: built without libibverbs";
+    return Status::kUnsupported;
+}
+
+}  // namespace swy::tl::verbs

@@ -1,0 +1,508 @@
+// Verbs transport: connections — the TCP handshake that exchanges QP numbers, QP state
+// transitions, orderly close and failure reports.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include "common/log.h"
+#include "transports/verbs/verbs_connection.h"
+
+namespace swy::tl::verbs {
+
+using common::LogLevel;
+using common::log_printf;
+
+namespace {
+
+uint32_t random_psn() {
+    static thread_local std::mt19937 rng{std::random_device{}()};
+    return rng() & 0xFFFFFF;
+}
+
+/// Write all of a small message to a socket (blocking for at most @p timeout_ms).
+bool write_all(int fd, const void* data, size_t length, int timeout_ms) {
+    const auto* p = static_cast<const uint8_t*>(data);
+    while (length > 0) {
+        ssize_t n = ::send(fd, p, length, MSG_NOSIGNAL);
+        if (n > 0) {
+            p += n;
+            length -= static_cast<size_t>(n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            pollfd pfd{fd, POLLOUT, 0};
+            if (poll(&pfd, 1, timeout_ms) <= 0) return false;
+            continue;
+        }
+        return false;
+    }
+    return true;
+}
+
+ibv_mtu mtu_enum(uint8_t v) { return static_cast<ibv_mtu>(v); }
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------
+// Connection table
+// ------------------------------------------------------------------------------------------
+
+VerbsInterface::Connection* VerbsInterface::add_connection(uint64_t peer_uid, State state,
+                                                           uint16_t* index, std::string* why) {
+    static uint32_t generations = 0;
+    size_t at = 0;
+    while (at < conns_.size() && conns_[at]) ++at;
+    if (at >= max_connections_) {
+        *why = "verbs: " + std::to_string(max_connections_) + " connections in use";
+        return nullptr;
+    }
+    if (at == conns_.size()) conns_.emplace_back();
+    auto c = std::make_unique<Connection>();
+    c->state = state;
+    c->index = static_cast<uint16_t>(at);
+    c->generation = ++generations & 0x7FFF;
+    c->peer_uid = peer_uid;
+    c->psn = random_psn();
+    c->ring.resize(config_.sq_depth);
+    credit_words_[at] = 0;
+    *index = c->index;
+    conns_[at] = std::move(c);
+    if (state != State::kReady) ++handshakes_;
+    return conns_[at].get();
+}
+
+VerbsInterface::Connection* VerbsInterface::lookup(uint16_t index, uint32_t generation) const {
+    if (index >= conns_.size()) return nullptr;
+    Connection* c = conns_[index].get();
+    return c != nullptr && c->generation == generation ? c : nullptr;
+}
+
+VerbsInterface::Connection* VerbsInterface::by_qpn(uint32_t qpn) const {
+    auto it = qpn_to_conn_.find(qpn);
+    return it == qpn_to_conn_.end() ? nullptr : conns_[it->second].get();
+}
+
+Status VerbsInterface::create_qp(Connection* c, std::string* why) {
+    ibv_qp_init_attr qa{};
+    qa.send_cq = cq_;
+    qa.recv_cq = cq_;
+    qa.srq = srq_;
+    qa.qp_type = IBV_QPT_RC;
+    qa.cap.max_send_wr = config_.sq_depth;
+    qa.cap.max_send_sge = 2;
+    qa.cap.max_inline_data = max_inline_;
+    c->qp = ibv_create_qp(pd_, &qa);
+    if (c->qp == nullptr) {
+        *why = std::string("verbs: ibv_create_qp: ") + std::strerror(errno);
+        return Status::kIoError;
+    }
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.pkey_index = 0;
+    a.port_num = dev_.port;
+    a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+    if (ibv_modify_qp(c->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                                     IBV_QP_ACCESS_FLAGS) != 0) {
+        *why = std::string("verbs: QP to INIT: ") + std::strerror(errno);
+        return Status::kIoError;
+    }
+    qpn_to_conn_[c->qp->qp_num] = c->index;
+    return Status::kOk;
+}
+
+Status VerbsInterface::grant_receives(Connection* c, std::string* why) {
+    // One buffer more than the credits: the goodbye's (verbs_connection.h).
+    const uint32_t need = config_.rx_credits + 1;
+    if (rx_posted_ < rx_granted_ + need) {
+        Status s = grow_receive_pool(rx_granted_ + need - rx_posted_, why);
+        if (s != Status::kOk) return s;
+    }
+    rx_granted_ += need;
+    c->granted = need;
+    return Status::kOk;
+}
+
+Status VerbsInterface::qp_to_rts(Connection* c, const CmMessage& peer, std::string* why) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = std::min(dev_.port_attr.active_mtu, mtu_enum(peer.mtu));
+    a.dest_qp_num = peer.qpn;
+    a.rq_psn = peer.psn;
+    a.max_dest_rd_atomic = static_cast<uint8_t>(max_rd_atomic_);
+    a.min_rnr_timer = 12;
+    a.ah_attr.port_num = dev_.port;
+    a.ah_attr.dlid = peer.lid;
+    if (peer.is_global != 0) {
+        a.ah_attr.is_global = 1;
+        std::memcpy(a.ah_attr.grh.dgid.raw, peer.gid, 16);
+        a.ah_attr.grh.sgid_index = static_cast<uint8_t>(dev_.gid_index);
+        a.ah_attr.grh.hop_limit = 64;
+    }
+    if (ibv_modify_qp(c->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                                     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+                                     IBV_QP_MIN_RNR_TIMER) != 0) {
+        *why = std::string("verbs: QP to RTR: ") + std::strerror(errno);
+        return Status::kIoError;
+    }
+    ibv_qp_attr r{};
+    r.qp_state = IBV_QPS_RTS;
+    // 4.096 us * 2^14 = 67 ms per try, 7 tries: a peer that vanished without closing its
+    // handshake socket is reported within about half a second of a send.
+    r.timeout = 14;
+    r.retry_cnt = 7;
+    r.rnr_retry = 7;  // credits prevent RNR; should one happen anyway, retry rather than fail
+    r.sq_psn = c->psn;
+    r.max_rd_atomic = static_cast<uint8_t>(max_rd_atomic_);
+    if (ibv_modify_qp(c->qp, &r, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                                     IBV_QP_MAX_QP_RD_ATOMIC) != 0) {
+        *why = std::string("verbs: QP to RTS: ") + std::strerror(errno);
+        return Status::kIoError;
+    }
+    c->window = CreditWindow(static_cast<uint16_t>(peer.rx_credits));
+    c->remote_credit_addr = peer.credit_addr;
+    c->remote_credit_rkey = peer.credit_rkey;
+    return Status::kOk;
+}
+
+CmMessage VerbsInterface::local_half(const Connection* c, CmType type) const {
+    CmMessage m{};
+    m.magic = kCmMagic;
+    m.version = kCmVersion;
+    m.type = static_cast<uint8_t>(type);
+    m.mtu = static_cast<uint8_t>(dev_.port_attr.active_mtu);
+    m.is_global = dev_.is_global ? 1 : 0;
+    m.uid = uid_;
+    m.qpn = c->qp != nullptr ? c->qp->qp_num : 0;
+    m.psn = c->psn;
+    std::memcpy(m.gid, dev_.gid.data(), 16);
+    m.lid = dev_.port_attr.lid;
+    m.rx_credits = config_.rx_credits;
+    m.credit_addr = reinterpret_cast<uint64_t>(&credit_words_[c->index]);
+    m.credit_rkey = credit_mr_->rkey;
+    m.max_message = static_cast<uint32_t>(config_.seg_size);
+    return m;
+}
+
+// ------------------------------------------------------------------------------------------
+// Connect (active side)
+// ------------------------------------------------------------------------------------------
+
+Status VerbsInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t length,
+                               bool /*want_pio*/, std::unique_ptr<Endpoint>* out,
+                               std::string* why) {
+    AddressSection peer{};
+    if (section == nullptr || length != sizeof(peer)) {
+        *why = "verbs: address section has the wrong size";
+        return Status::kMalformed;
+    }
+    std::memcpy(&peer, section, sizeof(peer));
+    if (peer.version != 1 || peer.family != 4 || peer.port == 0 || peer.max_message < 64 ||
+        peer.rx_credits == 0 || peer.rx_credits > 0x7FFF) {
+        *why = "verbs: malformed address section";
+        return Status::kMalformed;
+    }
+    uint16_t index = 0;
+    Connection* c = add_connection(remote_uid, State::kConnecting, &index, why);
+    if (c == nullptr) return Status::kNoResource;
+    const uint32_t generation = c->generation;
+    auto abandon = [&](Status s) {
+        close_connection(c);
+        return s;
+    };
+    Status s = create_qp(c, why);
+    if (s == Status::kOk) s = grant_receives(c, why);
+    if (s != Status::kOk) return abandon(s);
+
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        *why = std::string("verbs: socket: ") + std::strerror(errno);
+        return abandon(Status::kIoError);
+    }
+    c->cm_fd = fd;
+    sockaddr_in sin{};
+    sin.sin_family = AF_INET;
+    sin.sin_port = htons(peer.port);
+    std::memcpy(&sin.sin_addr, peer.ip, 4);
+    char text[INET_ADDRSTRLEN] = {};
+    inet_ntop(AF_INET, peer.ip, text, sizeof(text));
+    int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&sin), sizeof(sin));
+    if (rc != 0 && errno == EINPROGRESS) {
+        pollfd pfd{fd, POLLOUT, 0};
+        rc = poll(&pfd, 1, static_cast<int>(config_.connect_timeout_ms)) == 1 ? 0 : -1;
+        int err = rc == 0 ? 0 : ETIMEDOUT;
+        socklen_t len = sizeof(err);
+        if (rc == 0) getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        if (err != 0) {
+            errno = err;
+            rc = -1;
+        }
+    }
+    if (rc != 0) {
+        *why = std::string("verbs: handshake with ") + text + ":" + std::to_string(peer.port) +
+               ": " + std::strerror(errno);
+        return abandon(Status::kUnreachable);
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    const CmMessage request = local_half(c, CmType::kRequest);
+    if (!write_all(fd, &request, sizeof(request), static_cast<int>(config_.connect_timeout_ms))) {
+        *why = std::string("verbs: sending the handshake to ") + text + ": " + std::strerror(errno);
+        return abandon(Status::kUnreachable);
+    }
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.u64 = index;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+    LaneAttr attr = attr_;
+    attr.max_message = std::min<size_t>(attr_.max_message, peer.max_message);
+    attr.pio_max_message = std::min<size_t>(attr_.pio_max_message, attr.max_message);
+    attr.credits = peer.rx_credits;
+    auto ep = std::make_unique<VerbsEndpoint>(this, index, generation, remote_uid, true, attr);
+    c->owner_ep = ep.get();
+    *out = std::move(ep);
+    return Status::kOk;
+}
+
+Endpoint* VerbsInterface::reply_endpoint(uint16_t sender) {
+    if (sender >= conns_.size() || !conns_[sender]) return nullptr;
+    Connection* c = conns_[sender].get();
+    if (c->state != State::kReady) return nullptr;
+    if (c->owner_ep != nullptr) return c->owner_ep;
+    return c->reply_ep.get();
+}
+
+uint64_t VerbsInterface::sender_uid(uint16_t sender) const {
+    if (sender >= conns_.size() || !conns_[sender]) return 0;
+    return conns_[sender]->peer_uid;
+}
+
+// ------------------------------------------------------------------------------------------
+// Handshake sockets
+// ------------------------------------------------------------------------------------------
+
+void VerbsInterface::poll_cm() {
+    epoll_event events[16];
+    const int n = epoll_wait(epoll_fd_, events, 16, 0);
+    for (int i = 0; i < n; ++i) {
+        const uint64_t tag = events[i].data.u64;
+        if (tag == kListenTag) {
+            accept_all();
+        } else if (tag == kChannelTag) {
+            disarm();  // consume completion events; the CQ itself is polled by progress()
+        } else if (tag < conns_.size() && conns_[tag]) {
+            on_cm_readable(conns_[tag].get());
+        }
+    }
+}
+
+void VerbsInterface::accept_all() {
+    for (;;) {
+        int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) return;
+        uint16_t index = 0;
+        std::string why;
+        Connection* c = add_connection(0, State::kAccepting, &index, &why);
+        if (c == nullptr) {
+            log_printf(LogLevel::kWarn, "%s: refusing a connection", why.c_str());
+            close(fd);
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        c->cm_fd = fd;
+        epoll_event ev{};
+        ev.events = EPOLLIN | EPOLLRDHUP;
+        ev.data.u64 = index;
+        epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+    }
+}
+
+void VerbsInterface::on_cm_readable(Connection* c) {
+    bool eof = false;
+    if (c->cm_in_len < sizeof(c->cm_in)) {
+        ssize_t n = recv(c->cm_fd, c->cm_in + c->cm_in_len, sizeof(c->cm_in) - c->cm_in_len, 0);
+        if (n > 0) c->cm_in_len += static_cast<size_t>(n);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) eof = true;
+    } else {
+        // After the handshake nothing more is expected: only EOF (or garbage) can arrive.
+        uint8_t scratch[64];
+        ssize_t n = recv(c->cm_fd, scratch, sizeof(scratch), 0);
+        if (n >= 0 || (errno != EAGAIN && errno != EINTR)) eof = true;
+    }
+    if (c->state == State::kReady || c->state == State::kFailed) {
+        if (!eof) return;
+        // The goodbye travels through the QP ahead of the socket's close; look for it in the
+        // CQ before calling this a failure.
+        const uint16_t index = c->index;
+        const uint32_t generation = c->generation;
+        drain_cq();
+        c = lookup(index, generation);
+        if (c == nullptr) return;  // closed by the goodbye
+        if (c->closing) {
+            finish_close(c);
+        } else {
+            fail(c, Status::kConnectionReset, "the peer closed its handshake connection");
+            epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->cm_fd, nullptr);
+        }
+        return;
+    }
+    if (eof && c->cm_in_len < sizeof(CmMessage)) {
+        if (c->state == State::kConnecting) {
+            fail(c, Status::kConnectionReset, "the peer closed the handshake");
+            epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->cm_fd, nullptr);
+        } else {
+            close_connection(c);  // an accepted socket that never said anything
+        }
+        return;
+    }
+    if (c->cm_in_len < sizeof(CmMessage)) return;
+    CmMessage m{};
+    std::memcpy(&m, c->cm_in, sizeof(m));
+    const bool accepting = c->state == State::kAccepting;
+    const char* bad = validate(m, accepting ? CmType::kRequest : CmType::kReply);
+    std::string why;
+    Status s = Status::kOk;
+    if (bad != nullptr) {
+        why = std::string("verbs: handshake: ") + bad;
+        s = Status::kMalformed;
+    } else if (m.max_message < (accepting ? 64 : 64)) {
+        s = Status::kMalformed;
+    }
+    if (s == Status::kOk && accepting) {
+        c->peer_uid = m.uid;
+        s = create_qp(c, &why);
+        if (s == Status::kOk) s = grant_receives(c, &why);
+    }
+    if (s == Status::kOk) s = qp_to_rts(c, m, &why);
+    if (s == Status::kOk && accepting) {
+        const CmMessage reply = local_half(c, CmType::kReply);
+        if (!write_all(c->cm_fd, &reply, sizeof(reply), 1000)) {
+            why = "verbs: cannot answer the handshake";
+            s = Status::kConnectionReset;
+        }
+    }
+    if (s != Status::kOk) {
+        log_printf(LogLevel::kWarn, "%s", why.c_str());
+        if (accepting) {
+            close_connection(c);
+        } else {
+            fail(c, s, "handshake failed");
+        }
+        return;
+    }
+    if (accepting) {
+        LaneAttr attr = attr_;
+        attr.max_message = std::min<size_t>(attr_.max_message, m.max_message);
+        attr.pio_max_message = std::min<size_t>(attr_.pio_max_message, attr.max_message);
+        attr.credits = m.rx_credits;
+        c->reply_ep = std::make_unique<VerbsEndpoint>(this, c->index, c->generation, c->peer_uid,
+                                                      false, attr);
+    }
+    c->state = State::kReady;
+    --handshakes_;
+    if (eof) on_cm_readable(c);  // the peer is already gone
+}
+
+// ------------------------------------------------------------------------------------------
+// Close and failure
+// ------------------------------------------------------------------------------------------
+
+void VerbsInterface::disconnect(Connection* c) {
+    if (c->closing) return;
+    if (c->state != State::kReady) {
+        close_connection(c);
+        return;
+    }
+    // The goodbye goes through the QP, after everything sent so far, into the one receive
+    // buffer the peer keeps for it (no credit needed). Signaled: its completion means the peer
+    // has it, and then the connection is closed.
+    c->closing = true;
+    ibv_send_wr wr{};
+    wr.opcode = IBV_WR_SEND_WITH_IMM;
+    wr.imm_data = htonl(encode_imm(kAmBye, c->credit_return.freed()));
+    wr.send_flags = IBV_SEND_SIGNALED;
+    if (c->sq_used() >= config_.sq_depth || !post_send(c, &wr, -1, nullptr)) {
+        finish_close(c);  // cannot say goodbye: the peer sees EOF (a failure report there)
+    }
+}
+
+void VerbsInterface::finish_close(Connection* c) {
+    if (c->owner_ep != nullptr) c->owner_ep->disconnected_ = true;
+    close_connection(c);
+}
+
+void VerbsInterface::close_connection(Connection* c) {
+    const uint16_t index = c->index;
+    if (c->state == State::kConnecting || c->state == State::kAccepting) --handshakes_;
+    if (c->cm_fd >= 0) {
+        epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->cm_fd, nullptr);
+        close(c->cm_fd);
+    }
+    if (c->qp != nullptr) {
+        qpn_to_conn_.erase(c->qp->qp_num);
+        ibv_destroy_qp(c->qp);
+    }
+    for (uint32_t seq = c->sq_retired; seq != c->sq_posted; ++seq) {
+        const WrSlot& slot = c->ring[seq % config_.sq_depth];
+        if (slot.bounce >= 0) bounce_free_.push_back(slot.bounce);
+    }
+    // The buffers stay posted in the SRQ; a later connection is granted them again.
+    rx_granted_ -= c->granted;
+    for (auto& op : c->ops) {
+        std::erase(rdma_backlog_, op.get());
+    }
+    if (c->owner_ep != nullptr) c->owner_ep->disconnected_ = true;
+    std::erase(credit_due_, index);
+    std::erase(to_report_, index);
+    conns_[index].reset();
+}
+
+void VerbsInterface::fail(Connection* c, Status why, const char* what) {
+    if (c->state == State::kConnecting || c->state == State::kAccepting) --handshakes_;
+    const bool was_failed = c->state == State::kFailed;
+    c->state = State::kFailed;
+    if (!was_failed) {
+        log_printf(LogLevel::kInfo, "verbs: connection to %016llx failed: %s (%s)",
+                   static_cast<unsigned long long>(c->peer_uid), what, status_text(why));
+        // Flush everything posted: the flushed completions release bounce buffers and fail
+        // the RDMA operations (their callbacks run from progress).
+        if (c->qp != nullptr) {
+            ibv_qp_attr a{};
+            a.qp_state = IBV_QPS_ERR;
+            ibv_modify_qp(c->qp, &a, IBV_QP_STATE);
+        }
+        for (auto& op : c->ops) {
+            if (op->status == Status::kOk) op->status = why;
+            std::erase(rdma_backlog_, op.get());
+            op->posted = op->length;  // nothing more is posted
+        }
+    }
+    if (!c->reported && c->peer_uid != 0) {
+        c->reported = true;
+        to_report_.push_back(c->index);
+    }
+}
+
+void VerbsInterface::report_failures() {
+    std::vector<uint16_t> list;
+    list.swap(to_report_);
+    for (uint16_t index : list) {
+        if (index >= conns_.size() || !conns_[index]) continue;
+        const uint64_t uid = conns_[index]->peer_uid;
+        sink_->on_remote_failure(uid, Status::kConnectionReset);
+    }
+}
+
+}  // namespace swy::tl::verbs

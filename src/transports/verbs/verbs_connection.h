@@ -1,0 +1,81 @@
+// One RC connection of the verbs interface (private to src/transports/verbs/).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "transports/verbs/verbs_iface.h"
+
+namespace swy::tl::verbs {
+
+/// A multi-WR RDMA READ or WRITE: fragmented into chunks of at most max_rdma_chunk_ bytes,
+/// posted as the send queue allows; its callback runs once every chunk completed.
+struct RdmaOp {
+    bool read = false;
+    uint16_t conn = 0;
+    uint32_t generation = 0;
+    uint32_t lkey = 0;
+    uint64_t local_address = 0;
+    uint64_t remote_address = 0;
+    uint32_t rkey = 0;
+    size_t length = 0;
+    size_t posted = 0;        ///< bytes handed to the send queue
+    uint32_t outstanding = 0; ///< WRs posted and not yet retired
+    Status status = Status::kOk;
+    RdmaCallback cb = nullptr;
+    void* arg = nullptr;
+    uint64_t cookie = 0;
+};
+
+struct VerbsInterface::Connection {
+    State state = State::kConnecting;
+    uint16_t index = 0;
+    uint32_t generation = 0;
+    uint64_t peer_uid = 0;
+    ibv_qp* qp = nullptr;
+    uint32_t psn = 0;
+    int cm_fd = -1;
+    uint8_t cm_in[sizeof(CmMessage)] = {};
+    size_t cm_in_len = 0;
+    bool bye_received = false;       ///< the peer's goodbye came through the QP
+    bool closing = false;            ///< our goodbye is posted; close once it completed
+    bool reported = false;           ///< failure already queued for the sink
+    uint32_t granted = 0;            ///< receive buffers we granted the peer (in rx_granted_)
+    CreditWindow window;             ///< our sends into the peer's buffers
+    CreditReturn credit_return;      ///< the peer's sends into ours
+    bool credit_due = false;         ///< on credit_due_
+    uint64_t remote_credit_addr = 0;
+    uint32_t remote_credit_rkey = 0;
+    uint64_t credit_value = 0;       ///< source of the credit RDMA WRITE (sent inline)
+    // Send queue: WRs are numbered; a signaled completion retires every WR up to it.
+    uint32_t sq_posted = 0;
+    uint32_t sq_retired = 0;
+    uint32_t since_signal = 0;
+    std::vector<WrSlot> ring;
+    std::vector<std::unique_ptr<RdmaOp>> ops;  // live RDMA operations
+    VerbsEndpoint* owner_ep = nullptr;
+    std::unique_ptr<VerbsEndpoint> reply_ep;
+
+    uint32_t sq_used() const { return sq_posted - sq_retired; }
+};
+
+/// epoll tags of the interface's own descriptors (connections use their index).
+inline constexpr uint64_t kListenTag = ~uint64_t{0};
+inline constexpr uint64_t kChannelTag = ~uint64_t{0} - 1;
+
+/// Transport-internal active message: orderly goodbye, sent through the QP so that it arrives
+/// after everything sent before it. It uses the one receive buffer never granted as a credit.
+inline constexpr uint8_t kAmBye = 0xF2;
+
+/// wr_id of a send WR: bit 63 set (receive wr_ids are buffer addresses), connection index,
+/// low 15 bits of its generation, and the WR's sequence number.
+inline uint64_t send_wr_id(uint16_t conn, uint32_t generation, uint32_t seq) {
+    return (uint64_t{1} << 63) | (uint64_t{generation & 0x7FFF} << 48) | (uint64_t{conn} << 32) |
+           seq;
+}
+inline bool is_send_wr_id(uint64_t id) { return (id >> 63) != 0; }
+inline uint16_t wr_conn(uint64_t id) { return static_cast<uint16_t>(id >> 32); }
+inline uint32_t wr_generation(uint64_t id) { return static_cast<uint32_t>((id >> 48) & 0x7FFF); }
+inline uint32_t wr_seq(uint64_t id) { return static_cast<uint32_t>(id); }
+
+}  // namespace swy::tl::verbs

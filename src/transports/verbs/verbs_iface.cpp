@@ -1,0 +1,384 @@
+// Verbs transport: set-up (device, PD, CQ, SRQ, buffer pools, handshake listener), the worker
+// address section, and the endpoints' entry points.
+#include "transports/verbs/verbs_iface.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "common/log.h"
+#include "transports/verbs/device_select.h"
+#include "transports/verbs/verbs_connection.h"
+
+namespace swy::tl::verbs {
+
+using common::LogLevel;
+using common::log_printf;
+
+namespace {
+
+/// Registration through ibv_reg_mr: owns the MR.
+class VerbsRegistration final : public MemoryRegistration {
+public:
+    explicit VerbsRegistration(ibv_mr* mr) : mr_(mr) {}
+    ~VerbsRegistration() override { ibv_dereg_mr(mr_); }
+    uint32_t lkey() const override { return mr_->lkey; }
+    uint32_t rkey() const override { return mr_->rkey; }
+    uint64_t address() const override { return reinterpret_cast<uint64_t>(mr_->addr); }
+    size_t length() const override { return mr_->length; }
+
+private:
+    ibv_mr* mr_;
+};
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------
+// Endpoint
+// ------------------------------------------------------------------------------------------
+
+VerbsEndpoint::VerbsEndpoint(VerbsInterface* iface, uint16_t conn, uint32_t generation,
+                             uint64_t remote_uid, bool owner, const LaneAttr& attr)
+    : iface_(iface), conn_(conn), generation_(generation), remote_uid_(remote_uid), owner_(owner),
+      attr_(attr) {}
+
+VerbsEndpoint::~VerbsEndpoint() {
+    disconnect();
+    if (owner_ && iface_ != nullptr) {
+        VerbsInterface::Connection* c = iface_->lookup(conn_, generation_);
+        if (c != nullptr && c->owner_ep == this) c->owner_ep = nullptr;
+    }
+}
+
+Status VerbsEndpoint::am_send(AmId id, const void* hdr, size_t hdr_len, const void* payload,
+                              size_t length) {
+    if (__builtin_expect(iface_ == nullptr || disconnected_, 0)) return Status::kConnectionReset;
+    VerbsInterface::Connection* c = iface_->lookup(conn_, generation_);
+    if (__builtin_expect(c == nullptr, 0)) return Status::kConnectionReset;
+    return iface_->send(c, id, hdr, hdr_len, payload, length, nullptr, nullptr);
+}
+
+Status VerbsEndpoint::am_send_packed(AmId id, const void* hdr, size_t hdr_len, PackFn pack,
+                                     void* arg, size_t length) {
+    if (iface_ == nullptr || disconnected_) return Status::kConnectionReset;
+    VerbsInterface::Connection* c = iface_->lookup(conn_, generation_);
+    if (c == nullptr) return Status::kConnectionReset;
+    return iface_->send(c, id, hdr, hdr_len, nullptr, length, pack, arg);
+}
+
+void VerbsEndpoint::disconnect() {
+    if (disconnected_ || !owner_) return;
+    disconnected_ = true;
+    if (iface_ == nullptr) return;
+    if (VerbsInterface::Connection* c = iface_->lookup(conn_, generation_)) iface_->disconnect(c);
+}
+
+Status VerbsEndpoint::register_memory(const void* address, size_t length, unsigned access,
+                                      std::unique_ptr<MemoryRegistration>* out,
+                                      std::string* why) {
+    if (iface_ == nullptr) return Status::kConnectionReset;
+    int flags = 0;
+    if ((access & kRdmaLocalWrite) != 0) flags |= IBV_ACCESS_LOCAL_WRITE;
+    if ((access & kRdmaRemoteRead) != 0) flags |= IBV_ACCESS_REMOTE_READ;
+    // Remote write requires local write (verbs rule).
+    if ((access & kRdmaRemoteWrite) != 0) flags |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+    // A zero-length buffer still gets a key: register one byte of it.
+    ibv_mr* mr = ibv_reg_mr(iface_->pd_, const_cast<void*>(address), std::max<size_t>(length, 1),
+                            flags);
+    if (mr == nullptr) {
+        *why = std::string("ibv_reg_mr: ") + std::strerror(errno);
+        return errno == ENOMEM ? Status::kNoMemory : Status::kIoError;
+    }
+    out->reset(new VerbsRegistration(mr));
+    return Status::kOk;
+}
+
+Status VerbsEndpoint::get(const MemoryRegistration& local, size_t local_offset,
+                          uint64_t remote_address, uint32_t rkey, size_t length, RdmaCallback cb,
+                          void* arg, uint64_t cookie) {
+    if (iface_ == nullptr || disconnected_) return Status::kConnectionReset;
+    VerbsInterface::Connection* c = iface_->lookup(conn_, generation_);
+    if (c == nullptr) return Status::kConnectionReset;
+    return iface_->start_rdma(c, true, local, local_offset, remote_address, rkey, length, cb, arg,
+                              cookie);
+}
+
+Status VerbsEndpoint::put(const MemoryRegistration& local, size_t local_offset,
+                          uint64_t remote_address, uint32_t rkey, size_t length, RdmaCallback cb,
+                          void* arg, uint64_t cookie) {
+    if (iface_ == nullptr || disconnected_) return Status::kConnectionReset;
+    VerbsInterface::Connection* c = iface_->lookup(conn_, generation_);
+    if (c == nullptr) return Status::kConnectionReset;
+    return iface_->start_rdma(c, false, local, local_offset, remote_address, rkey, length, cb,
+                              arg, cookie);
+}
+
+// ------------------------------------------------------------------------------------------
+// Interface: set-up
+// ------------------------------------------------------------------------------------------
+
+VerbsInterface::VerbsInterface(const VerbsConfig& config, uint64_t uid, uint16_t index,
+                               AmSink* sink)
+    : config_(config), uid_(uid), index_(index), sink_(sink) {}
+
+Status VerbsInterface::open(const VerbsConfig& config, uint64_t worker_uid, uint16_t iface_index,
+                            AmSink* sink, std::unique_ptr<Interface>* out, std::string* why) {
+    if (config.seg_size < 256 || config.seg_size > (1u << 30) || config.rx_credits == 0 ||
+        config.rx_credits > 0x7FFF || config.bounce_buffers == 0 || config.sq_depth < 16) {
+        *why = "verbs: SWY_VERBS_SEG_SIZE must be 256 B .. 1 GiB, SWY_VERBS_RX_CREDITS 1..32767, "
+               "SWY_VERBS_BOUNCE_BUFFERS >= 1, SWY_VERBS_SQ_DEPTH >= 16";
+        return Status::kInvalidParam;
+    }
+    std::unique_ptr<VerbsInterface> iface(new VerbsInterface(config, worker_uid, iface_index, sink));
+    Status s = iface->setup(why);
+    if (s != Status::kOk) return s;
+    *out = std::move(iface);
+    return Status::kOk;
+}
+
+Status VerbsInterface::setup(std::string* why) {
+    Status s = open_device(config_, &dev_, &port_, why);
+    if (s != Status::kOk) return s;
+    ibv_context* ctx = dev_.context;
+    const ibv_device_attr& da = dev_.device_attr;
+    pd_ = ibv_alloc_pd(ctx);
+    if (pd_ == nullptr) {
+        *why = std::string("verbs: ibv_alloc_pd: ") + std::strerror(errno);
+        return Status::kIoError;
+    }
+    probe_capabilities(ctx, pd_, config_.max_inline, &port_);
+    max_inline_ = port_.max_inline;
+    channel_ = ibv_create_comp_channel(ctx);
+    if (channel_ == nullptr) {
+        *why = std::string("verbs: ibv_create_comp_channel: ") + std::strerror(errno);
+        return Status::kIoError;
+    }
+    fcntl(channel_->fd, F_SETFL, fcntl(channel_->fd, F_GETFL) | O_NONBLOCK);
+    max_connections_ = 1024;
+    srq_capacity_ = std::min<uint32_t>(static_cast<uint32_t>(std::max(da.max_srq_wr, 1)),
+                                       config_.rx_credits * 64);
+    if (srq_capacity_ < config_.rx_credits) {
+        *why = "verbs: the device's shared receive queue holds fewer than SWY_VERBS_RX_CREDITS "
+               "buffers";
+        return Status::kInvalidParam;
+    }
+    const int cqe = std::min(da.max_cqe, static_cast<int>(srq_capacity_ + 8 * config_.sq_depth + 64));
+    cq_ = ibv_create_cq(ctx, cqe, this, channel_, 0);
+    if (cq_ == nullptr) {
+        *why = std::string("verbs: ibv_create_cq: ") + std::strerror(errno);
+        return Status::kIoError;
+    }
+    ibv_srq_init_attr sa{};
+    sa.attr.max_wr = srq_capacity_;
+    sa.attr.max_sge = 1;
+    srq_ = ibv_create_srq(pd_, &sa);
+    if (srq_ == nullptr) {
+        *why = std::string("verbs: ibv_create_srq: ") + std::strerror(errno);
+        return Status::kIoError;
+    }
+    // Send bounce buffers: one registered block.
+    const size_t bounce_bytes = config_.seg_size * config_.bounce_buffers;
+    bounce_memory_.reset(new (std::nothrow) uint8_t[bounce_bytes]);
+    if (!bounce_memory_) return Status::kNoMemory;
+    bounce_mr_ = ibv_reg_mr(pd_, bounce_memory_.get(), bounce_bytes, IBV_ACCESS_LOCAL_WRITE);
+    if (bounce_mr_ == nullptr) {
+        *why = std::string("verbs: registering bounce buffers: ") + std::strerror(errno);
+        return Status::kIoError;
+    }
+    for (int32_t i = static_cast<int32_t>(config_.bounce_buffers) - 1; i >= 0; --i) {
+        bounce_free_.push_back(i);
+    }
+    // Credit words: the peer of connection i RDMA-writes its freed-buffer count into word i.
+    credit_words_.reset(new (std::nothrow) uint64_t[max_connections_]());
+    if (!credit_words_) return Status::kNoMemory;
+    credit_mr_ = ibv_reg_mr(pd_, credit_words_.get(), max_connections_ * sizeof(uint64_t),
+                            IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    if (credit_mr_ == nullptr) {
+        *why = std::string("verbs: registering credit words: ") + std::strerror(errno);
+        return Status::kIoError;
+    }
+    max_rd_atomic_ = static_cast<uint32_t>(std::clamp(std::min(da.max_qp_rd_atom, da.max_qp_init_rd_atom), 1, 16));
+    max_rdma_chunk_ = std::min<size_t>(dev_.port_attr.max_msg_sz, size_t{1} << 20);
+    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    if (epoll_fd_ < 0) {
+        *why = std::string("verbs: epoll_create1: ") + std::strerror(errno);
+        return Status::kIoError;
+    }
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kChannelTag;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, channel_->fd, &ev);
+    s = listen(why);
+    if (s != Status::kOk) return s;
+
+    attr_.transport = "verbs";
+    // Inline sends are this lane's PIO: the CPU writes header and payload into the WQE.
+    attr_.pio = max_inline_ > 0;
+    attr_.pio_max_message = max_inline_;
+    attr_.credits = config_.rx_credits;
+    attr_.credits_shared = false;
+    attr_.max_message = config_.seg_size;
+    // Placeholder network figures until calibration measures the fabric: ~2 us one way, and
+    // the port's signalling rate for bandwidth (rxe reports a nominal one).
+    const double gbps = 10.0;
+    attr_.send_cost = {2e-6, 0.3e-6, gbps * 1e9 / 8};
+    attr_.rdma = true;
+    attr_.rdma_cost = {2e-6, 0.5e-6, gbps * 1e9 / 8};
+    attr_.reg_cost = {5e-6, 0, 20e9};
+    attr_.rdma_device_memory = port_.dmabuf_mr;
+    attr_.zcopy_cma = false;
+    attr_.cma_reason = "verbs: the peer may be on another host (RDMA is used instead)";
+    attr_.rndv = true;
+    log_printf(LogLevel::kDebug,
+               "verbs: %s:%d %s MTU %d GID[%d] %s (%s), inline %u, %s, %s", port_.device.c_str(),
+               port_.port, port_.link_layer.c_str(), port_.active_mtu, port_.gid_index,
+               port_.gid.c_str(), port_.gid_type.c_str(), max_inline_,
+               port_.device_memory ? "device memory" : port_.device_memory_reason.c_str(),
+               port_.dmabuf_mr ? "dma-buf MRs" : port_.dmabuf_reason.c_str());
+    return Status::kOk;
+}
+
+Status VerbsInterface::listen(std::string* why) {
+    // Listen where the GID says the port lives (RoCE v2 with IPv4), else on every address.
+    sockaddr_in sin{};
+    sin.sin_family = AF_INET;
+    const bool v4 = gid_is_ipv4_mapped(dev_.gid);
+    if (v4) {
+        std::memcpy(&sin.sin_addr, dev_.gid.data() + 12, 4);
+    } else {
+        sin.sin_addr.s_addr = htonl(INADDR_ANY);
+    }
+    listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (listen_fd_ < 0 || bind(listen_fd_, reinterpret_cast<sockaddr*>(&sin), sizeof(sin)) != 0 ||
+        ::listen(listen_fd_, SOMAXCONN) != 0) {
+        *why = std::string("verbs: handshake listener: ") + std::strerror(errno);
+        return Status::kIoError;
+    }
+    socklen_t len = sizeof(sin);
+    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&sin), &len);
+    listen_port_ = ntohs(sin.sin_port);
+    listen_family_ = 4;
+    if (v4) {
+        std::memcpy(listen_ip_, &sin.sin_addr, 4);
+    } else {
+        // No IP in the GID (InfiniBand): peers on this host can still reach loopback; across
+        // hosts this needs IPoIB or an IPv4 GID (docs/verbs.md).
+        const uint32_t lo = htonl(INADDR_LOOPBACK);
+        std::memcpy(listen_ip_, &lo, 4);
+    }
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kListenTag;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
+    return Status::kOk;
+}
+
+Status VerbsInterface::grow_receive_pool(uint32_t buffers, std::string* why) {
+    if (rx_posted_ + buffers > srq_capacity_) {
+        *why = "verbs: shared receive queue full (" + std::to_string(srq_capacity_) +
+               " buffers); too many connections";
+        return Status::kNoResource;
+    }
+    RxBlock block;
+    const size_t bytes = config_.seg_size * buffers;
+    block.memory.reset(new (std::nothrow) uint8_t[bytes]);
+    if (!block.memory) return Status::kNoMemory;
+    block.mr = ibv_reg_mr(pd_, block.memory.get(), bytes, IBV_ACCESS_LOCAL_WRITE);
+    if (block.mr == nullptr) {
+        *why = std::string("verbs: registering receive buffers: ") + std::strerror(errno);
+        return Status::kIoError;
+    }
+    rx_blocks_.push_back(std::move(block));
+    const RxBlock& b = rx_blocks_.back();
+    for (uint32_t i = 0; i < buffers; ++i) {
+        Status s = post_receive(b.memory.get() + i * config_.seg_size);
+        if (s != Status::kOk) {
+            *why = "verbs: ibv_post_srq_recv failed";
+            return s;
+        }
+        ++rx_posted_;
+    }
+    return Status::kOk;
+}
+
+VerbsInterface::~VerbsInterface() {
+    for (auto& c : conns_) {
+        if (!c) continue;
+        if (c->owner_ep != nullptr) c->owner_ep->iface_ = nullptr;
+        if (c->reply_ep) c->reply_ep->iface_ = nullptr;
+        if (c->qp != nullptr) ibv_destroy_qp(c->qp);
+        if (c->cm_fd >= 0) close(c->cm_fd);
+    }
+    conns_.clear();
+    if (srq_ != nullptr) ibv_destroy_srq(srq_);
+    if (cq_ != nullptr) ibv_destroy_cq(cq_);
+    if (channel_ != nullptr) ibv_destroy_comp_channel(channel_);
+    for (RxBlock& b : rx_blocks_) {
+        if (b.mr != nullptr) ibv_dereg_mr(b.mr);
+    }
+    if (bounce_mr_ != nullptr) ibv_dereg_mr(bounce_mr_);
+    if (credit_mr_ != nullptr) ibv_dereg_mr(credit_mr_);
+    if (pd_ != nullptr) ibv_dealloc_pd(pd_);
+    if (listen_fd_ >= 0) close(listen_fd_);
+    if (epoll_fd_ >= 0) close(epoll_fd_);
+}
+
+std::vector<uint8_t> VerbsInterface::address() const {
+    AddressSection a{};
+    a.version = 1;
+    a.family = listen_family_;
+    a.port = listen_port_;
+    std::memcpy(a.ip, listen_ip_, sizeof(a.ip));
+    std::memcpy(a.gid, dev_.gid.data(), 16);
+    std::strncpy(a.device, port_.device.c_str(), sizeof(a.device) - 1);
+    a.max_message = static_cast<uint32_t>(config_.seg_size);
+    a.rx_credits = config_.rx_credits;
+    std::vector<uint8_t> out(sizeof(a));
+    std::memcpy(out.data(), &a, sizeof(a));
+    return out;
+}
+
+bool VerbsInterface::arm() {
+    if (!stash_.empty() || !to_report_.empty() || !credit_due_.empty() || !rdma_backlog_.empty()) {
+        return false;
+    }
+    if (ibv_req_notify_cq(cq_, 0) != 0) return false;
+    // A completion that arrived before the request above raises no event: look once more.
+    ibv_wc wc[16];
+    const int n = ibv_poll_cq(cq_, 16, wc);
+    if (n > 0) stash_.insert(stash_.end(), wc, wc + n);
+    return n <= 0;
+}
+
+void VerbsInterface::disarm() {
+    ibv_cq* cq = nullptr;
+    void* ctx = nullptr;
+    unsigned events = 0;
+    while (ibv_get_cq_event(channel_, &cq, &ctx) == 0) ++events;
+    if (events != 0) ibv_ack_cq_events(cq_, events);
+    tick_ = kCmPollEvery - 1;  // look at the handshake sockets on the next progress call
+}
+
+size_t VerbsInterface::connection_count() const {
+    size_t n = 0;
+    for (const auto& c : conns_) n += c ? 1 : 0;
+    return n;
+}
+
+// ------------------------------------------------------------------------------------------
+// Entry point used by the worker (verbs_open.h)
+// ------------------------------------------------------------------------------------------
+
+Status open(const VerbsConfig& config, uint64_t worker_uid, uint16_t iface_index, AmSink* sink,
+            std::unique_ptr<Interface>* out, std::string* why) {
+    return VerbsInterface::open(config, worker_uid, iface_index, sink, out, why);
+}
+
+}  // namespace swy::tl::verbs

@@ -1,0 +1,204 @@
+// Verbs transport: RC queue pairs on one RDMA device port (InfiniBand or RoCE, e.g. rxe).
+//
+// Resources, per interface (= per worker): a protection domain, one completion queue for sends
+// and receives with a completion channel (its fd sits in the interface's epoll set, which is
+// the interface's event_fd), a shared receive queue of registered buffers of seg_size bytes, a
+// pool of registered send bounce buffers, and a registered array of credit words. Per
+// connection: one RC QP.
+//
+// Wire-up (docs/verbs.md): the worker address carries the address of a small TCP listener. A
+// connecting worker creates its QP, opens a TCP connection and sends a CmMessage (QPN, PSN,
+// GID, LID, MTU, credits, where to write credit updates); the peer, from its progress, creates
+// its QP, moves it to RTS and answers; the connector moves its QP to RTS. Until then its sends
+// return kNoResource (the endpoint's pending queue retries them). The TCP connection stays
+// open: a goodbye on it is an orderly close, EOF without one is a dead peer.
+//
+// Sends: every message is one SEND with immediate (AM id + credit return, verbs_wire.h);
+// header+payload up to the QP's inline limit go inline (the CPU writes them into the WQE:
+// PIO), larger ones are copied into a bounce buffer. Flow control: CreditWindow (no RNR).
+//
+// Threading: not thread-safe; the worker serialises calls.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "transports/transport.h"
+#include "transports/verbs/credit_window.h"
+#include "transports/verbs/rdma.h"
+#include "transports/verbs/verbs_device.h"
+#include "transports/verbs/verbs_open.h"
+#include "transports/verbs/verbs_wire.h"
+
+namespace swy::tl::verbs {
+
+class VerbsInterface;
+struct RdmaOp;
+
+/// A lane on one RC connection. The endpoint returned by connect() owns the connection
+/// (disconnect() says goodbye and closes it); reply endpoints only borrow it.
+class VerbsEndpoint final : public Endpoint, public RdmaEndpoint {
+public:
+    VerbsEndpoint(VerbsInterface* iface, uint16_t conn, uint32_t generation, uint64_t remote_uid,
+                  bool owner, const LaneAttr& attr);
+    ~VerbsEndpoint() override;
+    const LaneAttr& attr() const override { return attr_; }
+    /// Inline SEND when header+payload fit attr().pio_max_message, else through a bounce
+    /// buffer. kNoResource: no credit, send-queue slot or bounce buffer now, or the connection
+    /// is still being set up; kConnectionReset after a failure or disconnect.
+    Status am_send(AmId id, const void* hdr, size_t hdr_len, const void* payload,
+                   size_t length) override;
+    Status am_send_packed(AmId id, const void* hdr, size_t hdr_len, PackFn pack, void* arg,
+                          size_t length) override;
+    uint64_t remote_uid() const override { return remote_uid_; }
+    void disconnect() override;
+
+    Status register_memory(const void* address, size_t length, unsigned access,
+                           std::unique_ptr<MemoryRegistration>* out, std::string* why) override;
+    Status get(const MemoryRegistration& local, size_t local_offset, uint64_t remote_address,
+               uint32_t rkey, size_t length, RdmaCallback cb, void* arg,
+               uint64_t cookie) override;
+    Status put(const MemoryRegistration& local, size_t local_offset, uint64_t remote_address,
+               uint32_t rkey, size_t length, RdmaCallback cb, void* arg,
+               uint64_t cookie) override;
+
+private:
+    friend class VerbsInterface;
+    VerbsInterface* iface_;  // null once the interface is gone
+    uint16_t conn_;
+    uint32_t generation_;
+    uint64_t remote_uid_;
+    bool owner_;
+    bool disconnected_ = false;
+    LaneAttr attr_;
+};
+
+class VerbsInterface final : public Interface {
+public:
+    static constexpr uint32_t kCmPollEvery = 64;  // power of two
+
+    /// See verbs::open() in verbs_open.h.
+    static Status open(const VerbsConfig& config, uint64_t worker_uid, uint16_t iface_index,
+                       AmSink* sink, std::unique_ptr<Interface>* out, std::string* why);
+    ~VerbsInterface() override;
+
+    const char* name() const override { return "verbs"; }
+    /// Poll the CQ (deliver receives, retire sends, run RDMA callbacks), every kCmPollEvery
+    /// calls (every call while a handshake runs) the handshake sockets, then report failures.
+    unsigned progress() override;
+    std::vector<uint8_t> address() const override;
+    /// Creates the QP, connects to the peer's handshake listener (blocking for at most
+    /// connect_timeout_ms) and sends the request; the endpoint is usable once the answer came.
+    /// Errors: kMalformed (bad section), kUnreachable (listener did not answer), kNoResource
+    /// (connection table or receive queue full), kIoError (a verbs call failed).
+    Status connect(uint64_t remote_uid, const uint8_t* section, size_t length, bool want_pio,
+                   std::unique_ptr<Endpoint>* out, std::string* why) override;
+    Endpoint* reply_endpoint(uint16_t sender) override;
+    uint64_t sender_uid(uint16_t sender) const override;
+    int event_fd() const override { return epoll_fd_; }
+    bool arm() override;
+    void disarm() override;
+
+    const PortInfo& port_info() const { return port_; }
+    /// Connections in any state (tests).
+    size_t connection_count() const;
+
+private:
+    friend class VerbsEndpoint;
+    struct Connection;
+    struct WrSlot {
+        int32_t bounce = -1;
+        RdmaOp* op = nullptr;
+    };
+    enum class State : uint8_t { kConnecting, kAccepting, kReady, kFailed };
+
+    VerbsInterface(const VerbsConfig& config, uint64_t uid, uint16_t index, AmSink* sink);
+    Status setup(std::string* why);
+    Status listen(std::string* why);
+    Status grow_receive_pool(uint32_t buffers, std::string* why);
+    Status post_receive(uint8_t* buffer);
+
+    // Connections (verbs_conn.cpp).
+    Connection* add_connection(uint64_t peer_uid, State state, uint16_t* index, std::string* why);
+    Connection* lookup(uint16_t index, uint32_t generation) const;
+    Connection* by_qpn(uint32_t qpn) const;
+    Status create_qp(Connection* c, std::string* why);
+    Status qp_to_rts(Connection* c, const CmMessage& peer, std::string* why);
+    CmMessage local_half(const Connection* c, CmType type) const;
+    void close_connection(Connection* c);
+    void fail(Connection* c, Status why, const char* what);
+    void report_failures();
+    void poll_cm();
+    void accept_all();
+    void on_cm_readable(Connection* c);
+    void disconnect(Connection* c);
+    void finish_close(Connection* c);
+    Status grant_receives(Connection* c, std::string* why);
+    void drain_cq();
+
+    // Data path (verbs_progress.cpp).
+    Status send(Connection* c, AmId id, const void* hdr, size_t hdr_len, const void* payload,
+                size_t length, Endpoint::PackFn pack, void* pack_arg);
+    bool reserve_send(Connection* c);
+    bool post_send(Connection* c, ibv_send_wr* wr, int32_t bounce, RdmaOp* op);
+    void handle_wc(const ibv_wc& wc);
+    void handle_receive(const ibv_wc& wc);
+    void retire_sends(Connection* c, uint32_t through, Status status);
+    void return_credits(Connection* c);
+    Status start_rdma(Connection* c, bool read, const MemoryRegistration& local,
+                      size_t local_offset, uint64_t remote_address, uint32_t rkey,
+                      size_t length, RdmaCallback cb, void* arg, uint64_t cookie);
+    bool post_rdma(Connection* c, RdmaOp* op);
+    void progress_rdma_backlog();
+
+    VerbsConfig config_;
+    uint64_t uid_;
+    uint16_t index_;
+    AmSink* sink_;
+    PortInfo port_;
+    DeviceHandle dev_;        // context + port attributes + chosen GID
+    ibv_pd* pd_ = nullptr;
+    ibv_comp_channel* channel_ = nullptr;
+    ibv_cq* cq_ = nullptr;
+    ibv_srq* srq_ = nullptr;
+    uint32_t srq_capacity_ = 0;
+    uint32_t rx_posted_ = 0;      // receive buffers in the SRQ's pool (posted or being handled)
+    uint32_t rx_granted_ = 0;     // credits granted to open connections
+    struct RxBlock {
+        std::unique_ptr<uint8_t[]> memory;
+        ibv_mr* mr = nullptr;
+    };
+    std::vector<RxBlock> rx_blocks_;
+    std::unique_ptr<uint8_t[]> bounce_memory_;
+    ibv_mr* bounce_mr_ = nullptr;
+    std::vector<int32_t> bounce_free_;
+    std::unique_ptr<uint64_t[]> credit_words_;  // one per connection slot, written by peers
+    ibv_mr* credit_mr_ = nullptr;
+    uint32_t max_connections_ = 0;
+    uint32_t max_rd_atomic_ = 1;
+    uint32_t max_inline_ = 0;
+    size_t max_rdma_chunk_ = 1u << 20;
+
+    int epoll_fd_ = -1;
+    int listen_fd_ = -1;
+    uint8_t listen_ip_[16] = {};
+    uint8_t listen_family_ = 4;
+    uint16_t listen_port_ = 0;
+    std::vector<std::unique_ptr<Connection>> conns_;
+    std::unordered_map<uint32_t, uint16_t> qpn_to_conn_;
+    uint32_t handshakes_ = 0;      // connections still connecting / accepting
+    uint32_t tick_ = 0;
+    std::vector<uint16_t> to_report_;
+    std::vector<uint16_t> credit_due_;  // connections owing the peer a credit update
+    std::vector<RdmaOp*> rdma_backlog_;  // ops with chunks not yet posted (send queue full)
+    std::vector<ibv_wc> stash_;     // completions polled by arm()
+    bool in_progress_ = false;
+    LaneAttr attr_;
+};
+
+}  // namespace swy::tl::verbs

@@ -1,0 +1,61 @@
+// Entry points of the verbs transport that the worker and swy-info call. They exist whether or
+// not the library was built with libibverbs: without it, open() reports kUnsupported and
+// probe() finds nothing (verbs_absent.cpp), so nothing above needs an #ifdef.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transports/transport.h"
+
+namespace swy::tl::verbs {
+
+/// Settings (SWY_NET_DEVICES, SWY_VERBS_*).
+struct VerbsConfig {
+    std::vector<std::string> devices{"all"};  ///< "rxe0:1", "rxe0", "all"
+    int gid_index = -1;                       ///< -1: choose (RoCE v2 with IPv4 first)
+    size_t seg_size = 8192;                   ///< receive/bounce buffer size (max_message)
+    uint32_t rx_credits = 64;                 ///< receive buffers posted per connection
+    uint32_t bounce_buffers = 256;            ///< registered send bounce buffers
+    uint32_t max_inline = 256;                ///< inline (PIO) limit asked of the QP
+    uint32_t sq_depth = 256;                  ///< send queue depth per QP
+    uint64_t connect_timeout_ms = 2000;
+};
+
+/// What start-up found about one device port (swy-info, logs).
+struct PortInfo {
+    std::string device;
+    int port = 0;
+    std::string state;          ///< "ACTIVE", "DOWN", ...
+    int active_mtu = 0;         ///< bytes
+    std::string link_layer;     ///< "Ethernet" (RoCE) or "InfiniBand"
+    std::string gid;            ///< chosen GID, text
+    int gid_index = -1;
+    std::string gid_type;       ///< "RoCE v2", ...
+    uint16_t lid = 0;
+    uint32_t max_inline = 0;    ///< inline limit the device accepted on a probe QP
+    bool device_memory = false; ///< ibv_alloc_dm works
+    std::string device_memory_reason;
+    size_t max_dm_size = 0;
+    bool dmabuf_mr = false;     ///< ibv_reg_dmabuf_mr is supported
+    std::string dmabuf_reason;
+    bool usable = false;
+    std::string why_not;        ///< when !usable
+};
+
+/// Look at every device and port (selected by @p config.devices) without opening an
+/// interface. Empty when the library was built without verbs or no device exists; @p why
+/// (optional) then says which.
+std::vector<PortInfo> probe(const VerbsConfig& config, std::string* why);
+
+/// Open the verbs interface on the first selected ACTIVE port.
+/// Errors: kUnsupported (built without libibverbs), kNotFound (no device or no active port;
+/// the worker logs this at debug level and goes on without verbs), kIoError (a verbs call
+/// failed; @p why says which).
+Status open(const VerbsConfig& config, uint64_t worker_uid, uint16_t iface_index, AmSink* sink,
+            std::unique_ptr<Interface>* out, std::string* why);
+
+}  // namespace swy::tl::verbs

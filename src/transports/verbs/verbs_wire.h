@@ -1,0 +1,83 @@
+// Wire formats of the verbs transport: the connection handshake carried over a small TCP side
+// channel, and the 32-bit immediate that every SEND carries instead of a header.
+//
+// Why a TCP side channel for wire-up: an RC QP needs the peer's QPN, PSN and GID before it can
+// move to RTR, so each side must learn the other's numbers for every endpoint pair. The
+// worker address cannot carry them (a QP per possible peer would be created in advance), and
+// a UD QP for connection management would need its own retransmission. A TCP connection to
+// the peer's verbs listener gives an ordered, reliable exchange, and kept open for the life of
+// the connection it reports a dead peer (EOF without a goodbye) long before RC's retry
+// timeouts would. See docs/verbs.md.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace swy::tl::verbs {
+
+inline constexpr uint32_t kCmMagic = 0x56595753;  // "SWYV"
+inline constexpr uint8_t kCmVersion = 1;
+
+enum class CmType : uint8_t { kRequest = 1, kReply = 2, kBye = 3 };
+
+/// One side's half of an RC connection: where its QP is and how the peer may send to it.
+struct CmMessage {
+    uint32_t magic;
+    uint8_t version;
+    uint8_t type;          ///< CmType
+    uint8_t mtu;           ///< enum ibv_mtu of the sender's port (1..5)
+    uint8_t is_global;     ///< 1: route with the GID (RoCE), 0: with the LID (InfiniBand)
+    uint64_t uid;          ///< sender's worker uid
+    uint32_t qpn;          ///< 24 bits
+    uint32_t psn;          ///< 24 bits: first packet sequence number the sender will send
+    uint8_t gid[16];
+    uint16_t lid;
+    uint16_t reserved;
+    uint32_t rx_credits;   ///< receive buffers the sender posted for this connection
+    uint64_t credit_addr;  ///< where the peer RDMA-writes its freed-buffer counter
+    uint32_t credit_rkey;
+    uint32_t max_message;  ///< size of each receive buffer
+};
+static_assert(sizeof(CmMessage) == 64);
+
+/// Validate a received handshake message; @return null if valid, else the reason.
+inline const char* validate(const CmMessage& m, CmType expected) {
+    if (m.magic != kCmMagic) return "not a Switchyard verbs handshake (bad magic)";
+    if (m.version != kCmVersion) return "unsupported verbs handshake version";
+    if (m.type != static_cast<uint8_t>(expected)) return "unexpected handshake message type";
+    if (m.uid == 0) return "handshake without a worker id";
+    if (m.qpn == 0 || m.qpn > 0xFFFFFF || m.psn > 0xFFFFFF) return "QPN or PSN out of range";
+    if (m.mtu < 1 || m.mtu > 5) return "invalid path MTU";
+    if (m.rx_credits == 0 || m.rx_credits > 0x7FFF) return "receive credits out of range";
+    if (m.max_message < 64) return "receive buffer size too small";
+    return nullptr;
+}
+
+/// The immediate of every SEND: the active-message id and the sender's cumulative count of
+/// our messages it has consumed and re-posted (mod 2^16), so credits come back for free on
+/// any reverse traffic.
+inline constexpr uint32_t encode_imm(uint8_t am_id, uint16_t freed) {
+    return (uint32_t{am_id} << 24) | freed;
+}
+inline constexpr uint8_t imm_am_id(uint32_t imm) { return static_cast<uint8_t>(imm >> 24); }
+inline constexpr uint16_t imm_freed(uint32_t imm) { return static_cast<uint16_t>(imm); }
+
+/// Transport-internal active message id: a pure credit return (never delivered upward).
+inline constexpr uint8_t kAmCreditOnly = 0xF1;
+
+/// The verbs section of a worker address: how to reach the peer's handshake listener and
+/// which device it uses (so a tool can tell), nothing per connection.
+struct AddressSection {
+    uint8_t version;
+    uint8_t family;     ///< 4 or 6
+    uint16_t port;      ///< handshake listener port (host order)
+    uint8_t ip[16];     ///< listener address (IPv4 in the first 4 bytes)
+    uint8_t gid[16];    ///< the port's GID (diagnostics)
+    char device[16];    ///< device name, NUL padded (diagnostics)
+    uint32_t max_message;  ///< size of each receive buffer: the largest SEND it accepts
+    uint32_t rx_credits;   ///< receive buffers it posts per connection
+};
+static_assert(sizeof(AddressSection) == 60);
+
+}  // namespace swy::tl::verbs

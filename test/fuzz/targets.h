@@ -1,0 +1,24 @@
+// The fuzz targets, as plain functions: libFuzzer reaches each through its own entry_<name>.cpp
+// (LLVMFuzzerTestOneInput), the replay test (replay_test.cpp) calls them all from one gtest
+// binary, and seeds.cpp makes their starting inputs from the real encoders.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace swy::fuzz {
+
+/// Worker address and transport address sections (fuzz_address.cpp).
+int fuzz_address(const uint8_t* data, size_t size);
+/// tcp transport receive path on a real loopback connection (fuzz_tcp_stream.cpp).
+int fuzz_tcp_stream(const uint8_t* data, size_t size);
+/// Worker decoding of every active message id (fuzz_worker_am.cpp).
+int fuzz_worker_am(const uint8_t* data, size_t size);
+
+/// Valid (and a few boundary) inputs for @p target ("address", "tcp_stream", "worker_am"),
+/// built with the encoders the library itself uses; empty for an unknown target.
+std::vector<std::vector<uint8_t>> seeds(std::string_view target);
+
+}  // namespace swy::fuzz

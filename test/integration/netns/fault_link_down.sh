@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Take one host's link down in the middle of an all-to-all: nothing closes the connections,
+# so the survivors must notice through TCP keepalive / user timeout (SWY_TCP_KEEPALIVE=1s:
+# about 3 s), report the failure on their endpoint to that rank only, and finish with each
+# other. The cut-off host must blame every other rank.
+# usage: fault_link_down.sh BUILD_BIN_DIR
+set -uo pipefail
+source "$(dirname "$0")/netns_lib.sh"
+netns_bin_dir "${1:-}"
+netns_setup 4
+
+victim=3
+iters=24
+export SWY_TCP_KEEPALIVE=1s
+netns_log "alltoall over 4 hosts, 256K/1M/4M messages, $iters iterations, SWY_TCP_KEEPALIVE=$SWY_TCP_KEEPALIVE"
+netns_exchange down 4 --pattern alltoall --sizes 256K,1M,4M --iters "$iters" --tolerate-failures \
+  --timeout 20
+netns_wait_line "$NETNS_TMP/down.rank$victim.log" "^rank $victim: iteration 4/" 40 ||
+  netns_fail "rank $victim made no progress"
+netns_link_down "$victim"
+down_ms=$(netns_ms)
+netns_log "link of host $victim down"
+
+netns_exchange_wait down 60
+netns_assert_only_failure down 4 "$victim"
+# The isolated rank saw every peer go, and nothing else went wrong there.
+log="$NETNS_TMP/down.rank$victim.log"
+grep -E "^rank $victim: (ep to|PASS)" "$log"
+for p in 0 1 2; do
+  grep -q "^rank $victim: ep to rank $p failed:" "$log" || netns_fail "rank $victim did not report rank $p"
+done
+# When the survivors noticed (their logs say at how many seconds since their start).
+grep -h "ep to rank $victim failed" "$NETNS_TMP"/down.rank[0-2].log
+netns_log "link down at $(( down_ms / 1000 )).$(( down_ms % 1000 / 100 ))s since test start"
+netns_log "PASS"
