@@ -76,6 +76,7 @@ void mca_pml_swy_request_release(mca_pml_swy_request_t *req)
 
 void mca_pml_swy_send_done(mca_pml_swy_request_t *req, swy_status_t status)
 {
+    status = mca_pml_swy_send_result(status);
     req->swy_req = NULL;
     mca_pml_swy_request_drop_tmp(req);
     if (OPAL_UNLIKELY(req->flags & (PML_SWY_REQ_DETACHED | PML_SWY_REQ_FREE_CALLED))) {

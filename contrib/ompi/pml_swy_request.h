@@ -77,6 +77,15 @@ void mca_pml_swy_send_done(mca_pml_swy_request_t *req, swy_status_t status);
 void mca_pml_swy_recv_done(mca_pml_swy_request_t *req, swy_status_t status,
                            const swy_tag_recv_info_t *info);
 
+/**
+ * Switchyard tells a sender when the receiver truncated its message (rendezvous). In MPI that
+ * is the receiver's error only: the send itself succeeded.
+ */
+static inline swy_status_t mca_pml_swy_send_result(swy_status_t status)
+{
+    return status == SWY_ERR_MESSAGE_TRUNCATED ? SWY_OK : status;
+}
+
 /** Fill a request's status for a send that ended with @p status. */
 static inline void mca_pml_swy_set_send_status(ompi_status_public_t *st, swy_status_t status)
 {

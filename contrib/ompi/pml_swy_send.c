@@ -153,6 +153,7 @@ static int mca_pml_swy_send_wait(swy_request_h sreq)
         mca_pml_swy_wait_step(&step);
     }
     swy_request_free(sreq);
+    s = mca_pml_swy_send_result(s);
     if (OPAL_UNLIKELY(s != SWY_OK)) {
         mca_pml_swy_send_error("send", s);
         return mca_pml_swy_mpi_error(s);

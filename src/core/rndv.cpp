@@ -276,17 +276,16 @@ void Worker::handle_fin(const uint8_t* data, size_t length) {
     finish_rndv_receive(r, r->truncated ? Status::kMessageTruncated : Status::kOk);
 }
 
-void Worker::handle_rndv_data(const uint8_t* data, size_t length) {
-    proto::RndvDataHeader h{};
-    if (!proto::read_header(data, length, &h)) return;
+Request* Worker::rndv_data_target(const proto::RndvDataHeader& h, size_t size) {
     Request* r = pool_.find(h.receive_request);
-    const size_t size = length - sizeof(h);
     if (r == nullptr || r->kind != RequestKind::kRecv || h.offset != r->rndv_done ||
         size > r->rndv_length - r->rndv_done) {
-        log_printf(LogLevel::kError, "dropping a rendezvous fragment that fits no receive");
-        return;
+        return nullptr;
     }
-    if (copy_in(r, h.offset, data + sizeof(h), size) != Status::kOk) r->copy_failed = true;
+    return r;
+}
+
+void Worker::rndv_data_arrived(Request* r, size_t size) {
     r->rndv_done += size;
     r->received = r->rndv_done;
     if (r->rndv_done == r->rndv_length) {
@@ -294,6 +293,44 @@ void Worker::handle_rndv_data(const uint8_t* data, size_t length) {
                                : r->truncated ? Status::kMessageTruncated
                                               : Status::kOk);
     }
+}
+
+void Worker::handle_rndv_data(const uint8_t* data, size_t length) {
+    proto::RndvDataHeader h{};
+    if (!proto::read_header(data, length, &h)) return;
+    const size_t size = length - sizeof(h);
+    Request* r = rndv_data_target(h, size);
+    if (r == nullptr) {
+        log_printf(LogLevel::kError, "dropping a rendezvous fragment that fits no receive");
+        return;
+    }
+    if (copy_in(r, h.offset, data + sizeof(h), size) != Status::kOk) r->copy_failed = true;
+    rndv_data_arrived(r, size);
+}
+
+// Stream transports (tcp) read a fragment's payload straight into the receive buffer once its
+// header names the request: no bounce through the transport's buffer and copy_in(). Memory
+// the CPU must not store to keeps the staged path (on_am, copy_in with the plugin's copy).
+size_t Worker::placement_header(tl::AmId id) const {
+    return id == proto::kAmRndvData ? sizeof(proto::RndvDataHeader) : 0;
+}
+
+uint8_t* Worker::place_payload(tl::AmId id, const uint8_t* hdr, size_t done, size_t length) {
+    if (id != proto::kAmRndvData || done >= length) return nullptr;
+    proto::RndvDataHeader h{};
+    std::memcpy(&h, hdr, sizeof(h));
+    // Looked up again on every call: a receive that failed meanwhile (its peer died on
+    // another connection) is completed, and its buffer may already be the user's again.
+    Request* r = rndv_data_target(h, length);
+    if (r == nullptr || !r->cpu_buffer) return nullptr;
+    return r->recv_buffer + h.offset + done;
+}
+
+void Worker::on_am_placed(tl::AmId id, tl::AmSource /*src*/, const uint8_t* hdr, size_t length) {
+    if (id != proto::kAmRndvData) return;
+    proto::RndvDataHeader h{};
+    std::memcpy(&h, hdr, sizeof(h));
+    if (Request* r = rndv_data_target(h, length)) rndv_data_arrived(r, length);
 }
 
 // ------------------------------------------------------------------------------------------

@@ -91,6 +91,9 @@ Status Worker::open_interfaces(std::string* why) {
         tc.devices = cfg.get_list("NET_DEVICES");
         tc.sndbuf_limit = cfg.get_size("TCP_SNDBUF_LIMIT");
         tc.keepalive_ns = cfg.get_time_ns("TCP_KEEPALIVE");
+        // Alone, tcp looks at its sockets on every progress call; next to shm (whose hot path
+        // a system call per call would dominate) every 8th, as tcp peers are then remote.
+        tc.busy_poll_every = shm_ != nullptr ? 8 : 1;
         std::unique_ptr<tl::tcp::TcpInterface> tcp;
         tcp_index_ = static_cast<int>(ifaces_.size());
         Status s = tl::tcp::TcpInterface::open(tc, uid_, static_cast<uint16_t>(tcp_index_), this,
@@ -191,10 +194,11 @@ unsigned Worker::progress() {
     }
     // The poll loop's length is latency: a message that lands waits on average half a loop.
     // So the typed transports are called directly (no virtual dispatch), self only when it
-    // has something queued, and tcp every kTcpPollEvery calls (it throttles further itself).
+    // has something queued, and tcp every call (it throttles its system calls itself, and
+    // must write what sends corked since the last call).
     if (shm_ != nullptr) n += shm_->progress();
     if (self_ != nullptr && !self_->idle()) n += self_->progress();
-    if (tcp_ != nullptr && (++tcp_tick_ & (kTcpPollEvery - 1)) == 0) n += tcp_->progress();
+    if (tcp_ != nullptr) n += tcp_->progress();
     if (verbs_ != nullptr) n += verbs_->progress();
     if (__builtin_expect(conn_ != nullptr, 0)) n += conn_->progress();
     if (__builtin_expect(!pending_eps_.empty(), 0)) {

@@ -130,6 +130,10 @@ public:
     void on_am(tl::AmId id, tl::AmSource src, const uint8_t* data, size_t length) override;
     void on_remote_failure(uint64_t remote_uid, Status why) override;
     void on_sender_released(tl::AmSource src) override;
+    /// Zero-copy receive of rendezvous fragments (tcp): straight into the user's buffer.
+    size_t placement_header(tl::AmId id) const override;
+    uint8_t* place_payload(tl::AmId id, const uint8_t* hdr, size_t done, size_t length) override;
+    void on_am_placed(tl::AmId id, tl::AmSource src, const uint8_t* hdr, size_t length) override;
     /// Remove the reassembly entries @p which selects; their receives fail with @p why.
     void drop_reassembly(const std::function<bool(uint64_t, const Reassembly&)>& which,
                          Status why);
@@ -186,6 +190,9 @@ private:
     void handle_rtr(const uint8_t* data, size_t length);
     void handle_fin(const uint8_t* data, size_t length);
     void handle_rndv_data(const uint8_t* data, size_t length);
+    /// The receive a pipeline fragment of @p size bytes belongs to, or null if it fits none.
+    Request* rndv_data_target(const proto::RndvDataHeader& h, size_t size);
+    void rndv_data_arrived(Request* r, size_t size);
     void start_rndv_receive(Request* r, const proto::RtsHeader& rts, tl::AmSource src,
                             uint64_t remote_uid);
     void send_rtr(Request* r, proto::RndvScheme scheme);
@@ -239,8 +246,6 @@ private:
     tl::shm::ShmInterface* shm_ = nullptr;
     tl::self::SelfInterface* self_ = nullptr;
     tl::tcp::TcpInterface* tcp_ = nullptr;
-    uint32_t tcp_tick_ = 0;
-    static constexpr uint32_t kTcpPollEvery = 2;
     int epoll_fd_ = -1;
     proto::TagMatcher matcher_;
     RequestPool pool_;

@@ -64,6 +64,26 @@ public:
     /// A sender closed its lane to us: anything it left half-sent can never complete, and its
     /// sender index may be reused by a new lane.
     virtual void on_sender_released(AmSource /*src*/) {}
+
+    // Zero-copy receive, for transports that read a byte stream (tcp): the payload of a
+    // message goes straight from the socket into memory the sink names, instead of through
+    // the transport's receive buffer and on_am().
+    /// Bytes of message header the transport must have before it may ask place_payload()
+    /// about a message with this id; 0: such messages always go through on_am(). Asked once
+    /// per id when the transport opens.
+    virtual size_t placement_header(AmId /*id*/) const { return 0; }
+    /// Where payload bytes [done, length) of a message go (@p hdr: its first
+    /// placement_header(id) bytes; @p length: payload bytes after them). Asked before every
+    /// read into the destination, so one that went away mid-message is never written.
+    /// Null: done == 0: deliver the message through on_am() as usual; done > 0: the
+    /// destination is gone and the transport drops the rest of the payload.
+    virtual uint8_t* place_payload(AmId /*id*/, const uint8_t* /*hdr*/, size_t /*done*/,
+                                   size_t /*length*/) {
+        return nullptr;
+    }
+    /// All @p length payload bytes of a placed message are in place.
+    virtual void on_am_placed(AmId /*id*/, AmSource /*src*/, const uint8_t* /*hdr*/,
+                              size_t /*length*/) {}
 };
 
 /// A connection to one remote worker.

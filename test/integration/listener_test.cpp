@@ -389,12 +389,12 @@ size_t read_until_closed(int fd, double timeout_s) {
 
 std::vector<unsigned char> frame(uint32_t magic, uint8_t version, uint8_t type, uint32_t length,
                                  const std::vector<unsigned char>& body) {
-    std::vector<unsigned char> f(12);
+    std::vector<unsigned char> f(12 + body.size());
     memcpy(f.data(), &magic, 4);  // the test runs on little-endian hosts like the wire
     f[4] = version;
     f[5] = type;
     memcpy(f.data() + 8, &length, 4);
-    f.insert(f.end(), body.begin(), body.end());
+    if (!body.empty()) memcpy(f.data() + 12, body.data(), body.size());
     return f;
 }
 

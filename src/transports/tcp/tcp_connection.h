@@ -77,6 +77,20 @@ private:
     size_t tail_ = 0;
 };
 
+/// A message whose payload is read straight into the sink's memory (zero-copy receive):
+/// its header is kept here, so nothing of it lives in the receive buffer while the payload
+/// trickles in over several progress calls.
+struct TcpPlacement {
+    static constexpr size_t kMaxHeader = 64;  ///< larger placement headers are not placed
+    bool active = false;
+    bool discard = false;  ///< the destination went away mid-payload: drop the rest
+    AmId id = 0;
+    uint8_t hdr_len = 0;
+    uint8_t hdr[kMaxHeader] = {};
+    size_t length = 0;  ///< payload bytes after the header
+    size_t done = 0;    ///< payload bytes read so far
+};
+
 struct TcpInterface::Connection {
     enum class State : uint8_t { kOpen, kClosed };
     int fd = -1;
@@ -91,9 +105,16 @@ struct TcpInterface::Connection {
     bool watching_out = false;      ///< EPOLLOUT is in the epoll set
     bool reported = false;          ///< on_remote_failure was called (once per connection)
     Status failure = Status::kOk;   ///< why it failed, while waiting to be reported
+    bool corked = false;            ///< on corked_: its queue goes out at the next progress
+    /// Bytes after the frame header to read into the receive buffer next: the header of the
+    /// next frame only, so that when it too is placed, none of its payload takes the
+    /// receive buffer's detour (0: read as much as fits).
+    uint8_t expect_header = 0;
     uint64_t peer_uid = 0;
+    uint64_t send_epoch = 0;        ///< progress pass of the last direct send (burst detection)
     ByteQueue sendq;
     ByteQueue recvq;
+    TcpPlacement place;
     std::unique_ptr<TcpEndpoint> reply_ep;
     TcpEndpoint* owner_ep = nullptr;  ///< the endpoint connect() returned, while it exists
 

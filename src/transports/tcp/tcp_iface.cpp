@@ -196,6 +196,7 @@ Status TcpInterface::open(const TcpConfig& config, uint64_t worker_uid, uint16_t
     }
     Status s = iface->listen_on_devices(why);
     if (s != Status::kOk) return s;
+    iface->prepare_receive();
     for (size_t i = 0; i < iface->listen_fds_.size(); ++i) {
         epoll_event ev{};
         ev.events = EPOLLIN;
@@ -291,11 +292,7 @@ TcpInterface::~TcpInterface() {
 
 std::vector<uint8_t> TcpInterface::address() const { return encode_tcp_address(addresses_); }
 
-size_t TcpInterface::open_connections() const {
-    size_t n = 0;
-    for (const auto& c : conns_) n += c->state == Connection::State::kOpen;
-    return n;
-}
+size_t TcpInterface::open_connections() const { return live_.size(); }
 
 void TcpInterface::setup_socket(int fd) const {
     int one = 1;
@@ -358,6 +355,7 @@ TcpInterface::Connection* TcpInterface::add_connection(int fd, bool outgoing, ui
         return nullptr;
     }
     *index = c->index;
+    live_.push_back(c->index);
     // Our hello goes first in both directions: the acceptor learns who connected, the
     // connector checks that it reached the worker it meant to.
     uint8_t hello[kHelloSize];

@@ -37,6 +37,11 @@ struct TcpConfig {
     size_t sndbuf_limit = 4u << 20;
     /// Idle time before keepalive probes; a silent dead peer is reported after about 3x this.
     uint64_t keepalive_ns = 2'000'000'000;
+    /// With connections open, look at the sockets on every Nth progress call (a power of
+    /// two). 1 when tcp is the worker's only network (each look is a system call that
+    /// nothing else competes with); more when shm shares the poll loop, whose hot path a
+    /// system call per call would dominate.
+    uint32_t busy_poll_every = 4;
 };
 
 class TcpInterface;
@@ -79,7 +84,17 @@ public:
     /// on each address it tries; setup time, not the hot path).
     static constexpr int kConnectTimeoutMs = 2000;
     static constexpr uint32_t kIdlePollEvery = 4096;  // powers of two
-    static constexpr uint32_t kBusyPollEvery = 4;
+    /// Up to this many open connections, progress reads each socket directly (one recv
+    /// instead of epoll_wait + recv); epoll then only runs every kEpollEvery passes, for new
+    /// connections and writability.
+    static constexpr size_t kDirectPollMax = 2;
+    static constexpr uint32_t kEpollEvery = 64;
+    /// Frames up to this size sent while an earlier one of the same progress pass went out
+    /// directly are corked: queued and written together (one send for a burst) at the next
+    /// progress or arm call.
+    static constexpr size_t kCorkMax = 2048;
+    /// A corked queue this long is written at once.
+    static constexpr size_t kCorkFlush = 64 * 1024;
 
     /// Opens the listening socket(s) of the configured devices, port chosen by the kernel.
     /// @param iface_index  this interface's index in the worker (goes into AmSource::iface)
@@ -91,8 +106,11 @@ public:
     ~TcpInterface() override;
 
     const char* name() const override { return "tcp"; }
-    /// One epoll_wait(0) pass: accept, read and deliver every complete frame, flush queues
-    /// that became writable, report failures. @return frames delivered + connections accepted.
+    /// Writes corked frames, then (every busy_poll_every calls) reads the sockets: directly
+    /// with few connections, else through one epoll_wait(0) pass; accepts, delivers every
+    /// complete frame (placing payloads the sink asks for straight into its memory), flushes
+    /// queues that became writable, reports failures.
+    /// @return frames delivered + connections accepted.
     unsigned progress() override;
     /// The tcp section (tcp_wire.h): every listening address; loopback entries last.
     std::vector<uint8_t> address() const override;
@@ -110,7 +128,10 @@ public:
     /// False if frames or failure reports are waiting (the epoll fd would not wake us).
     bool arm() override;
     /// After a wake-up, look at the sockets on the very next progress call.
-    void disarm() override { idle_polls_ = kIdlePollEvery - 1; }  // a multiple of both, minus 1
+    void disarm() override {
+        idle_polls_ = kIdlePollEvery - 1;  // a multiple of every poll period, minus 1
+        epoll_tick_ = 0;                   // and an epoll pass: a new peer may have woken us
+    }
 
     /// Listening addresses actually bound (decoded form of address()), for tools and tests.
     const std::vector<TcpAddressEntry>& listen_addresses() const { return addresses_; }
@@ -128,8 +149,14 @@ private:
     Connection* add_connection(int fd, bool outgoing, uint64_t peer_uid, uint16_t* index);
     Connection* lookup(uint16_t index, uint32_t generation) const;
     unsigned accept_all(int listen_fd);
+    unsigned poll_epoll();
+    unsigned poll_direct();
+    void flush_corked();
+    void prepare_receive();
     unsigned receive(Connection* c);
     unsigned deliver_frames(Connection* c);
+    bool start_placement(Connection* c, const FrameHeader& h);
+    unsigned receive_placed(Connection* c);
     Status handle_control(Connection* c, const uint8_t* data, size_t length);
     void on_eof(Connection* c);
     bool flush(Connection* c);
@@ -140,6 +167,8 @@ private:
 
     Status send(Connection* c, AmId id, const void* hdr, size_t hdr_len, const void* payload,
                 size_t length);
+    Status queue_frame(Connection* c, AmId id, const void* hdr, size_t hdr_len,
+                       const void* payload, size_t length);
     Status send_packed(Connection* c, AmId id, const void* hdr, size_t hdr_len,
                        Endpoint::PackFn pack, void* arg, size_t length);
     Status send_control(Connection* c, const uint8_t* body, size_t length);
@@ -153,6 +182,12 @@ private:
     std::vector<int> listen_fds_;
     std::vector<TcpAddressEntry> addresses_;
     std::vector<std::unique_ptr<Connection>> conns_;  // index = sender
+    std::vector<uint16_t> live_;    // indices of open connections
+    std::vector<uint16_t> corked_;  // connections with corked frames to write
+    uint64_t epoch_ = 1;            // progress calls so far (burst detection for corking)
+    uint32_t epoll_tick_ = 0;
+    uint32_t busy_mask_ = 3;        // config_.busy_poll_every - 1, rounded to a power of two
+    uint8_t place_header_[256] = {};  // per AmId: sink_->placement_header(), 0: never placed
     size_t reuse_cursor_ = 0;
     std::vector<uint16_t> to_report_;  // failed connections not yet reported to the sink
     bool in_progress_ = false;

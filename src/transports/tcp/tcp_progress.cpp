@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -34,18 +35,44 @@ const char* check_text(FrameCheck c) {
 
 }  // namespace
 
+void TcpInterface::prepare_receive() {
+    uint32_t every = 1;
+    while (every < config_.busy_poll_every && every < kIdlePollEvery) every <<= 1;
+    busy_mask_ = every - 1;
+    for (unsigned id = 0; id < 256; ++id) {
+        const size_t n = id == kTcpControlAm ? 0 : sink_->placement_header(static_cast<AmId>(id));
+        // A header we cannot keep aside is simply never placed: on_am() still works.
+        place_header_[id] = n <= TcpPlacement::kMaxHeader ? static_cast<uint8_t>(n) : 0;
+    }
+}
+
 unsigned TcpInterface::progress() {
     if (in_progress_) return 0;  // a sink callback called progress(): finish the outer pass first
-    // An epoll_wait is a system call (~1 us here): on every call it would dominate the shm
-    // hot path of every worker. With no connection open only a new peer can arrive (set-up
-    // time): look every kIdlePollEvery calls. With connections, every kBusyPollEvery calls,
-    // a few tens of nanoseconds against TCP's microseconds. A wake-up from the event fd
-    // makes the next call look (disarm()).
-    const uint32_t every = open_connections() == 0 ? kIdlePollEvery : kBusyPollEvery;
-    if (++idle_polls_ % every != 0 && to_report_.empty()) return 0;
+    ++epoch_;  // sends from now on start a new burst
+    // Corked frames leave on every call, unthrottled: they are what the peer waits for.
+    if (!corked_.empty()) flush_corked();
+    // Looking at the sockets is a system call (~1 us here). With no connection open only a
+    // new peer can arrive (set-up time): look every kIdlePollEvery calls. With connections,
+    // every busy_poll_every calls (1 when tcp is the only network). A wake-up from the event
+    // fd makes the next call look (disarm()).
+    const uint32_t mask = live_.empty() ? kIdlePollEvery - 1 : busy_mask_;
+    if ((++idle_polls_ & mask) != 0 && to_report_.empty()) return 0;
     in_progress_ = true;
     unsigned n = 0;
     if (__builtin_expect(!to_report_.empty(), 0)) report_failures();  // failed inside a send
+    // With one or two connections a recv() on each is cheaper than epoll_wait + recv, and
+    // finds the data in one system call instead of two. epoll still runs now and then, for
+    // listening sockets (new peers) and EPOLLOUT.
+    const bool direct =
+        live_.size() <= kDirectPollMax && (epoll_tick_++ & (kEpollEvery - 1)) != 0;
+    n += direct ? poll_direct() : poll_epoll();
+    if (!to_report_.empty()) report_failures();
+    in_progress_ = false;
+    return n;
+}
+
+unsigned TcpInterface::poll_epoll() {
+    unsigned n = 0;
     epoll_event events[kMaxEvents];
     const int k = epoll_wait(epoll_fd_, events, kMaxEvents, 0);
     for (int i = 0; i < k; ++i) {
@@ -64,9 +91,33 @@ unsigned TcpInterface::progress() {
             n += receive(c);
         }
     }
-    if (!to_report_.empty()) report_failures();
-    in_progress_ = false;
     return n;
+}
+
+unsigned TcpInterface::poll_direct() {
+    // A callback may open or close connections (live_ changes): walk a copy.
+    uint16_t snapshot[kDirectPollMax];
+    const size_t count = std::min(live_.size(), kDirectPollMax);
+    std::copy_n(live_.begin(), count, snapshot);
+    unsigned n = 0;
+    for (size_t i = 0; i < count; ++i) {
+        Connection* c = conns_[snapshot[i]].get();
+        if (c->state != Connection::State::kOpen) continue;
+        // A queue the kernel had no room for: retry here rather than wait for the epoll pass.
+        if (c->watching_out) (void)flush(c);
+        if (c->state == Connection::State::kOpen) n += receive(c);
+    }
+    return n;
+}
+
+void TcpInterface::flush_corked() {
+    // flush() never calls the sink (a failure is reported later), so the list is stable.
+    for (uint16_t index : corked_) {
+        Connection* c = conns_[index].get();
+        c->corked = false;
+        if (c->state == Connection::State::kOpen) (void)flush(c);
+    }
+    corked_.clear();
 }
 
 unsigned TcpInterface::accept_all(int listen_fd) {
@@ -95,18 +146,32 @@ unsigned TcpInterface::accept_all(int listen_fd) {
 unsigned TcpInterface::receive(Connection* c) {
     unsigned delivered = 0;
     size_t budget = kReadBudget;
-    for (;;) {
+    while (c->state == Connection::State::kOpen && budget > 0) {
+        if (c->place.active) {
+            const size_t before = c->place.done;
+            delivered += receive_placed(c);
+            if (c->place.active) break;  // the socket ran dry, or the connection closed
+            budget -= std::min(budget, c->place.length - before);
+            continue;
+        }
         if (c->recvq.reserve_tail(kMinRead) == nullptr) {
             fail(c, Status::kNoMemory);
-            return delivered;
+            break;
         }
-        const ssize_t r = recv(c->fd, c->recvq.tail_ptr(), c->recvq.tail_room(), MSG_DONTWAIT);
+        size_t room = c->recvq.tail_room();
+        if (c->expect_header != 0 && c->recvq.empty()) {
+            room = kFrameHeaderSize + c->expect_header;
+        }
+        c->expect_header = 0;
+        const ssize_t r = recv(c->fd, c->recvq.tail_ptr(), room, MSG_DONTWAIT);
         if (r > 0) {
             c->recvq.commit(static_cast<size_t>(r));
             delivered += deliver_frames(c);
-            if (c->state != Connection::State::kOpen) break;
-            if (static_cast<size_t>(r) >= budget) break;  // still readable: epoll says so again
-            budget -= static_cast<size_t>(r);
+            budget -= std::min(budget, static_cast<size_t>(r));
+            // A short read emptied the socket: asking again would only return EAGAIN (a
+            // system call on the latency path). Level-triggered epoll, or the next direct
+            // pass, finds anything that arrives later.
+            if (static_cast<size_t>(r) < room && !c->place.active) break;
             continue;
         }
         if (r == 0) {
@@ -125,6 +190,80 @@ unsigned TcpInterface::receive(Connection* c) {
     return delivered;
 }
 
+bool TcpInterface::start_placement(Connection* c, const FrameHeader& h) {
+    const size_t ph = place_header_[h.am_id];
+    if (ph == 0 || h.length <= ph || c->recvq.size() < kFrameHeaderSize + ph) return false;
+    const uint8_t* hdr = c->recvq.data() + kFrameHeaderSize;
+    const size_t length = h.length - ph;
+    uint8_t* dst = sink_->place_payload(h.am_id, hdr, 0, length);
+    if (dst == nullptr) return false;
+    TcpPlacement& p = c->place;
+    p.active = true;
+    p.discard = false;
+    p.id = h.am_id;
+    p.hdr_len = static_cast<uint8_t>(ph);
+    std::memcpy(p.hdr, hdr, ph);
+    p.length = length;
+    // The part of the payload that came with the header moves once; the rest is read in
+    // place. The frame is incomplete (else on_am() would take it), so all of this fits.
+    const size_t have = c->recvq.size() - kFrameHeaderSize - ph;
+    if (have != 0) std::memcpy(dst, hdr + ph, have);
+    p.done = have;
+    c->recvq.consume(kFrameHeaderSize + ph + have);
+    return true;
+}
+
+unsigned TcpInterface::receive_placed(Connection* c) {
+    TcpPlacement& p = c->place;
+    while (p.done < p.length) {
+        uint8_t* dst = nullptr;
+        size_t want = p.length - p.done;
+        if (!p.discard) {
+            dst = sink_->place_payload(p.id, p.hdr, p.done, p.length);
+            if (dst == nullptr) {
+                log_printf(LogLevel::kDebug,
+                           "tcp: destination of a placed message went away: dropping %zu bytes",
+                           want);
+                p.discard = true;
+            }
+        }
+        if (dst == nullptr) {
+            // Read and drop through the receive buffer, which is empty during a placement.
+            if (c->recvq.reserve_tail(kMinRead) == nullptr) {
+                fail(c, Status::kNoMemory);
+                return 0;
+            }
+            dst = c->recvq.tail_ptr();
+            want = std::min(want, c->recvq.tail_room());
+        }
+        const ssize_t r = recv(c->fd, dst, want, MSG_DONTWAIT);
+        if (r > 0) {
+            p.done += static_cast<size_t>(r);
+            if (static_cast<size_t>(r) < want) return 0;  // drained; the next pass goes on
+            continue;
+        }
+        if (r == 0) {
+            on_eof(c);
+            return 0;
+        }
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+        log_printf(LogLevel::kInfo, "tcp: connection to %016llx: %s",
+                   static_cast<unsigned long long>(c->peer_uid), std::strerror(errno));
+        fail(c, Status::kConnectionReset);
+        return 0;
+    }
+    p.active = false;
+    // Fragments come in trains: read just the next header, so that if it is placed too its
+    // payload goes straight to the destination as well.
+    c->expect_header = place_header_[p.id];
+    if (p.discard) return 0;
+    delivering_ = c;
+    sink_->on_am_placed(p.id, AmSource{index_, c->index}, p.hdr, p.length);
+    delivering_ = nullptr;
+    return 1;
+}
+
 unsigned TcpInterface::deliver_frames(Connection* c) {
     unsigned n = 0;
     for (;;) {
@@ -138,7 +277,11 @@ unsigned TcpInterface::deliver_frames(Connection* c) {
             return n;
         }
         const size_t total = kFrameHeaderSize + h.length;
-        if (c->recvq.size() < total) return n;  // the rest is still on its way
+        if (c->recvq.size() < total) {
+            // The rest is still on its way: into the sink's memory if it names a place.
+            if (c->hello_seen && place_header_[h.am_id] != 0) (void)start_placement(c, h);
+            return n;
+        }
         const uint8_t* body = c->recvq.data() + kFrameHeaderSize;
         if (h.am_id == kTcpControlAm) {
             Status s = handle_control(c, body, h.length);
@@ -199,14 +342,16 @@ void TcpInterface::on_eof(Connection* c) {
         close_connection(c);
         return;
     }
-    if (!c->recvq.empty()) {
+    if (!c->recvq.empty() || c->place.active) {
         log_printf(LogLevel::kInfo, "tcp: connection %u closed inside a frame (%zu bytes)",
-                   c->index, c->recvq.size());
+                   c->index, c->place.active ? c->place.done : c->recvq.size());
     }
     fail(c, Status::kConnectionReset);
 }
 
 void TcpInterface::close_connection(Connection* c) {
+    std::erase(live_, c->index);
+    c->place.active = false;
     if (c->fd >= 0) {
         epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
         close(c->fd);
@@ -255,11 +400,16 @@ void TcpInterface::report_failures() {
 }
 
 bool TcpInterface::arm() {
+    // Corked frames must leave before we sleep: the peer may be waiting for them. What the
+    // kernel does not take is watched with EPOLLOUT, which wakes us.
+    if (!corked_.empty()) flush_corked();
     if (!to_report_.empty()) return false;
     // receive() delivers every complete frame before it returns, so this only finds something
-    // when a callback interrupted it; the epoll fd covers everything still in the kernel.
-    for (const auto& c : conns_) {
-        if (c->state != Connection::State::kOpen || c->recvq.size() < kFrameHeaderSize) continue;
+    // when a callback interrupted it (or its read budget ran out); the epoll fd covers
+    // everything still in the kernel.
+    for (uint16_t index : live_) {
+        const Connection* c = conns_[index].get();
+        if (c->recvq.size() < kFrameHeaderSize) continue;
         FrameHeader h{};
         FrameCheck check = decode_frame_header(c->recvq.data(), c->recvq.size(), &h);
         if (check != FrameCheck::kOk || c->recvq.size() >= kFrameHeaderSize + h.length) {

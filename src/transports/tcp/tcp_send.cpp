@@ -48,36 +48,60 @@ bool TcpInterface::flush(Connection* c) {
     return true;
 }
 
+Status TcpInterface::queue_frame(Connection* c, AmId id, const void* hdr, size_t hdr_len,
+                                 const void* payload, size_t length) {
+    const size_t frame = kFrameHeaderSize + hdr_len + length;
+    if (!c->sendq.empty() && c->sendq.size() + frame > config_.sndbuf_limit) {
+        if (!flush(c)) return Status::kConnectionReset;
+        // Checked before anything is written: the caller parks the send and retries.
+        if (!c->sendq.empty() && c->sendq.size() + frame > config_.sndbuf_limit) {
+            return Status::kNoResource;
+        }
+    }
+    uint8_t* dst = c->sendq.reserve_tail(frame);
+    if (dst == nullptr) return Status::kNoMemory;
+    encode_frame_header(dst, id, static_cast<uint32_t>(hdr_len + length));
+    if (hdr_len != 0) std::memcpy(dst + kFrameHeaderSize, hdr, hdr_len);
+    if (length != 0) std::memcpy(dst + kFrameHeaderSize + hdr_len, payload, length);
+    c->sendq.commit(frame);
+    if (c->sendq.size() >= kCorkFlush) return flush(c) ? Status::kOk : Status::kConnectionReset;
+    if (!c->corked) {
+        c->corked = true;
+        corked_.push_back(c->index);
+    }
+    return Status::kOk;
+}
+
 Status TcpInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_len,
                           const void* payload, size_t length) {
     if (__builtin_expect(!c->sendable(), 0)) return Status::kConnectionReset;
     const size_t body = hdr_len + length;
     if (__builtin_expect(body > kMaxFrameBody, 0)) return Status::kInvalidParam;
+    const size_t frame = kFrameHeaderSize + body;
+    if (frame <= kCorkMax) {
+        // The second small send of one progress pass is a burst (a window of messages, a
+        // reply after a receive): queue it, and the whole burst leaves in one system call at
+        // the next progress. The first one goes out at once, so a lone message (ping-pong)
+        // waits for nothing. Behind queued bytes a frame must queue anyway, to keep order.
+        if (c->send_epoch == epoch_ || !c->sendq.empty()) {
+            return queue_frame(c, id, hdr, hdr_len, payload, length);
+        }
+        c->send_epoch = epoch_;
+    }
     uint8_t fh[kFrameHeaderSize];
     encode_frame_header(fh, id, static_cast<uint32_t>(body));
-    if (!c->sendq.empty()) {
-        if (!flush(c)) return Status::kConnectionReset;
-        if (!c->sendq.empty()) {
-            // Checked before anything is written: the caller parks the send and retries.
-            if (c->sendq.size() + kFrameHeaderSize + body > config_.sndbuf_limit) {
-                return Status::kNoResource;
-            }
-            uint8_t* dst = c->sendq.reserve_tail(kFrameHeaderSize + body);
-            if (dst == nullptr) return Status::kNoMemory;
-            std::memcpy(dst, fh, kFrameHeaderSize);
-            if (hdr_len != 0) std::memcpy(dst + kFrameHeaderSize, hdr, hdr_len);
-            if (length != 0) std::memcpy(dst + kFrameHeaderSize + hdr_len, payload, length);
-            c->sendq.commit(kFrameHeaderSize + body);
-            return Status::kOk;
-        }
-    }
-    // Nothing queued: straight from the caller's buffers, no copy.
-    iovec iov[3] = {{fh, kFrameHeaderSize},
-                    {const_cast<void*>(hdr), hdr_len},
-                    {const_cast<void*>(payload), length}};
+    // One sendmsg straight from the caller's buffers, behind whatever is queued: a large
+    // payload is never copied on its way in, only a tail the kernel had no room for.
+    const size_t queued = c->sendq.size();
+    iovec iov[4];
+    int k = 0;
+    if (queued != 0) iov[k++] = {c->sendq.data(), queued};
+    iov[k++] = {fh, kFrameHeaderSize};
+    if (hdr_len != 0) iov[k++] = {const_cast<void*>(hdr), hdr_len};
+    if (length != 0) iov[k++] = {const_cast<void*>(payload), length};
     msghdr msg{};
     msg.msg_iov = iov;
-    msg.msg_iovlen = length != 0 ? 3 : 2;
+    msg.msg_iovlen = static_cast<size_t>(k);
     ssize_t n;
     do {
         n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -90,16 +114,31 @@ Status TcpInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_le
         n = 0;
     }
     size_t done = static_cast<size_t>(n);
-    if (done == kFrameHeaderSize + body) return Status::kOk;
-    // The kernel took part of it: the rest goes to the queue (always accepted into an empty
-    // queue, so one message never waits forever on a limit smaller than itself).
-    uint8_t* dst = c->sendq.reserve_tail(kFrameHeaderSize + body - done);
+    if (queued != 0) {
+        const size_t from_queue = std::min(done, queued);
+        c->sendq.consume(from_queue);
+        done -= from_queue;
+        if (from_queue < queued) {
+            // Not a byte of this frame went out, and copying a large one into the queue is
+            // what this path avoids: the caller retries after progress (EPOLLOUT) drained it.
+            watch_writable(c, true);
+            return Status::kNoResource;
+        }
+    }
+    if (done == frame) {
+        if (queued != 0) watch_writable(c, false);
+        return Status::kOk;
+    }
+    // The kernel took part of the frame: the rest goes to the (now empty) queue, always
+    // accepted, so one message never waits forever on a limit smaller than itself.
+    uint8_t* dst = c->sendq.reserve_tail(frame - done);
     if (dst == nullptr) {
         // Part of a frame is on the wire and the rest cannot be kept: the stream is broken.
         fail(c, Status::kNoMemory);
         return Status::kNoMemory;
     }
-    for (const iovec& v : iov) {
+    for (int i = queued != 0 ? 1 : 0; i < k; ++i) {
+        const iovec& v = iov[i];
         const size_t skip = std::min(done, v.iov_len);
         done -= skip;
         const size_t rest = v.iov_len - skip;

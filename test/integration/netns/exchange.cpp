@@ -1,5 +1,7 @@
 #include "exchange.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -110,6 +112,23 @@ bool Exchange::setup() {
     std::printf("rank %d: connected to %d ranks, transports:%s\n", me, opts_.size - 1,
                 transports.c_str());
     std::fflush(stdout);
+    if (!opts_.wait_for.empty() && !wait_for_go()) return false;
+    start_ = std::chrono::steady_clock::now();  // times reported from here: the rounds
+    return true;
+}
+
+bool Exchange::wait_for_go() {
+    // Keep progressing meanwhile: peers that connected to us expect their connections served.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(opts_.timeout_s);
+    while (access(opts_.wait_for.c_str(), F_OK) != 0) {
+        if (std::chrono::steady_clock::now() > deadline) {
+            std::printf("rank %d: %s did not appear within %u s\n", opts_.rank,
+                        opts_.wait_for.c_str(), opts_.timeout_s);
+            return false;
+        }
+        for (int i = 0; i < 1000; ++i) progress_or_wait();
+    }
+    std::printf("rank %d: %s is there, starting the rounds\n", opts_.rank, opts_.wait_for.c_str());
     return true;
 }
 

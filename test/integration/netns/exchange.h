@@ -56,6 +56,8 @@ private:
     };
 
     static void on_ep_error(void* arg, swy_ep_h ep, swy_status_t status);
+    /// Progresses until the --wait-for file exists (false after --timeout seconds).
+    bool wait_for_go();
     bool live(int r) const { return !peers_[static_cast<size_t>(r)].failed; }
     void progress_or_wait();
     void post_recv(Op* op);

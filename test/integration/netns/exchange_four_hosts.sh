@@ -10,6 +10,7 @@ netns_setup 4
 for pattern in ring alltoall; do
   netns_log "$pattern over 4 hosts, sizes 0:4M, 3 iterations"
   netns_exchange "$pattern" 4 --pattern "$pattern" --sizes 0:4M --iters 3
+  netns_exchange_go "$pattern"
   netns_exchange_wait "$pattern" 60
   for r in 0 1 2 3; do
     log="$NETNS_TMP/$pattern.rank$r.log"

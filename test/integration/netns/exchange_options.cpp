@@ -19,7 +19,9 @@ constexpr const char* kUsage =
     "  --iters N               iterations over all sizes (default 10)\n"
     "  --tolerate-failures     when an endpoint fails, keep exchanging with the live ranks\n"
     "  --timeout S             seconds to wait for addresses or for one round (default 30)\n"
-    "  --progress-every N      print a progress line every N iterations (default 1)\n";
+    "  --progress-every N      print a progress line every N iterations (default 1)\n"
+    "  --wait-for FILE         once connected, wait until FILE exists before the first round\n"
+    "                          (lets a test inject a fault after connection set-up)\n";
 
 [[noreturn]] void usage_error(const char* what, const char* value) {
     std::fprintf(stderr, "swy_exchange: %s '%s'\n%s", what, value, kUsage);
@@ -116,6 +118,8 @@ ExchangeOptions parse_exchange_options(int argc, char** argv) {
             o.iters = parse_unsigned("bad --iters", v);
         } else if (flag == "--timeout") {
             o.timeout_s = parse_unsigned("bad --timeout", v);
+        } else if (flag == "--wait-for") {
+            o.wait_for = v;
         } else if (flag == "--progress-every") {
             o.progress_every = parse_unsigned("bad --progress-every", v);
             if (o.progress_every == 0) usage_error("bad --progress-every", v);

@@ -13,6 +13,7 @@ iters=24
 netns_log "alltoall over 4 hosts, 256K/1M/4M messages, $iters iterations, --tolerate-failures"
 netns_exchange kill 4 --pattern alltoall --sizes 256K,1M,4M --iters "$iters" --tolerate-failures \
   --timeout 20
+netns_exchange_go kill
 netns_wait_line "$NETNS_TMP/kill.rank$victim.log" "^rank $victim: iteration 4/" 40 ||
   netns_fail "rank $victim made no progress"
 netns_log "SIGKILL rank $victim (pid ${NETNS_RANK_PIDS[$victim]}, $(cat /proc/${NETNS_RANK_PIDS[$victim]}/comm 2>/dev/null)) on host $victim"

@@ -15,6 +15,7 @@ export SWY_TCP_KEEPALIVE=1s
 netns_log "alltoall over 4 hosts, 256K/1M/4M messages, $iters iterations, SWY_TCP_KEEPALIVE=$SWY_TCP_KEEPALIVE"
 netns_exchange down 4 --pattern alltoall --sizes 256K,1M,4M --iters "$iters" --tolerate-failures \
   --timeout 20
+netns_exchange_go down
 netns_wait_line "$NETNS_TMP/down.rank$victim.log" "^rank $victim: iteration 4/" 40 ||
   netns_fail "rank $victim made no progress"
 netns_link_down "$victim"

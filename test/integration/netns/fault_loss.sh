@@ -14,11 +14,16 @@ percent=5
 args=(--pattern alltoall --sizes 0,1,4K,64K,1M,4M --iters 4 --timeout 40)
 netns_log "alltoall over 4 hosts without loss"
 netns_exchange clean 4 "${args[@]}"
+netns_exchange_go clean
 netns_exchange_wait clean 60
 
+# Loss starts once the ranks are connected: it is the data path under test. (Connection
+# set-up gives up after one 2 s connect attempt, which a lost SYN and its retry can exceed.)
+netns_exchange lossy 4 "${args[@]}"
+netns_exchange_connected lossy
 netns_drop_input "$lossy" "$percent" || netns_fail "cannot install the nftables drop rule"
 netns_log "host $lossy now drops $percent% of its incoming packets"
-netns_exchange lossy 4 "${args[@]}"
+netns_exchange_go lossy
 netns_exchange_wait lossy 90
 dropped=$(netns_dropped_packets "$lossy")
 grep -h "^rank [0-9]: PASS" "$NETNS_TMP"/lossy.rank*.log

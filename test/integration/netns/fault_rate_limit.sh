@@ -18,6 +18,7 @@ payload=$(( 3 * iters * (4096 + 65536 + 1048576) ))
 netns_rate_limit "$slow" "${rate_mbit}mbit" || netns_fail "cannot install the tbf qdisc"
 netns_log "host $slow sends at most $rate_mbit Mbit/s; alltoall over 4 hosts, it sends $payload payload bytes"
 netns_exchange shaped 4 "${args[@]}"
+netns_exchange_go shaped
 netns_exchange_wait shaped 90
 grep -h "^rank [0-9]: PASS" "$NETNS_TMP"/shaped.rank*.log
 grep -h "failed:" "$NETNS_TMP"/shaped.rank*.log && netns_fail "an endpoint failed under the rate limit"

@@ -252,7 +252,9 @@ netns_transport() {
 
 # netns_exchange NAME N ARGS...: one swy_exchange rank per host on hosts 0..N-1, in the
 # background; rank r logs to $NETNS_TMP/NAME.rank<r>.log; pids in NETNS_RANK_PIDS. Addresses
-# go through $NETNS_TMP/NAME.addr/ (the hosts share the file system).
+# go through $NETNS_TMP/NAME.addr/ (the hosts share the file system). The ranks connect, then
+# wait for netns_exchange_go NAME before their first round, so that a fault can be injected
+# between connection set-up and data transfer.
 netns_exchange() {
   local name=$1 n=$2 r
   shift 2
@@ -262,9 +264,24 @@ netns_exchange() {
     # No `timeout` wrapper: the pid must be swy_exchange's own (`ip netns exec` execs it),
     # so that a fault test can kill it; netns_exchange_wait bounds the run instead.
     netns_spawn "$r" "$NETNS_TMP/$name.rank$r.log" "$NETNS_BIN/swy_exchange" \
-      --rank "$r" --size "$n" --dir "$NETNS_TMP/$name.addr" "$@"
+      --rank "$r" --size "$n" --dir "$NETNS_TMP/$name.addr" --wait-for "$NETNS_TMP/$name.go" "$@"
     NETNS_RANK_PIDS+=("$NETNS_LAST_PID")
   done
+}
+
+# netns_exchange_connected NAME: wait until every rank has connected to every other.
+netns_exchange_connected() {
+  local name=$1 r
+  for (( r = 0; r < ${#NETNS_RANK_PIDS[@]}; r++ )); do
+    netns_wait_line "$NETNS_TMP/$name.rank$r.log" "^rank $r: connected" 30 ||
+      netns_fail "$name: rank $r did not connect"
+  done
+}
+
+# netns_exchange_go NAME: once every rank is connected, let them start.
+netns_exchange_go() {
+  netns_exchange_connected "$1"
+  touch "$NETNS_TMP/$1.go"
 }
 
 # netns_exchange_wait NAME SECONDS [SKIP_RANK]: every rank (but SKIP_RANK) must exit 0 and

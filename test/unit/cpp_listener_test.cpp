@@ -1,0 +1,87 @@
+// Specification of the C++ Listener wrapper and Endpoint::connect/accept (switchyard.hpp):
+// two workers of one process, one listening on 127.0.0.1 and one connecting to it.
+#include <switchyard/switchyard.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <numeric>
+#include <optional>
+#include <type_traits>
+#include <vector>
+
+namespace {
+
+static_assert(!std::is_copy_constructible_v<swy::Listener>);
+static_assert(std::is_nothrow_move_constructible_v<swy::Listener>);
+static_assert(std::is_nothrow_move_assignable_v<swy::Listener>);
+
+sockaddr_in loopback(uint16_t port) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return a;
+}
+
+TEST(CppListener, AcceptsAConnectionAndCarriesAMessageBothWays) {
+    swy::Context ctx({{"TLS", "shm,self"}});
+    swy::Worker server_worker(ctx);
+    swy::Worker client_worker(ctx);
+    std::optional<swy::Endpoint> accepted;
+    sockaddr_in any = loopback(0);
+    swy::Listener listener(server_worker, reinterpret_cast<sockaddr*>(&any), sizeof(any),
+                           [&](swy_conn_request_h req) {
+                               accepted.emplace(swy::Endpoint::accept(server_worker, req));
+                           });
+    swy::Listener moved = std::move(listener);  // the callback survives a move
+    ASSERT_NE(moved.port(), 0);
+    EXPECT_EQ(listener.get(), nullptr);
+
+    sockaddr_in to = loopback(moved.port());
+    swy::Endpoint client = swy::Endpoint::connect(client_worker, reinterpret_cast<sockaddr*>(&to),
+                                                  sizeof(to));
+    std::vector<int> out(1000), in(1000, 0);
+    std::iota(out.begin(), out.end(), 0);
+    swy::Request send = client.send(out.data(), out.size() * sizeof(int), 11);
+    swy::Request recv = server_worker.recv(in.data(), in.size() * sizeof(int), 11);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while ((!recv.done() || !send.done()) && std::chrono::steady_clock::now() < deadline) {
+        server_worker.progress();
+        client_worker.progress();
+    }
+    ASSERT_EQ(recv.test(), SWY_OK);
+    ASSERT_EQ(send.test(), SWY_OK);
+    EXPECT_EQ(in, out);
+    ASSERT_TRUE(accepted.has_value());
+
+    uint64_t reply = 0, value = 0x5151;
+    swy::Request back = accepted->send(&value, sizeof(value), 12);
+    swy::Request got = client_worker.recv(&reply, sizeof(reply), 12);
+    while ((!got.done() || !back.done()) && std::chrono::steady_clock::now() < deadline) {
+        server_worker.progress();
+        client_worker.progress();
+    }
+    EXPECT_EQ(got.test(), SWY_OK);
+    EXPECT_EQ(reply, value);
+}
+
+TEST(CppListener, BindingAPortInUseThrows) {
+    swy::Context ctx({{"TLS", "self"}});
+    swy::Worker worker(ctx);
+    sockaddr_in any = loopback(0);
+    swy::Listener first(worker, reinterpret_cast<sockaddr*>(&any), sizeof(any), [](swy_conn_request_h) {});
+    sockaddr_in same = loopback(first.port());
+    try {
+        swy::Listener second(worker, reinterpret_cast<sockaddr*>(&same), sizeof(same),
+                             [](swy_conn_request_h) {});
+        FAIL() << "a second listener bound the same port";
+    } catch (const swy::StatusError& e) {
+        EXPECT_EQ(e.status(), SWY_ERR_IO);
+    }
+}
+
+}  // namespace
