@@ -18,6 +18,7 @@ static void mca_pml_swy_request_construct(mca_pml_swy_request_t *req)
     req->ompi.req_cancel = mca_pml_swy_request_cancel;
     req->swy_req = NULL;
     req->flags = 0;
+    req->owners_done = 0;
     req->tmp_buf = NULL;
     req->tmp_len = 0;
     req->datatype = NULL;
@@ -74,22 +75,34 @@ void mca_pml_swy_request_release(mca_pml_swy_request_t *req)
     opal_free_list_return(&ompi_pml_swy.requests, &req->ompi.super);
 }
 
+/* Switchyard is done with @p req, whose status is set: complete it for Open MPI, then release
+ * it if Open MPI already freed it. Completing first is what makes this safe: a thread waiting
+ * on the request may free it as soon as it is complete, and then finds our bit unset and
+ * leaves the release to us. */
+static inline void mca_pml_swy_request_finish(mca_pml_swy_request_t *req)
+{
+    ompi_request_complete(&req->ompi, true);
+    if (OPAL_THREAD_FETCH_OR32(&req->owners_done, PML_SWY_DONE_SWY) & PML_SWY_DONE_OMPI) {
+        mca_pml_swy_request_release(req);
+    }
+}
+
 void mca_pml_swy_send_done(mca_pml_swy_request_t *req, swy_status_t status)
 {
     status = mca_pml_swy_send_result(status);
     req->swy_req = NULL;
     mca_pml_swy_request_drop_tmp(req);
-    if (OPAL_UNLIKELY(req->flags & (PML_SWY_REQ_DETACHED | PML_SWY_REQ_FREE_CALLED))) {
-        /* A buffered send (the user's request completed when the data was copied) or a
-         * request the application already freed: nobody will look at it again. */
+    if (OPAL_UNLIKELY(req->flags & PML_SWY_REQ_DETACHED)) {
+        /* A buffered send: the user's call completed when the data was copied, so nobody
+         * will look at this request again. */
         if (status != SWY_OK) {
-            opal_output(0, "pml swy: a detached send failed: %s", swy_status_string(status));
+            opal_output(0, "pml swy: a buffered send failed: %s", swy_status_string(status));
         }
         mca_pml_swy_request_release(req);
         return;
     }
     mca_pml_swy_set_send_status(&req->ompi.req_status, status);
-    ompi_request_complete(&req->ompi, true);
+    mca_pml_swy_request_finish(req);
 }
 
 void mca_pml_swy_recv_done(mca_pml_swy_request_t *req, swy_status_t status,
@@ -113,11 +126,7 @@ void mca_pml_swy_recv_done(mca_pml_swy_request_t *req, swy_status_t status,
             req->datatype = NULL;
         }
     }
-    if (OPAL_UNLIKELY(req->flags & PML_SWY_REQ_FREE_CALLED)) {
-        mca_pml_swy_request_release(req);
-        return;
-    }
-    ompi_request_complete(&req->ompi, true);
+    mca_pml_swy_request_finish(req);
 }
 
 void mca_pml_swy_send_cb(swy_request_h sreq, swy_status_t status, void *user_data)
@@ -137,13 +146,11 @@ static int mca_pml_swy_request_free(ompi_request_t **rptr)
 {
     mca_pml_swy_request_t *req = (mca_pml_swy_request_t *)*rptr;
     *rptr = MPI_REQUEST_NULL;
-    if (req->swy_req != NULL) {
-        /* Still in Switchyard's hands (MPI_Request_free on an active request): the
-         * completion callback releases it. */
-        req->flags |= PML_SWY_REQ_FREE_CALLED;
-        return OMPI_SUCCESS;
+    /* Still in Switchyard's hands (MPI_Request_free on an active request): the completion
+     * callback releases it. */
+    if (OPAL_THREAD_FETCH_OR32(&req->owners_done, PML_SWY_DONE_OMPI) & PML_SWY_DONE_SWY) {
+        mca_pml_swy_request_release(req);
     }
-    mca_pml_swy_request_release(req);
     return OMPI_SUCCESS;
 }
 

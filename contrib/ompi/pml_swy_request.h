@@ -4,8 +4,9 @@
  * Lifetime: a request is handed to Switchyard as the user_data of one operation; the
  * Switchyard completion callback fills the MPI status and completes the ompi request. The
  * request goes back to the free list when both have happened: Open MPI freed it (req_free,
- * normally right after MPI_Wait/Test) and Switchyard completed it. Whichever comes second
- * releases it (PML_SWY_REQ_FREE_CALLED records the first).
+ * normally right after MPI_Wait/Test, but MPI_Request_free may come first) and Switchyard
+ * finished with it. Each side sets its bit in `owners_done` with one atomic fetch-or (a plain
+ * one without MPI_THREAD_MULTIPLE); the side that finds the other bit already set releases.
  */
 #ifndef PML_SWY_REQUEST_H
 #define PML_SWY_REQUEST_H
@@ -14,17 +15,23 @@
 
 enum {
     PML_SWY_REQ_SEND = 1u << 0,        /**< a send (else a receive) */
-    PML_SWY_REQ_FREE_CALLED = 1u << 1, /**< Open MPI freed it while Switchyard still had it */
     PML_SWY_REQ_DETACHED = 1u << 2,    /**< buffered send: nobody waits, callback releases */
     PML_SWY_REQ_UNPACK = 1u << 3,      /**< receive landed in tmp_buf: unpack on completion */
     PML_SWY_REQ_TMP_MALLOC = 1u << 4,  /**< tmp_buf came from malloc (free() it) */
     PML_SWY_REQ_TMP_BSEND = 1u << 5    /**< tmp_buf came from the MPI_Buffer_attach pool */
 };
 
+/** Bits of mca_pml_swy_request_t.owners_done. */
+enum {
+    PML_SWY_DONE_SWY = 1,  /**< Switchyard finished (or never had) the operation */
+    PML_SWY_DONE_OMPI = 2  /**< Open MPI called req_free */
+};
+
 typedef struct mca_pml_swy_request {
     ompi_request_t ompi;   /**< must be first: Open MPI sees only this */
     swy_request_h swy_req; /**< the Switchyard operation in flight, NULL when none */
     unsigned flags;        /**< PML_SWY_REQ_* */
+    volatile int32_t owners_done; /**< PML_SWY_DONE_*: who has finished with the request */
     void *tmp_buf;         /**< send: packed copy; receive: landing area for unpack */
     size_t tmp_len;
 
@@ -54,6 +61,7 @@ static inline mca_pml_swy_request_t *mca_pml_swy_request_get(ompi_communicator_t
     req->ompi.req_mpi_object.comm = comm;
     req->swy_req = NULL;
     req->flags = 0;
+    req->owners_done = 0;
     req->tmp_buf = NULL;
     req->datatype = NULL;
     return req;

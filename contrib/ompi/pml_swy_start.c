@@ -13,6 +13,7 @@ static mca_pml_swy_request_t *mca_pml_swy_persistent_get(void *buf, size_t count
     }
     OMPI_REQUEST_INIT(&req->ompi, true);
     req->ompi.req_state = OMPI_REQUEST_INACTIVE;
+    req->owners_done = PML_SWY_DONE_SWY; /* inactive: freeing it releases it at once */
     req->ompi.req_mpi_object.comm = comm;
     req->buf = buf;
     req->count = count;
@@ -84,16 +85,21 @@ int mca_pml_swy_start(size_t count, ompi_request_t **requests)
         if (req == NULL || req->ompi.req_type != OMPI_REQUEST_PML) {
             continue; /* not ours (MPI_Startall may mix request kinds) */
         }
-        if (OPAL_UNLIKELY(req->swy_req != NULL)) {
+        if (OPAL_UNLIKELY(!(req->owners_done & PML_SWY_DONE_SWY))) {
             return OMPI_ERR_REQUEST; /* still active: MPI forbids starting it again */
         }
         req->ompi.req_state = OMPI_REQUEST_ACTIVE;
         req->ompi.req_complete = REQUEST_PENDING;
+        req->owners_done = 0;
         int rc = (req->flags & PML_SWY_REQ_SEND)
                      ? mca_pml_swy_start_send(req)
                      : mca_pml_swy_post_recv(req, req->buf, req->count, req->datatype, req->tag,
                                              req->mask, NULL);
         if (OPAL_UNLIKELY(rc != OMPI_SUCCESS)) {
+            /* Nothing was started: back to inactive, so it can be freed or started again. */
+            req->owners_done = PML_SWY_DONE_SWY;
+            req->ompi.req_state = OMPI_REQUEST_INACTIVE;
+            req->ompi.req_complete = REQUEST_COMPLETED;
             return rc;
         }
     }

@@ -87,17 +87,7 @@ void Endpoint::wire(std::unique_ptr<tl::Endpoint> lane, uint16_t iface_index) {
     caps.cma = a.zcopy_cma;
     caps.split_min = a.zcopy_cma ? cfg.get_size("RNDV_SPLIT_MIN") : 0;
     caps.rndv = a.rndv;
-    if (a.rdma) {  // verbs: the lane's own network figures (select.h)
-        caps.network = true;
-        caps.net_latency_s = a.send_cost.latency_s;
-        caps.net_overhead_s = a.send_cost.overhead_s;
-        caps.net_bw_Bps = a.send_cost.bandwidth_Bps;
-        caps.rdma = true;
-        caps.rdma_overhead_s = a.rdma_cost.overhead_s;
-        caps.rdma_bw_Bps = a.rdma_cost.bandwidth_Bps;
-        caps.reg_fixed_s = a.reg_cost.latency_s + a.reg_cost.overhead_s;
-        caps.reg_per_byte_s = 1.0 / a.reg_cost.bandwidth_Bps;
-    }
+    if (a.rdma) proto::set_rdma_lane_costs(a, &caps);  // verbs: the lane's own figures
     proto::SelectOverrides o;
     o.rndv_thresh = cfg.get_size("RNDV_THRESH");
     o.zcopy_thresh = cfg.get_size("ZCOPY_THRESH");

@@ -33,8 +33,10 @@ Status ConnManager::listen(const swy_listener_params_t& params, Listener** out, 
         *why = "socket: " + std::string(std::strerror(errno));
         return Status::kIoError;
     }
-    int one = 1;
+    int one = 1, zero = 0;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    // The IPv6 wildcard takes IPv4 clients too, whatever the host's bindv6only default.
+    if (family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
     if (::bind(fd, params.sockaddr, len) != 0 || ::listen(fd, 128) != 0) {
         *why = "cannot listen on " + where + ": " + std::strerror(errno);
         ::close(fd);

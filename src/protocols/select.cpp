@@ -86,6 +86,18 @@ std::vector<Candidate> network_candidates(const LaneCaps& lane, const CostFigure
     return out;
 }
 
+void set_rdma_lane_costs(const tl::LaneAttr& a, LaneCaps* caps) {
+    caps->network = true;
+    caps->net_latency_s = a.send_cost.latency_s;
+    caps->net_overhead_s = a.send_cost.overhead_s;
+    caps->net_bw_Bps = a.send_cost.bandwidth_Bps;
+    caps->rdma = a.rdma;
+    caps->rdma_overhead_s = a.rdma_cost.overhead_s;
+    caps->rdma_bw_Bps = a.rdma_cost.bandwidth_Bps;
+    caps->reg_fixed_s = a.reg_cost.latency_s + a.reg_cost.overhead_s;
+    caps->reg_per_byte_s = 1.0 / a.reg_cost.bandwidth_Bps;
+}
+
 std::vector<Candidate> candidates(const LaneCaps& lane, const CostFigures& c) {
     if (lane.network) return network_candidates(lane, c);
     std::vector<Candidate> out;

@@ -12,6 +12,7 @@
 
 #include "protocols/cost_figures.h"
 #include "protocols/proto_table.h"
+#include "transports/transport.h"
 
 namespace swy::proto {
 
@@ -60,6 +61,10 @@ struct Candidate {
     double per_byte_s;
     double at(size_t n) const { return fixed_s + per_byte_s * static_cast<double>(n); }
 };
+
+/// Mark @p caps as a network lane with RDMA and take its cost figures from the lane's
+/// attributes (send, RDMA and registration costs of a verbs lane).
+void set_rdma_lane_costs(const tl::LaneAttr& attr, LaneCaps* caps);
 
 /// The candidates the lane offers, before overrides. Exposed for tests and swy-info.
 std::vector<Candidate> candidates(const LaneCaps& lane, const CostFigures& costs);

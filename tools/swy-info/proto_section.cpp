@@ -17,6 +17,8 @@
 #include "text.h"
 #include "transports/cma/cma.h"
 #include "transports/shm/ring.h"
+#include "transports/verbs/lane_costs.h"
+#include "transports/verbs/verbs_open.h"
 
 namespace swy::info {
 namespace {
@@ -24,6 +26,7 @@ namespace {
 constexpr size_t kCellHeaderBytes = sizeof(tl::shm::CellHeader);
 constexpr size_t kSyncHeaderBytes = sizeof(proto::EagerSyncHeader);
 constexpr size_t kFirstHeaderBytes = sizeof(proto::EagerFirstHeader);
+constexpr size_t kOnlyHeaderBytes = sizeof(proto::EagerOnlyHeader);
 /// tl::self::SelfInterface::kMaxMessage (the self transport's largest am_send).
 constexpr size_t kSelfMaxMessage = 64 * 1024;
 
@@ -171,6 +174,65 @@ int print_shm_tables(const core::Context& context, const proto::SelectOverrides&
     return 0;
 }
 
+/// The verbs tables: the lane an endpoint gets (inline PIO, bcopy through registered bounce
+/// buffers, RDMA rendezvous), and the one for device memory, which RDMA reaches only with
+/// dma-buf registration: without it, sends from device memory are staged.
+int print_verbs_tables(const core::Context& context, const proto::SelectOverrides& o) {
+    const common::Config& cfg = context.config();
+    const size_t seg = cfg.get_size("VERBS_SEG_SIZE");
+    if (seg < 256) {
+        std::printf("\nverbs: SWY_VERBS_SEG_SIZE out of range (256 B..1 GiB)\n");
+        return 1;
+    }
+    std::string why;
+    const auto ports = tl::verbs::probe(verbs_config_from(cfg), &why);
+    const tl::verbs::PortInfo* port = nullptr;
+    for (const auto& p : ports) {
+        if (p.usable && port == nullptr) port = &p;
+    }
+    // Without a device, the inline limit asked for (what a device typically grants).
+    const size_t inline_max =
+        port != nullptr ? port->max_inline : std::min<size_t>(cfg.get_size("VERBS_MAX_INLINE"), 4096);
+    std::printf("\nverbs transport (%s)\n",
+                port != nullptr ? (port->device + ":" + std::to_string(port->port) + ", inline " +
+                                   std::to_string(inline_max) + " B")
+                                      .c_str()
+                                : ("no device: " + (why.empty() ? std::string("none usable") : why) +
+                                   "; tables for an inline limit of " +
+                                   std::to_string(inline_max) + " B")
+                                      .c_str());
+    note_if_disabled(context, "verbs");
+    tl::LaneAttr a;
+    const tl::verbs::LaneCosts costs = tl::verbs::default_lane_costs();
+    a.send_cost = costs.send;
+    a.rdma = true;
+    a.rdma_cost = costs.rdma;
+    a.reg_cost = costs.reg;
+    proto::LaneCaps caps = caps_for(cfg, seg, inline_max > kOnlyHeaderBytes, false, true);
+    if (caps.pio) {
+        const size_t limit = cfg.get_size("PIO_MAX");
+        const size_t pio = inline_max - kOnlyHeaderBytes;
+        caps.pio_max = limit == 0 ? pio : std::min(limit, pio);
+    }
+    proto::set_rdma_lane_costs(a, &caps);
+    print_table("endpoint (inline sends = PIO, bcopy through registered bounce buffers, "
+                "RDMA READ/WRITE rendezvous)", caps, context.costs(), o);
+    const bool dmabuf = port != nullptr && port->dmabuf_mr;
+    proto::LaneCaps device = caps;
+    device.pio = false;
+    device.pio_max = 0;
+    device.rdma = dmabuf;
+    device.stage_fixed_s = static_cast<double>(cfg.get_time_ns("SIMDEV_LATENCY")) * 1e-9;
+    device.stage_per_byte_s = 1.0 / cfg.get_double("SIMDEV_BW");
+    const std::string caption =
+        std::string("sends from device memory (dma-buf; staging costs of SWY_SIMDEV_*): ") +
+        (dmabuf ? "dma-buf MRs supported, RDMA reaches it"
+                : "no dma-buf MRs (" + (port != nullptr ? port->dmabuf_reason : std::string("no device")) +
+                      "): staged pipeline");
+    print_table(caption.c_str(), device, context.costs(), o);
+    return 0;
+}
+
 }  // namespace
 
 void print_cost_figures(const proto::CostFigures& c) {
@@ -198,6 +260,7 @@ void print_cost_figures(const proto::CostFigures& c) {
 int print_lane_tables(const core::Context& context, const std::string& tls) {
     const proto::SelectOverrides o = overrides_from(context.config());
     if (tls == "shm") return print_shm_tables(context, o);
+    if (tls == "verbs") return print_verbs_tables(context, o);
     std::printf("\nself transport (loop-back within one worker: no rendezvous)\n");
     note_if_disabled(context, "self");
     print_table("endpoint to its own worker",
@@ -215,8 +278,8 @@ int print_proto(const Args& args) {
         return 2;
     }
     const std::string* tls = args.get("--tls");
-    if (tls != nullptr && *tls != "shm" && *tls != "self") {
-        std::fprintf(stderr, "swy-info: --tls %s: expected shm or self\n", tls->c_str());
+    if (tls != nullptr && *tls != "shm" && *tls != "self" && *tls != "verbs") {
+        std::fprintf(stderr, "swy-info: --tls %s: expected shm, self or verbs\n", tls->c_str());
         return 2;
     }
 
@@ -241,6 +304,7 @@ int print_proto(const Args& args) {
     int rc = 0;
     if (tls == nullptr || *tls == "shm") rc |= print_lane_tables(*context, "shm");
     if (tls == nullptr || *tls == "self") rc |= print_lane_tables(*context, "self");
+    if (tls == nullptr || *tls == "verbs") rc |= print_lane_tables(*context, "verbs");
     delete context;
     return rc;
 }

@@ -2,11 +2,17 @@
 // exit status (0 on success) so main.cpp can dispatch flags through one table.
 #pragma once
 
+#include <string>
+
 namespace swy::common {
 class Config;
 }
 namespace swy::core {
 class Context;
+}
+
+namespace swy::tl::verbs {
+struct VerbsConfig;
 }
 
 namespace swy::info {
@@ -52,5 +58,15 @@ int print_pio_pool(const common::Config& config);
 
 /// "Topology": core::Topology::describe() and the NUMA node of the calling thread.
 void print_topology();
+
+// --- Verbs (verbs_section.cpp) ---------------------------------------------------------
+
+/// "yes: rxe0:1", or "no: <why>" for the verbs transport on this host.
+std::string verbs_availability(const common::Config& config);
+/// The verbs settings SWY_* gives (for probing without a worker).
+tl::verbs::VerbsConfig verbs_config_from(const common::Config& config);
+/// The RDMA device ports found, which one would be opened, inline limit, device memory and
+/// dma-buf support (each probed once).
+void print_verbs_ports(const common::Config& config);
 
 }  // namespace swy::info

@@ -33,6 +33,7 @@ std::string availability(const char* name, const common::Config& config) {
         CmaProbe probe = probe_cma();
         return probe.works ? "yes" : "no: " + probe.why;
     }
+    if (n == "verbs") return verbs_availability(config);
     return "not built yet";
 }
 
@@ -93,6 +94,7 @@ void print_transports(const common::Config& config, const core::Context& context
                     availability(name, config).c_str());
     }
     print_shm_attributes(config);
+    if (context.transport_enabled("verbs")) print_verbs_ports(config);
 }
 
 }  // namespace swy::info

@@ -1,90 +1,19 @@
 #include "bootstrap.h"
 
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <thread>
 
 namespace swy::perf {
 namespace {
 
 constexpr uint64_t kMaxBlob = 64u << 20;  // sanity limit on an address blob
-
-int listen_and_accept(int port) {
-    int lfd = ::socket(AF_INET6, SOCK_STREAM, 0);
-    bool v6 = lfd >= 0;
-    if (!v6) lfd = ::socket(AF_INET, SOCK_STREAM, 0);
-    if (lfd < 0) {
-        std::perror("swy-perf: socket");
-        return -1;
-    }
-    int one = 1, zero = 0;
-    ::setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    int rc;
-    if (v6) {
-        ::setsockopt(lfd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);  // accept v4 too
-        sockaddr_in6 a{};
-        a.sin6_family = AF_INET6;
-        a.sin6_addr = in6addr_any;
-        a.sin6_port = htons(static_cast<uint16_t>(port));
-        rc = ::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    } else {
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_ANY);
-        a.sin_port = htons(static_cast<uint16_t>(port));
-        rc = ::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    }
-    if (rc != 0 || ::listen(lfd, 1) != 0) {
-        std::fprintf(stderr, "swy-perf: cannot listen on port %d: %s\n", port, std::strerror(errno));
-        ::close(lfd);
-        return -1;
-    }
-    int fd = ::accept(lfd, nullptr, nullptr);
-    if (fd < 0) std::perror("swy-perf: accept");
-    ::close(lfd);
-    return fd;
-}
-
-int connect_to(const std::string& host, int port) {
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* res = nullptr;
-    std::string service = std::to_string(port);
-    if (int e = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res); e != 0) {
-        std::fprintf(stderr, "swy-perf: cannot resolve %s: %s\n", host.c_str(), gai_strerror(e));
-        return -1;
-    }
-    // The server may not be listening yet: retry for a while, as ucx_perftest does.
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    int fd = -1;
-    while (fd < 0) {
-        for (addrinfo* ai = res; ai && fd < 0; ai = ai->ai_next) {
-            fd = ::socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
-            if (fd >= 0 && ::connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-                ::close(fd);
-                fd = -1;
-            }
-        }
-        if (fd >= 0 || std::chrono::steady_clock::now() > deadline) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    ::freeaddrinfo(res);
-    if (fd < 0) std::fprintf(stderr, "swy-perf: cannot connect to %s:%d\n", host.c_str(), port);
-    return fd;
-}
 
 } // namespace
 
@@ -96,15 +25,19 @@ bool Bootstrap::start(const Options& opts) {
     if (opts.server_port < 0 && opts.client_port < 0 && launched_by_pmix()) {
         return start_launched();
     }
+    // --server / --client: nothing to do before the worker exists (connect_sockaddr()).
     if (opts.server_port >= 0) {
         role_ = Role::kServer;
-        rfd_ = wfd_ = listen_and_accept(opts.server_port);
-        return rfd_ >= 0;
+        sockaddr_mode_ = true;
+        port_ = opts.server_port;
+        return true;
     }
     if (opts.client_port >= 0) {
         role_ = Role::kClient;
-        rfd_ = wfd_ = connect_to(opts.client_host, opts.client_port);
-        return rfd_ >= 0;
+        sockaddr_mode_ = true;
+        host_ = opts.client_host;
+        port_ = opts.client_port;
+        return true;
     }
     int to_child[2], to_parent[2];
     if (::pipe(to_child) != 0 || ::pipe(to_parent) != 0) {
@@ -193,6 +126,7 @@ bool Bootstrap::exchange(const void* mine, size_t length, std::vector<uint8_t>* 
 bool Bootstrap::barrier(const std::function<void()>& idle) {
     if (role_ == Role::kSelf) return true;
     if (launched_) return barrier_launched();
+    if (sockaddr_mode_) return barrier_sockaddr(idle);
     char token = 'b';
     if (!write_all(&token, 1)) return false;  // one byte: never blocks
     if (idle) {
@@ -210,6 +144,7 @@ bool Bootstrap::barrier(const std::function<void()>& idle) {
 bool Bootstrap::peer_alive() const {
     // Launched: the launcher ends the job when a rank dies; the endpoint reports the rest.
     if (role_ == Role::kSelf || launched_) return true;
+    if (sockaddr_mode_) return peer_alive_sockaddr();
     pollfd p{rfd_, POLLIN | POLLRDHUP, 0};
     if (::poll(&p, 1, 0) <= 0) return true;
     return (p.revents & (POLLHUP | POLLRDHUP | POLLERR)) == 0;

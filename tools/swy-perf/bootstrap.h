@@ -1,7 +1,8 @@
 // Out-of-band channel between the two swy-perf processes: exchanges worker addresses and
 // provides a barrier. Four ways to get one: fork a local peer (pipes made before fork),
-// --server PORT or --client HOST:PORT (TCP), or a PMIx launcher (mpirun -np 2; launcher.cpp,
-// the only part that touches Switchyard, through switchyard/bootstrap.h).
+// --server PORT or --client HOST:PORT (Switchyard's listener API exchanges the addresses and
+// barriers are messages on the endpoint; sockaddr_mode.cpp), or a PMIx launcher (mpirun -np 2;
+// launcher.cpp, through switchyard/bootstrap.h).
 #pragma once
 
 #include <sys/types.h>
@@ -59,10 +60,22 @@ public:
     /// Launched mode: leave the job. Call before the worker is destroyed.
     void leave_launched();
 
+    /// --server PORT / --client HOST:PORT: the endpoint comes from the listener API.
+    bool sockaddr_mode() const { return sockaddr_mode_; }
+    /// Sockaddr mode, once the worker exists: the server listens on PORT and accepts one
+    /// client; the client connects (retrying for 30 s while the server is not up yet).
+    /// ep_template's err_cb hears only about the endpoint that got through.
+    bool connect_sockaddr(swy_worker_h worker, const swy_ep_params_t& ep_template, swy_ep_h* ep);
+    /// Sockaddr mode: meet the peer once more, then close the endpoint.
+    bool close_sockaddr(bool force);
+
 private:
     static bool launched_by_pmix();
     bool start_launched();
     bool barrier_launched();
+    bool barrier_sockaddr(const std::function<void()>& idle);
+    bool peer_alive_sockaddr() const;
+    static void forward_error(void* arg, swy_ep_h ep, swy_status_t status);
     bool write_all(const void* data, size_t length);
     bool read_all(void* data, size_t length);
     bool send_blob(const void* data, size_t length);
@@ -74,6 +87,14 @@ private:
     pid_t child_pid_ = -1;
     bool launched_ = false;
     swy_bootstrap_h pmix_ = nullptr;  ///< launched mode, between connect and leave
+    bool sockaddr_mode_ = false;
+    std::string host_;                ///< sockaddr mode: the client's server host
+    int port_ = -1;                   ///< sockaddr mode: PORT
+    swy_worker_h worker_ = nullptr;   ///< sockaddr mode, between connect and close
+    swy_ep_h ep_ = nullptr;
+    swy_ep_error_cb_t user_err_cb_ = nullptr;
+    void* user_err_arg_ = nullptr;
+    bool err_armed_ = false;
 };
 
 } // namespace swy::perf

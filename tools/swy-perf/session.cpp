@@ -119,6 +119,13 @@ bool Session::open(const Options& opts, Bootstrap& boot) {
         ep_template.err_arg = this;
         return boot.connect_launched(worker_, ep_template, &ep_);
     }
+    if (boot.sockaddr_mode()) {  // --server / --client: the listener API meets the peer
+        sockaddr_boot_ = &boot;
+        swy_ep_params_t ep_template{};
+        ep_template.err_cb = &Session::on_ep_error;
+        ep_template.err_arg = this;
+        return boot.connect_sockaddr(worker_, ep_template, &ep_);
+    }
 
     void* address = nullptr;
     size_t length = 0;
@@ -148,6 +155,10 @@ bool Session::close_endpoint() {
     if (launcher_) {
         ep_ = nullptr;
         return launcher_->close_launched(failed());
+    }
+    if (sockaddr_boot_) {
+        ep_ = nullptr;
+        return sockaddr_boot_->close_sockaddr(failed());
     }
     swy_request_h req = nullptr;
     swy_status_t s = swy_ep_close_nb(ep_, failed() ? SWY_EP_CLOSE_FORCE : SWY_EP_CLOSE_FLUSH, &req);

@@ -53,6 +53,7 @@ private:
     swy_worker_h worker_ = nullptr;
     swy_ep_h ep_ = nullptr;
     Bootstrap* launcher_ = nullptr;  ///< launched mode: owns ep_ and must go before worker_
+    Bootstrap* sockaddr_boot_ = nullptr;  ///< --server/--client: closes ep_ with the peer
     swy_status_t failed_status_ = SWY_OK;
     swy_memtype_t send_memtype_ = SWY_MEMTYPE_HOST;
     swy_memtype_t recv_memtype_ = SWY_MEMTYPE_HOST;

@@ -63,10 +63,6 @@ struct VerbsInterface::Connection {
 inline constexpr uint64_t kListenTag = ~uint64_t{0};
 inline constexpr uint64_t kChannelTag = ~uint64_t{0} - 1;
 
-/// Transport-internal active message: orderly goodbye, sent through the QP so that it arrives
-/// after everything sent before it. It uses the one receive buffer never granted as a credit.
-inline constexpr uint8_t kAmBye = 0xF2;
-
 /// wr_id of a send WR: bit 63 set (receive wr_ids are buffer addresses), connection index,
 /// low 15 bits of its generation, and the WR's sequence number.
 inline uint64_t send_wr_id(uint16_t conn, uint32_t generation, uint32_t seq) {

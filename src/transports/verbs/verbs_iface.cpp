@@ -15,6 +15,7 @@
 
 #include "common/log.h"
 #include "transports/verbs/device_select.h"
+#include "transports/verbs/lane_costs.h"
 #include "transports/verbs/verbs_connection.h"
 
 namespace swy::tl::verbs {
@@ -225,13 +226,11 @@ Status VerbsInterface::setup(std::string* why) {
     attr_.credits = config_.rx_credits;
     attr_.credits_shared = false;
     attr_.max_message = config_.seg_size;
-    // Placeholder network figures until calibration measures the fabric: ~2 us one way, and
-    // the port's signalling rate for bandwidth (rxe reports a nominal one).
-    const double gbps = 10.0;
-    attr_.send_cost = {2e-6, 0.3e-6, gbps * 1e9 / 8};
+    const LaneCosts costs = default_lane_costs();
+    attr_.send_cost = costs.send;
     attr_.rdma = true;
-    attr_.rdma_cost = {2e-6, 0.5e-6, gbps * 1e9 / 8};
-    attr_.reg_cost = {5e-6, 0, 20e9};
+    attr_.rdma_cost = costs.rdma;
+    attr_.reg_cost = costs.reg;
     attr_.rdma_device_memory = port_.dmabuf_mr;
     attr_.zcopy_cma = false;
     attr_.cma_reason = "verbs: the peer may be on another host (RDMA is used instead)";

@@ -63,8 +63,11 @@ inline constexpr uint32_t encode_imm(uint8_t am_id, uint16_t freed) {
 inline constexpr uint8_t imm_am_id(uint32_t imm) { return static_cast<uint8_t>(imm >> 24); }
 inline constexpr uint16_t imm_freed(uint32_t imm) { return static_cast<uint16_t>(imm); }
 
-/// Transport-internal active message id: a pure credit return (never delivered upward).
-inline constexpr uint8_t kAmCreditOnly = 0xF1;
+/// Transport-internal active message: orderly goodbye, sent through the QP so that it arrives
+/// after everything sent before it. It uses the one receive buffer per connection that is
+/// never granted as a credit. (Credits return in immediates or by RDMA WRITE, never by a
+/// message, so returning credits never needs a credit.)
+inline constexpr uint8_t kAmBye = 0xF2;
 
 /// The verbs section of a worker address: how to reach the peer's handshake listener and
 /// which device it uses (so a tool can tell), nothing per connection.

@@ -4,6 +4,8 @@
  * and a barrier that is shown to wait for the slowest rank. */
 #include "mpitest.h"
 
+#include <unistd.h>
+
 static void bcast(int me, int np) {
   const int counts[] = {1, 5000, 1 << 20};
   uint8_t* buf = (uint8_t*)mt_malloc(1 << 20);
@@ -72,20 +74,20 @@ static void alltoall(int me, int np) {
   }
 }
 
-/* The last rank arrives 200 ms late; nobody may leave the barrier before it enters. */
+/* The last rank arrives 300 ms late; nobody may leave the barrier before it enters. */
 static void barrier(int me, int np) {
   for (int i = 0; i < 20; ++i) MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
-  const double delay = 0.2;
+  const double delay = 0.3;
   double t0 = MPI_Wtime();
   if (me == np - 1)
-    while (MPI_Wtime() - t0 < delay) {
-    }
+    while (MPI_Wtime() - t0 < delay) usleep(1000); /* sleeps: 8 ranks may share 2 cores */
   MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
   const double waited = MPI_Wtime() - t0;
-  /* Half the delay: clocks of different processes are not compared; each measures its own
-   * wait, and a rank that entered on time waited about the late rank's delay. */
+  /* A third of the delay: clocks of different processes are not compared; each rank measures
+   * its own wait, which is the late rank's delay less how much later this rank left the
+   * previous barrier (scheduling skew, up to ~0.2 s on a loaded, oversubscribed host). */
   if (me != np - 1)
-    MT_CHECK(waited > 0.5 * delay, "left the barrier after %.3f s, before the late rank came",
+    MT_CHECK(waited > delay / 3, "left the barrier after %.3f s, before the late rank came",
              waited);
 }
 

@@ -66,7 +66,7 @@ bool collect_addresses(const std::string& dir, int size, unsigned timeout_s,
         if (std::chrono::steady_clock::now() > deadline) {
             std::string list;
             for (int r = 0; r < size; ++r) {
-                if ((*addresses)[static_cast<size_t>(r)].empty()) list += " " + std::to_string(r);
+                if ((*addresses)[static_cast<size_t>(r)].empty()) list.append(" ").append(std::to_string(r));
             }
             std::fprintf(stderr, "timed out after %u s waiting for the addresses of ranks%s in %s\n",
                          timeout_s, list.c_str(), dir.c_str());

@@ -15,6 +15,7 @@ NETNS_HOSTS=()        # namespace name of host i
 NETNS_IP=()           # IPv4 address of host i
 NETNS_DEV=veth0       # the host's interface to the switch
 NETNS_PIDS=()         # background processes we started
+NETNS_PLACEMENT=()    # netns_exchange: host of each rank, where not rank = host
 NETNS_TMP=""
 NETNS_T0=$(date +%s%N)
 
@@ -79,6 +80,17 @@ netns_remove_stale() {
   done
 }
 
+# Temporary directories (/tmp/swy-netns.<pid>.*) of runs that are gone.
+netns_remove_stale_tmp() {
+  local d pid
+  for d in /tmp/swy-netns.*.*; do
+    [[ -d "$d" ]] || continue
+    pid=${d#/tmp/swy-netns.}
+    pid=${pid%%.*}
+    [[ "$pid" =~ ^[0-9]+$ ]] && ! kill -0 "$pid" 2>/dev/null && rm -rf "$d"
+  done
+}
+
 # Kills every process still inside namespace $1 (ours: the name is unique to our run).
 netns_kill_inside() {
   local pid
@@ -88,6 +100,7 @@ netns_kill_inside() {
 netns_cleanup() {
   local rc=$? pid ns
   trap - EXIT INT TERM
+  exec 2>/dev/null  # bash's "Killed" notices for the processes killed below
   for pid in "${NETNS_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null; done
   for ns in "${NETNS_HOSTS[@]}" "${NETNS_PREFIX}-sw"; do
     netns_kill_inside "$ns"
@@ -106,7 +119,8 @@ netns_setup() {
   trap 'exit 130' INT
   trap 'exit 143' TERM
   netns_remove_stale
-  NETNS_TMP=$(mktemp -d /tmp/swy-netns.XXXXXX)
+  netns_remove_stale_tmp
+  NETNS_TMP=$(mktemp -d "/tmp/swy-netns.$$.XXXXXX")
   # 198.18.1.0/24 .. 198.19.255.0/24 by pid: concurrent runs are isolated anyway (each has its
   # own switch), distinct subnets only make their traces easier to tell apart.
   local slot=$(( $$ % 511 ))
@@ -196,14 +210,16 @@ netns_link_down() {
   ip -n "${NETNS_HOSTS[$1]}" link set "$NETNS_DEV" down
 }
 
-# netns_drop_input I PERCENT: drop PERCENT% of the packets host I receives (nftables inside
-# its namespace; the kernel here has no netem).
+# netns_drop_input I PERCENT: drop PERCENT% of the packets host I receives from the network
+# (nftables inside its namespace; the kernel here has no netem). Loopback traffic is spared:
+# it is not the network, and libraries probe local services through it (hwloc's X11 probe).
 netns_drop_input() {
   local ns=${NETNS_HOSTS[$1]}
   ip netns exec "$ns" nft add table inet swy_loss &&
     ip netns exec "$ns" nft add chain inet swy_loss input \
       '{ type filter hook input priority 0; policy accept; }' &&
-    ip netns exec "$ns" nft add rule inet swy_loss input numgen random mod 100 '<' "$2" counter drop
+    ip netns exec "$ns" nft add rule inet swy_loss input iifname "$NETNS_DEV" \
+      numgen random mod 100 '<' "$2" counter drop
 }
 
 # Packets dropped so far by netns_drop_input on host I.
@@ -250,8 +266,8 @@ netns_transport() {
   sed -n 's/^# transport \([a-z]*\).*/\1/p' "$1" | head -n1
 }
 
-# netns_exchange NAME N ARGS...: one swy_exchange rank per host on hosts 0..N-1, in the
-# background; rank r logs to $NETNS_TMP/NAME.rank<r>.log; pids in NETNS_RANK_PIDS. Addresses
+# netns_exchange NAME N ARGS...: N swy_exchange ranks, rank r on host r (or on host
+# NETNS_PLACEMENT[r] where that array is set), in the background; rank r logs to $NETNS_TMP/NAME.rank<r>.log; pids in NETNS_RANK_PIDS. Addresses
 # go through $NETNS_TMP/NAME.addr/ (the hosts share the file system). The ranks connect, then
 # wait for netns_exchange_go NAME before their first round, so that a fault can be injected
 # between connection set-up and data transfer.
@@ -261,9 +277,11 @@ netns_exchange() {
   mkdir -p "$NETNS_TMP/$name.addr"
   NETNS_RANK_PIDS=()
   for (( r = 0; r < n; r++ )); do
+    local host=$r
+    [[ -n "${NETNS_PLACEMENT[$r]:-}" ]] && host=${NETNS_PLACEMENT[$r]}
     # No `timeout` wrapper: the pid must be swy_exchange's own (`ip netns exec` execs it),
     # so that a fault test can kill it; netns_exchange_wait bounds the run instead.
-    netns_spawn "$r" "$NETNS_TMP/$name.rank$r.log" "$NETNS_BIN/swy_exchange" \
+    netns_spawn "$host" "$NETNS_TMP/$name.rank$r.log" "$NETNS_BIN/swy_exchange" \
       --rank "$r" --size "$n" --dir "$NETNS_TMP/$name.addr" --wait-for "$NETNS_TMP/$name.go" "$@"
     NETNS_RANK_PIDS+=("$NETNS_LAST_PID")
   done
@@ -297,27 +315,34 @@ netns_exchange_wait() {
   done
 }
 
+# netns_assert_blamed NAME R "BLAMED" "LIVE": rank R reported exactly the endpoints to the
+# ranks in BLAMED (space-separated, ascending) failed, passed, and ran its last iteration with
+# exactly the ranks in LIVE.
+netns_assert_blamed() {
+  local name=$1 r=$2 blamed_want=$3 live_want=$4 log blamed last
+  log="$NETNS_TMP/$name.rank$r.log"
+  grep -E "^rank $r: (ep to|PASS|FAIL)" "$log"
+  blamed=$(grep -oE "ep to rank [0-9]+ failed:" "$log" | grep -oE "[0-9]+" | sort -n | tr '\n' ' ')
+  [[ "${blamed% }" == "$blamed_want" ]] ||
+    netns_fail "$name: rank $r blamed ranks '${blamed% }', expected '$blamed_want'"
+  grep -q "^rank $r: PASS.*failed eps: ${blamed_want:-none}\$" "$log" ||
+    netns_fail "$name: rank $r: no PASS line with failed eps: ${blamed_want:-none}"
+  last=$(grep "^rank $r: iteration" "$log" | tail -n1)
+  [[ "$last" =~ live\ peers:\ (.*)$ ]] || netns_fail "$name: rank $r: no final iteration"
+  [[ "${BASH_REMATCH[1]}" == "${live_want:-none}" ]] ||
+    netns_fail "$name: rank $r ended with live peers '${BASH_REMATCH[1]}', expected '${live_want:-none}'"
+}
+
 # netns_assert_only_failure NAME N DEAD: every rank but DEAD reported exactly one failed
 # endpoint, the one to DEAD, kept exchanging with the others to the last iteration, and
 # passed.
 netns_assert_only_failure() {
-  local name=$1 n=$2 dead=$3 r log blamed last
+  local name=$1 n=$2 dead=$3 r p live
   for (( r = 0; r < n; r++ )); do
     (( r == dead )) && continue
-    log="$NETNS_TMP/$name.rank$r.log"
-    grep -E "^rank $r: (ep to|PASS|FAIL)" "$log"
-    blamed=$(grep -oE "ep to rank [0-9]+ failed:" "$log" | sort -u)
-    [[ "$blamed" == "ep to rank $dead failed:" ]] ||
-      netns_fail "$name: rank $r blamed '${blamed//$'\n'/, }', expected only rank $dead"
-    grep -q "^rank $r: PASS.*failed eps: $dead\$" "$log" ||
-      netns_fail "$name: rank $r: no PASS with failed eps: $dead"
-    # The last iteration ran with every other survivor and without the dead rank.
-    last=$(grep "^rank $r: iteration" "$log" | tail -n1)
-    [[ "$last" =~ live\ peers:((\ [0-9]+)+)$ ]] || netns_fail "$name: rank $r: no final iteration"
-    local want="" p
-    for (( p = 0; p < n; p++ )); do (( p != r && p != dead )) && want+=" $p"; done
-    [[ "${BASH_REMATCH[1]}" == "$want" ]] ||
-      netns_fail "$name: rank $r ended with live peers '${BASH_REMATCH[1]}', expected '$want'"
+    live=""
+    for (( p = 0; p < n; p++ )); do (( p != r && p != dead )) && live+="$p "; done
+    netns_assert_blamed "$name" "$r" "$dead" "${live% }"
   done
 }
 

@@ -1,0 +1,58 @@
+// Verbs part of the "Transports" section: the RDMA device ports start-up would see, the one
+// that would be opened, and what it can do (inline PIO size, device memory, dma-buf MRs).
+#include <cstdio>
+#include <string>
+
+#include "common/config.h"
+#include "sections.h"
+#include "transports/verbs/verbs_open.h"
+
+namespace swy::info {
+
+tl::verbs::VerbsConfig verbs_config_from(const common::Config& config) {
+    tl::verbs::VerbsConfig vc;
+    vc.devices = config.get_list("NET_DEVICES");
+    vc.seg_size = config.get_size("VERBS_SEG_SIZE");
+    vc.rx_credits = static_cast<uint32_t>(config.get_unsigned("VERBS_RX_CREDITS"));
+    vc.max_inline = static_cast<uint32_t>(config.get_size("VERBS_MAX_INLINE"));
+    const std::string gid = config.get_string("VERBS_GID_INDEX");
+    if (gid != "auto") vc.gid_index = std::atoi(gid.c_str());
+    return vc;
+}
+
+std::string verbs_availability(const common::Config& config) {
+    std::string why;
+    const auto ports = tl::verbs::probe(verbs_config_from(config), &why);
+    for (const auto& p : ports) {
+        if (p.usable) return "yes: " + p.device + ":" + std::to_string(p.port);
+    }
+    if (ports.empty()) return "no: " + why;
+    return "no: no selected ACTIVE port (see below)";
+}
+
+void print_verbs_ports(const common::Config& config) {
+    std::string why;
+    const auto ports = tl::verbs::probe(verbs_config_from(config), &why);
+    std::printf("\n  verbs devices (SWY_NET_DEVICES selects; the first usable port is opened)\n");
+    if (ports.empty()) {
+        std::printf("    none: %s\n", why.c_str());
+        return;
+    }
+    for (const auto& p : ports) {
+        std::printf("    %s:%d  %s  %s  MTU %d  GID[%d] %s (%s)  LID %u\n", p.device.c_str(),
+                    p.port, p.state.c_str(), p.link_layer.c_str(), p.active_mtu, p.gid_index,
+                    p.gid.c_str(), p.gid_type.c_str(), p.lid);
+        std::printf("      %s\n", p.usable ? "usable" : ("not used: " + p.why_not).c_str());
+        std::printf("      inline (PIO) limit   %u B (asked %s B, SWY_VERBS_MAX_INLINE)\n",
+                    p.max_inline, std::to_string(config.get_size("VERBS_MAX_INLINE")).c_str());
+        std::printf("      device memory        %s\n",
+                    p.device_memory ? ("yes, " + std::to_string(p.max_dm_size) + " B").c_str()
+                                    : p.device_memory_reason.c_str());
+        std::printf("      dma-buf MRs          %s\n",
+                    p.dmabuf_mr ? ("yes" + (p.dmabuf_reason.empty() ? "" : " (" + p.dmabuf_reason + ")")).c_str()
+                                : ("no: " + p.dmabuf_reason +
+                                   " (device memory rendezvous uses the staged pipeline)").c_str());
+    }
+}
+
+}  // namespace swy::info
