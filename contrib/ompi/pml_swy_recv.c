@@ -113,7 +113,7 @@ static int mca_pml_swy_recv_blocking(void *buf, size_t count, ompi_datatype_t *d
         s = swy_tag_msg_recv_nb(ompi_pml_swy.worker, start, length, message, &params, &sreq);
     }
     if (s == SWY_INPROGRESS) {
-        unsigned step = 0;
+        unsigned step = (unsigned)ompi_pml_swy.progress_iterations;
         while ((s = swy_request_test(sreq)) == SWY_INPROGRESS) {
             mca_pml_swy_wait_step(&step);
         }
@@ -172,7 +172,7 @@ int mca_pml_swy_iprobe(int src, int tag, struct ompi_communicator_t *comm, int *
 int mca_pml_swy_probe(int src, int tag, struct ompi_communicator_t *comm,
                       ompi_status_public_t *status)
 {
-    unsigned step = 0;
+    unsigned step = (unsigned)ompi_pml_swy.progress_iterations;
     swy_tag_recv_info_t info;
     while (!mca_pml_swy_probe_once(src, tag, comm, &info, NULL)) {
         mca_pml_swy_wait_step(&step);
@@ -219,7 +219,7 @@ int mca_pml_swy_improbe(int src, int tag, struct ompi_communicator_t *comm, int 
 int mca_pml_swy_mprobe(int src, int tag, struct ompi_communicator_t *comm,
                        struct ompi_message_t **message, ompi_status_public_t *status)
 {
-    unsigned step = 0;
+    unsigned step = (unsigned)ompi_pml_swy.progress_iterations;
     swy_tag_recv_info_t info;
     swy_message_h smsg = NULL;
     ompi_message_t *msg = ompi_message_alloc();

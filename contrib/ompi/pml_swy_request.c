@@ -69,7 +69,10 @@ void mca_pml_swy_request_release(mca_pml_swy_request_t *req)
         OMPI_DATATYPE_RELEASE(req->datatype);
         req->datatype = NULL;
     }
-    req->swy_req = NULL;
+    if (req->swy_req != NULL) {
+        swy_request_free(req->swy_req);
+        req->swy_req = NULL;
+    }
     /* Clears the Fortran handle if MPI_Request_c2f made one (else it would dangle). */
     OMPI_REQUEST_FINI(&req->ompi);
     opal_free_list_return(&ompi_pml_swy.requests, &req->ompi.super);
@@ -90,7 +93,6 @@ static inline void mca_pml_swy_request_finish(mca_pml_swy_request_t *req)
 void mca_pml_swy_send_done(mca_pml_swy_request_t *req, swy_status_t status)
 {
     status = mca_pml_swy_send_result(status);
-    req->swy_req = NULL;
     mca_pml_swy_request_drop_tmp(req);
     if (OPAL_UNLIKELY(req->flags & PML_SWY_REQ_DETACHED)) {
         /* A buffered send: the user's call completed when the data was copied, so nobody
@@ -108,7 +110,6 @@ void mca_pml_swy_send_done(mca_pml_swy_request_t *req, swy_status_t status)
 void mca_pml_swy_recv_done(mca_pml_swy_request_t *req, swy_status_t status,
                            const swy_tag_recv_info_t *info)
 {
-    req->swy_req = NULL;
     mca_pml_swy_set_recv_status(&req->ompi.req_status, status, info);
     if (req->flags & PML_SWY_REQ_UNPACK) {
         if (status == SWY_OK || status == SWY_ERR_MESSAGE_TRUNCATED) {
@@ -129,16 +130,19 @@ void mca_pml_swy_recv_done(mca_pml_swy_request_t *req, swy_status_t status,
     mca_pml_swy_request_finish(req);
 }
 
+/* The Switchyard request is not freed here but with the PML request (release): while the
+ * application holds the MPI request, MPI_Cancel may still name it, and a freed Switchyard
+ * request could already stand for another operation. */
 void mca_pml_swy_send_cb(swy_request_h sreq, swy_status_t status, void *user_data)
 {
-    swy_request_free(sreq);
+    (void)sreq;
     mca_pml_swy_send_done((mca_pml_swy_request_t *)user_data, status);
 }
 
 void mca_pml_swy_recv_cb(swy_request_h sreq, swy_status_t status,
                          const swy_tag_recv_info_t *info, void *user_data)
 {
-    swy_request_free(sreq);
+    (void)sreq;
     mca_pml_swy_recv_done((mca_pml_swy_request_t *)user_data, status, info);
 }
 
@@ -161,7 +165,7 @@ static int mca_pml_swy_request_cancel(ompi_request_t *ompi_req, int complete)
     /* Only unmatched receives can be canceled: Switchyard then completes the request with
      * SWY_ERR_CANCELED from its next progress, and the status says _cancelled. Sends and
      * matched receives answer SWY_ERR_BUSY and simply complete normally (MPI allows that;
-     * pml ucx behaves the same). */
+     * pml ucx behaves the same); a completed one answers SWY_OK and nothing changes. */
     if (req->swy_req != NULL && !(req->flags & PML_SWY_REQ_SEND)) {
         (void)swy_request_cancel(ompi_pml_swy.worker, req->swy_req);
     }

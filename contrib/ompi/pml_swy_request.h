@@ -29,7 +29,7 @@ enum {
 
 typedef struct mca_pml_swy_request {
     ompi_request_t ompi;   /**< must be first: Open MPI sees only this */
-    swy_request_h swy_req; /**< the Switchyard operation in flight, NULL when none */
+    swy_request_h swy_req; /**< the Switchyard operation (kept until release), or NULL */
     unsigned flags;        /**< PML_SWY_REQ_* */
     volatile int32_t owners_done; /**< PML_SWY_DONE_*: who has finished with the request */
     void *tmp_buf;         /**< send: packed copy; receive: landing area for unpack */

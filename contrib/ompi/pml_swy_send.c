@@ -148,7 +148,7 @@ int mca_pml_swy_isend(const void *buf, size_t count, ompi_datatype_t *datatype, 
 static int mca_pml_swy_send_wait(swy_request_h sreq)
 {
     swy_status_t s;
-    unsigned step = 0;
+    unsigned step = (unsigned)ompi_pml_swy.progress_iterations;
     while ((s = swy_request_test(sreq)) == SWY_INPROGRESS) {
         mca_pml_swy_wait_step(&step);
     }

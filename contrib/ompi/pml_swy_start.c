@@ -88,6 +88,10 @@ int mca_pml_swy_start(size_t count, ompi_request_t **requests)
         if (OPAL_UNLIKELY(!(req->owners_done & PML_SWY_DONE_SWY))) {
             return OMPI_ERR_REQUEST; /* still active: MPI forbids starting it again */
         }
+        if (req->swy_req != NULL) { /* the previous round's, finished */
+            swy_request_free(req->swy_req);
+            req->swy_req = NULL;
+        }
         req->ompi.req_state = OMPI_REQUEST_ACTIVE;
         req->ompi.req_complete = REQUEST_PENDING;
         req->owners_done = 0;

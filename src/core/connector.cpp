@@ -44,7 +44,7 @@ Status ConnManager::connect(const swy_ep_params_t& params, Endpoint** out, std::
     if (::connect(fd, params.sockaddr, len) != 0 && errno != EINPROGRESS) {
         // Reported through the endpoint from progress, like a refusal that takes a round trip.
         c->early_failure = connect_errno_status(errno);
-        log_printf(LogLevel::kError, "connect to %s: %s", c->sock.peer().c_str(),
+        log_printf(LogLevel::kInfo, "connect to %s: %s", c->sock.peer().c_str(),
                    std::strerror(errno));
     }
     const std::vector<uint8_t> mine = worker_->address();
@@ -67,8 +67,11 @@ void ConnManager::forget_endpoint(const Endpoint* ep) {
 }
 
 void ConnManager::fail_connector(Connector* c, Status why, const std::string& text) {
-    log_printf(LogLevel::kError, "connection to %s failed: %s (%s)", c->sock.peer().c_str(),
-               text.c_str(), status_text(why));
+    // The application hears of it through the endpoint (requests, err_cb) and may well retry
+    // a refusal (a server not up yet), so only a peer that breaks the protocol is an error.
+    log_printf(why == Status::kMalformed ? LogLevel::kError : LogLevel::kInfo,
+               "connection to %s failed: %s (%s)", c->sock.peer().c_str(), text.c_str(),
+               status_text(why));
     unwatch(c->sock.fd());
     c->sock.close();
     c->state = Connector::State::kDone;

@@ -85,3 +85,34 @@ TEST(CppListener, BindingAPortInUseThrows) {
 }
 
 }  // namespace
+
+namespace {
+
+// A worker that connects to its own listener already "has an endpoint" to itself (the one it
+// is connecting): the request is accepted without on_connect and the endpoint wires to self.
+TEST(CppListener, ConnectingToOwnListenerWiresSelfWithoutOnConnect) {
+    swy::Context ctx({{"TLS", "self,shm"}});
+    swy::Worker worker(ctx);
+    int offered = 0;
+    sockaddr_in any = loopback(0);
+    swy::Listener listener(worker, reinterpret_cast<sockaddr*>(&any), sizeof(any),
+                           [&](swy_conn_request_h) { ++offered; });
+    sockaddr_in to = loopback(listener.port());
+    swy::Endpoint ep = swy::Endpoint::connect(worker, reinterpret_cast<sockaddr*>(&to), sizeof(to));
+    uint64_t out = 0x600D, in = 0;
+    swy::Request send = ep.send(&out, sizeof(out), 3);
+    swy::Request recv = worker.recv(&in, sizeof(in), 3);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while ((!recv.done() || !send.done()) && std::chrono::steady_clock::now() < deadline) {
+        worker.progress();
+    }
+    ASSERT_EQ(recv.test(), SWY_OK);
+    EXPECT_EQ(send.test(), SWY_OK);
+    EXPECT_EQ(in, out);
+    EXPECT_EQ(offered, 0);
+    swy_ep_attr_t attr{};
+    ASSERT_EQ(ep.query(&attr), SWY_OK);
+    EXPECT_STREQ(attr.transport, "self");
+}
+
+}  // namespace

@@ -318,6 +318,31 @@ static void test_cancel(void)
     if (rank > 1) MPI_Barrier(MPI_COMM_WORLD);
 }
 
+static void test_request_free_active(void)
+{
+    /* MPI_Request_free on sends still in flight (eager and rendezvous): the messages must
+     * still arrive intact, and the requests must be released when they finish. */
+    enum { N = 300000, ROUNDS = 50 };
+    int *buf = malloc(N * sizeof(int));
+    for (int round = 0; round < ROUNDS; ++round) {
+        int n = round % 2 ? N : 3;
+        if (rank == 1) {
+            MPI_Request r;
+            fill(buf, n, round);
+            MPI_Isend(buf, n, MPI_INT, 0, 110, MPI_COMM_WORLD, &r);
+            MPI_Request_free(&r);
+            check(r == MPI_REQUEST_NULL, "request_free sets MPI_REQUEST_NULL");
+            int ack;
+            MPI_Recv(&ack, 1, MPI_INT, 0, 111, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else if (rank == 0) {
+            MPI_Recv(buf, n, MPI_INT, 1, 110, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            check(verify(buf, n, round), "message of a freed active send arrives intact");
+            MPI_Send(&round, 1, MPI_INT, 1, 111, MPI_COMM_WORLD);
+        }
+    }
+    free(buf);
+}
+
 static void test_datatypes(void)
 {
     /* vector of 3 ints every 5: non-contiguous on both sides, small and large */
@@ -471,6 +496,7 @@ int main(int argc, char **argv)
         {"probe", test_probe},           {"truncation", test_truncation},
         {"ssend", test_ssend},           {"bsend", test_bsend},
         {"persistent", test_persistent}, {"cancel", test_cancel},
+        {"request_free", test_request_free_active},
         {"datatypes", test_datatypes},   {"ordering_self", test_ordering_and_self},
         {"comms", test_comms},
     };

@@ -15,11 +15,11 @@ run() { # np program [args]
   local np=$1; shift
   local log="$out/$1.$np.log"
   if timeout 300 mpirun --oversubscribe -np "$np" --mca pml swy --mca btl self \
-       --mca mca_base_component_path "$ours:$theirs" --mca pml_swy_verbose 1 \
+       --mca mca_base_component_path "$ours:$theirs" --mca pml_swy_verbose 1 ${SWY_TLS:+-x SWY_TLS} \
        "$out/$@" >"$log" 2>&1 && [[ $(grep -c "pml swy selected" "$log") -eq $np ]]; then
-    echo "PASS  $1 (np $np)"
+    echo "PASS  $1 (np $np${SWY_TLS:+, SWY_TLS=$SWY_TLS})"
   else
-    echo "FAIL  $1 (np $np)"; tail -20 "$log"; failed=1
+    echo "FAIL  $1 (np $np${SWY_TLS:+, SWY_TLS=$SWY_TLS})"; tail -20 "$log"; failed=1
   fi
 }
 failed=0
@@ -33,4 +33,9 @@ run 2 collectives
 run 4 collectives
 run 8 collectives
 run 2 threads
+# the same over Switchyard's tcp transport (what crosses hosts)
+export SWY_TLS=tcp,self
+run 2 pingpong
+run 4 features
+run 4 collectives
 exit $failed

@@ -7,10 +7,12 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
+#include "transports/verbs/dm_pool.h"
 #include "transports/verbs/verbs_open.h"
 
 namespace swy::tl::verbs {
@@ -39,6 +41,9 @@ Status open_device(const VerbsConfig& config, DeviceHandle* out, PortInfo* info,
 /// Probe what needs a protection domain: the largest inline size a QP accepts (up to
 /// @p want), device memory (ibv_alloc_dm) and dma-buf registration (ibv_reg_dmabuf_mr).
 void probe_capabilities(ibv_context* context, ibv_pd* pd, uint32_t want_inline, PortInfo* info);
+
+/// The device-memory operations of @p context for a DmPool (verbs_dm.cpp).
+std::unique_ptr<DmDevice> make_dm_device(ibv_context* context, size_t max_size);
 
 /// Bytes of an ibv_mtu value (IBV_MTU_1024 -> 1024).
 int mtu_bytes(ibv_mtu mtu);

@@ -156,6 +156,15 @@ Status VerbsInterface::setup(std::string* why) {
     }
     probe_capabilities(ctx, pd_, config_.max_inline, &port_);
     max_inline_ = port_.max_inline;
+    if (port_.device_memory) {
+        // The window is sized and handed out here; the send path does not store into it yet
+        // (no device to test it on: docs/verbs.md, "Device memory").
+        std::string dm_why;
+        if (DmPool::create(make_dm_device(ctx, port_.max_dm_size), kDmSlotSize, kDmSlots,
+                           kDmReserved, &dm_pool_, &dm_why) != Status::kOk) {
+            log_printf(LogLevel::kDebug, "verbs: no device-memory PIO window: %s", dm_why.c_str());
+        }
+    }
     channel_ = ibv_create_comp_channel(ctx);
     if (channel_ == nullptr) {
         *why = std::string("verbs: ibv_create_comp_channel: ") + std::strerror(errno);

@@ -76,11 +76,16 @@ private:
     bool owner_;
     bool disconnected_ = false;
     LaneAttr attr_;
+    std::unique_ptr<DmPool> dm_pool_;
 };
 
 class VerbsInterface final : public Interface {
 public:
     static constexpr uint32_t kCmPollEvery = 64;  // power of two
+    /// Device-memory PIO window geometry (when the device has device memory).
+    static constexpr size_t kDmSlotSize = 256;
+    static constexpr uint32_t kDmSlots = 16;
+    static constexpr uint32_t kDmReserved = 4;
 
     /// See verbs::open() in verbs_open.h.
     static Status open(const VerbsConfig& config, uint64_t worker_uid, uint16_t iface_index,
@@ -105,6 +110,8 @@ public:
     void disarm() override;
 
     const PortInfo& port_info() const { return port_; }
+    /// The device-memory PIO window (null when the device has no device memory, as rxe).
+    const DmPool* dm_pool() const { return dm_pool_.get(); }
     /// Connections in any state (tests).
     size_t connection_count() const;
 
@@ -199,6 +206,7 @@ private:
     std::vector<ibv_wc> stash_;     // completions polled by arm()
     bool in_progress_ = false;
     LaneAttr attr_;
+    std::unique_ptr<DmPool> dm_pool_;
 };
 
 }  // namespace swy::tl::verbs

@@ -318,7 +318,8 @@ typedef void (*swy_listener_conn_cb_t)(swy_conn_request_h conn_request, void *ar
 
 /** Parameters for swy_listener_create(). Zero-initialise, then set what you need. */
 typedef struct swy_listener_params {
-    const struct sockaddr *sockaddr; /**< required: IPv4 or IPv6 address to bind; port 0 lets
+    const struct sockaddr *sockaddr; /**< required: IPv4 or IPv6 address to bind (the IPv6
+                                          wildcard also accepts IPv4 clients); port 0 lets
                                           the kernel choose (see swy_listener_query()) */
     size_t sockaddr_length;          /**< its length */
     swy_listener_conn_cb_t on_connect; /**< required */
