@@ -101,7 +101,10 @@ std::string describe_sockaddr(const sockaddr* sa, socklen_t length) {
     if (sa->sa_family == AF_INET6 && length >= static_cast<socklen_t>(sizeof(sockaddr_in6))) {
         const auto* in6 = reinterpret_cast<const sockaddr_in6*>(sa);
         inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
-        return "[" + std::string(ip) + "]:" + std::to_string(ntohs(in6->sin6_port));
+        // Appended piecewise: GCC 12 at -O3 raises a false -Wrestrict on "[" + std::string.
+        std::string text("[");
+        text.append(ip).append("]:").append(std::to_string(ntohs(in6->sin6_port)));
+        return text;
     }
     return "(address family " + std::to_string(sa->sa_family) + ")";
 }

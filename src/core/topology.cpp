@@ -300,6 +300,11 @@ Status Topology::load(Topology* out) {
 #ifdef __linux__
     hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
 #endif
+    // The "gl" plugin probes X displays :0-:9 with blocking connects to 127.0.0.1:6000-6009;
+    // where those ports are silently dropped (a firewalled network namespace) every probe
+    // waits out TCP's retries and worker creation stalls for minutes. GPUs are found through
+    // the linuxio OS devices without it.
+    hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "gl");
 #endif
     if (hwloc_topology_load(topo) != 0) {
         hwloc_topology_destroy(topo);

@@ -83,6 +83,23 @@ struct Harness {
     }
 };
 
+/// Blocking connect that survives signals (libFuzzer's timer interrupts system calls): after
+/// EINTR the connection goes on in the background, so wait for it and read its outcome.
+void connect_to(int fd, const sockaddr_in& to) {
+    if (connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) == 0) return;
+    if (errno != EINTR) fail("connect");
+    pollfd p{fd, POLLOUT, 0};
+    while (poll(&p, 1, -1) < 0) {
+        if (errno != EINTR) fail("poll after connect");
+    }
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
+        errno = err;
+        fail("connect (after EINTR)");
+    }
+}
+
 /// One pass as a worker makes it: the interface looks at its sockets only every few calls,
 /// unless its event fd woke the worker (then disarm() makes the next call look).
 void progress(TcpInterface* iface) {
@@ -98,7 +115,7 @@ int swy::fuzz::fuzz_tcp_stream(const uint8_t* data, size_t size) {
     if (++h.inputs % 1024 == 0) h.open();
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) fail("socket");
-    if (connect(fd, reinterpret_cast<const sockaddr*>(&h.to), sizeof h.to) != 0) fail("connect");
+    connect_to(fd, h.to);
     // The interface may close on a bad header before reading the rest: EPIPE/ECONNRESET here
     // are fine, and so is a short write.
     size_t sent = 0;

@@ -178,8 +178,9 @@ TEST_F(TcpPlacement, LargePayloadsLandInTheSinkMemoryInOrderWithPlainMessagesBet
     const std::vector<uint8_t> plain = pattern(100, 99);
     for (uint32_t i = 0; i < 6; ++i) {
         send_placed(ep.get(), i * len, payloads[i]);
-        if (i == 2) ASSERT_EQ(ep->am_send(kPlainId, nullptr, 0, plain.data(), plain.size()),
-                              Status::kOk);
+        if (i == 2) {
+            ASSERT_EQ(ep->am_send(kPlainId, nullptr, 0, plain.data(), plain.size()), Status::kOk);
+        }
     }
     ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] { return sink_.events.size() == 7; }));
     size_t placed = 0;

@@ -89,6 +89,13 @@ swy_ep_h connect(swy_worker_h from, const std::vector<uint8_t>& to, ErrorSeen* e
     return ep;
 }
 
+/// Close an endpoint at once (its requests are done or do not matter any more).
+void close_now(swy_ep_h ep) {
+    swy_request_h req = nullptr;
+    swy_ep_close_nb(ep, SWY_EP_CLOSE_FORCE, &req);
+    if (req != nullptr) swy_request_free(req);
+}
+
 /// Progress both workers until @p req completes (or @p seconds pass); frees it.
 swy_status_t finish(swy_request_h req, swy_worker_h a, swy_worker_h b, double seconds = 30) {
     if (req == nullptr) return SWY_OK;
@@ -141,7 +148,7 @@ TEST(VerbsTransport, EndpointReportsInlinePioAndCredits) {
     EXPECT_LT(attr.pio_max_size, attr.bcopy_max_size);
     EXPECT_EQ(attr.credits, 64u);
     EXPECT_STREQ(attr.small_protocol, "eager_short");
-    swy_ep_close_nb(ep, SWY_EP_CLOSE_FORCE, nullptr);
+    close_now(ep);
 }
 
 TEST(VerbsTransport, EveryProtocolAcrossItsBoundariesByteForByte) {
@@ -166,7 +173,7 @@ TEST(VerbsTransport, EveryProtocolAcrossItsBoundariesByteForByte) {
                                         3 * frag + 7, 64 << 10, (1 << 20) + 3, 5 << 20};
         uint32_t seed = 1;
         for (size_t n : sizes) transfer(ep, a, b, n, seed++, run.what);
-        swy_ep_close_nb(ep, SWY_EP_CLOSE_FORCE, nullptr);
+        close_now(ep);
     }
 }
 
@@ -203,7 +210,7 @@ TEST(VerbsTransport, BufferReallocatedAtTheSameAddressIsNeverReadThroughAStaleKe
         }
         munmap(src, n);
         munmap(dst, n);
-        swy_ep_close_nb(ep, SWY_EP_CLOSE_FORCE, nullptr);
+        close_now(ep);
     }
 }
 
@@ -274,8 +281,8 @@ TEST(VerbsTransport, PeerDeathFailsOnlyThatEndpoint) {
     // The other endpoint of the same worker is unaffected.
     transfer(to_bystander, a, bystander, 100000, 9, "bystander after the peer died");
     EXPECT_EQ(bystander_errors.calls, 0);
-    swy_ep_close_nb(to_bystander, SWY_EP_CLOSE_FORCE, nullptr);
-    swy_ep_close_nb(to_victim, SWY_EP_CLOSE_FORCE, nullptr);
+    close_now(to_bystander);
+    close_now(to_victim);
     close(p2c[0]);
     close(p2c[1]);
     close(c2p[0]);

@@ -18,6 +18,10 @@ netns_wait_line "$NETNS_TMP/kill.rank$victim.log" "^rank $victim: iteration 4/" 
   netns_fail "rank $victim made no progress"
 netns_log "SIGKILL rank $victim (pid ${NETNS_RANK_PIDS[$victim]}, $(cat /proc/${NETNS_RANK_PIDS[$victim]}/comm 2>/dev/null)) on host $victim"
 kill -KILL "${NETNS_RANK_PIDS[$victim]}"
+kill_ms=$(netns_ms)
+netns_wait_line "$NETNS_TMP/kill.rank0.log" "^rank 0: ep to rank $victim failed" 30 ||
+  netns_fail "rank 0 did not notice within 30 s"
+netns_log "rank 0 noticed after $(( $(netns_ms) - kill_ms )) ms (polling every 50 ms)"
 rc=0
 netns_wait_pid "${NETNS_RANK_PIDS[$victim]}" 10 || rc=$?
 (( rc == 137 )) || netns_fail "rank $victim: exit status $rc, expected 137 (SIGKILL)"

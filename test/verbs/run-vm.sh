@@ -1,0 +1,126 @@
+#!/bin/sh
+# Verbs transport tests on Soft-RoCE (rxe0) inside the throw-away VM of
+# /work/shared/rxe-vm/run-in-rxe-vm (or any host with an ACTIVE RDMA port: RXE_VM=1 and the
+# RXE_VM_* variables set by hand).
+#
+#   test/verbs/run-vm.sh BUILD_DIR [--quick]
+#
+# Outside the VM it starts the VM and runs itself there; exit 77 (skip) when it cannot. Inside:
+#   1. the device tests of unit_tests (Verbs*: eager, rendezvous get/put/pipeline, a buffer
+#      re-mapped at the same address, peer death), byte for byte;
+#   2. swy-perf --tls verbs,self --check: latency 0 B .. 64 MiB and bandwidth, two processes;
+#   3. forced protocols (SWY_PROTO, SWY_RNDV_SCHEME, SWY_RNDV_THRESH) around the thresholds;
+#   4. perftest's ib_send_lat / ib_write_bw / ib_read_bw in the same VM and the ratios
+#      (targets: 8 B latency <= 1.3x ib_send_lat, 1 MiB bandwidth >= 0.9x ib_write_bw;
+#      reported, not enforced: TCG timing on a shared host is too noisy to gate on).
+# --quick: fewer sizes (for scripts/test.sh).
+set -u
+BUILD=${1:?usage: run-vm.sh BUILD_DIR [--quick]}
+QUICK=${2:-}
+BUILD=$(cd "$BUILD" && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+VM=${RXE_VM_SCRIPT:-/work/shared/rxe-vm/run-in-rxe-vm}
+
+if [ "${RXE_VM:-}" != 1 ]; then
+    if [ ! -x "$VM" ]; then
+        echo "run-vm.sh: SKIP: $VM not found (no Soft-RoCE VM on this machine)"
+        exit 77
+    fi
+    for bin in unit_tests swy-perf; do
+        if [ ! -x "$BUILD/bin/$bin" ]; then
+            echo "run-vm.sh: SKIP: $BUILD/bin/$bin not built"
+            exit 77
+        fi
+    done
+    cd "$BUILD" || exit 1
+    # The registration cost probe is plain C against libibverbs; built here, run in the VM.
+    cc -O2 -o "$BUILD/verbs_reg_cost" "$HERE/reg_cost.c" -libverbs 2>/dev/null ||
+        echo "run-vm.sh: note: cannot build reg_cost.c (no cc or libibverbs-dev)"
+    "$VM" --timeout "${RXE_VM_TIMEOUT:-900}" -- sh "$HERE/run-vm.sh" "$BUILD" "$QUICK"
+    rc=$?
+    if [ $rc -eq 125 ]; then
+        echo "run-vm.sh: SKIP: the VM could not start (exit 125)"
+        exit 77
+    fi
+    exit $rc
+fi
+
+# ---------------------------------------------------------------------------- inside the VM
+cd "$BUILD" || exit 1
+PERF="$BUILD/bin/swy-perf"
+failures=0
+step() { echo; echo "=== $*"; }
+check() {  # check DESCRIPTION COMMAND...: run, count a failure on a non-zero exit
+    what=$1
+    shift
+    if "$@"; then echo "--- ok: $what"; else echo "--- FAILED ($?): $what"; failures=$((failures + 1)); fi
+}
+perf() { timeout 600 "$PERF" --tls verbs,self --check "$@"; }
+
+step "device unit tests"
+check "unit_tests Verbs*" timeout 600 "$BUILD/bin/unit_tests" --gtest_filter='Verbs*' --gtest_brief=1
+
+if [ "$QUICK" = --quick ]; then
+    LAT_SIZES=0,1,8,248,249,8176,8177,65536,1M,4M
+    BW_SIZES=8,64K,1M
+else
+    LAT_SIZES=0:64M
+    BW_SIZES=1:64M
+fi
+step "swy-perf latency, two processes on rxe0, every byte checked"
+check "lat $LAT_SIZES" perf --test lat --sizes "$LAT_SIZES" --iters 3 --warmup 1
+step "swy-perf bandwidth"
+check "bw $BW_SIZES" perf --test bw --sizes "$BW_SIZES" --iters 2 --warmup 1 --window 8
+
+step "forced protocols"
+for scheme in get put pipeline; do
+    check "SWY_RNDV_SCHEME=$scheme" env SWY_RNDV_SCHEME=$scheme \
+        timeout 600 "$PERF" --tls verbs,self --check --sizes 100K,1M,3M --iters 2 --warmup 1
+done
+check "SWY_PROTO=eager_bcopy" env SWY_PROTO=eager_bcopy \
+    timeout 600 "$PERF" --tls verbs,self --check --sizes 0,248,249,8177,1M --iters 2 --warmup 1
+check "SWY_RNDV_THRESH=1K" env SWY_RNDV_THRESH=1K \
+    timeout 600 "$PERF" --tls verbs,self --check --sizes 1023,1024,1025 --iters 3 --warmup 1
+
+if [ -x "$BUILD/verbs_reg_cost" ]; then
+    step "registration cost (per transfer and side, no cache)"
+    timeout 120 "$BUILD/verbs_reg_cost"
+fi
+
+step "comparison with perftest (same VM, same device)"
+DEV=${RXE_VM_DEV:-rxe0}
+GIDX=${RXE_VM_GID_INDEX:-1}
+IP=${RXE_VM_IP:-198.18.0.1}
+pt() {  # pt TOOL ARGS...: server in the background, client in the foreground; client output
+    tool=$1
+    shift
+    timeout 120 "$tool" -d "$DEV" -x "$GIDX" "$@" >/dev/null 2>&1 &
+    sleep 1
+    timeout 120 "$tool" -d "$DEV" -x "$GIDX" "$@" "$IP" 2>&1
+    wait
+}
+ib_lat=$(pt ib_send_lat -s 8 -n 1000 | awk '$1 == 8 {print $6}')
+ib_wbw=$(pt ib_write_bw -s 1048576 -n 200 | awk '$1 == 1048576 {print $4}')
+ib_rbw=$(pt ib_read_bw -s 1048576 -n 200 | awk '$1 == 1048576 {print $4}')
+our_lat=$("$PERF" --tls verbs,self --test lat --sizes 8 --iters 1000 --warmup 50 --csv 2>/dev/null |
+          awk -F, '$2 == 8 {print $4}')
+our_bw_get=$(SWY_RNDV_SCHEME=get "$PERF" --tls verbs,self --test bw --sizes 1M --iters 40 --warmup 2 --csv 2>/dev/null |
+             awk -F, '$2 == 1048576 {print $5}')
+our_bw_put=$(SWY_RNDV_SCHEME=put "$PERF" --tls verbs,self --test bw --sizes 1M --iters 40 --warmup 2 --csv 2>/dev/null |
+             awk -F, '$2 == 1048576 {print $5}')
+echo "8 B latency (us, one way):   swy ${our_lat:-?}   ib_send_lat avg ${ib_lat:-?}"
+echo "1 MiB bandwidth (MB/s):      swy get ${our_bw_get:-?}  put ${our_bw_put:-?}   ib_write_bw ${ib_wbw:-?}   ib_read_bw ${ib_rbw:-?}"
+awk -v a="${our_lat:-0}" -v b="${ib_lat:-0}" -v g="${our_bw_get:-0}" -v p="${our_bw_put:-0}" \
+    -v w="${ib_wbw:-0}" 'BEGIN {
+        if (b > 0) printf "latency ratio swy/ib_send_lat = %.2f (target <= 1.3)\n", a / b;
+        if (w > 0) printf "bandwidth ratio swy/ib_write_bw = get %.2f, put %.2f (target >= 0.9)\n", g / w, p / w;
+    }'
+[ -n "$ib_lat" ] && [ -n "$our_lat" ] || { echo "--- FAILED: a latency figure is missing"; failures=$((failures + 1)); }
+
+echo
+if [ $failures -ne 0 ]; then
+    echo "run-vm.sh: $failures check(s) FAILED"
+    exit 1
+fi
+echo "run-vm.sh: all verbs checks passed"
+exit 0
