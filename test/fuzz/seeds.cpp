@@ -80,9 +80,9 @@ std::vector<Bytes> tcp_stream_seeds() {
     Bytes goodbye = messages;
     frame(&goodbye, tl::tcp::kTcpControlAm, {static_cast<uint8_t>(tl::tcp::TcpControl::kGoodbye)});
     out.push_back(goodbye);
-    Bytes cut = messages;
-    frame(&cut, proto::kAmEagerOnly, Bytes(300, 0x42));
-    cut.resize(cut.size() - 100);  // EOF inside a frame
+    Bytes cut = messages, last;
+    frame(&last, proto::kAmEagerOnly, Bytes(300, 0x42));
+    cut.insert(cut.end(), last.begin(), last.begin() + 200);  // EOF inside a frame
     out.push_back(cut);
     Bytes early;
     frame(&early, proto::kAmEagerOnly, Bytes(8, 1));  // a message before hello

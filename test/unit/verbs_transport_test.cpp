@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <thread>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -287,4 +288,38 @@ TEST(VerbsTransport, PeerDeathFailsOnlyThatEndpoint) {
     close(p2c[1]);
     close(c2p[0]);
     close(c2p[1]);
+}
+
+TEST(VerbsTransport, BlockingWaitWakesOnAnIncomingMessage) {
+    Node a, b;
+    SKIP_WITHOUT_VERBS(a);
+    swy_ep_h ep = connect(a.worker, b.address);
+    // Wire the connection first (the handshake needs both sides' progress).
+    transfer(ep, a, b, 16, 3, "warm-up");
+    uint64_t value = 0;
+    swy_request_h rr = nullptr;
+    ASSERT_GE(swy_tag_recv_nb(b.worker, &value, 8, 99, ~0ull, nullptr, &rr), 0);
+    ASSERT_NE(rr, nullptr);
+    std::thread sender([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        const uint64_t v = 0xC0FFEE;
+        swy_request_h sr = nullptr;
+        swy_tag_send_nb(ep, &v, 8, 99, nullptr, &sr);
+        if (sr != nullptr) finish(sr, a.worker, nullptr);
+    });
+    // b sleeps in the kernel (completion channel in its event fd) until the SEND lands.
+    const auto start = Clock::now();
+    swy_status_t st = SWY_INPROGRESS;
+    while ((st = swy_request_test(rr)) == SWY_INPROGRESS &&
+           Clock::now() - start < std::chrono::seconds(20)) {
+        swy_worker_wait(b.worker, 10000);
+        swy_worker_progress(b.worker);
+    }
+    sender.join();
+    const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+    EXPECT_EQ(st, SWY_OK);
+    EXPECT_EQ(value, 0xC0FFEEu);
+    EXPECT_LT(waited, 9.0) << "the wait did not wake up on the message";
+    if (st != SWY_INPROGRESS) swy_request_free(rr);
+    close_now(ep);
 }

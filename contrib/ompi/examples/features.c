@@ -451,6 +451,15 @@ static void test_ordering_and_self(void)
     MPI_Recv(in, 64, MPI_INT, rank, 101, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     MPI_Wait(&r, MPI_STATUS_IGNORE);
     check(verify(in, 64, rank), "send to self");
+    /* synchronous send to self: completes only once the receive below matched it */
+    int done = 0;
+    MPI_Issend(out, 64, MPI_INT, rank, 102, MPI_COMM_WORLD, &r);
+    for (int i = 0; i < 1000; ++i) MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+    check(!done, "Issend to self waits for the receive");
+    memset(in, 0, sizeof(in));
+    MPI_Recv(in, 64, MPI_INT, rank, 102, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    check(verify(in, 64, rank), "Issend to self payload");
 }
 
 static void test_comms(void)
@@ -480,6 +489,30 @@ static void test_comms(void)
     check(got == (hr + hs - 1) % hs && st.MPI_SOURCE == got, "ring on a split communicator");
     MPI_Comm_free(&half);
     MPI_Comm_free(&dup);
+
+    /* intercommunicator: even and odd world ranks; each rank of the even group sends its
+     * group rank to remote rank 0 of the odd group, which receives with ANY_SOURCE */
+    MPI_Comm local, inter;
+    int color = rank % 2;
+    MPI_Comm_split(MPI_COMM_WORLD, color, rank, &local);
+    MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, 1 - color, 5, &inter);
+    int lr, remote;
+    MPI_Comm_rank(local, &lr);
+    MPI_Comm_remote_size(inter, &remote);
+    if (color == 0) {
+        MPI_Send(&lr, 1, MPI_INT, 0, 6, inter);
+    } else if (lr == 0) {
+        int seen = 0;
+        for (int i = 0; i < remote; ++i) {
+            int v = -1;
+            MPI_Recv(&v, 1, MPI_INT, MPI_ANY_SOURCE, 6, inter, &st);
+            check(st.MPI_SOURCE == v && v >= 0 && v < remote, "intercomm source is the remote rank");
+            seen |= 1 << v;
+        }
+        check(seen == (1 << remote) - 1, "intercomm: every remote rank seen");
+    }
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&local);
 }
 
 int main(int argc, char **argv)

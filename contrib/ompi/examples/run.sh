@@ -29,6 +29,7 @@ done
 run 2 pingpong
 run 2 features
 run 4 features
+run 5 features
 run 2 collectives
 run 4 collectives
 run 8 collectives
@@ -37,5 +38,6 @@ run 2 threads
 export SWY_TLS=tcp,self
 run 2 pingpong
 run 4 features
+run 5 features
 run 4 collectives
 exit $failed

@@ -269,6 +269,8 @@ Status VerbsInterface::connect(uint64_t remote_uid, const uint8_t* section, size
     attr.max_message = std::min<size_t>(attr_.max_message, peer.max_message);
     attr.pio_max_message = std::min<size_t>(attr_.pio_max_message, attr.max_message);
     attr.credits = peer.rx_credits;
+    c->max_message = attr.max_message;
+    c->pio_max_message = attr.pio_max_message;
     auto ep = std::make_unique<VerbsEndpoint>(this, index, generation, remote_uid, true, attr);
     c->owner_ep = ep.get();
     *out = std::move(ep);
@@ -407,6 +409,8 @@ void VerbsInterface::on_cm_readable(Connection* c) {
         attr.max_message = std::min<size_t>(attr_.max_message, m.max_message);
         attr.pio_max_message = std::min<size_t>(attr_.pio_max_message, attr.max_message);
         attr.credits = m.rx_credits;
+        c->max_message = attr.max_message;
+        c->pio_max_message = attr.pio_max_message;
         c->reply_ep = std::make_unique<VerbsEndpoint>(this, c->index, c->generation, c->peer_uid,
                                                       false, attr);
     }

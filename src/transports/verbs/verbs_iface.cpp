@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 
@@ -317,6 +318,17 @@ Status VerbsInterface::grow_receive_pool(uint32_t buffers, std::string* why) {
 }
 
 VerbsInterface::~VerbsInterface() {
+    // Goodbyes still in flight (endpoints closed just before the worker went away): give them
+    // a moment to complete, so the peers see an orderly close rather than a failure.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+    auto closing = [this] {
+        for (const auto& c : conns_) {
+            if (c && c->closing) return true;
+        }
+        return false;
+    };
+    quiet_ = true;  // the worker is going away: nothing is delivered to it any more
+    while (cq_ != nullptr && closing() && std::chrono::steady_clock::now() < deadline) drain_cq();
     for (auto& c : conns_) {
         if (!c) continue;
         if (c->owner_ep != nullptr) c->owner_ep->iface_ = nullptr;

@@ -205,6 +205,7 @@ private:
     std::vector<RdmaOp*> rdma_backlog_;  // ops with chunks not yet posted (send queue full)
     std::vector<ibv_wc> stash_;     // completions polled by arm()
     bool in_progress_ = false;
+    bool quiet_ = false;            // destructor: drain completions without calling the sink
     LaneAttr attr_;
     std::unique_ptr<DmPool> dm_pool_;
 };

@@ -63,8 +63,7 @@ Status VerbsInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_
                                                         : Status::kNoResource;
     }
     const size_t total = hdr_len + length;
-    const LaneAttr& la = c->owner_ep != nullptr ? c->owner_ep->attr_ : c->reply_ep->attr_;
-    if (__builtin_expect(total > la.max_message, 0)) return Status::kInvalidParam;
+    if (__builtin_expect(total > c->max_message, 0)) return Status::kInvalidParam;
     // Two slots stay free for the goodbye and a credit update.
     if (__builtin_expect(c->sq_used() + 2 >= config_.sq_depth, 0)) return Status::kNoResource;
     if (c->window.available() == 0) {
@@ -78,7 +77,7 @@ Status VerbsInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_
     wr.opcode = IBV_WR_SEND_WITH_IMM;
     wr.sg_list = sge;
     int32_t bounce = -1;
-    if (total <= la.pio_max_message && pack == nullptr) {
+    if (total <= c->pio_max_message && pack == nullptr) {
         // PIO: the CPU copies header and payload into the WQE; no registration, no buffer.
         int n = 0;
         if (hdr_len != 0) sge[n++] = {reinterpret_cast<uint64_t>(hdr), static_cast<uint32_t>(hdr_len), 0};
@@ -235,6 +234,7 @@ void VerbsInterface::retire_sends(Connection* c, uint32_t through, Status status
         std::erase(rdma_backlog_, op);
         std::erase_if(c->ops, [op](const std::unique_ptr<RdmaOp>& p) { return p.get() == op; });
     }
+    if (quiet_) return;
     for (const Done& d : done) d.cb(d.arg, d.cookie, d.status);
 }
 
@@ -277,11 +277,11 @@ void VerbsInterface::handle_receive(const ibv_wc& wc) {
         // Everything the peer sent before the goodbye has been delivered (RC order).
         (void)post_receive(buffer);
         c->bye_received = true;
-        sink_->on_sender_released({index_, index});
+        if (!quiet_) sink_->on_sender_released({index_, index});
         if ((c = lookup(index, generation)) != nullptr) close_connection(c);
         return;
     }
-    if (c->state == State::kReady) {
+    if (c->state == State::kReady && !quiet_) {
         sink_->on_am(id, {index_, index}, buffer, wc.byte_len);
     }
     // Re-post before returning the credit: the buffer must be back before the peer reuses it.

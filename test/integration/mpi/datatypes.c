@@ -4,7 +4,9 @@
  * skips must stay untouched on the receiver. */
 #include "mpitest.h"
 
-static int value_at(int i, int salt) { return i * 2654435 + salt; }
+/* Distinct for every position and salt; unsigned, so the multiplication wraps instead of
+ * overflowing (undefined for int). */
+static int value_at(int i, int salt) { return (int)((unsigned)i * 2654435u + (unsigned)salt); }
 
 /* vector: `count` blocks of 3 ints every 7 ints. */
 static void vector(int me, int count) {

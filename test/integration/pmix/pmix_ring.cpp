@@ -63,17 +63,24 @@ swy_status_t finish(swy_worker_h worker, swy_status_t s, swy_request_h req) {
 int main() {
     swy_context_h context = nullptr;
     swy_worker_h worker = nullptr;
+    swy_bootstrap_h boot = nullptr;
+    // Every exit tears down (a sanitizer build then reports real leaks only).
+    auto teardown = [&](int rc) {
+        if (boot != nullptr) swy_bootstrap_finalize(boot);
+        if (worker != nullptr) swy_worker_destroy(worker);
+        if (context != nullptr) swy_context_destroy(context);
+        return rc;
+    };
     if (swy_context_create(nullptr, &context) != SWY_OK ||
         swy_worker_create(context, nullptr, &worker) != SWY_OK) {
         std::fprintf(stderr, "pmix_ring: cannot create context and worker\n");
-        return 1;
+        return teardown(1);
     }
     const Clock::time_point t_boot = Clock::now();
-    swy_bootstrap_h boot = nullptr;
     swy_status_t s = swy_bootstrap_pmix_init(worker, &boot);
     if (s != SWY_OK) {
         std::fprintf(stderr, "pmix_ring: swy_bootstrap_pmix_init: %s\n", swy_status_string(s));
-        return s == SWY_ERR_UNSUPPORTED ? 77 : 1;
+        return teardown(s == SWY_ERR_UNSUPPORTED ? 77 : 1);
     }
     const double init_ms = ms_since(t_boot);
     uint32_t rank = 0, size = 0;
@@ -89,7 +96,7 @@ int main() {
 
     swy_ep_h ep = nullptr, again = nullptr, bad = nullptr;
     if (!ok_status(swy_bootstrap_ep(boot, next, nullptr, &ep), "endpoint to next", rank)) {
-        return 1;
+        return teardown(1);
     }
     const double ep_ms = ms_since(t_boot);
     ok_status(swy_bootstrap_ep(boot, next, nullptr, &again), "endpoint again", rank);
@@ -164,7 +171,6 @@ int main() {
                 rank, size, init_ms, ep_ms, first_ms, round, failures ? "FAILED" : "ok");
     std::fflush(stdout);
     ok_status(swy_bootstrap_finalize(boot), "finalize", rank);
-    swy_worker_destroy(worker);
-    swy_context_destroy(context);
-    return failures ? 1 : 0;
+    boot = nullptr;
+    return teardown(failures ? 1 : 0);
 }
