@@ -7,6 +7,9 @@
 # env:   ROUNDS=5          rounds per case
 #        PORT_BASE=13400   first TCP port for ucx_perftest (a fresh one per run)
 #        CASES="lat8 mr8 bw1M bw4M lat64K"   subset of cases to run
+#        MODE=shm          shm: swy-perf default transports vs UCX posix/cma;
+#                          tcp: swy-perf --tls tcp,self vs UCX_TLS=tcp on loopback
+#                          (UCX_NET_DEVICES=lo), default cases "lat8 mr8 bw1M bw4M bw64M"
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,7 +23,13 @@ command -v ucx_perftest >/dev/null || { echo "compare-ucx: ucx_perftest missing 
 
 rounds=${ROUNDS:-5}
 port=${PORT_BASE:-13400}
-cases=${CASES:-"lat8 mr8 bw1M bw4M lat64K"}
+mode=${MODE:-shm}
+case $mode in
+    shm) cases=${CASES:-"lat8 mr8 bw1M bw4M lat64K"}; swy_tls=() ;;
+    tcp) cases=${CASES:-"lat8 mr8 bw1M bw4M bw64M"}; swy_tls=(--tls tcp,self)
+         export UCX_NET_DEVICES=lo ;;
+    *) echo "compare-ucx: MODE must be shm or tcp" >&2; exit 2 ;;
+esac
 
 # case → swy-perf test, size (bytes), ucx test, UCX_TLS, metric (lat: lower is better,
 # mr: M msg/s, bw: MB/s), iterations, warm-up
@@ -31,11 +40,15 @@ def mr8    mr  8       tag_bw  posix,self     mr  200000 20000
 def bw1M   bw  1048576 tag_bw  posix,cma,self bw  2048   256
 def bw4M   bw  4194304 tag_bw  posix,cma,self bw  512    64
 def lat64K lat 65536   tag_lat posix,cma,self lat 5000   500
+def bw64M  bw  67108864 tag_bw posix,cma,self bw  64     8
+if [[ $mode == tcp ]]; then
+    for c in "${!C_TLS[@]}"; do C_TLS[$c]=tcp; done
+fi
 
 # swy-perf: one CSV row; print the metric.
 run_swy() {
     local c=$1 out
-    out=$("$perf" --test "${C_SWY[$c]}" --sizes "${C_SIZE[$c]}" --iters "${C_ITERS[$c]}" \
+    out=$("$perf" "${swy_tls[@]}" --test "${C_SWY[$c]}" --sizes "${C_SIZE[$c]}" --iters "${C_ITERS[$c]}" \
           --warmup "${C_WARM[$c]}" --cpus 0,1 --csv) || { echo "nan"; return; }
     # test,size,iters,latency_us,bandwidth_MBps,msg_rate_Mps,protocol
     awk -F, -v m="${C_METRIC[$c]}" 'NR == 2 {
@@ -81,14 +94,15 @@ for c in $cases; do
         s=$(run_swy "$c")
         u=$(run_ucx "$c")
         swy_vals+=("$s") ucx_vals+=("$u")
-        printf '%-7s round %d/%d: swy %-10s ucx %-10s %s\n' "$c" "$r" "$rounds" "$s" "$u" \
-            "$(unit "${C_METRIC[$c]}")"
+        printf '%-7s round %d/%d: swy %-10s ucx %-10s %-14s load %s\n' "$c" "$r" "$rounds" \
+            "$s" "$u" "$(unit "${C_METRIC[$c]}")" "$(cut -d' ' -f1-3 /proc/loadavg)"
     done
     BEST_SWY[$c]=$(best "${C_METRIC[$c]}" "${swy_vals[@]}")
     BEST_UCX[$c]=$(best "${C_METRIC[$c]}" "${ucx_vals[@]}")
 done
 
 echo
+echo "mode $mode; uptime:$(uptime)"
 echo "best of $rounds rounds (swy-perf vs ucx_perftest $(ucx_info -v 2>/dev/null | awk '/Version/ {print $3; exit}'))"
 printf '%-7s %-14s %12s %12s %10s\n' case unit swy ucx "swy/ucx"
 for c in $cases; do

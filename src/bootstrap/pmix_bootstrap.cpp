@@ -12,6 +12,7 @@
 
 #include <switchyard/bootstrap.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -76,6 +77,16 @@ void wait_for(swy_worker_h worker, const Pending& p) {
     }
 }
 
+/// Progress the worker for about @p us microseconds.
+void progress_for(swy_worker_h worker, unsigned us) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+    while (std::chrono::steady_clock::now() < until) {
+        if (swy_worker_progress(worker) == 0) {
+            std::this_thread::sleep_for(std::chrono::microseconds(20));
+        }
+    }
+}
+
 swy_status_t pmix_failure(const char* what, pmix_status_t rc) {
     log_printf(LogLevel::kError, "bootstrap: %s failed: %s", what, PMIx_Error_string(rc));
     switch (rc) {
@@ -97,6 +108,48 @@ struct swy_bootstrap {
     std::vector<uint8_t> own_address;                  ///< for an endpoint to ourselves
     std::unordered_map<uint32_t, swy_ep_h> endpoints;  ///< by rank; sparse at scale
 };
+
+namespace swy::bootstrap {
+namespace {
+
+/// Fetch @p rank's address into @p out. A get normally waits in the server until the peer
+/// commits. But Open MPI 4.1.4's ORTE with PMIx 4.2.2 was seen (2 runs in 8 of an 8-rank
+/// ring on a loaded machine) answering NOT-FOUND at once for a local peer that had not
+/// committed yet, so NOT-FOUND is retried, backing off from 1 to 32 ms with the worker
+/// progressed, until the deadline. Still no collective: a fence at init would also be
+/// correct, but would make every rank wait for the slowest one even if it never talks to it.
+pmix_status_t fetch_address(swy_bootstrap* b, uint32_t rank, Pending* out) {
+    pmix_proc_t peer{};
+    PMIX_LOAD_PROCID(&peer, b->self.nspace, rank);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(kGetTimeoutSeconds);
+    unsigned backoff_us = 1000;
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::seconds>(
+            deadline - std::chrono::steady_clock::now());
+        pmix_info_t info[1];
+        int timeout = std::max<int>(1, static_cast<int>(left.count()));
+        PMIX_INFO_LOAD(&info[0], PMIX_TIMEOUT, &timeout, PMIX_INT);
+        Pending get;
+        pmix_status_t rc = PMIx_Get_nb(&peer, kAddressKey, info, 1, &on_value, &get);
+        if (rc == PMIX_SUCCESS) {
+            wait_for(b->worker, get);  // info stays alive until the callback ran
+            rc = get.status;
+        }
+        PMIX_INFO_DESTRUCT(&info[0]);
+        if (rc == PMIX_SUCCESS) {
+            out->bytes = std::move(get.bytes);
+            return PMIX_SUCCESS;
+        }
+        if (rc != PMIX_ERR_NOT_FOUND) return rc;
+        if (std::chrono::steady_clock::now() >= deadline) return PMIX_ERR_TIMEOUT;
+        progress_for(b->worker, backoff_us);
+        backoff_us = std::min(backoff_us * 2, 32000u);
+    }
+}
+
+}  // namespace
+}  // namespace swy::bootstrap
 
 using namespace swy::bootstrap;
 
@@ -189,18 +242,10 @@ swy_status_t swy_bootstrap_ep(swy_bootstrap_h bootstrap, uint32_t rank,
     Pending get;
     const std::vector<uint8_t>* address = &bootstrap->own_address;
     if (rank != bootstrap->self.rank) {
-        pmix_proc_t peer{};
-        PMIX_LOAD_PROCID(&peer, bootstrap->self.nspace, rank);
-        pmix_info_t info[1];
-        int timeout = kGetTimeoutSeconds;
-        PMIX_INFO_LOAD(&info[0], PMIX_TIMEOUT, &timeout, PMIX_INT);
-        pmix_status_t rc = PMIx_Get_nb(&peer, kAddressKey, info, 1, &on_value, &get);
-        if (rc != PMIX_SUCCESS) return pmix_failure("PMIx_Get_nb", rc);
-        wait_for(bootstrap->worker, get);  // info stays alive until the callback ran
-        PMIX_INFO_DESTRUCT(&info[0]);
-        if (get.status != PMIX_SUCCESS) {
+        pmix_status_t rc = fetch_address(bootstrap, rank, &get);
+        if (rc != PMIX_SUCCESS) {
             log_printf(LogLevel::kError, "bootstrap: no address for rank %u", rank);
-            return pmix_failure("PMIx_Get_nb (address)", get.status);
+            return pmix_failure("PMIx_Get_nb (address)", rc);
         }
         address = &get.bytes;
     }

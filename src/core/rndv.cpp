@@ -37,7 +37,9 @@ Status Endpoint::send_rts(Request* r) {
         default: h.scheme = static_cast<uint32_t>(RndvScheme::kPipeline); break;
     }
     // Verbs RDMA (rndv_verbs.cpp): registers the buffer, sets the scheme and the rkey.
-    if (r->proto >= static_cast<uint8_t>(proto::ProtoId::kRndvGetZcopy)) worker_->prepare_rdma_rts(this, r, &h);
+    if (r->proto >= static_cast<uint8_t>(proto::ProtoId::kRndvGetZcopy)) {
+        worker_->prepare_rdma_rts(this, r, &h);
+    }
     return lane_->am_send(proto::kAmRndvRts, &h, sizeof(h), nullptr, 0);
 }
 

@@ -39,9 +39,8 @@ void Worker::prepare_rdma_rts(Endpoint* ep, Request* r, proto::RtsHeader* rts) {
     const uint64_t id = r->wire_id();
     for (const RdmaRegistration& e : rdma_regs_) {
         if (e.request == r && e.id == id) {  // a retried RTS: already registered
-            rts->scheme = static_cast<uint32_t>(
-                r->proto == static_cast<uint8_t>(proto::ProtoId::kRndvGetZcopy) ? RndvScheme::kGetRdma
-                                                                                : RndvScheme::kPutRdma);
+            const bool get = r->proto == static_cast<uint8_t>(proto::ProtoId::kRndvGetZcopy);
+            rts->scheme = static_cast<uint32_t>(get ? RndvScheme::kGetRdma : RndvScheme::kPutRdma);
             rts->rkey = e.reg->rkey();
             return;
         }

@@ -122,7 +122,8 @@ Status Worker::open_verbs(std::string* why) {
     tl::verbs::VerbsConfig vc;
     vc.devices = cfg.get_list("NET_DEVICES");
     vc.seg_size = cfg.get_size("VERBS_SEG_SIZE");
-    vc.rx_credits = static_cast<uint32_t>(std::min<uint64_t>(cfg.get_unsigned("VERBS_RX_CREDITS"), UINT32_MAX));
+    vc.rx_credits = static_cast<uint32_t>(
+        std::min<uint64_t>(cfg.get_unsigned("VERBS_RX_CREDITS"), UINT32_MAX));
     vc.max_inline = static_cast<uint32_t>(std::min<size_t>(cfg.get_size("VERBS_MAX_INLINE"), 4096));
     const std::string gid = cfg.get_string("VERBS_GID_INDEX");
     if (gid != "auto") {

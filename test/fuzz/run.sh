@@ -26,11 +26,7 @@ CC=clang-14 CXX=clang++-14 cmake -S "$root" -B "$build" -G Ninja \
   -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
 nice cmake --build "$build" -j "$jobs" --target fuzz_gen_seeds $(printf 'fuzz_%s ' "${targets[@]}")
 
-# allocator_may_return_null and -malloc_limit_mb: the worker buffers an unexpected
-# fragmented message of the size its first fragment announces (up to 512 GiB, allocated with
-# new(nothrow), touched only as fragments arrive); a refused allocation is a handled error,
-# not a finding.
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:allocator_may_return_null=1}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 status=0
 for t in "${targets[@]}"; do
@@ -43,7 +39,6 @@ for t in "${targets[@]}"; do
   echo "fuzz: $t for ${seconds}s"
   # -timeout: one input taking over 10 s is a hang; -rss_limit_mb guards the machine.
   if ! "$build/bin/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-       -malloc_limit_mb=1048576 \
        -max_len=4096 -print_final_stats=1 -artifact_prefix="$artifacts/" "${dirs[@]}" \
        >"$build/fuzz_$t.log" 2>&1; then
     echo "fuzz: $t FAILED; log $build/fuzz_$t.log, reproducer in $artifacts/" >&2

@@ -110,12 +110,16 @@ swy_status_t finish(swy_request_h req, swy_worker_h a, swy_worker_h b, double se
     return st;
 }
 
+/// Byte @p i of pattern @p seed: differs between seeds at every position.
+uint8_t pattern(size_t i, uint32_t seed) {
+    return static_cast<uint8_t>((i * 131 + seed * 7 + (i >> 8)) & 0xFF);
+}
 void fill(uint8_t* p, size_t n, uint32_t seed) {
-    for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>((i * 131 + seed * 7 + (i >> 8)) & 0xFF);
+    for (size_t i = 0; i < n; ++i) p[i] = pattern(i, seed);
 }
 size_t first_bad(const uint8_t* p, size_t n, uint32_t seed) {
     for (size_t i = 0; i < n; ++i) {
-        if (p[i] != static_cast<uint8_t>((i * 131 + seed * 7 + (i >> 8)) & 0xFF)) return i;
+        if (p[i] != pattern(i, seed)) return i;
     }
     return n;
 }

@@ -191,13 +191,15 @@ int print_verbs_tables(const core::Context& context, const proto::SelectOverride
         if (p.usable && port == nullptr) port = &p;
     }
     // Without a device, the inline limit asked for (what a device typically grants).
-    const size_t inline_max =
-        port != nullptr ? port->max_inline : std::min<size_t>(cfg.get_size("VERBS_MAX_INLINE"), 4096);
+    const size_t inline_max = port != nullptr
+                                  ? port->max_inline
+                                  : std::min<size_t>(cfg.get_size("VERBS_MAX_INLINE"), 4096);
     std::printf("\nverbs transport (%s)\n",
                 port != nullptr ? (port->device + ":" + std::to_string(port->port) + ", inline " +
                                    std::to_string(inline_max) + " B")
                                       .c_str()
-                                : ("no device: " + (why.empty() ? std::string("none usable") : why) +
+                                : ("no device: " +
+                                   (why.empty() ? std::string("none usable") : why) +
                                    "; tables for an inline limit of " +
                                    std::to_string(inline_max) + " B")
                                       .c_str());
@@ -227,7 +229,8 @@ int print_verbs_tables(const core::Context& context, const proto::SelectOverride
     const std::string caption =
         std::string("sends from device memory (dma-buf; staging costs of SWY_SIMDEV_*): ") +
         (dmabuf ? "dma-buf MRs supported, RDMA reaches it"
-                : "no dma-buf MRs (" + (port != nullptr ? port->dmabuf_reason : std::string("no device")) +
+                : "no dma-buf MRs (" +
+                      (port != nullptr ? port->dmabuf_reason : std::string("no device")) +
                       "): staged pipeline");
     print_table(caption.c_str(), device, context.costs(), o);
     return 0;

@@ -48,10 +48,11 @@ void print_verbs_ports(const common::Config& config) {
         std::printf("      device memory        %s\n",
                     p.device_memory ? ("yes, " + std::to_string(p.max_dm_size) + " B").c_str()
                                     : p.device_memory_reason.c_str());
-        std::printf("      dma-buf MRs          %s\n",
-                    p.dmabuf_mr ? ("yes" + (p.dmabuf_reason.empty() ? "" : " (" + p.dmabuf_reason + ")")).c_str()
-                                : ("no: " + p.dmabuf_reason +
-                                   " (device memory rendezvous uses the staged pipeline)").c_str());
+        const std::string dmabuf =
+            p.dmabuf_mr ? "yes" + (p.dmabuf_reason.empty() ? "" : " (" + p.dmabuf_reason + ")")
+                        : "no: " + p.dmabuf_reason +
+                              " (device memory rendezvous uses the staged pipeline)";
+        std::printf("      dma-buf MRs          %s\n", dmabuf.c_str());
     }
 }
 

@@ -29,7 +29,7 @@ public:
 using RdmaCallback = void (*)(void* arg, uint64_t cookie, Status status);
 
 enum RdmaAccess : unsigned {
-    kRdmaLocal = 0,            ///< local use only (source of a WRITE, sink of a READ needs kLocalWrite)
+    kRdmaLocal = 0,            ///< local use only: the source of our WRITE
     kRdmaLocalWrite = 1,       ///< the NIC writes into it (target of our READ)
     kRdmaRemoteRead = 2,       ///< the peer reads it (source of the peer's READ)
     kRdmaRemoteWrite = 4,      ///< the peer writes into it (target of the peer's WRITE)

@@ -244,7 +244,8 @@ std::vector<PortInfo> probe(const VerbsConfig& config, std::string* why) {
                 pi.port = p;
                 pi.state = port_state_text(pa.state);
                 pi.active_mtu = mtu_bytes(pa.active_mtu);
-                pi.link_layer = pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand";
+                pi.link_layer =
+                    pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand";
                 pi.lid = pa.lid;
                 DeviceHandle scratch;  // context stays owned here
                 const bool gid = pick_gid(ctx, p, pa, config.gid_index, &scratch, &pi);

@@ -138,7 +138,8 @@ Status VerbsInterface::open(const VerbsConfig& config, uint64_t worker_uid, uint
                "SWY_VERBS_BOUNCE_BUFFERS >= 1, SWY_VERBS_SQ_DEPTH >= 16";
         return Status::kInvalidParam;
     }
-    std::unique_ptr<VerbsInterface> iface(new VerbsInterface(config, worker_uid, iface_index, sink));
+    std::unique_ptr<VerbsInterface> iface(
+        new VerbsInterface(config, worker_uid, iface_index, sink));
     Status s = iface->setup(why);
     if (s != Status::kOk) return s;
     *out = std::move(iface);
@@ -180,7 +181,8 @@ Status VerbsInterface::setup(std::string* why) {
                "buffers";
         return Status::kInvalidParam;
     }
-    const int cqe = std::min(da.max_cqe, static_cast<int>(srq_capacity_ + 8 * config_.sq_depth + 64));
+    const int cqe =
+        std::min(da.max_cqe, static_cast<int>(srq_capacity_ + 8 * config_.sq_depth + 64));
     cq_ = ibv_create_cq(ctx, cqe, this, channel_, 0);
     if (cq_ == nullptr) {
         *why = std::string("verbs: ibv_create_cq: ") + std::strerror(errno);
@@ -215,7 +217,8 @@ Status VerbsInterface::setup(std::string* why) {
         *why = std::string("verbs: registering credit words: ") + std::strerror(errno);
         return Status::kIoError;
     }
-    max_rd_atomic_ = static_cast<uint32_t>(std::clamp(std::min(da.max_qp_rd_atom, da.max_qp_init_rd_atom), 1, 16));
+    const int rd_atomic = std::min(da.max_qp_rd_atom, da.max_qp_init_rd_atom);
+    max_rd_atomic_ = static_cast<uint32_t>(std::clamp(rd_atomic, 1, 16));
     max_rdma_chunk_ = std::min<size_t>(dev_.port_attr.max_msg_sz, size_t{1} << 20);
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     if (epoll_fd_ < 0) {

@@ -80,8 +80,12 @@ Status VerbsInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_
     if (total <= c->pio_max_message && pack == nullptr) {
         // PIO: the CPU copies header and payload into the WQE; no registration, no buffer.
         int n = 0;
-        if (hdr_len != 0) sge[n++] = {reinterpret_cast<uint64_t>(hdr), static_cast<uint32_t>(hdr_len), 0};
-        if (length != 0) sge[n++] = {reinterpret_cast<uint64_t>(payload), static_cast<uint32_t>(length), 0};
+        if (hdr_len != 0) {
+            sge[n++] = {reinterpret_cast<uint64_t>(hdr), static_cast<uint32_t>(hdr_len), 0};
+        }
+        if (length != 0) {
+            sge[n++] = {reinterpret_cast<uint64_t>(payload), static_cast<uint32_t>(length), 0};
+        }
         wr.num_sge = n;
         wr.send_flags = IBV_SEND_INLINE;
     } else {
@@ -289,7 +293,8 @@ void VerbsInterface::handle_receive(const ibv_wc& wc) {
     c = lookup(index, generation);
     if (c == nullptr) return;
     c->credit_return.consumed();
-    if (!c->credit_due && c->credit_return.unreported() >= std::max<uint32_t>(1, config_.rx_credits / 2)) {
+    const uint32_t threshold = std::max<uint32_t>(1, config_.rx_credits / 2);
+    if (!c->credit_due && c->credit_return.unreported() >= threshold) {
         c->credit_due = true;
         credit_due_.push_back(index);
     }
@@ -345,7 +350,9 @@ unsigned VerbsInterface::progress() {
                     const RdmaCallback cb = op->cb;
                     void* arg = op->arg;
                     const uint64_t cookie = op->cookie;
-                    std::erase_if(c->ops, [op](const std::unique_ptr<RdmaOp>& p) { return p.get() == op; });
+                    std::erase_if(c->ops, [op](const std::unique_ptr<RdmaOp>& p) {
+                        return p.get() == op;
+                    });
                     cb(arg, cookie, Status::kConnectionReset);
                     if (index >= conns_.size() || !conns_[index]) break;
                 }

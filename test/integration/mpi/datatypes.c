@@ -53,12 +53,11 @@ static void indexed(int me, int reps) {
   const int nblk = 5 * reps;
   int* lens = (int*)mt_malloc((size_t)nblk * sizeof(int));
   int* displs = (int*)mt_malloc((size_t)nblk * sizeof(int));
-  int at = 0, total = 0;
+  int at = 0;
   for (int b = 0; b < nblk; ++b) {
     lens[b] = 1 + b % 5;
     displs[b] = at;
     at += lens[b] + b % 4;
-    total += lens[b];
   }
   const int span = at;
   MPI_Datatype idx;
@@ -79,7 +78,6 @@ static void indexed(int me, int reps) {
       MT_CHECK(buf[i] == want, "indexed: int %d is %d, want %d", i, buf[i], want);
     }
   }
-  (void)total;
   MPI_Type_free(&idx);
   free(buf);
   free(lens);

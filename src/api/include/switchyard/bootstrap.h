@@ -68,9 +68,8 @@ swy_status_t swy_bootstrap_size(swy_bootstrap_h bootstrap, uint32_t *size);
  *                     are ignored); may be NULL (all zero). Unused when the endpoint exists.
  * @param[out] ep     the endpoint.
  * @return SWY_OK; SWY_ERR_INVALID_PARAM (NULL argument, rank >= size); SWY_ERR_TIMED_OUT
- *         (the rank never published an address); SWY_ERR_NOT_FOUND (the launcher says the
- *         rank has no Switchyard address); SWY_ERR_IO (another PMIx failure, logged); any
- *         error of swy_ep_create(); SWY_ERR_UNSUPPORTED.
+ *         (the rank published no address within 120 s); SWY_ERR_IO (another PMIx failure,
+ *         logged); any error of swy_ep_create(); SWY_ERR_UNSUPPORTED.
  */
 swy_status_t swy_bootstrap_ep(swy_bootstrap_h bootstrap, uint32_t rank,
                               const swy_ep_params_t *ep_template, swy_ep_h *ep);
