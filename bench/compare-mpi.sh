@@ -8,7 +8,8 @@
 # lib/openmpi/mca_pml_swy.so (configure with Open MPI's libopenmpi-dev installed and build).
 # The three PMLs run interleaved, round after round (swy, ob1, ucx, swy, ob1, ucx, ...), so
 # that a change of machine load hits all three alike; each size keeps its best result over
-# the rounds (lowest latency, highest bandwidth). Both ranks are pinned to cores 0 and 1.
+# the rounds (lowest latency, highest bandwidth). The ranks are pinned, one to core 0 and one
+# to core 1.
 #
 # Environment: ROUNDS (default 5); LAT_ARGS, BW_ARGS (extra arguments for the programs, e.g.
 # "-m 0:64K -i 2000"); CPUS (default 0,1); OUT (directory for raw outputs, default a temp
@@ -60,7 +61,12 @@ pml_args() {
   esac
 }
 
+# One core each from the list. (--cpu-set with --bind-to core leaves both ranks unbound on a
+# 2-core machine: the set is the whole machine.)
+bind=(--cpu-list "$cpus" --bind-to cpu-list:ordered)
 echo "compare-mpi: $rounds rounds, cores $cpus, raw output in $out"
+"$mpiexec" -n 2 "${bind[@]}" --report-bindings true 2>&1 | sed 's/^/compare-mpi: /'
+
 echo "compare-mpi: load at start: $(uptime | sed 's/.*load average/load average/')"
 for ((r = 1; r <= rounds; ++r)); do
   for bench in latency bw; do
@@ -70,7 +76,7 @@ for ((r = 1; r <= rounds; ++r)); do
       start=$SECONDS
       file=$out/$bench.$pml.$r
       # shellcheck disable=SC2046 # the PML arguments are meant to split into words
-      if UCX_TLS=sm,self "$mpiexec" -n 2 --cpu-set "$cpus" --bind-to core $(pml_args "$pml") \
+      if UCX_TLS=sm,self "$mpiexec" -n 2 "${bind[@]}" $(pml_args "$pml") \
            "$build/bin/swy_osu_$bench" ${!extra:-} >"$file" 2>"$file.err"; then
         status=ok
       else

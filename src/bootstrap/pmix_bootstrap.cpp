@@ -143,6 +143,7 @@ pmix_status_t fetch_address(swy_bootstrap* b, uint32_t rank, Pending* out) {
         }
         if (rc != PMIX_ERR_NOT_FOUND) return rc;
         if (std::chrono::steady_clock::now() >= deadline) return PMIX_ERR_TIMEOUT;
+        log_printf(LogLevel::kDebug, "bootstrap: rank %u has not published yet: retrying", rank);
         progress_for(b->worker, backoff_us);
         backoff_us = std::min(backoff_us * 2, 32000u);
     }

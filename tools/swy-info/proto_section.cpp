@@ -101,8 +101,10 @@ void print_table(const char* caption, const proto::LaneCaps& caps,
     lane += caps.pio ? "eager_short up to " + std::to_string(caps.pio_max) + " B"
                      : std::string("no PIO ring");
     lane += ", bcopy fragments of " + std::to_string(caps.fragment_max) + " B";
-    lane += ", rendezvous " + std::string(caps.rndv ? (caps.cma ? "with CMA" : "without CMA")
-                                                    : "not possible");
+    lane += ", rendezvous " + std::string(!caps.rndv   ? "not possible"
+                                          : caps.rdma ? "with RDMA READ/WRITE"
+                                          : caps.cma  ? "with CMA"
+                                                      : "without CMA");
     std::printf("%s\n", lane.c_str());
 
     proto::ProtoTable table = proto::select_protocols(caps, costs, o);
