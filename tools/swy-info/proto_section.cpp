@@ -225,12 +225,13 @@ int print_verbs_tables(const core::Context& context, const proto::SelectOverride
     proto::LaneCaps device = caps;
     device.pio = false;
     device.pio_max = 0;
-    device.rdma = dmabuf;
+    device.rdma = false;  // as the lane says (rdma_device_memory): dma-buf MRs are not used yet
     device.stage_fixed_s = static_cast<double>(cfg.get_time_ns("SIMDEV_LATENCY")) * 1e-9;
     device.stage_per_byte_s = 1.0 / cfg.get_double("SIMDEV_BW");
     const std::string caption =
         std::string("sends from device memory (dma-buf; staging costs of SWY_SIMDEV_*): ") +
-        (dmabuf ? "dma-buf MRs supported, RDMA reaches it"
+        (dmabuf ? "the device takes dma-buf MRs, Switchyard does not register them yet: "
+                  "staged pipeline"
                 : "no dma-buf MRs (" +
                       (port != nullptr ? port->dmabuf_reason : std::string("no device")) +
                       "): staged pipeline");

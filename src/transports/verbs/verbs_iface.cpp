@@ -244,7 +244,9 @@ Status VerbsInterface::setup(std::string* why) {
     attr_.rdma = true;
     attr_.rdma_cost = costs.rdma;
     attr_.reg_cost = costs.reg;
-    attr_.rdma_device_memory = port_.dmabuf_mr;
+    // Registering device memory through ibv_reg_dmabuf_mr is not implemented yet (rxe cannot
+    // test it), so device memory always takes the staged pipeline, whatever the probe said.
+    attr_.rdma_device_memory = false;
     attr_.zcopy_cma = false;
     attr_.cma_reason = "verbs: the peer may be on another host (RDMA is used instead)";
     attr_.rndv = true;
