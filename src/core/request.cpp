@@ -8,6 +8,10 @@ Request* RequestPool::get(Worker* worker) {
         uint32_t base = static_cast<uint32_t>(chunks_.size() * kChunk);
         for (size_t i = kChunk; i-- > 0;) {
             chunk[i].index = base + static_cast<uint32_t>(i);
+            // A never-used slot is as dead as a freed one (see put()): find() must not hand
+            // a peer's id with generation 0 a blank send (found by test/fuzz, worker_am).
+            chunk[i].completed = true;
+            chunk[i].kind = RequestKind::kClose;
             free_.push_back(&chunk[i]);
         }
         chunks_.push_back(std::move(chunk));

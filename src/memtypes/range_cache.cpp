@@ -7,15 +7,17 @@ namespace {
 
 std::atomic<uint64_t> g_next_cache_id{1};
 
-// One slot per thread, shared by all caches (the owner id says whose it is). initial-exec:
-// the general-dynamic model of a PIC library would cost a __tls_get_addr call on every hit.
-// The slot is small enough for the static TLS surplus even when the library is dlopen()ed.
+// One slot per thread, shared by all caches (the owner id says whose it is). The default
+// (general-dynamic) TLS model on purpose: initial-exec marks the library STATIC_TLS, and a
+// dlopen() through Open MPI's pml component then fails where the static TLS surplus is
+// already used up (ASan builds). The __tls_get_addr call is paid only by lookups, and those
+// run only while a device memory plugin is loaded.
 struct LastHit {
     uint64_t owner;
     uint64_t generation;
     MemRange range;
 };
-__attribute__((tls_model("initial-exec"))) constinit thread_local LastHit t_last_hit{};
+constinit thread_local LastHit t_last_hit{};
 
 }  // namespace
 

@@ -55,9 +55,13 @@ public:
                 bool owner);
     ~TcpEndpoint() override;
     const LaneAttr& attr() const override { return attr_; }
-    /// Writes the frame with one sendmsg (no copy) when nothing is queued; what the kernel does
-    /// not take is queued. kNoResource when the queue would exceed sndbuf_limit;
-    /// kConnectionReset after a failure or disconnect; kInvalidParam above max_message.
+    /// Writes the frame with one sendmsg straight from the caller's buffers (behind anything
+    /// queued); what the kernel does not take of it is queued. Small frames (kCorkMax) sent in
+    /// a burst (after another direct send of the same progress pass) are corked instead and
+    /// leave together at the next progress() or arm(). kNoResource when a small frame would
+    /// take the queue past sndbuf_limit, or a large one finds the kernel still full (it is
+    /// then not copied: the caller retries after progress); kConnectionReset after a
+    /// failure or disconnect; kInvalidParam above max_message.
     Status am_send(AmId id, const void* hdr, size_t hdr_len, const void* payload,
                    size_t length) override;
     Status am_send_packed(AmId id, const void* hdr, size_t hdr_len, PackFn pack, void* arg,

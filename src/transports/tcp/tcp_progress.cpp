@@ -104,7 +104,9 @@ unsigned TcpInterface::poll_direct() {
         Connection* c = conns_[snapshot[i]].get();
         if (c->state != Connection::State::kOpen) continue;
         // A queue the kernel had no room for: retry here rather than wait for the epoll pass.
-        if (c->watching_out) (void)flush(c);
+        // (A watch left on an empty queue, after a refused large send, stays until the epoll
+        // pass: switching it off and on again per retry would cost two system calls.)
+        if (c->watching_out && !c->sendq.empty()) (void)flush(c);
         if (c->state == Connection::State::kOpen) n += receive(c);
     }
     return n;

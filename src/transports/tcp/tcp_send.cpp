@@ -119,8 +119,8 @@ Status TcpInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_le
         c->sendq.consume(from_queue);
         done -= from_queue;
         if (from_queue < queued) {
-            // Not a byte of this frame went out, and copying a large one into the queue is
-            // what this path avoids: the caller retries after progress (EPOLLOUT) drained it.
+            // Not a byte of this frame went out: the caller retries after progress (EPOLLOUT)
+            // drained the queue. (A small frame never gets here: it joins the queue.)
             watch_writable(c, true);
             return Status::kNoResource;
         }
@@ -128,6 +128,12 @@ Status TcpInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_le
     if (done == frame) {
         if (queued != 0) watch_writable(c, false);
         return Status::kOk;
+    }
+    if (done == 0 && frame > kCorkMax) {
+        // The kernel is full and nothing of this frame left: rather than copy it, let the
+        // caller retry once progress (or EPOLLOUT, for a blocking wait) finds room.
+        watch_writable(c, true);
+        return Status::kNoResource;
     }
     // The kernel took part of the frame: the rest goes to the (now empty) queue, always
     // accepted, so one message never waits forever on a limit smaller than itself.
