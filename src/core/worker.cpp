@@ -1,5 +1,7 @@
 #include "core/worker.h"
 
+#include <algorithm>
+
 #include <poll.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -98,9 +100,26 @@ Status Worker::open_interfaces(std::string* why) {
         tcp_index_ = static_cast<int>(ifaces_.size());
         Status s = tl::tcp::TcpInterface::open(tc, uid_, static_cast<uint16_t>(tcp_index_), this,
                                                &tcp, why);
-        if (s != Status::kOk) return s;
-        tcp_ = tcp.get();
-        ifaces_.push_back(std::move(tcp));
+        // SWY_NET_DEVICES=rxe0:1 (or mlx5_0) names RDMA devices only: the user chose verbs as
+        // the network, so tcp stays closed (as with UCX_NET_DEVICES) instead of failing the
+        // worker. A list of network interfaces none of which exists is still an error.
+        const auto is_rdma_device = [](const std::string& d) {
+            const std::string name = d.substr(0, d.find(':'));
+            return d.find(':') != std::string::npos ||
+                   access(("/sys/class/infiniband/" + name).c_str(), F_OK) == 0;
+        };
+        const bool only_rdma_ports =
+            !tc.devices.empty() && std::all_of(tc.devices.begin(), tc.devices.end(), is_rdma_device);
+        if (s == Status::kNotFound && only_rdma_ports) {
+            log_printf(LogLevel::kInfo, "%s: tcp not used", why->c_str());
+            why->clear();
+            tcp_index_ = -1;
+        } else if (s != Status::kOk) {
+            return s;
+        } else {
+            tcp_ = tcp.get();
+            ifaces_.push_back(std::move(tcp));
+        }
     }
     if (context_->transport_enabled("verbs")) {
         Status s = open_verbs(why);
