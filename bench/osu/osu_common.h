@@ -81,6 +81,28 @@ static inline int osu_parse(int argc, char** argv, osu_opts_t* o) {
   return 0;
 }
 
+/* Which rank counts a program accepts. */
+typedef enum { OSU_TWO_RANKS, OSU_EVEN_RANKS } osu_ranks_t;
+
+/* MPI_Init, rank and size, options parsed over the defaults already in *o. Returns 0 to go
+ * on; otherwise the usage or rank-count error was printed, MPI is finalized and the program
+ * should return the value (1). */
+static inline int osu_start(int* argc, char*** argv, osu_opts_t* o, osu_ranks_t ranks,
+                            int* rank, int* np) {
+  MPI_Init(argc, argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, rank);
+  MPI_Comm_size(MPI_COMM_WORLD, np);
+  const int ranks_ok = ranks == OSU_TWO_RANKS ? *np == 2 : (*np >= 2 && *np % 2 == 0);
+  if (osu_parse(*argc, *argv, o) != 0 || !ranks_ok) {
+    if (!ranks_ok && *rank == 0)
+      fprintf(stderr, "%s: %s\n", (*argv)[0],
+              ranks == OSU_TWO_RANKS ? "run with exactly 2 ranks" : "needs an even number of ranks");
+    MPI_Finalize();
+    return 1;
+  }
+  return 0;
+}
+
 /* Next size of the sweep: 0 -> 1 -> 2 -> 4 ... */
 static inline size_t osu_next_size(size_t s) { return s ? 2 * s : 1; }
 

@@ -5,17 +5,9 @@
 #include "osu_common.h"
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
   int rank, np;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &np);
   osu_opts_t o = {1, 4u << 20, 100, 20, 10, 2, 8192, 64};
-  if (osu_parse(argc, argv, &o) != 0 || np < 2 || np % 2) {
-    if ((np < 2 || np % 2) && rank == 0)
-      fprintf(stderr, "%s: needs an even number of ranks\n", argv[0]);
-    MPI_Finalize();
-    return 1;
-  }
+  if (osu_start(&argc, &argv, &o, OSU_EVEN_RANKS, &rank, &np) != 0) return 1;
   if (o.min_size == 0) o.min_size = 1;
   const int slots = osu_slots(&o);
   const int pairs = np / 2, sender = rank < pairs;
