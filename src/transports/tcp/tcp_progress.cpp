@@ -182,10 +182,12 @@ unsigned TcpInterface::receive(Connection* c) {
         }
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-        // ECONNRESET, ETIMEDOUT (keepalive or user timeout), EPIPE...
+        // ECONNRESET, EPIPE...: reset. ETIMEDOUT is the keepalive or user timeout giving up
+        // on a silent peer (a link down, a host gone): reported as such, so an application
+        // can tell a dead link from a peer that closed on it.
         log_printf(LogLevel::kInfo, "tcp: connection to %016llx: %s",
                    static_cast<unsigned long long>(c->peer_uid), std::strerror(errno));
-        fail(c, Status::kConnectionReset);
+        fail(c, errno == ETIMEDOUT ? Status::kTimedOut : Status::kConnectionReset);
         break;
     }
     if (c->state != Connection::State::kOpen) c->recvq.release();
