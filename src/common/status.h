@@ -31,6 +31,14 @@ constexpr bool is_ok_or_pending(Status s) { return static_cast<int>(s) >= 0; }
 /// True for error codes.
 constexpr bool is_error(Status s) { return static_cast<int>(s) < 0; }
 
+/// A status carried in a wire packet (int32): the value when it names a final Status (kOk or
+/// an error), otherwise kMalformed. Never static_cast a peer's number: Status is 8 bits wide, so an unchecked
+/// -65536 would read as kOk.
+constexpr Status status_from_wire(int32_t value) {
+    return value <= 0 && value >= static_cast<int>(Status::kNotFound) ? static_cast<Status>(value)
+                                                                     : Status::kMalformed;
+}
+
 /// Static text for a status (same strings as swy_status_string()).
 const char* status_text(Status s);
 

@@ -52,7 +52,7 @@ void Worker::handle_ats(const uint8_t* data, size_t length) {
     // FIN, so our own push is over too. It carries the final status (truncation, errors).
     if (!rdma_regs_.empty()) release_rdma(r);  // verbs: the peer has read our buffer
     r->local_done = r->remote_done = true;
-    complete(r, static_cast<Status>(h.status));
+    complete(r, status_from_wire(h.status));
 }
 
 void Worker::handle_rtr(const uint8_t* data, size_t length) {
@@ -72,7 +72,7 @@ void Worker::handle_rtr(const uint8_t* data, size_t length) {
     r->rndv_length = h.length;
     r->rndv_done = 0;
     r->rndv_scheme = static_cast<uint8_t>(h.scheme);
-    r->rndv_status = static_cast<Status>(h.status);
+    r->rndv_status = status_from_wire(h.status);
     r->rndv_offset = h.split != 0 ? h.offset : 0;  // split: we push the tail
     r->split = h.split != 0;
     if (h.scheme == static_cast<uint32_t>(RndvScheme::kPutRdma)) {
@@ -252,8 +252,14 @@ void Worker::handle_fin(const uint8_t* data, size_t length) {
     if (!proto::read_header(data, length, &h)) return;
     Request* r = pool_.find(h.sender_request);
     if (r == nullptr || r->kind != RequestKind::kRecv || !r->matched) return;
+    // A FIN only ends a receive that waits for pushed data (put, pipeline, a split's tail):
+    // one naming a receive that pulls, or is not in rendezvous at all, is a stray packet.
+    if (std::none_of(rndv_waiting_.begin(), rndv_waiting_.end(),
+                     [r](const TrackedRequest& t) { return t.request == r; })) {
+        return;
+    }
     if (r->split) {
-        const auto status = static_cast<Status>(h.status);
+        const auto status = status_from_wire(h.status);
         if (status == Status::kUnsupported) {
             // The sender may not write into us: we pull its share too, as a plain GET.
             std::erase_if(rndv_waiting_, [r](const TrackedRequest& t) { return t.request == r; });
@@ -271,7 +277,7 @@ void Worker::handle_fin(const uint8_t* data, size_t length) {
         return;
     }
     if (h.status != 0 && h.status != static_cast<int32_t>(Status::kMessageTruncated)) {
-        finish_rndv_receive(r, static_cast<Status>(h.status));
+        finish_rndv_receive(r, status_from_wire(h.status));
         return;
     }
     r->received = r->rndv_length;

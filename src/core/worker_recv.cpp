@@ -248,7 +248,7 @@ void Worker::handle_ack(const uint8_t* data, size_t length) {
         return;
     }
     r->remote_done = true;
-    if (r->local_done) complete(r, static_cast<Status>(h.status));
+    if (r->local_done) complete(r, status_from_wire(h.status));
 }
 
 // ------------------------------------------------------------------------------------------

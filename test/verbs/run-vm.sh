@@ -36,7 +36,10 @@ if [ "${RXE_VM:-}" != 1 ]; then
     # The registration cost probe is plain C against libibverbs; built here, run in the VM.
     cc -O2 -o "$BUILD/verbs_reg_cost" "$HERE/reg_cost.c" -libverbs 2>/dev/null ||
         echo "run-vm.sh: note: cannot build reg_cost.c (no cc or libibverbs-dev)"
-    "$VM" --timeout "${RXE_VM_TIMEOUT:-900}" -- sh "$HERE/run-vm.sh" "$BUILD" "$QUICK"
+    # The guest sees the host's files read-only except the current directory (the build)
+    # and --rw paths, and gets a fresh /tmp: share this script's directory too, or a tree
+    # cloned under /tmp (as CI does) would not find it.
+    "$VM" --timeout "${RXE_VM_TIMEOUT:-900}" --rw "$HERE" -- sh "$HERE/run-vm.sh" "$BUILD" "$QUICK"
     rc=$?
     if [ $rc -eq 125 ]; then
         echo "run-vm.sh: SKIP: the VM could not start (exit 125)"
