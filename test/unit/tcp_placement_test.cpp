@@ -20,9 +20,13 @@
 
 #include "transports/tcp/tcp_iface.h"
 #include "transports/tcp/tcp_wire.h"
+#include "tcp_test_util.h"
 
 namespace swy::tl::tcp {
 namespace {
+
+using test::pattern;
+using test::progress_until;
 
 constexpr AmId kPlacedId = 7;   // header {uint64 offset, uint64 tag} + payload
 constexpr AmId kPlainId = 2;
@@ -76,25 +80,6 @@ struct CountingSink final : AmSink {
     void on_am(AmId, AmSource, const uint8_t*, size_t) override { ++count; }
     void on_remote_failure(uint64_t, Status) override {}
 };
-
-std::vector<uint8_t> pattern(size_t n, uint32_t seed) {
-    std::vector<uint8_t> v(n);
-    uint32_t x = seed * 2654435761u + 7;
-    for (auto& b : v) {
-        x = x * 1664525u + 1013904223u;
-        b = static_cast<uint8_t>(x >> 24);
-    }
-    return v;
-}
-
-bool progress_until(std::initializer_list<TcpInterface*> ifaces, const std::function<bool()>& done) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!done()) {
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        for (TcpInterface* i : ifaces) i->progress();
-    }
-    return true;
-}
 
 class TcpPlacement : public ::testing::Test {
 protected:

@@ -19,9 +19,13 @@
 
 #include "transports/tcp/tcp_iface.h"
 #include "transports/tcp/tcp_wire.h"
+#include "tcp_test_util.h"
 
 namespace swy::tl::tcp {
 namespace {
+
+using test::pattern;
+using test::progress_until;
 
 struct FakeSink final : AmSink {
     struct Msg {
@@ -49,28 +53,6 @@ TcpConfig loopback_config(size_t sndbuf_limit = 4u << 20) {
     c.sndbuf_limit = sndbuf_limit;
     c.keepalive_ns = 2'000'000'000;
     return c;
-}
-
-std::vector<uint8_t> pattern(size_t n, uint32_t seed) {
-    std::vector<uint8_t> v(n);
-    uint32_t x = seed * 2654435761u + 1;
-    for (auto& b : v) {
-        x = x * 1664525u + 1013904223u;
-        b = static_cast<uint8_t>(x >> 24);
-    }
-    return v;
-}
-
-/// Progresses every interface until @p done or 10 s pass.
-bool progress_until(std::initializer_list<TcpInterface*> ifaces, const std::function<bool()>& done) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!done()) {
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        for (TcpInterface* i : ifaces) {
-            if (i != nullptr) i->progress();
-        }
-    }
-    return true;
 }
 
 class TcpTransport : public ::testing::Test {
