@@ -35,12 +35,13 @@ mca_pml_base_component_2_0_0_t mca_pml_swy_component = {
 
 static int mca_pml_swy_component_register(void)
 {
-    /* Low by default so that ob1 (20) and ucx (51) keep winning unless the user asks for us
-     * with --mca pml swy, or raises this (e.g. --mca pml_swy_priority 100). */
+    /* Low by default so that ob1 (20) and ucx (51) keep winning. Open MPI 4.1 only weighs
+     * priorities among its built-in PMLs, so raising this alone never selects swy: --mca pml
+     * swy (or OMPI_MCA_pml=swy) does (README.md). */
     ompi_pml_swy.priority = 5;
     (void)mca_base_component_var_register(
         &mca_pml_swy_component.pmlm_version, "priority",
-        "Selection priority of pml swy (ob1 is 20, ucx 51; set 100 to make swy the default)",
+        "Selection priority of pml swy (ob1 is 20, ucx 51); select swy with --mca pml swy",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_READONLY,
         &ompi_pml_swy.priority);
 
