@@ -120,6 +120,17 @@ constexpr ConfigVar kTable[] = {
     {"VERBS_GID_INDEX", kString, "auto",
      "GID table index of the verbs port. \"auto\": a RoCE v2 GID with an IPv4-mapped "
      "address first, then any RoCE v2, RoCE v1 or InfiniBand GID."},
+    {"VERBS_RCACHE", kString, "auto",
+     "Registration cache of the verbs transport: \"auto\" caches registrations and checks "
+     "on every reuse, in /proc/self/pagemap, that the same physical pages still back the "
+     "buffer (needs CAP_SYS_ADMIN to see them; without it, as with \"off\", every rendezvous "
+     "registers its buffer per transfer)."},
+    {"VERBS_RCACHE_MAX", kSize, "256M",
+     "Bytes the verbs registration cache may keep pinned; unused registrations are evicted "
+     "least recently used first, and a transfer that does not fit is registered on its own."},
+    {"VERBS_RCACHE_ENTRIES", kUnsigned, "128",
+     "Registrations the verbs registration cache may keep, at most (evicted as for "
+     "SWY_VERBS_RCACHE_MAX)."},
 };
 
 }  // namespace

@@ -154,6 +154,14 @@ Status Worker::open_verbs(std::string* why) {
         }
         vc.gid_index = static_cast<int>(v);
     }
+    const std::string rcache = cfg.get_string("VERBS_RCACHE");
+    if (rcache != "auto" && rcache != "off") {
+        *why = "SWY_VERBS_RCACHE must be auto or off";
+        return Status::kInvalidParam;
+    }
+    vc.rcache = rcache == "auto";
+    vc.rcache_limits.max_bytes = cfg.get_size("VERBS_RCACHE_MAX");
+    vc.rcache_limits.max_entries = cfg.get_unsigned("VERBS_RCACHE_ENTRIES");
     std::unique_ptr<tl::Interface> verbs;
     const auto index = static_cast<uint16_t>(ifaces_.size());
     std::string reason;

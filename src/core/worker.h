@@ -139,6 +139,8 @@ public:
                          Status why);
 
     size_t pio_granted() const { return pio_granted_; }
+    /// The verbs interface, null when it did not open (tests, tools: its registration cache).
+    const tl::Interface* verbs_interface() const { return verbs_; }
 
     /// The memory type a caller stated (UNKNOWN when params is null).
     static swy_memtype_t stated_memtype(const swy_request_params_t* params) {

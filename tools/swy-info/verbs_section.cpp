@@ -1,5 +1,6 @@
 // Verbs part of the "Transports" section: the RDMA device ports start-up would see, the one
-// that would be opened, and what it can do (inline PIO size, device memory, dma-buf MRs).
+// that would be opened, and what it can do (inline PIO size, device memory, dma-buf MRs), and
+// whether rendezvous registrations are cached.
 #include <cstdio>
 #include <string>
 
@@ -17,6 +18,9 @@ tl::verbs::VerbsConfig verbs_config_from(const common::Config& config) {
     vc.max_inline = static_cast<uint32_t>(config.get_size("VERBS_MAX_INLINE"));
     const std::string gid = config.get_string("VERBS_GID_INDEX");
     if (gid != "auto") vc.gid_index = std::atoi(gid.c_str());
+    vc.rcache = config.get_string("VERBS_RCACHE") != "off";
+    vc.rcache_limits.max_bytes = config.get_size("VERBS_RCACHE_MAX");
+    vc.rcache_limits.max_entries = config.get_unsigned("VERBS_RCACHE_ENTRIES");
     return vc;
 }
 
@@ -32,7 +36,8 @@ std::string verbs_availability(const common::Config& config) {
 
 void print_verbs_ports(const common::Config& config) {
     std::string why;
-    const auto ports = tl::verbs::probe(verbs_config_from(config), &why);
+    const tl::verbs::VerbsConfig vc = verbs_config_from(config);
+    const auto ports = tl::verbs::probe(vc, &why);
     std::printf("\n  verbs devices (SWY_NET_DEVICES selects; the first usable port is opened)\n");
     if (ports.empty()) {
         std::printf("    none: %s\n", why.c_str());
@@ -53,6 +58,16 @@ void print_verbs_ports(const common::Config& config) {
                         : "no: " + p.dmabuf_reason +
                               " (device memory rendezvous uses the staged pipeline)";
         std::printf("      dma-buf MRs          %s\n", dmabuf.c_str());
+    }
+    // Decided per process (pagemap visibility), not per port: printed once.
+    std::string rcache_why;
+    if (tl::verbs::rcache_page_identity(vc, &rcache_why) != nullptr) {
+        std::printf("    registration cache   on: hits validated by page frames, at most %zu "
+                    "entries / %zu B pinned (SWY_VERBS_RCACHE_ENTRIES, SWY_VERBS_RCACHE_MAX)\n",
+                    vc.rcache_limits.max_entries, vc.rcache_limits.max_bytes);
+    } else {
+        std::printf("    registration cache   off: %s; rendezvous registers per transfer\n",
+                    rcache_why.c_str());
     }
 }
 

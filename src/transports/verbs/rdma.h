@@ -12,9 +12,11 @@
 
 namespace swy::tl {
 
-/// A registered memory range. Destroying it deregisters the range. Registration pins the pages
-/// that back the range *now*; a later transfer never reuses it for different pages (see
-/// docs/verbs.md, "Registration").
+/// A registered memory range, for one transfer. Destroying it ends that use: the range is
+/// deregistered, or its registration stays in the transport's registration cache, which
+/// checks on every reuse that the same physical pages still back the range, so a later
+/// transfer never reaches different pages through it (docs/verbs.md, "Registration").
+/// Destroy registrations before the interface they came from.
 class MemoryRegistration {
 public:
     virtual ~MemoryRegistration() = default;

@@ -15,4 +15,12 @@ Status open(const VerbsConfig& /*config*/, uint64_t /*worker_uid*/, uint16_t /*i
     return Status::kUnsupported;
 }
 
+bool reg_cache_report(const Interface* /*iface*/, RegCacheReport* /*out*/) { return false; }
+
+std::unique_ptr<PageIdentity> rcache_page_identity(const VerbsConfig& /*config*/,
+                                                   std::string* why) {
+    *why = "built without libibverbs";
+    return nullptr;
+}
+
 }  // namespace swy::tl::verbs

@@ -18,6 +18,7 @@
 #include "transports/verbs/device_select.h"
 #include "transports/verbs/lane_costs.h"
 #include "transports/verbs/verbs_connection.h"
+#include "transports/verbs/verbs_registrar.h"
 
 namespace swy::tl::verbs {
 
@@ -26,18 +27,24 @@ using common::log_printf;
 
 namespace {
 
-/// Registration through ibv_reg_mr: owns the MR.
-class VerbsRegistration final : public MemoryRegistration {
+/// One use of a registration-cache entry for one transfer. The cache pointer is declared
+/// first so the handle (which releases into it) goes first.
+class CachedRegistration final : public MemoryRegistration {
 public:
-    explicit VerbsRegistration(ibv_mr* mr) : mr_(mr) {}
-    ~VerbsRegistration() override { ibv_dereg_mr(mr_); }
-    uint32_t lkey() const override { return mr_->lkey; }
-    uint32_t rkey() const override { return mr_->rkey; }
-    uint64_t address() const override { return reinterpret_cast<uint64_t>(mr_->addr); }
-    size_t length() const override { return mr_->length; }
+    CachedRegistration(std::shared_ptr<RegCache> cache, RegCache::Handle handle,
+                       uint64_t address, size_t length)
+        : cache_(std::move(cache)), handle_(std::move(handle)), address_(address),
+          length_(length) {}
+    uint32_t lkey() const override { return handle_.lkey(); }
+    uint32_t rkey() const override { return handle_.rkey(); }
+    uint64_t address() const override { return address_; }
+    size_t length() const override { return length_; }
 
 private:
-    ibv_mr* mr_;
+    std::shared_ptr<RegCache> cache_;
+    RegCache::Handle handle_;
+    uint64_t address_;
+    size_t length_;
 };
 
 }  // namespace
@@ -86,19 +93,13 @@ Status VerbsEndpoint::register_memory(const void* address, size_t length, unsign
                                       std::unique_ptr<MemoryRegistration>* out,
                                       std::string* why) {
     if (iface_ == nullptr) return Status::kConnectionReset;
-    int flags = 0;
-    if ((access & kRdmaLocalWrite) != 0) flags |= IBV_ACCESS_LOCAL_WRITE;
-    if ((access & kRdmaRemoteRead) != 0) flags |= IBV_ACCESS_REMOTE_READ;
-    // Remote write requires local write (verbs rule).
-    if ((access & kRdmaRemoteWrite) != 0) flags |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
-    // A zero-length buffer still gets a key: register one byte of it.
-    ibv_mr* mr = ibv_reg_mr(iface_->pd_, const_cast<void*>(address), std::max<size_t>(length, 1),
-                            flags);
-    if (mr == nullptr) {
-        *why = std::string("ibv_reg_mr: ") + std::strerror(errno);
-        return errno == ENOMEM ? Status::kNoMemory : Status::kIoError;
-    }
-    out->reset(new VerbsRegistration(mr));
+    RegCache::Handle handle;
+    Status s = iface_->reg_cache_->acquire(address, length, access, &handle, why);
+    if (s != Status::kOk) return s;
+    // A zero-length buffer still gets a key: the cache registers one byte of it.
+    out->reset(new CachedRegistration(iface_->reg_cache_, std::move(handle),
+                                      reinterpret_cast<uint64_t>(address),
+                                      std::max<size_t>(length, 1)));
     return Status::kOk;
 }
 
@@ -157,6 +158,9 @@ Status VerbsInterface::setup(std::string* why) {
         return Status::kIoError;
     }
     probe_capabilities(ctx, pd_, config_.max_inline, &port_);
+    std::unique_ptr<PageIdentity> identity = rcache_page_identity(config_, &rcache_reason_);
+    reg_cache_ = std::make_shared<RegCache>(config_.rcache_limits, make_verbs_registrar(pd_),
+                                            std::move(identity));
     max_inline_ = port_.max_inline;
     if (port_.device_memory) {
         // The window is sized and handed out here; the send path does not store into it yet
@@ -250,6 +254,16 @@ Status VerbsInterface::setup(std::string* why) {
     attr_.zcopy_cma = false;
     attr_.cma_reason = "verbs: the peer may be on another host (RDMA is used instead)";
     attr_.rndv = true;
+    if (reg_cache_->active()) {
+        log_printf(LogLevel::kDebug,
+                   "verbs: registration cache on (hits validated by page frames), at most %zu "
+                   "entries and %zu bytes pinned",
+                   config_.rcache_limits.max_entries, config_.rcache_limits.max_bytes);
+    } else {
+        log_printf(LogLevel::kDebug,
+                   "verbs: registration cache off (%s): registering per transfer",
+                   rcache_reason_.c_str());
+    }
     log_printf(LogLevel::kDebug,
                "verbs: %s:%d %s MTU %d GID[%d] %s (%s), inline %u, %s, %s", port_.device.c_str(),
                port_.port, port_.link_layer.c_str(), port_.active_mtu, port_.gid_index,
@@ -348,6 +362,15 @@ VerbsInterface::~VerbsInterface() {
     for (RxBlock& b : rx_blocks_) {
         if (b.mr != nullptr) ibv_dereg_mr(b.mr);
     }
+    if (reg_cache_ != nullptr) {
+        reg_cache_->flush();
+        if (reg_cache_.use_count() > 1) {
+            // A registration outlives its interface (rdma.h says it must not): the PD stays
+            // allocated (ibv_dealloc_pd fails while MRs exist) and the cache deregisters later.
+            log_printf(LogLevel::kDebug, "verbs: registrations still in use at close");
+        }
+        reg_cache_.reset();
+    }
     if (bounce_mr_ != nullptr) ibv_dereg_mr(bounce_mr_);
     if (credit_mr_ != nullptr) ibv_dereg_mr(credit_mr_);
     if (pd_ != nullptr) ibv_dealloc_pd(pd_);
@@ -404,6 +427,23 @@ size_t VerbsInterface::connection_count() const {
 Status open(const VerbsConfig& config, uint64_t worker_uid, uint16_t iface_index, AmSink* sink,
             std::unique_ptr<Interface>* out, std::string* why) {
     return VerbsInterface::open(config, worker_uid, iface_index, sink, out, why);
+}
+
+bool reg_cache_report(const Interface* iface, RegCacheReport* out) {
+    const auto* v = dynamic_cast<const VerbsInterface*>(iface);
+    if (v == nullptr) return false;
+    out->active = v->reg_cache_active();
+    out->reason = v->reg_cache_reason();
+    out->stats = v->reg_cache_stats();
+    return true;
+}
+
+std::unique_ptr<PageIdentity> rcache_page_identity(const VerbsConfig& config, std::string* why) {
+    if (!config.rcache) {
+        *why = "SWY_VERBS_RCACHE=off";
+        return nullptr;
+    }
+    return PagemapIdentity::open(why);
 }
 
 }  // namespace swy::tl::verbs

@@ -31,6 +31,7 @@
 #include "transports/transport.h"
 #include "transports/verbs/credit_window.h"
 #include "transports/verbs/rdma.h"
+#include "transports/verbs/reg_cache.h"
 #include "transports/verbs/verbs_device.h"
 #include "transports/verbs/verbs_open.h"
 #include "transports/verbs/verbs_wire.h"
@@ -58,6 +59,9 @@ public:
     uint64_t remote_uid() const override { return remote_uid_; }
     void disconnect() override;
 
+    /// Through the interface's registration cache (reg_cache.h): the registration returned
+    /// holds a use of a validated cached entry, or is a per-transfer one; destroying it drops
+    /// the use. Its address() and length() are the requested range.
     Status register_memory(const void* address, size_t length, unsigned access,
                            std::unique_ptr<MemoryRegistration>* out, std::string* why) override;
     Status get(const MemoryRegistration& local, size_t local_offset, uint64_t remote_address,
@@ -114,6 +118,12 @@ public:
     const DmPool* dm_pool() const { return dm_pool_.get(); }
     /// Connections in any state (tests).
     size_t connection_count() const;
+    /// Whether registrations are cached (validated by page frames), else per transfer.
+    bool reg_cache_active() const { return reg_cache_->active(); }
+    /// Why the registration cache is not active ("" when it is).
+    const std::string& reg_cache_reason() const { return rcache_reason_; }
+    /// Hit/miss/stale counters of the registration cache.
+    const RegCacheStats& reg_cache_stats() const { return reg_cache_->stats(); }
 
 private:
     friend class VerbsEndpoint;
@@ -208,6 +218,10 @@ private:
     bool quiet_ = false;            // destructor: drain completions without calling the sink
     LaneAttr attr_;
     std::unique_ptr<DmPool> dm_pool_;
+    // Shared with the registrations handed out, so one that outlives the interface (against
+    // the rule in rdma.h) still releases safely.
+    std::shared_ptr<RegCache> reg_cache_;
+    std::string rcache_reason_;
 };
 
 }  // namespace swy::tl::verbs

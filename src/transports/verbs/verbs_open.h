@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "transports/transport.h"
+#include "transports/verbs/reg_cache.h"
 
 namespace swy::tl::verbs {
 
@@ -23,6 +24,8 @@ struct VerbsConfig {
     uint32_t max_inline = 256;                ///< inline (PIO) limit asked of the QP
     uint32_t sq_depth = 256;                  ///< send queue depth per QP
     uint64_t connect_timeout_ms = 2000;
+    bool rcache = true;                       ///< SWY_VERBS_RCACHE: auto (true) or off
+    RegCacheLimits rcache_limits;             ///< SWY_VERBS_RCACHE_MAX, SWY_VERBS_RCACHE_ENTRIES
 };
 
 /// What start-up found about one device port (swy-info, logs).
@@ -57,5 +60,21 @@ std::vector<PortInfo> probe(const VerbsConfig& config, std::string* why);
 /// failed; @p why says which).
 Status open(const VerbsConfig& config, uint64_t worker_uid, uint16_t iface_index, AmSink* sink,
             std::unique_ptr<Interface>* out, std::string* why);
+
+/// The registration cache of an open verbs interface (tests, logs).
+struct RegCacheReport {
+    bool active = false;   ///< lookups happen (else: per-transfer registration)
+    std::string reason;    ///< why it is not active ("" when it is)
+    RegCacheStats stats;
+};
+
+/// Fill @p out for @p iface. False (and @p out untouched) when @p iface is not a verbs
+/// interface, or the library was built without libibverbs.
+bool reg_cache_report(const Interface* iface, RegCacheReport* out);
+
+/// The page-frame reader the registration cache validates hits with, as an interface opened
+/// with @p config would get it: null when SWY_VERBS_RCACHE=off or PFNs are not visible to this
+/// process (@p why says which; the cache then runs disabled). swy-info shows the answer.
+std::unique_ptr<PageIdentity> rcache_page_identity(const VerbsConfig& config, std::string* why);
 
 }  // namespace swy::tl::verbs
