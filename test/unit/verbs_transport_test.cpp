@@ -16,6 +16,9 @@
 #include <switchyard/switchyard.h>
 
 #include "core/address.h"
+#include "core/worker.h"
+#include "transports/verbs/page_identity.h"
+#include "transports/verbs/verbs_open.h"
 
 namespace {
 
@@ -139,6 +142,36 @@ void transfer(swy_ep_h ep, Node& a, Node& b, size_t n, uint32_t seed, const char
     for (size_t i = 0; i < 64; ++i) ASSERT_EQ(dst[n + i], 0xEE) << "guard byte " << i;
 }
 
+/// The registration cache of @p n's verbs interface (counters and whether it is active).
+swy::tl::verbs::RegCacheReport rcache_of(const Node& n) {
+    swy::tl::verbs::RegCacheReport r;
+    EXPECT_TRUE(swy::tl::verbs::reg_cache_report(
+        reinterpret_cast<const swy::core::Worker*>(n.worker)->verbs_interface(), &r));
+    return r;
+}
+
+/// Whether this process can see page frames, so the cache must be active (root in the VM).
+bool rcache_expected() {
+    std::string why;
+    return swy::tl::verbs::PagemapIdentity::open(&why) != nullptr;
+}
+
+/// Send @p n bytes from @p src to @p dst (both caller-owned) and check every byte of them.
+void send_between(swy_ep_h ep, Node& a, Node& b, const uint8_t* src, uint8_t* dst, size_t n,
+                  uint32_t seed) {
+    swy_request_h rr = nullptr, sr = nullptr;
+    ASSERT_GE(swy_tag_recv_nb(b.worker, dst, n, 77, ~0ull, nullptr, &rr), 0);
+    ASSERT_GE(swy_tag_send_nb(ep, src, n, 77, nullptr, &sr), 0);
+    ASSERT_EQ(finish(sr, a.worker, b.worker), SWY_OK);
+    ASSERT_EQ(finish(rr, b.worker, a.worker), SWY_OK);
+    ASSERT_EQ(first_bad(dst, n, seed), n) << "seed " << seed;
+}
+
+uint8_t* map_anonymous(size_t n) {
+    void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
+}
+
 }  // namespace
 
 TEST(VerbsTransport, EndpointReportsInlinePioAndCredits) {
@@ -195,6 +228,8 @@ TEST(VerbsTransport, BufferReallocatedAtTheSameAddressIsNeverReadThroughAStaleKe
                                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
         ASSERT_NE(src, MAP_FAILED);
         ASSERT_NE(dst, MAP_FAILED);
+        const auto before_a = rcache_of(a), before_b = rcache_of(b);
+        EXPECT_EQ(before_a.active, rcache_expected()) << before_a.reason;
         for (uint32_t round = 1; round <= 3; ++round) {
             fill(src, n, round);
             std::memset(dst, 0, n);
@@ -213,10 +248,129 @@ TEST(VerbsTransport, BufferReallocatedAtTheSameAddressIsNeverReadThroughAStaleKe
             ASSERT_EQ(mmap(dst, n, PROT_READ | PROT_WRITE,
                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0), dst);
         }
+        // With the cache, rounds 2 and 3 found the entries of round 1 and 2 stale (on both
+        // sides: the sender's buffer and the receiver's), and never hit.
+        const auto after_a = rcache_of(a), after_b = rcache_of(b);
+        if (after_a.active) {
+            EXPECT_EQ(after_a.stats.stale - before_a.stats.stale, 2u) << "sender";
+            EXPECT_EQ(after_b.stats.stale - before_b.stats.stale, 2u) << "receiver";
+            EXPECT_EQ(after_a.stats.hits - before_a.stats.hits, 0u);
+            EXPECT_EQ(after_b.stats.hits - before_b.stats.hits, 0u);
+        }
         munmap(src, n);
         munmap(dst, n);
         close_now(ep);
     }
+}
+
+TEST(VerbsTransport, RepeatedSendsFromOneBufferHitTheRegistrationCache) {
+    for (const char* scheme : {"get", "put"}) {
+        SCOPED_TRACE(scheme);
+        Node a({scheme, "all"}), b({scheme, "all"});
+        SKIP_WITHOUT_VERBS(a);
+        if (!rcache_of(a).active) GTEST_SKIP() << "cache off: " << rcache_of(a).reason;
+        swy_ep_h ep = connect(a.worker, b.address);
+        const size_t n = 1 << 20;
+        uint8_t* src = map_anonymous(n);
+        uint8_t* dst = map_anonymous(n);
+        ASSERT_NE(src, nullptr);
+        ASSERT_NE(dst, nullptr);
+        const auto before_a = rcache_of(a), before_b = rcache_of(b);
+        const uint32_t rounds = 5;
+        for (uint32_t round = 1; round <= rounds; ++round) {
+            fill(src, n, round);
+            std::memset(dst, 0, n);
+            send_between(ep, a, b, src, dst, n, round);
+        }
+        // A range inside the registered one (not page-aligned at either end) hits too.
+        const size_t off = 100, len = n - 300;
+        fill(src + off, len, 9);
+        std::memset(dst + off, 0, len);
+        send_between(ep, a, b, src + off, dst + off, len, 9);
+        const auto after_a = rcache_of(a), after_b = rcache_of(b);
+        EXPECT_EQ(after_a.stats.hits - before_a.stats.hits, rounds) << "sender";
+        EXPECT_EQ(after_b.stats.hits - before_b.stats.hits, rounds) << "receiver";
+        EXPECT_EQ(after_a.stats.misses - before_a.stats.misses, 1u);
+        EXPECT_EQ(after_b.stats.misses - before_b.stats.misses, 1u);
+        EXPECT_EQ(after_a.stats.stale, before_a.stats.stale);
+        EXPECT_EQ(after_b.stats.stale, before_b.stats.stale);
+        munmap(src, n);
+        munmap(dst, n);
+        close_now(ep);
+    }
+}
+
+TEST(VerbsTransport, PagesDroppedByMadviseAreRegisteredAfreshAndFirstTouchedByTheDevice) {
+    for (const char* scheme : {"get", "put"}) {
+        SCOPED_TRACE(scheme);
+        Node a({scheme, "all"}), b({scheme, "all"});
+        SKIP_WITHOUT_VERBS(a);
+        swy_ep_h ep = connect(a.worker, b.address);
+        const size_t n = 1 << 20;
+        uint8_t* src = map_anonymous(n);
+        uint8_t* dst = map_anonymous(n);
+        ASSERT_NE(src, nullptr);
+        ASSERT_NE(dst, nullptr);
+        fill(src, n, 1);
+        std::memset(dst, 0, n);
+        send_between(ep, a, b, src, dst, n, 1);
+        const auto before_a = rcache_of(a), before_b = rcache_of(b);
+        // Both buffers lose their pages (the cached registrations still pin the old ones).
+        // The sender writes new pages; the receiver's pages stay absent until the device
+        // writes into them through the new registration (which faults them in).
+        ASSERT_EQ(madvise(src, n, MADV_DONTNEED), 0);
+        ASSERT_EQ(madvise(dst, n, MADV_DONTNEED), 0);
+        fill(src, n, 2);
+        send_between(ep, a, b, src, dst, n, 2);
+        const auto after_a = rcache_of(a), after_b = rcache_of(b);
+        if (after_a.active) {
+            EXPECT_EQ(after_a.stats.stale - before_a.stats.stale, 1u) << "sender";
+            EXPECT_EQ(after_b.stats.stale - before_b.stats.stale, 1u) << "receiver";
+            EXPECT_EQ(after_a.stats.hits, before_a.stats.hits);
+            EXPECT_EQ(after_b.stats.hits, before_b.stats.hits);
+        }
+        munmap(src, n);
+        munmap(dst, n);
+        close_now(ep);
+    }
+}
+
+TEST(VerbsTransport, ForkedChildWritingTheBufferNeverChangesWhatTheParentSends) {
+    Node a({"get", "all"}), b({"get", "all"});
+    SKIP_WITHOUT_VERBS(a);
+    swy_ep_h ep = connect(a.worker, b.address);
+    const size_t n = 1 << 20;
+    uint8_t* src = map_anonymous(n);
+    uint8_t* dst = map_anonymous(n);
+    ASSERT_NE(src, nullptr);
+    ASSERT_NE(dst, nullptr);
+    fill(src, n, 1);
+    std::memset(dst, 0, n);
+    send_between(ep, a, b, src, dst, n, 1);
+    const auto before = rcache_of(a);
+    // Copy-on-write: the child writes its copy of the (registered, cached) buffer. Whichever
+    // side the kernel gives the pinned frames, the parent's next send must carry the parent's
+    // bytes: a hit if its pages stayed, a stale entry if they were copied.
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        fill(src, n, 3);
+        _exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    fill(src, n, 2);
+    std::memset(dst, 0, n);
+    send_between(ep, a, b, src, dst, n, 2);
+    const auto after = rcache_of(a);
+    if (after.active) {
+        EXPECT_EQ((after.stats.hits - before.stats.hits) + (after.stats.stale - before.stats.stale),
+                  1u);
+    }
+    munmap(src, n);
+    munmap(dst, n);
+    close_now(ep);
 }
 
 TEST(VerbsTransport, PeerDeathFailsOnlyThatEndpoint) {

@@ -7,7 +7,7 @@
 #
 # Outside the VM it starts the VM and runs itself there; exit 77 (skip) when it cannot. Inside:
 #   1. the device tests of unit_tests (Verbs*: eager, rendezvous get/put/pipeline, a buffer
-#      re-mapped at the same address, peer death), byte for byte;
+#      re-mapped at the same address, the registration cache, peer death), byte for byte;
 #   2. swy-perf --tls verbs,self --check: latency 0 B .. 64 MiB and bandwidth, two processes;
 #   3. forced protocols (SWY_PROTO, SWY_RNDV_SCHEME, SWY_RNDV_THRESH) around the thresholds;
 #   4. perftest's ib_send_lat / ib_write_bw / ib_read_bw in the same VM and the ratios
@@ -91,6 +91,10 @@ check "SWY_RNDV_THRESH=1K" env SWY_RNDV_THRESH=1K \
 if [ -x "$BUILD/verbs_reg_cost" ]; then
     step "registration cost (per transfer and side, no cache)"
     timeout 120 "$BUILD/verbs_reg_cost"
+fi
+if [ -x "$BUILD/bin/verbs_rcache_cost" ]; then
+    step "registration cache: register+deregister vs validated hit"
+    timeout 300 "$BUILD/bin/verbs_rcache_cost"
 fi
 
 step "comparison with perftest (same VM, same device)"

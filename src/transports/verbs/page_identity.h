@@ -33,7 +33,9 @@ public:
 
 /// PageIdentity over /proc/self/pagemap (8 bytes per page: bit 63 present, bits 0-54 PFN).
 /// The kernel shows PFNs only to readers with CAP_SYS_ADMIN in the initial user namespace
-/// (checked against the credentials of whoever opened the file); others read PFN 0.
+/// (checked against the credentials of whoever opened the file); others read PFN 0. The file is
+/// the opening process's: a forked child must open its own (as it must open its own verbs
+/// device: a worker is not usable across fork).
 class PagemapIdentity final : public PageIdentity {
 public:
     /// Open /proc/self/pagemap and check, on a page of our own that we just touched, that it
