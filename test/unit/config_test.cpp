@@ -60,6 +60,9 @@ TEST(ConfigTable, DeclaresEveryDocumentedVariableWithItsTypeAndDefault) {
         {"VERBS_RX_CREDITS", ConfigType::kUnsigned, "64"},
         {"VERBS_MAX_INLINE", ConfigType::kSize, "256"},
         {"VERBS_GID_INDEX", ConfigType::kString, "auto"},
+        {"VERBS_RCACHE", ConfigType::kString, "auto"},
+        {"VERBS_RCACHE_MAX", ConfigType::kSize, "256M"},
+        {"VERBS_RCACHE_ENTRIES", ConfigType::kUnsigned, "128"},
     };
     auto table = config_table();
     EXPECT_EQ(table.size(), std::size(expected));

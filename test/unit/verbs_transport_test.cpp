@@ -27,6 +27,7 @@ using Clock = std::chrono::steady_clock;
 struct Options {
     std::string scheme = "auto";
     std::string proto = "all";
+    std::string rcache = "auto";
 };
 
 /// One context + worker with SWY_TLS=verbs,self.
@@ -41,6 +42,7 @@ struct Node {
         swy_config_set(cfg, "TLS", "verbs,self");
         swy_config_set(cfg, "RNDV_SCHEME", o.scheme.c_str());
         swy_config_set(cfg, "PROTO", o.proto.c_str());
+        swy_config_set(cfg, "VERBS_RCACHE", o.rcache.c_str());
         swy_context_params_t cp{cfg};
         EXPECT_EQ(swy_context_create(&cp, &ctx), SWY_OK);
         swy_config_release(cfg);
@@ -298,6 +300,49 @@ TEST(VerbsTransport, RepeatedSendsFromOneBufferHitTheRegistrationCache) {
         munmap(dst, n);
         close_now(ep);
     }
+}
+
+TEST(VerbsTransport, CacheOffRegistersEveryTransferAndNeverHits) {
+    Node a({"get", "all", "off"}), b({"get", "all", "off"});
+    SKIP_WITHOUT_VERBS(a);
+    const auto before = rcache_of(a);
+    EXPECT_FALSE(before.active);
+    EXPECT_EQ(before.reason, "SWY_VERBS_RCACHE=off");
+    swy_ep_h ep = connect(a.worker, b.address);
+    const size_t n = 1 << 20;
+    uint8_t* src = map_anonymous(n);
+    uint8_t* dst = map_anonymous(n);
+    ASSERT_NE(src, nullptr);
+    ASSERT_NE(dst, nullptr);
+    for (uint32_t round = 1; round <= 3; ++round) {
+        fill(src, n, round);
+        std::memset(dst, 0, n);
+        send_between(ep, a, b, src, dst, n, round);
+    }
+    const auto after_a = rcache_of(a), after_b = rcache_of(b);
+    EXPECT_EQ(after_a.stats.hits, 0u);
+    EXPECT_EQ(after_a.stats.uncached - before.stats.uncached, 3u) << "one per transfer";
+    EXPECT_EQ(after_b.stats.hits, 0u);
+    EXPECT_EQ(after_b.stats.entries, 0u);
+    munmap(src, n);
+    munmap(dst, n);
+    close_now(ep);
+}
+
+TEST(VerbsTransport, UnknownRcacheModeIsRejectedAtWorkerCreation) {
+    swy_config_h cfg = nullptr;
+    ASSERT_EQ(swy_config_read(&cfg), SWY_OK);
+    swy_config_set(cfg, "TLS", "verbs,self");
+    swy_config_set(cfg, "VERBS_RCACHE", "sometimes");
+    swy_context_params_t cp{cfg};
+    swy_context_h ctx = nullptr;
+    ASSERT_EQ(swy_context_create(&cp, &ctx), SWY_OK);
+    swy_config_release(cfg);
+    swy_worker_params_t wp{SWY_THREAD_MODE_SINGLE};
+    swy_worker_h worker = nullptr;
+    EXPECT_EQ(swy_worker_create(ctx, &wp, &worker), SWY_ERR_INVALID_PARAM);
+    if (worker != nullptr) swy_worker_destroy(worker);
+    swy_context_destroy(ctx);
 }
 
 TEST(VerbsTransport, PagesDroppedByMadviseAreRegisteredAfreshAndFirstTouchedByTheDevice) {
