@@ -390,6 +390,7 @@ TEST(VerbsRegCache, BadRangesAndDeviceErrorsAreReportedNotCached) {
     EXPECT_EQ(f.cache->acquire(at(kBase), kPage, kRdmaLocal, &h, &why), Status::kIoError);
     EXPECT_FALSE(h.valid());
     EXPECT_EQ(f.cache->stats().entries, 0u);
+    EXPECT_EQ(f.cache->stats().uncached, 0u) << "a failed registration is not counted";
     // Zero bytes still get a key (one byte, one page).
     EXPECT_EQ(f.get(kBase, 0).registered_length(), kPage);
 }

@@ -73,7 +73,6 @@ Status RegCache::acquire(const void* address, size_t length, unsigned access, Ha
     const uintptr_t last = addr + length - 1;  // no overflow: checked above
     const bool alignable = last <= UINTPTR_MAX - page_;
     if (!active() || !alignable) {
-        ++stats_.uncached;
         s = add(addr, length, access, Kind::kUncached, &e, why);
     } else {
         const uintptr_t end = (last | (uintptr_t{page_} - 1)) + 1;
@@ -88,7 +87,6 @@ Status RegCache::acquire(const void* address, size_t length, unsigned access, Ha
                 s = add(start, bytes, access, Kind::kCached, &e, why);
             } else {
                 // Every entry is in use (or the range alone exceeds the bound): per transfer.
-                ++stats_.uncached;
                 s = add(addr, length, access, Kind::kUncached, &e, why);
             }
         }
@@ -172,9 +170,9 @@ Status RegCache::add(uintptr_t start, size_t length, unsigned access, Kind kind,
         } else {
             e->kind = Kind::kUncached;
             e->frames.clear();
-            ++stats_.uncached;
         }
     }
+    if (e->kind == Kind::kUncached) ++stats_.uncached;
     *out = e;
     return Status::kOk;
 }
