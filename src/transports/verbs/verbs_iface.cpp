@@ -16,7 +16,6 @@
 
 #include "common/log.h"
 #include "transports/verbs/device_select.h"
-#include "transports/verbs/lane_costs.h"
 #include "transports/verbs/verbs_connection.h"
 
 namespace swy::tl::verbs {
@@ -239,11 +238,11 @@ Status VerbsInterface::setup(std::string* why) {
     attr_.credits = config_.rx_credits;
     attr_.credits_shared = false;
     attr_.max_message = config_.seg_size;
-    const LaneCosts costs = default_lane_costs();
+    const LaneCosts& costs = config_.costs;
     attr_.send_cost = costs.send;
     attr_.rdma = true;
     attr_.rdma_cost = costs.rdma;
-    attr_.reg_cost = costs.reg;
+    attr_.reg_cost = costs.expected_reg(false);
     // Registering device memory through ibv_reg_dmabuf_mr is not implemented yet (rxe cannot
     // test it), so device memory always takes the staged pipeline, whatever the probe said.
     attr_.rdma_device_memory = false;
