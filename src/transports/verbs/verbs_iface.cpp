@@ -107,18 +107,18 @@ Status VerbsEndpoint::get(const MemoryRegistration& local, size_t local_offset,
     if (iface_ == nullptr || disconnected_) return Status::kConnectionReset;
     VerbsInterface::Connection* c = iface_->lookup(conn_, generation_);
     if (c == nullptr) return Status::kConnectionReset;
-    return iface_->start_rdma(c, true, local, local_offset, remote_address, rkey, length, cb, arg,
-                              cookie);
+    return iface_->start_rdma(c, true, local, local_offset, remote_address, rkey, length, cb,
+                              nullptr, arg, cookie);
 }
 
 Status VerbsEndpoint::put(const MemoryRegistration& local, size_t local_offset,
                           uint64_t remote_address, uint32_t rkey, size_t length, RdmaCallback cb,
-                          void* arg, uint64_t cookie) {
+                          RdmaCallback posted, void* arg, uint64_t cookie) {
     if (iface_ == nullptr || disconnected_) return Status::kConnectionReset;
     VerbsInterface::Connection* c = iface_->lookup(conn_, generation_);
     if (c == nullptr) return Status::kConnectionReset;
     return iface_->start_rdma(c, false, local, local_offset, remote_address, rkey, length, cb,
-                              arg, cookie);
+                              posted, arg, cookie);
 }
 
 // ------------------------------------------------------------------------------------------
