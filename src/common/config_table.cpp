@@ -117,6 +117,9 @@ constexpr ConfigVar kTable[] = {
     {"VERBS_MAX_INLINE", kSize, "256",
      "Largest header+payload the verbs transport asks a QP to send inline (the CPU writes it "
      "into the work request: PIO); the device may grant less. 0 disables inline sends."},
+    {"VERBS_SQ_DEPTH", kUnsigned, "256",
+     "Send queue depth (work requests) of each verbs queue pair, at least 16. RDMA chunks "
+     "that find it full wait in a backlog and are posted from progress."},
     {"VERBS_GID_INDEX", kString, "auto",
      "GID table index of the verbs port. \"auto\": a RoCE v2 GID with an IPv4-mapped "
      "address first, then any RoCE v2, RoCE v1 or InfiniBand GID."},

@@ -36,11 +36,17 @@ Status Endpoint::send_rts(Request* r) {
         case proto::ProtoId::kRndvPutCma: h.scheme = static_cast<uint32_t>(RndvScheme::kPut); break;
         default: h.scheme = static_cast<uint32_t>(RndvScheme::kPipeline); break;
     }
-    // Verbs RDMA (rndv_verbs.cpp): registers the buffer, sets the scheme and the rkey.
+    // Verbs RDMA (rndv_verbs.cpp): sets the scheme; GET registers the buffer for its rkey.
     if (r->proto >= static_cast<uint8_t>(proto::ProtoId::kRndvGetZcopy)) {
         worker_->prepare_rdma_rts(this, r, &h);
     }
-    return lane_->am_send(proto::kAmRndvRts, &h, sizeof(h), nullptr, 0);
+    const Status s = lane_->am_send(proto::kAmRndvRts, &h, sizeof(h), nullptr, 0);
+    // PUT registers only once its RTS is on the wire: the receiver registers its own buffer
+    // meanwhile, so the two registrations overlap instead of adding up.
+    if (s == Status::kOk && h.scheme == static_cast<uint32_t>(RndvScheme::kPutRdma)) {
+        worker_->register_put_source(r);
+    }
+    return s;
 }
 
 void Worker::handle_ats(const uint8_t* data, size_t length) {
@@ -411,6 +417,12 @@ unsigned Worker::progress_rndv() {
             // A split sender completes on the receiver's ATS (sent after our FIN), unless
             // the lane itself failed.
             if (r->split && error == Status::kOk) continue;
+            if (r->rdma_pending) {
+                // A verbs PUT's FIN went out (or failed): its WRITEs' completion ends the send
+                // (on_rdma_put_done), since until then the NIC still reads our buffer.
+                if (error != Status::kOk) r->rndv_status = error;
+                continue;
+            }
             r->local_done = r->remote_done = true;
             complete(r, error != Status::kOk ? error : r->rndv_status);
             continue;

@@ -1,5 +1,7 @@
 #include "core/worker.h"
 
+#include "core/verbs_costs.h"
+
 #include <algorithm>
 
 #include <poll.h>
@@ -144,6 +146,10 @@ Status Worker::open_verbs(std::string* why) {
     vc.rx_credits = static_cast<uint32_t>(
         std::min<uint64_t>(cfg.get_unsigned("VERBS_RX_CREDITS"), UINT32_MAX));
     vc.max_inline = static_cast<uint32_t>(std::min<size_t>(cfg.get_size("VERBS_MAX_INLINE"), 4096));
+    vc.costs = verbs_lane_costs(context_->costs());
+    // Clamped, not wrapped: open() rejects a depth below 16 with a clear message.
+    vc.sq_depth = static_cast<uint32_t>(
+        std::min<uint64_t>(cfg.get_unsigned("VERBS_SQ_DEPTH"), 1u << 20));
     const std::string gid = cfg.get_string("VERBS_GID_INDEX");
     if (gid != "auto") {
         char* end = nullptr;

@@ -165,9 +165,14 @@ public:
 
     /// A rendezvous send whose peer answered with RTR (put or pipeline): move the data.
     void start_rndv_send(Request* r);
-    /// Verbs rendezvous (rndv_verbs.cpp): register the send buffer of @p r and put the RDMA
-    /// scheme and rkey into its RTS; leaves the RTS as a pipeline one if registration fails.
+    /// Verbs rendezvous (rndv_verbs.cpp): put the RDMA scheme into the RTS of @p r when its
+    /// lane can do RDMA. GET also registers the send buffer (the RTS carries its rkey) and
+    /// leaves the RTS a pipeline one if that fails; a retried RTS reuses the registration.
     void prepare_rdma_rts(Endpoint* ep, Request* r, proto::RtsHeader* rts);
+    /// Verbs PUT (rndv_verbs.cpp): register the send buffer of @p r, called right after its
+    /// RTS was handed to the lane. If that fails the data goes through the lane when the RTR
+    /// comes (start_rdma_put), so a failure here is logged, never returned.
+    void register_put_source(Request* r);
 
 private:
     Worker(Context* context, const swy_worker_params_t* params);
@@ -210,6 +215,8 @@ private:
     void release_rdma(Request* r);
     static void on_rdma_get_done(void* arg, uint64_t cookie, Status status);
     static void on_rdma_put_done(void* arg, uint64_t cookie, Status status);
+    static void on_rdma_put_posted(void* arg, uint64_t cookie, Status status);
+    void send_put_fin(Request* r);
     struct RdmaRegistration {
         Request* request;
         uint64_t id;

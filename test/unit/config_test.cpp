@@ -59,6 +59,7 @@ TEST(ConfigTable, DeclaresEveryDocumentedVariableWithItsTypeAndDefault) {
         {"VERBS_SEG_SIZE", ConfigType::kSize, "8K"},
         {"VERBS_RX_CREDITS", ConfigType::kUnsigned, "64"},
         {"VERBS_MAX_INLINE", ConfigType::kSize, "256"},
+        {"VERBS_SQ_DEPTH", ConfigType::kUnsigned, "256"},
         {"VERBS_GID_INDEX", ConfigType::kString, "auto"},
         {"VERBS_RCACHE", ConfigType::kString, "auto"},
         {"VERBS_RCACHE_MAX", ConfigType::kSize, "256M"},

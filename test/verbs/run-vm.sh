@@ -8,6 +8,8 @@
 # Outside the VM it starts the VM and runs itself there; exit 77 (skip) when it cannot. Inside:
 #   1. the device tests of unit_tests (Verbs*: eager, rendezvous get/put/pipeline, a buffer
 #      re-mapped at the same address, the registration cache, peer death), byte for byte;
+#      then swy-info --calibrate and the selection table from the figures it measured (used
+#      by the runs below);
 #   2. swy-perf --tls verbs,self --check: latency 0 B .. 64 MiB and bandwidth, two processes;
 #   3. forced protocols (SWY_PROTO, SWY_RNDV_SCHEME, SWY_RNDV_THRESH) around the thresholds;
 #   4. perftest's ib_send_lat / ib_write_bw / ib_read_bw in the same VM and the ratios
@@ -26,7 +28,7 @@ if [ "${RXE_VM:-}" != 1 ]; then
         echo "run-vm.sh: SKIP: $VM not found (no Soft-RoCE VM on this machine)"
         exit 77
     fi
-    for bin in unit_tests swy-perf; do
+    for bin in unit_tests swy-perf swy-info; do
         if [ ! -x "$BUILD/bin/$bin" ]; then
             echo "run-vm.sh: SKIP: $BUILD/bin/$bin not built"
             exit 77
@@ -62,6 +64,17 @@ perf() { timeout 600 "$PERF" --tls verbs,self --check "$@"; }
 
 step "device unit tests"
 check "unit_tests Verbs*" timeout 600 "$BUILD/bin/unit_tests" --gtest_filter='Verbs*' --gtest_brief=1
+
+step "calibration: this VM's verbs lane, and the selection table from the measured figures"
+# The selector's verbs figures (latency, overhead, bandwidths, registration and cache-hit
+# costs) are measured here, so the table below is what this device gets; the runs that
+# follow use it (SWY_CALIBRATION_FILE) unless they force a protocol.
+CAL="$BUILD/verbs-calibration.conf"
+check "swy-info --calibrate" timeout 600 "$BUILD/bin/swy-info" --calibrate --output "$CAL"
+if [ -s "$CAL" ]; then
+    export SWY_CALIBRATION_FILE="$CAL"
+    check "swy-info --proto --tls verbs (calibrated)" "$BUILD/bin/swy-info" --proto --tls verbs
+fi
 
 if [ "$QUICK" = --quick ]; then
     LAT_SIZES=0,1,8,248,249,8176,8177,65536,1M,4M

@@ -17,7 +17,7 @@
 #include "text.h"
 #include "transports/cma/cma.h"
 #include "transports/shm/ring.h"
-#include "transports/verbs/lane_costs.h"
+#include "core/verbs_costs.h"
 #include "transports/verbs/verbs_open.h"
 
 namespace swy::info {
@@ -207,11 +207,11 @@ int print_verbs_tables(const core::Context& context, const proto::SelectOverride
                                       .c_str());
     note_if_disabled(context, "verbs");
     tl::LaneAttr a;
-    const tl::verbs::LaneCosts costs = tl::verbs::default_lane_costs();
+    const tl::verbs::LaneCosts costs = core::verbs_lane_costs(context.costs());
     a.send_cost = costs.send;
     a.rdma = true;
     a.rdma_cost = costs.rdma;
-    a.reg_cost = costs.reg;
+    a.reg_cost = costs.expected_reg(false);
     proto::LaneCaps caps = caps_for(cfg, seg, inline_max > kOnlyHeaderBytes, false, true);
     if (caps.pio) {
         const size_t limit = cfg.get_size("PIO_MAX");

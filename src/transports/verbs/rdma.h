@@ -51,10 +51,17 @@ public:
     virtual Status get(const MemoryRegistration& local, size_t local_offset,
                        uint64_t remote_address, uint32_t rkey, size_t length, RdmaCallback cb,
                        void* arg, uint64_t cookie) = 0;
-    /// RDMA WRITE, the mirror of get().
+    /// RDMA WRITE, the mirror of get(). @p posted (may be null) runs once, with @p cookie
+    /// and kOk, when the last WR of the WRITE has been handed to the send queue: before put()
+    /// returns if the queue had room for every chunk, else from progress once the backlog
+    /// drained. A SEND made on this endpoint after that is executed by the peer after the
+    /// WRITE's data is placed (an RC responder executes requests in order), so it can tell
+    /// the peer the data is there without waiting for @p cb. @p posted never runs if the
+    /// connection fails first (then @p cb reports the failure). @p cb still runs once every
+    /// chunk completed locally (the local buffer is no longer read).
     virtual Status put(const MemoryRegistration& local, size_t local_offset,
                        uint64_t remote_address, uint32_t rkey, size_t length, RdmaCallback cb,
-                       void* arg, uint64_t cookie) = 0;
+                       RdmaCallback posted, void* arg, uint64_t cookie) = 0;
 };
 
 }  // namespace swy::tl

@@ -9,6 +9,12 @@ std::vector<PortInfo> probe(const VerbsConfig& /*config*/, std::string* why) {
     return {};
 }
 
+Status measure_registration(const VerbsConfig& /*config*/, RegistrationFigures* /*out*/,
+                           std::string* why) {
+    *why = "built without libibverbs";
+    return Status::kUnsupported;
+}
+
 Status open(const VerbsConfig& /*config*/, uint64_t /*worker_uid*/, uint16_t /*iface_index*/,
             AmSink* /*sink*/, std::unique_ptr<Interface>* /*out*/, std::string* why) {
     *why = "verbs: built without libibverbs";

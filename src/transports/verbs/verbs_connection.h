@@ -23,6 +23,7 @@ struct RdmaOp {
     uint32_t outstanding = 0; ///< WRs posted and not yet retired
     Status status = Status::kOk;
     RdmaCallback cb = nullptr;
+    RdmaCallback posted_cb = nullptr;  ///< WRITE: runs once the last chunk is posted
     void* arg = nullptr;
     uint64_t cookie = 0;
 };

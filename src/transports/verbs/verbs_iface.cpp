@@ -16,7 +16,6 @@
 
 #include "common/log.h"
 #include "transports/verbs/device_select.h"
-#include "transports/verbs/lane_costs.h"
 #include "transports/verbs/verbs_connection.h"
 #include "transports/verbs/verbs_registrar.h"
 
@@ -109,18 +108,18 @@ Status VerbsEndpoint::get(const MemoryRegistration& local, size_t local_offset,
     if (iface_ == nullptr || disconnected_) return Status::kConnectionReset;
     VerbsInterface::Connection* c = iface_->lookup(conn_, generation_);
     if (c == nullptr) return Status::kConnectionReset;
-    return iface_->start_rdma(c, true, local, local_offset, remote_address, rkey, length, cb, arg,
-                              cookie);
+    return iface_->start_rdma(c, true, local, local_offset, remote_address, rkey, length, cb,
+                              nullptr, arg, cookie);
 }
 
 Status VerbsEndpoint::put(const MemoryRegistration& local, size_t local_offset,
                           uint64_t remote_address, uint32_t rkey, size_t length, RdmaCallback cb,
-                          void* arg, uint64_t cookie) {
+                          RdmaCallback posted, void* arg, uint64_t cookie) {
     if (iface_ == nullptr || disconnected_) return Status::kConnectionReset;
     VerbsInterface::Connection* c = iface_->lookup(conn_, generation_);
     if (c == nullptr) return Status::kConnectionReset;
     return iface_->start_rdma(c, false, local, local_offset, remote_address, rkey, length, cb,
-                              arg, cookie);
+                              posted, arg, cookie);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -243,11 +242,11 @@ Status VerbsInterface::setup(std::string* why) {
     attr_.credits = config_.rx_credits;
     attr_.credits_shared = false;
     attr_.max_message = config_.seg_size;
-    const LaneCosts costs = default_lane_costs();
+    const LaneCosts& costs = config_.costs;
     attr_.send_cost = costs.send;
     attr_.rdma = true;
     attr_.rdma_cost = costs.rdma;
-    attr_.reg_cost = costs.reg;
+    attr_.reg_cost = costs.expected_reg(false);
     // Registering device memory through ibv_reg_dmabuf_mr is not implemented yet (rxe cannot
     // test it), so device memory always takes the staged pipeline, whatever the probe said.
     attr_.rdma_device_memory = false;

@@ -68,7 +68,7 @@ public:
                uint32_t rkey, size_t length, RdmaCallback cb, void* arg,
                uint64_t cookie) override;
     Status put(const MemoryRegistration& local, size_t local_offset, uint64_t remote_address,
-               uint32_t rkey, size_t length, RdmaCallback cb, void* arg,
+               uint32_t rkey, size_t length, RdmaCallback cb, RdmaCallback posted, void* arg,
                uint64_t cookie) override;
 
 private:
@@ -169,7 +169,8 @@ private:
     void return_credits(Connection* c);
     Status start_rdma(Connection* c, bool read, const MemoryRegistration& local,
                       size_t local_offset, uint64_t remote_address, uint32_t rkey,
-                      size_t length, RdmaCallback cb, void* arg, uint64_t cookie);
+                      size_t length, RdmaCallback cb, RdmaCallback posted, void* arg,
+                      uint64_t cookie);
     bool post_rdma(Connection* c, RdmaOp* op);
     void progress_rdma_backlog();
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "transports/transport.h"
+#include "transports/verbs/lane_costs.h"
 #include "transports/verbs/reg_cache.h"
 
 namespace swy::tl::verbs {
@@ -26,6 +27,9 @@ struct VerbsConfig {
     uint64_t connect_timeout_ms = 2000;
     bool rcache = true;                       ///< SWY_VERBS_RCACHE: auto (true) or off
     RegCacheLimits rcache_limits;             ///< SWY_VERBS_RCACHE_MAX, SWY_VERBS_RCACHE_ENTRIES
+    /// Cost figures reported in the lanes' attributes (the worker fills them from the
+    /// context's cost figures: core/verbs_costs.h).
+    LaneCosts costs;
 };
 
 /// What start-up found about one device port (swy-info, logs).
@@ -53,6 +57,24 @@ struct PortInfo {
 /// interface. Empty when the library was built without verbs or no device exists; @p why
 /// (optional) then says which.
 std::vector<PortInfo> probe(const VerbsConfig& config, std::string* why);
+
+/// Registration costs measured on one port (swy-info --calibrate), as the cost model uses them:
+/// a fixed part and a rate. hit_* are a validated registration-cache hit (measured only where
+/// the cache can run: hit_measured).
+struct RegistrationFigures {
+    double reg_s = 0;
+    double reg_Bps = 0;
+    bool hit_measured = false;
+    double hit_s = 0;
+    double hit_Bps = 0;
+    std::string hit_why;  ///< why the hit was not measured
+};
+
+/// Register and deregister freshly mapped, touched buffers of 4 KiB and 16 MiB on the first
+/// selected ACTIVE port (best of several) and fit a fixed cost and a rate. kNotFound when there
+/// is no usable port, kUnsupported without libibverbs, kIoError when a call fails (@p why).
+Status measure_registration(const VerbsConfig& config, RegistrationFigures* out,
+                           std::string* why);
 
 /// Open the verbs interface on the first selected ACTIVE port.
 /// Errors: kUnsupported (built without libibverbs), kNotFound (no device or no active port;

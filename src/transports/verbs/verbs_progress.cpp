@@ -147,7 +147,8 @@ void VerbsInterface::return_credits(Connection* c) {
 
 Status VerbsInterface::start_rdma(Connection* c, bool read, const MemoryRegistration& local,
                                   size_t local_offset, uint64_t remote_address, uint32_t rkey,
-                                  size_t length, RdmaCallback cb, void* arg, uint64_t cookie) {
+                                  size_t length, RdmaCallback cb, RdmaCallback posted,
+                                  void* arg, uint64_t cookie) {
     if (c->state != State::kReady || c->closing) return Status::kConnectionReset;
     if (length == 0 || local_offset > local.length() || length > local.length() - local_offset) {
         return Status::kInvalidParam;
@@ -162,6 +163,7 @@ Status VerbsInterface::start_rdma(Connection* c, bool read, const MemoryRegistra
     op->rkey = rkey;
     op->length = length;
     op->cb = cb;
+    op->posted_cb = posted;
     op->arg = arg;
     op->cookie = cookie;
     RdmaOp* raw = op.get();
@@ -189,6 +191,15 @@ bool VerbsInterface::post_rdma(Connection* c, RdmaOp* op) {
         }
         ++op->outstanding;
         op->posted += chunk;
+    }
+    // Every chunk is in the send queue: whatever the caller posts on this QP from now on is
+    // executed by the peer after them. Only ever called once per op (posted == length stops
+    // the loop above, and a backlogged op leaves the backlog here).
+    if (op->posted_cb != nullptr && op->status == Status::kOk && c->state == State::kReady &&
+        !quiet_) {
+        const RdmaCallback posted = op->posted_cb;
+        op->posted_cb = nullptr;
+        posted(op->arg, op->cookie, Status::kOk);
     }
     return true;
 }
