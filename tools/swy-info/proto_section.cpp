@@ -211,7 +211,14 @@ int print_verbs_tables(const core::Context& context, const proto::SelectOverride
     a.send_cost = costs.send;
     a.rdma = true;
     a.rdma_cost = costs.rdma;
-    a.reg_cost = costs.expected_reg(false);
+    std::string rcache_why;
+    const bool rcache = tl::verbs::rcache_page_identity(verbs_config_from(cfg), &rcache_why) !=
+                        nullptr;
+    a.reg_cost = costs.expected_reg(rcache);
+    std::printf("  registration per side: %s\n",
+                rcache ? "a validated registration-cache hit (buffers reused)"
+                       : ("a full registration (registration cache off: " + rcache_why + ")")
+                             .c_str());
     proto::LaneCaps caps = caps_for(cfg, seg, inline_max > kOnlyHeaderBytes, false, true);
     if (caps.pio) {
         const size_t limit = cfg.get_size("PIO_MAX");

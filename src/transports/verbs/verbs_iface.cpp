@@ -246,7 +246,8 @@ Status VerbsInterface::setup(std::string* why) {
     attr_.send_cost = costs.send;
     attr_.rdma = true;
     attr_.rdma_cost = costs.rdma;
-    attr_.reg_cost = costs.expected_reg(false);
+    // Buffers that rendezvous reuses cost a validated hit while the cache is on.
+    attr_.reg_cost = costs.expected_reg(reg_cache_->active());
     // Registering device memory through ibv_reg_dmabuf_mr is not implemented yet (rxe cannot
     // test it), so device memory always takes the staged pipeline, whatever the probe said.
     attr_.rdma_device_memory = false;

@@ -71,7 +71,9 @@ struct RegistrationFigures {
 };
 
 /// Register and deregister freshly mapped, touched buffers of 4 KiB and 16 MiB on the first
-/// selected ACTIVE port (best of several) and fit a fixed cost and a rate. kNotFound when there
+/// selected ACTIVE port (best of several) and fit a fixed cost and a rate; the same for a
+/// validated registration-cache hit when the cache can run in this process (else hit_why says
+/// why not: SWY_VERBS_RCACHE=off, page frames not visible). kNotFound when there
 /// is no usable port, kUnsupported without libibverbs, kIoError when a call fails (@p why).
 Status measure_registration(const VerbsConfig& config, RegistrationFigures* out,
                            std::string* why);
