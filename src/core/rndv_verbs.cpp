@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "common/log.h"
+#include "core/rdma_register.h"
 #include "core/worker.h"
 
 namespace swy::core {
@@ -25,6 +26,27 @@ namespace {
 tl::RdmaEndpoint* rdma_of(tl::Endpoint* lane) {
     return lane != nullptr ? dynamic_cast<tl::RdmaEndpoint*>(lane) : nullptr;
 }
+
+}  // namespace
+
+// Host memory, or device memory exported as a dma-buf where the lane takes dma-buf MRs
+// (rdma_register.h); anything else is refused and the transfer uses the pipeline.
+Status Worker::register_rdma_buffer(tl::Endpoint* lane, const Request* r, const void* buffer,
+                                    size_t length, unsigned access,
+                                    std::unique_ptr<tl::MemoryRegistration>* out,
+                                    std::string* why) {
+    tl::RdmaEndpoint* rdma = rdma_of(lane);
+    if (rdma == nullptr) {
+        *why = "no RDMA lane";
+        return Status::kUnsupported;
+    }
+    const RegistryDmabufExporter exporter(context_->memtypes());
+    return register_for_rdma(*rdma, lane->attr(), exporter, buffer, length,
+                             static_cast<mem::MemType>(r->memtype), r->cpu_buffer, access, out,
+                             why);
+}
+
+namespace {
 
 }  // namespace
 
@@ -45,14 +67,13 @@ void Worker::prepare_rdma_rts(Endpoint* ep, Request* r, proto::RtsHeader* rts) {
             return;
         }
     }
-    tl::RdmaEndpoint* rdma = rdma_of(ep->lane());
-    if (rdma == nullptr || !r->cpu_buffer) return;  // stays a pipeline RTS
+    if (rdma_of(ep->lane()) == nullptr) return;  // stays a pipeline RTS
     release_rdma(r);  // sweep finished transfers first
     const bool get = r->proto == static_cast<uint8_t>(proto::ProtoId::kRndvGetZcopy);
     std::unique_ptr<tl::MemoryRegistration> reg;
     std::string why;
-    Status s = rdma->register_memory(r->send_buffer, r->length,
-                                     get ? tl::kRdmaRemoteRead : tl::kRdmaLocal, &reg, &why);
+    Status s = register_rdma_buffer(ep->lane(), r, r->send_buffer, r->length,
+                                    get ? tl::kRdmaRemoteRead : tl::kRdmaLocal, &reg, &why);
     if (s != Status::kOk) {
         log_printf(LogLevel::kInfo, "rendezvous: %s; using the pipeline", why.c_str());
         return;
@@ -73,15 +94,17 @@ void Worker::start_rdma_receive(Request* r, const proto::RtsHeader& rts, RndvSch
         finish_rndv_receive(r, status);
         return;
     }
-    tl::RdmaEndpoint* rdma = rdma_of(ifaces_[r->source.iface]->reply_endpoint(r->source.sender));
+    tl::Endpoint* lane = ifaces_[r->source.iface]->reply_endpoint(r->source.sender);
+    tl::RdmaEndpoint* rdma = rdma_of(lane);
     std::unique_ptr<tl::MemoryRegistration> reg;
     std::string why;
     const bool get = scheme == RndvScheme::kGetRdma;
+    // Device memory too, where the lane takes dma-buf MRs (register_rdma_buffer).
     Status s = rdma == nullptr ? Status::kUnsupported
-                               : rdma->register_memory(r->recv_buffer, r->rndv_length,
-                                                       get ? tl::kRdmaLocalWrite
-                                                           : tl::kRdmaRemoteWrite,
-                                                       &reg, &why);
+                               : register_rdma_buffer(lane, r, r->recv_buffer, r->rndv_length,
+                                                      get ? tl::kRdmaLocalWrite
+                                                          : tl::kRdmaRemoteWrite,
+                                                      &reg, &why);
     if (s != Status::kOk) {
         // The sender can always push through the lane instead.
         log_printf(LogLevel::kInfo, "rendezvous: RDMA not possible (%s); using the pipeline",
