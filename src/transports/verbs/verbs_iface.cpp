@@ -428,6 +428,10 @@ Status open(const VerbsConfig& config, uint64_t worker_uid, uint16_t iface_index
     return VerbsInterface::open(config, worker_uid, iface_index, sink, out, why);
 }
 
+SendStats send_stats(const Interface* verbs) {
+    return static_cast<const VerbsInterface*>(verbs)->send_stats();
+}
+
 Status connect(Interface* verbs, uint64_t remote_uid, const uint8_t* section, size_t length,
                bool want_pio, bool pio_first, std::unique_ptr<Endpoint>* out, std::string* why) {
     // open() made every verbs interface there is.

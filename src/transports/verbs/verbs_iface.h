@@ -124,6 +124,8 @@ public:
     /// SWY_VERBS_DM_EMULATE is off); dm_reason() says why not.
     const DmPool* dm_pool() const { return dm_pool_.get(); }
     const std::string& dm_reason() const { return dm_reason_; }
+    /// Messages sent so far, by path (verbs::send_stats).
+    const SendStats& send_stats() const { return stats_; }
     /// Connections in any state (tests).
     size_t connection_count() const;
 
@@ -227,6 +229,7 @@ private:
     LaneAttr attr_;
     std::unique_ptr<DmPool> dm_pool_;  // reset before the PD goes: it holds an MR in it
     std::string dm_reason_;            // why there is no pool
+    SendStats stats_;
 };
 
 }  // namespace swy::tl::verbs

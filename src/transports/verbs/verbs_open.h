@@ -92,6 +92,15 @@ Status open(const VerbsConfig& config, uint64_t worker_uid, uint16_t iface_index
 Status connect(Interface* verbs, uint64_t remote_uid, const uint8_t* section, size_t length,
                bool want_pio, bool pio_first, std::unique_ptr<Endpoint>* out, std::string* why);
 
+/// Messages an interface sent, by the path they took (tests and diagnostics).
+struct SendStats {
+    uint64_t inline_sends = 0;  ///< header+payload written into the work request
+    uint64_t dm_sends = 0;      ///< stored into a device-memory cell
+    uint64_t bounce_sends = 0;  ///< copied into a registered bounce buffer
+};
+/// The counts of an interface that open() returned (zeros when built without libibverbs).
+SendStats send_stats(const Interface* verbs);
+
 /// Slot geometry of the device-memory PIO window: cells per slot (an endpoint may have this
 /// many device-memory sends in flight).
 inline constexpr uint32_t kDmCellsPerSlot = 4;

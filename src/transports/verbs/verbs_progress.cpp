@@ -131,6 +131,13 @@ Status VerbsInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_
         return Status::kConnectionReset;
     }
     c->credit_return.reported(freed);  // the immediate carried it
+    if (dm_cell >= 0) {
+        ++stats_.dm_sends;
+    } else if (bounce >= 0) {
+        ++stats_.bounce_sends;
+    } else {
+        ++stats_.inline_sends;
+    }
     return Status::kOk;
 }
 
