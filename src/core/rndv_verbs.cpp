@@ -46,10 +46,6 @@ Status Worker::register_rdma_buffer(tl::Endpoint* lane, const Request* r, const 
                              why);
 }
 
-namespace {
-
-}  // namespace
-
 void Worker::release_rdma(Request* r) {
     // Also drop registrations whose request ended another way (failures, a pipeline fallback).
     std::erase_if(rdma_regs_, [r](const RdmaRegistration& e) {
