@@ -61,6 +61,9 @@ TEST(ConfigTable, DeclaresEveryDocumentedVariableWithItsTypeAndDefault) {
         {"VERBS_MAX_INLINE", ConfigType::kSize, "256"},
         {"VERBS_SQ_DEPTH", ConfigType::kUnsigned, "256"},
         {"VERBS_GID_INDEX", ConfigType::kString, "auto"},
+        {"VERBS_DM_CELL_SIZE", ConfigType::kSize, "2K"},
+        {"VERBS_DM_SLOTS", ConfigType::kUnsigned, "16"},
+        {"VERBS_DM_EMULATE", ConfigType::kBool, "n"},
     };
     auto table = config_table();
     EXPECT_EQ(table.size(), std::size(expected));
