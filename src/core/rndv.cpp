@@ -183,8 +183,10 @@ void Worker::start_rndv_receive(Request* r, const proto::RtsHeader& rts, tl::AmS
     r->source = src;
     auto scheme = static_cast<RndvScheme>(rts.scheme);
     // Memory the CPU (and so CMA) must not touch takes the data through the pipeline, staged
-    // into it fragment by fragment with the memory type's copy.
-    if (!r->cpu_buffer && r->rndv_length != 0) scheme = RndvScheme::kPipeline;
+    // into it fragment by fragment with the memory type's copy. RDMA may still reach it (a
+    // dma-buf MR): start_rdma_receive decides, and falls back to the pipeline itself.
+    const bool rdma_scheme = scheme == RndvScheme::kGetRdma || scheme == RndvScheme::kPutRdma;
+    if (!r->cpu_buffer && r->rndv_length != 0 && !rdma_scheme) scheme = RndvScheme::kPipeline;
     if (scheme == RndvScheme::kGetRdma || scheme == RndvScheme::kPutRdma) {
         start_rdma_receive(r, rts, scheme);  // verbs (rndv_verbs.cpp)
         return;

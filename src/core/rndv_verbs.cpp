@@ -15,6 +15,7 @@
 #include <algorithm>
 
 #include "common/log.h"
+#include "core/rdma_register.h"
 #include "core/worker.h"
 
 namespace swy::core {
@@ -31,6 +32,23 @@ tl::RdmaEndpoint* rdma_of(tl::Endpoint* lane) {
 
 }  // namespace
 
+// Host memory, or device memory exported as a dma-buf where the lane takes dma-buf MRs
+// (rdma_register.h); anything else is refused and the transfer uses the pipeline.
+Status Worker::register_rdma_buffer(tl::Endpoint* lane, const Request* r, const void* buffer,
+                                    size_t length, unsigned access,
+                                    std::unique_ptr<tl::MemoryRegistration>* out,
+                                    std::string* why) {
+    tl::RdmaEndpoint* rdma = rdma_of(lane);
+    if (rdma == nullptr) {
+        *why = "no RDMA lane";
+        return Status::kUnsupported;
+    }
+    const RegistryDmabufExporter exporter(context_->memtypes());
+    return register_for_rdma(*rdma, lane->attr(), exporter, buffer, length,
+                             static_cast<mem::MemType>(r->memtype), r->cpu_buffer, access, out,
+                             why);
+}
+
 void Worker::release_rdma(Request* r) {
     // Also drop registrations whose request ended another way (failures, a pipeline fallback).
     std::erase_if(rdma_regs_, [r](const RdmaRegistration& e) {
@@ -41,7 +59,9 @@ void Worker::release_rdma(Request* r) {
 void Worker::prepare_rdma_rts(Endpoint* ep, Request* r, proto::RtsHeader* rts) {
     const bool get = r->proto == static_cast<uint8_t>(proto::ProtoId::kRndvGetZcopy);
     tl::RdmaEndpoint* rdma = rdma_of(ep->lane());
-    if (rdma == nullptr || !r->cpu_buffer) return;  // stays a pipeline RTS
+    // Device memory too: register_rdma_buffer refuses what the lane cannot register (then
+    // the RTS stays a pipeline one, or PUT falls back to pushing through the lane).
+    if (rdma == nullptr || (!r->cpu_buffer && !ep->lane()->attr().rdma_device_memory)) return;
     if (!get) {
         // A PUT RTS carries no key: the buffer is registered once the RTS is on the wire
         // (register_put_source), off the receiver's critical path.
@@ -59,7 +79,8 @@ void Worker::prepare_rdma_rts(Endpoint* ep, Request* r, proto::RtsHeader* rts) {
     release_rdma(r);  // sweep finished transfers first
     std::unique_ptr<tl::MemoryRegistration> reg;
     std::string why;
-    Status s = rdma->register_memory(r->send_buffer, r->length, tl::kRdmaRemoteRead, &reg, &why);
+    Status s = register_rdma_buffer(ep->lane(), r, r->send_buffer, r->length,
+                                    tl::kRdmaRemoteRead, &reg, &why);
     if (s != Status::kOk) {
         log_printf(LogLevel::kInfo, "rendezvous: %s; using the pipeline", why.c_str());
         return;
@@ -75,7 +96,8 @@ void Worker::register_put_source(Request* r) {
     release_rdma(r);  // sweep finished transfers first
     std::unique_ptr<tl::MemoryRegistration> reg;
     std::string why;
-    Status s = rdma->register_memory(r->send_buffer, r->length, tl::kRdmaLocal, &reg, &why);
+    Status s = register_rdma_buffer(r->ep->lane(), r, r->send_buffer, r->length, tl::kRdmaLocal,
+                                    &reg, &why);
     if (s != Status::kOk) {
         // The RTS already asked for RDMA WRITE: the receiver will answer with its key, and we
         // push the data through the lane into its buffer instead (start_rdma_put).
@@ -97,15 +119,17 @@ void Worker::start_rdma_receive(Request* r, const proto::RtsHeader& rts, RndvSch
         finish_rndv_receive(r, status);
         return;
     }
-    tl::RdmaEndpoint* rdma = rdma_of(ifaces_[r->source.iface]->reply_endpoint(r->source.sender));
+    tl::Endpoint* lane = ifaces_[r->source.iface]->reply_endpoint(r->source.sender);
+    tl::RdmaEndpoint* rdma = rdma_of(lane);
     std::unique_ptr<tl::MemoryRegistration> reg;
     std::string why;
     const bool get = scheme == RndvScheme::kGetRdma;
+    // Device memory too, where the lane takes dma-buf MRs (register_rdma_buffer).
     Status s = rdma == nullptr ? Status::kUnsupported
-                               : rdma->register_memory(r->recv_buffer, r->rndv_length,
-                                                       get ? tl::kRdmaLocalWrite
-                                                           : tl::kRdmaRemoteWrite,
-                                                       &reg, &why);
+                               : register_rdma_buffer(lane, r, r->recv_buffer, r->rndv_length,
+                                                      get ? tl::kRdmaLocalWrite
+                                                          : tl::kRdmaRemoteWrite,
+                                                      &reg, &why);
     if (s != Status::kOk) {
         // The sender can always push through the lane instead.
         log_printf(LogLevel::kInfo, "rendezvous: RDMA not possible (%s); using the pipeline",

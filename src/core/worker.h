@@ -213,6 +213,9 @@ private:
     void start_rdma_receive(Request* r, const proto::RtsHeader& rts, proto::RndvScheme scheme);
     void start_rdma_put(Request* r, uint32_t rkey);
     void release_rdma(Request* r);
+    Status register_rdma_buffer(tl::Endpoint* lane, const Request* r, const void* buffer,
+                                size_t length, unsigned access,
+                                std::unique_ptr<tl::MemoryRegistration>* out, std::string* why);
     static void on_rdma_get_done(void* arg, uint64_t cookie, Status status);
     static void on_rdma_put_done(void* arg, uint64_t cookie, Status status);
     static void on_rdma_put_posted(void* arg, uint64_t cookie, Status status);

@@ -7,9 +7,9 @@
 #
 # Outside the VM it starts the VM and runs itself there; exit 77 (skip) when it cannot. Inside:
 #   1. the device tests of unit_tests (Verbs*: eager, rendezvous get/put/pipeline, a buffer
-#      re-mapped at the same address, the registration cache, peer death), byte for byte;
-#      then swy-info --calibrate and the selection table from the figures it measured (used
-#      by the runs below);
+#      re-mapped at the same address, the registration cache, peer death, device-memory PIO
+#      emulated), byte for byte; then swy-info --calibrate and the selection table from the
+#      figures it measured (used by the runs below);
 #   2. swy-perf --tls verbs,self --check: latency 0 B .. 64 MiB and bandwidth, two processes;
 #   3. forced protocols (SWY_PROTO, SWY_RNDV_SCHEME, SWY_RNDV_THRESH) around the thresholds;
 #   4. perftest's ib_send_lat / ib_write_bw / ib_read_bw in the same VM and the ratios
@@ -100,6 +100,15 @@ check "SWY_PROTO=eager_bcopy" env SWY_PROTO=eager_bcopy \
     timeout 600 "$PERF" --tls verbs,self --check --sizes 0,248,249,8177,1M --iters 2 --warmup 1
 check "SWY_RNDV_THRESH=1K" env SWY_RNDV_THRESH=1K \
     timeout 600 "$PERF" --tls verbs,self --check --sizes 1023,1024,1025 --iters 3 --warmup 1
+
+step "device-memory PIO (emulated: rxe has no device memory), two processes"
+# Sizes around the inline limit (248 B payload) and the 2 KiB cell (2040 B payload).
+check "SWY_VERBS_DM_EMULATE=y" env SWY_VERBS_DM_EMULATE=y \
+    timeout 600 "$PERF" --tls verbs,self --check --sizes 247,248,249,2039,2040,2041,8177 \
+    --iters 20 --warmup 2
+check "SWY_VERBS_DM_EMULATE=y bw" env SWY_VERBS_DM_EMULATE=y \
+    timeout 600 "$PERF" --tls verbs,self --check --test bw --sizes 1K,2040 --iters 4 --warmup 1 \
+    --window 32
 
 if [ -x "$BUILD/verbs_reg_cost" ]; then
     step "registration cost (per transfer and side, no cache)"

@@ -45,6 +45,19 @@ public:
     virtual Status register_memory(const void* address, size_t length, unsigned access,
                                    std::unique_ptr<MemoryRegistration>* out,
                                    std::string* why) = 0;
+    /// Register device memory exported as a dma-buf: bytes [offset, offset + length) of the
+    /// dma-buf @p fd, addressed in RDMA operations as @p iova onwards (the buffer's virtual
+    /// address, so the same address arithmetic works as for host memory). @p fd stays owned
+    /// by the caller (the registration holds its own reference to the dma-buf).
+    /// Errors: kUnsupported (this lane cannot: LaneAttr::rdma_device_memory is false),
+    /// kIoError (the device refused; @p why says why), kNoMemory.
+    virtual Status register_dmabuf(int /*fd*/, uint64_t /*offset*/, size_t /*length*/,
+                                   uint64_t /*iova*/, unsigned /*access*/,
+                                   std::unique_ptr<MemoryRegistration>* /*out*/,
+                                   std::string* why) {
+        *why = "this lane cannot register dma-buf memory";
+        return Status::kUnsupported;
+    }
     /// RDMA READ @p length bytes from the peer's (remote_address, rkey) into @p local at
     /// @p local_offset; fragmented internally; @p cb runs once when all of it completed.
     /// kOk: started; kConnectionReset: the connection failed (cb never runs).

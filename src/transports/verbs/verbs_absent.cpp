@@ -21,6 +21,15 @@ Status open(const VerbsConfig& /*config*/, uint64_t /*worker_uid*/, uint16_t /*i
     return Status::kUnsupported;
 }
 
+SendStats send_stats(const Interface* /*verbs*/) { return {}; }
+
+Status connect(Interface* /*verbs*/, uint64_t /*remote_uid*/, const uint8_t* /*section*/,
+               size_t /*length*/, bool /*want_pio*/, bool /*pio_first*/,
+               std::unique_ptr<Endpoint>* /*out*/, std::string* why) {
+    *why = "verbs: built without libibverbs";
+    return Status::kUnsupported;
+}
+
 bool reg_cache_report(const Interface* /*iface*/, RegCacheReport* /*out*/) { return false; }
 
 std::unique_ptr<PageIdentity> rcache_page_identity(const VerbsConfig& /*config*/,

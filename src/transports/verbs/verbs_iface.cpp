@@ -26,6 +26,21 @@ using common::log_printf;
 
 namespace {
 
+/// A registration through ibv_reg_dmabuf_mr (device memory: never cached, it has no pages
+/// in pagemap to validate): owns the MR.
+class VerbsRegistration final : public MemoryRegistration {
+public:
+    explicit VerbsRegistration(ibv_mr* mr) : mr_(mr) {}
+    ~VerbsRegistration() override { ibv_dereg_mr(mr_); }
+    uint32_t lkey() const override { return mr_->lkey; }
+    uint32_t rkey() const override { return mr_->rkey; }
+    uint64_t address() const override { return reinterpret_cast<uint64_t>(mr_->addr); }
+    size_t length() const override { return mr_->length; }
+
+private:
+    ibv_mr* mr_;
+};
+
 /// One use of a registration-cache entry for one transfer. The cache pointer is declared
 /// first so the handle (which releases into it) goes first.
 class CachedRegistration final : public MemoryRegistration {
@@ -45,6 +60,16 @@ private:
     uint64_t address_;
     size_t length_;
 };
+
+/// ibv_access_flags for RdmaAccess bits.
+int ibv_access(unsigned access) {
+    int flags = 0;
+    if ((access & kRdmaLocalWrite) != 0) flags |= IBV_ACCESS_LOCAL_WRITE;
+    if ((access & kRdmaRemoteRead) != 0) flags |= IBV_ACCESS_REMOTE_READ;
+    // Remote write requires local write (verbs rule).
+    if ((access & kRdmaRemoteWrite) != 0) flags |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+    return flags;
+}
 
 }  // namespace
 
@@ -102,6 +127,24 @@ Status VerbsEndpoint::register_memory(const void* address, size_t length, unsign
     return Status::kOk;
 }
 
+Status VerbsEndpoint::register_dmabuf(int fd, uint64_t offset, size_t length, uint64_t iova,
+                                      unsigned access, std::unique_ptr<MemoryRegistration>* out,
+                                      std::string* why) {
+    if (iface_ == nullptr) return Status::kConnectionReset;
+    if (!attr_.rdma_device_memory) {
+        *why = "ibv_reg_dmabuf_mr: " + iface_->port_.dmabuf_reason;
+        return Status::kUnsupported;
+    }
+    ibv_mr* mr = ibv_reg_dmabuf_mr(iface_->pd_, offset, std::max<size_t>(length, 1), iova, fd,
+                                   ibv_access(access));
+    if (mr == nullptr) {
+        *why = std::string("ibv_reg_dmabuf_mr: ") + std::strerror(errno);
+        return errno == ENOMEM ? Status::kNoMemory : Status::kIoError;
+    }
+    out->reset(new VerbsRegistration(mr));
+    return Status::kOk;
+}
+
 Status VerbsEndpoint::get(const MemoryRegistration& local, size_t local_offset,
                           uint64_t remote_address, uint32_t rkey, size_t length, RdmaCallback cb,
                           void* arg, uint64_t cookie) {
@@ -138,6 +181,12 @@ Status VerbsInterface::open(const VerbsConfig& config, uint64_t worker_uid, uint
                "SWY_VERBS_BOUNCE_BUFFERS >= 1, SWY_VERBS_SQ_DEPTH >= 16";
         return Status::kInvalidParam;
     }
+    if (config.dm_cell_size == 0 || config.dm_cell_size % DmCells::kCellAlign != 0 ||
+        config.dm_cell_size > config.seg_size) {
+        *why = "verbs: SWY_VERBS_DM_CELL_SIZE must be a non-zero multiple of 64 B, at most "
+               "SWY_VERBS_SEG_SIZE";
+        return Status::kInvalidParam;
+    }
     std::unique_ptr<VerbsInterface> iface(
         new VerbsInterface(config, worker_uid, iface_index, sink));
     Status s = iface->setup(why);
@@ -161,15 +210,7 @@ Status VerbsInterface::setup(std::string* why) {
     reg_cache_ = std::make_shared<RegCache>(config_.rcache_limits, make_verbs_registrar(pd_),
                                             std::move(identity));
     max_inline_ = port_.max_inline;
-    if (port_.device_memory) {
-        // The window is sized and handed out here; the send path does not store into it yet
-        // (no device to test it on: docs/verbs.md, "Device memory").
-        std::string dm_why;
-        if (DmPool::create(make_dm_device(ctx, port_.max_dm_size), kDmSlotSize, kDmSlots,
-                           kDmReserved, &dm_pool_, &dm_why) != Status::kOk) {
-            log_printf(LogLevel::kDebug, "verbs: no device-memory PIO window: %s", dm_why.c_str());
-        }
-    }
+    setup_dm_window();
     channel_ = ibv_create_comp_channel(ctx);
     if (channel_ == nullptr) {
         *why = std::string("verbs: ibv_create_comp_channel: ") + std::strerror(errno);
@@ -239,6 +280,7 @@ Status VerbsInterface::setup(std::string* why) {
     // Inline sends are this lane's PIO: the CPU writes header and payload into the WQE.
     attr_.pio = max_inline_ > 0;
     attr_.pio_max_message = max_inline_;
+    attr_.pio_inline_max = max_inline_;
     attr_.credits = config_.rx_credits;
     attr_.credits_shared = false;
     attr_.max_message = config_.seg_size;
@@ -248,9 +290,9 @@ Status VerbsInterface::setup(std::string* why) {
     attr_.rdma_cost = costs.rdma;
     // Buffers that rendezvous reuses cost a validated hit while the cache is on.
     attr_.reg_cost = costs.expected_reg(reg_cache_->active());
-    // Registering device memory through ibv_reg_dmabuf_mr is not implemented yet (rxe cannot
-    // test it), so device memory always takes the staged pipeline, whatever the probe said.
-    attr_.rdma_device_memory = false;
+    // Device memory reaches RDMA through ibv_reg_dmabuf_mr where the device takes it (rxe
+    // does not: the staged pipeline then, and the selection table says so).
+    attr_.rdma_device_memory = port_.dmabuf_mr;
     attr_.zcopy_cma = false;
     attr_.cma_reason = "verbs: the peer may be on another host (RDMA is used instead)";
     attr_.rndv = true;
@@ -355,7 +397,8 @@ VerbsInterface::~VerbsInterface() {
         if (c->qp != nullptr) ibv_destroy_qp(c->qp);
         if (c->cm_fd >= 0) close(c->cm_fd);
     }
-    conns_.clear();
+    conns_.clear();  // gives their device-memory slots back: the pool goes after them
+    dm_pool_.reset();
     if (srq_ != nullptr) ibv_destroy_srq(srq_);
     if (cq_ != nullptr) ibv_destroy_cq(cq_);
     if (channel_ != nullptr) ibv_destroy_comp_channel(channel_);
@@ -427,6 +470,17 @@ size_t VerbsInterface::connection_count() const {
 Status open(const VerbsConfig& config, uint64_t worker_uid, uint16_t iface_index, AmSink* sink,
             std::unique_ptr<Interface>* out, std::string* why) {
     return VerbsInterface::open(config, worker_uid, iface_index, sink, out, why);
+}
+
+SendStats send_stats(const Interface* verbs) {
+    return static_cast<const VerbsInterface*>(verbs)->send_stats();
+}
+
+Status connect(Interface* verbs, uint64_t remote_uid, const uint8_t* section, size_t length,
+               bool want_pio, bool pio_first, std::unique_ptr<Endpoint>* out, std::string* why) {
+    // open() made every verbs interface there is.
+    return static_cast<VerbsInterface*>(verbs)->connect_lane(remote_uid, section, length,
+                                                             want_pio, pio_first, out, why);
 }
 
 bool reg_cache_report(const Interface* iface, RegCacheReport* out) {

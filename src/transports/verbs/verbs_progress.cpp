@@ -1,5 +1,5 @@
-// Verbs transport: the data path — SENDs (inline or through a bounce buffer), credit returns,
-// RDMA READ/WRITE, and completion handling from progress.
+// Verbs transport: the data path — SENDs (inline, from a device-memory cell, or through a
+// bounce buffer), credit returns, RDMA READ/WRITE, and completion handling from progress.
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -37,12 +37,14 @@ Status VerbsInterface::post_receive(uint8_t* buffer) {
     return ibv_post_srq_recv(srq_, &wr, &bad) == 0 ? Status::kOk : Status::kIoError;
 }
 
-bool VerbsInterface::post_send(Connection* c, ibv_send_wr* wr, int32_t bounce, RdmaOp* op) {
+bool VerbsInterface::post_send(Connection* c, ibv_send_wr* wr, int32_t bounce, RdmaOp* op,
+                               int32_t dm_cell) {
     const uint32_t seq = c->sq_posted;
     // Selective signalling: a completion retires every WR before it. Bounce buffers are a
     // shared pool, so their sends are always signalled (an idle connection must not sit on
     // them); others every 16th, and every one once the queue is half full, so the newest WR of
-    // a full queue is always signalled.
+    // a full queue is always signalled. Device-memory cells are this connection's own: the
+    // caller signals the send that leaves half or none of them free (DmCells::Cell::signal).
     if (bounce >= 0 || ++c->since_signal >= 16 || c->sq_used() >= config_.sq_depth / 2) {
         wr->send_flags |= IBV_SEND_SIGNALED;
     }
@@ -50,7 +52,7 @@ bool VerbsInterface::post_send(Connection* c, ibv_send_wr* wr, int32_t bounce, R
     wr->wr_id = send_wr_id(c->index, c->generation, seq);
     ibv_send_wr* bad = nullptr;
     if (ibv_post_send(c->qp, wr, &bad) != 0) return false;
-    c->ring[seq % config_.sq_depth] = {bounce, op};
+    c->ring[seq % config_.sq_depth] = {bounce, dm_cell, op};
     ++c->sq_posted;
     return true;
 }
@@ -77,6 +79,8 @@ Status VerbsInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_
     wr.opcode = IBV_WR_SEND_WITH_IMM;
     wr.sg_list = sge;
     int32_t bounce = -1;
+    int32_t dm_cell = -1;
+    DmCells::Cell cell;
     if (total <= c->pio_max_message && pack == nullptr) {
         // PIO: the CPU copies header and payload into the WQE; no registration, no buffer.
         int n = 0;
@@ -88,6 +92,20 @@ Status VerbsInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_
         }
         wr.num_sge = n;
         wr.send_flags = IBV_SEND_INLINE;
+    } else if (c->dm != nullptr && pack == nullptr && total <= c->dm->cell_size() &&
+               c->dm->acquire(&cell)) {
+        // Device-memory PIO: the CPU stores header and payload into the adapter's memory; the
+        // SEND reads them from there (no host memory read across the bus). A cell that is
+        // busy sends through a bounce buffer instead, below.
+        Status st = c->dm->store(cell.index, hdr, hdr_len, payload, length);
+        if (__builtin_expect(st != Status::kOk, 0)) {
+            c->dm->cancel(cell.index);  // nothing was posted
+            return st;
+        }
+        dm_cell = static_cast<int32_t>(cell.index);
+        sge[0] = {c->dm->sge_address(cell.index), static_cast<uint32_t>(total), c->dm->lkey()};
+        wr.num_sge = 1;
+        if (cell.signal) wr.send_flags = IBV_SEND_SIGNALED;
     } else {
         if (bounce_free_.empty()) return Status::kNoResource;
         bounce = bounce_free_.back();
@@ -106,12 +124,20 @@ Status VerbsInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_
     const uint16_t freed = c->credit_return.freed();
     wr.imm_data = htonl(encode_imm(id, freed));
     c->window.take();
-    if (__builtin_expect(!post_send(c, &wr, bounce, nullptr), 0)) {
+    if (__builtin_expect(!post_send(c, &wr, bounce, nullptr, dm_cell), 0)) {
         if (bounce >= 0) bounce_free_.push_back(bounce);
+        if (dm_cell >= 0) c->dm->cancel(cell.index);
         fail(c, Status::kIoError, "ibv_post_send failed");
         return Status::kConnectionReset;
     }
     c->credit_return.reported(freed);  // the immediate carried it
+    if (dm_cell >= 0) {
+        ++stats_.dm_sends;
+    } else if (bounce >= 0) {
+        ++stats_.bounce_sends;
+    } else {
+        ++stats_.inline_sends;
+    }
     return Status::kOk;
 }
 
@@ -225,6 +251,10 @@ void VerbsInterface::retire_sends(Connection* c, uint32_t through, Status status
     while (c->sq_retired != through + 1) {
         WrSlot& slot = c->ring[c->sq_retired % config_.sq_depth];
         if (slot.bounce >= 0) bounce_free_.push_back(slot.bounce);
+        // The adapter has read the cell (the SEND completed, or was flushed): reusable now.
+        if (slot.dm_cell >= 0 && c->dm != nullptr) {
+            c->dm->release(static_cast<uint32_t>(slot.dm_cell));
+        }
         if (slot.op != nullptr) {
             RdmaOp* op = slot.op;
             --op->outstanding;
