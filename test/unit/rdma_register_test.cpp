@@ -72,7 +72,7 @@ public:
         return Status::kUnsupported;
     }
     Status put(const swy::tl::MemoryRegistration&, size_t, uint64_t, uint32_t, size_t,
-               swy::tl::RdmaCallback, void*, uint64_t) override {
+               swy::tl::RdmaCallback, swy::tl::RdmaCallback, void*, uint64_t) override {
         return Status::kUnsupported;
     }
 };
