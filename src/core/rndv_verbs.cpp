@@ -5,13 +5,14 @@
 // truncation, failure) is shared with it. docs/verbs.md, "Rendezvous", gives the critical
 // path of each.
 //
-// Registration: one registration per transfer and side, made when the transfer starts (a
-// PUT sender: right after its RTS went out) and dropped as soon as it is over (before the
-// request completes on the side that exposed an rkey, and on a PUT sender once its WRITEs
-// completed). No cache: a registration pins the pages that back the buffer at that moment, so a
-// buffer freed and re-allocated at the same address is always registered afresh and can never
-// be reached through a stale key. The cost (one ibv_reg_mr per side, measured in
-// docs/verbs.md) is part of the selector's cost model (LaneAttr::reg_cost).
+// Registration: one use of a registration per transfer and side, taken when the transfer
+// starts (a PUT sender: right after its RTS went out) and dropped as soon as it is over (before
+// the request completes on the side that exposed an rkey, and on a PUT sender once its WRITEs
+// completed). The lane decides what a use costs: a hit in its registration cache, validated
+// against the page frames on every lookup so a buffer re-mapped at the same address is never
+// reached through a stale key, or a registration made and dropped per transfer when the cache
+// cannot run (docs/verbs.md, "Registration"). The expected cost is part of the selector's cost
+// model (LaneAttr::reg_cost).
 #include <algorithm>
 
 #include "common/log.h"
