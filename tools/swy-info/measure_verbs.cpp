@@ -72,6 +72,28 @@ bool run_perf(const std::string& env, const std::string& args, PerfRow* row, std
     return true;
 }
 
+/// Best of @p rounds runs (TCG guests and busy hosts make single runs scatter by factors):
+/// the lowest latency, the highest bandwidth and message rate seen.
+bool best_of(int rounds, const std::string& env, const std::string& args, PerfRow* best,
+             std::string* why) {
+    bool any = false;
+    for (int i = 0; i < rounds; ++i) {
+        PerfRow row;
+        if (!run_perf(env, args, &row, why)) continue;
+        if (!any) {
+            *best = row;
+        } else {
+            best->latency_us = std::min(best->latency_us, row.latency_us);
+            best->bandwidth_MBps = std::max(best->bandwidth_MBps, row.bandwidth_MBps);
+            best->rate_Mps = std::max(best->rate_Mps, row.rate_Mps);
+        }
+        any = true;
+    }
+    return any;
+}
+
+constexpr int kRounds = 3;
+
 }  // namespace
 
 VerbsFigures measure_verbs(const common::Config& config, double memcpy_bw_Bps) {
@@ -80,10 +102,10 @@ VerbsFigures measure_verbs(const common::Config& config, double memcpy_bw_Bps) {
     PerfRow lat, rate, eager, rdma;
     // Latency and message rate of 8 B inline sends, then eager and RDMA bandwidth.
     const bool have_lat =
-        run_perf("", "--test lat --sizes 8 --iters 1000 --warmup 100", &lat, &why);
+        best_of(kRounds, "", "--test lat --sizes 8 --iters 1000 --warmup 100", &lat, &why);
     if (!have_lat) v.latency_s = Measured::failed(why);
     const bool have_rate =
-        run_perf("", "--test mr --sizes 8 --iters 200 --warmup 20", &rate, &why) &&
+        best_of(kRounds, "", "--test mr --sizes 8 --iters 200 --warmup 20", &rate, &why) &&
         rate.rate_Mps > 0;
     const double overhead = have_rate ? 1e-6 / rate.rate_Mps : 0;
     v.overhead_s = have_rate ? Measured::of(overhead) : Measured::failed(why);
@@ -93,7 +115,7 @@ VerbsFigures measure_verbs(const common::Config& config, double memcpy_bw_Bps) {
         const double one_way = lat.latency_us * 1e-6;
         v.latency_s = Measured::of(std::max(one_way - overhead, 0.1 * one_way));
     }
-    if (run_perf("SWY_PROTO=eager_short,eager_bcopy",
+    if (best_of(kRounds, "SWY_PROTO=eager_short,eager_bcopy",
                  "--test bw --sizes 64K --iters 20 --warmup 2 --window 16", &eager, &why) &&
         eager.bandwidth_MBps > 0) {
         // eager_bcopy per byte = wire + copy in + copy out + the unexpected share (0.25 copy)
@@ -104,8 +126,8 @@ VerbsFigures measure_verbs(const common::Config& config, double memcpy_bw_Bps) {
     } else {
         v.bw_Bps = Measured::failed(why);
     }
-    if (run_perf("SWY_RNDV_SCHEME=get SWY_RNDV_THRESH=1K",
-                 "--test bw --sizes 4M --iters 4 --warmup 1 --window 4", &rdma, &why) &&
+    if (best_of(kRounds, "SWY_RNDV_SCHEME=get SWY_RNDV_THRESH=1K",
+                "--test bw --sizes 1M --iters 8 --warmup 1 --window 8", &rdma, &why) &&
         rdma.bandwidth_MBps > 0) {
         v.rdma_bw_Bps = Measured::of(rdma.bandwidth_MBps * 1e6);
     } else {
