@@ -70,7 +70,7 @@ void count_error(void* arg, swy_ep_h, swy_status_t status) {
 
 }  // namespace
 
-TEST(VerbsLiveness, IdlePeerDeathIsNoticedWithinMillisecondsAndIdlenessIsNot) {
+TEST(VerbsLiveness, IdlePeerDeathIsNoticedWithinTwoSecondsAndIdlenessIsNot) {
     {
         VerbsNode probe;
         if (!probe.has_verbs()) {
@@ -140,9 +140,10 @@ TEST(VerbsLiveness, IdlePeerDeathIsNoticedWithinMillisecondsAndIdlenessIsNot) {
     std::printf("[ liveness ] idle peer's death noticed after %.1f ms of progress\n", ms);
     EXPECT_EQ(errors.calls, 1) << "the death of an idle peer was never reported";
     EXPECT_LT(errors.status, 0);
-    // A few coarse-clock ticks plus the VM's slowness; far below anything a user would call
-    // a hang, far above the poll interval.
-    EXPECT_LT(ms, 1000.0);
+    // A bound on detection, not a benchmark: a few coarse-clock ticks plus the slowness of a
+    // TCG guest on a loaded host (80 ms seen) stay far below it; a poll interval of seconds,
+    // or none, does not.
+    EXPECT_LT(ms, 2000.0);
     swy_request_h close_req = nullptr;
     swy_ep_close_nb(ep, SWY_EP_CLOSE_FORCE, &close_req);
     if (close_req != nullptr) swy_request_free(close_req);
