@@ -8,9 +8,9 @@
 # mean, of half round trips; it sends inline and busy-polls its CQ. swy-perf --test lat prints
 # the mean one-way time (latency_us) and half the median round trip (latency_median_us). So
 # avg goes with avg and median with typical. The programs run one after the other, never
-# together, in ROUNDS interleaved rounds, because on a shared TCG host the level moves between
-# minutes: only ratios inside one round mean much. Both programs pin their two processes to
-# cores 0 and 1 (taskset; swy-perf --cpus 0,1). Besides the means over the rounds, the best
+# together, in ROUNDS interleaved rounds (the order rotates from round to round), because on a
+# shared TCG host the level moves between minutes: only ratios inside one round mean much.
+# Both programs pin their two processes to cores 0 and 1 (taskset; swy-perf --cpus 0,1). Besides the means over the rounds, the best
 # round of each column is reported (../shared/design/MEASURING.md): a TCG guest on a loaded
 # host stalls whole rounds to the scheduler tick (medians of 4-6 ms), whichever program runs.
 #
@@ -74,18 +74,29 @@ header="round   ib_send_lat typical    avg"
 for v in $VARIANTS; do header="$header |  ${v%%=*} avg  median"; done
 echo "8 B one-way latency (us), $ITERS round trips each, programs one at a time:"
 echo "$header"
-for r in $(seq 1 "$ROUNDS"); do
-    line=
-    for HEAD in 1 2 4; do  # the server may not listen yet after its head start: retry
-        line=$(ib_lat "" -n "$ITERS" | awk -v r="$r" '$1 == 8 {printf "%-7s %19s %6s", r, $5, $6}')
-        [ -n "$line" ] && break
-    done
-    HEAD=1
-    [ -n "$line" ] || line=$(printf "%-7s %19s %6s" "$r" "?" "?")
-    for v in $VARIANTS; do
+# measure K: one program's figures into $TMP/fig.K (0: ib_send_lat, k: the k-th variant).
+measure() {
+    if [ "$1" = 0 ]; then
+        fig=
+        for HEAD in 1 2 4; do  # the server may not listen yet after its head start: retry
+            fig=$(ib_lat "" -n "$ITERS" | awk '$1 == 8 {printf "%19s %6s", $5, $6}')
+            [ -n "$fig" ] && break
+        done
+        HEAD=1
+        echo "${fig:-                  ?      ?}" > "$TMP/fig.0"
+    else
+        v=$(echo "$VARIANTS" | tr ' ' '\n' | sed -n "${1}p")
         fig=$(swy_lat "${v#*=}" "$ITERS" | awk -F, '{printf "%9.1f %7.1f", $4, $8}')
-        line="$line | ${fig:-        ?       ?}"
-    done
+        echo "${fig:-        ?       ?}" > "$TMP/fig.$1"
+    fi
+}
+NPROG=$(($(echo "$VARIANTS" | wc -w) + 1))
+for r in $(seq 1 "$ROUNDS"); do
+    # The order rotates from round to round, so no program always runs first or after the
+    # same one.
+    for i in $(seq 0 $((NPROG - 1))); do measure $(((i + r - 1) % NPROG)); done
+    line=$(printf "%-7s %s" "$r" "$(cat "$TMP/fig.0")")
+    for i in $(seq 1 $((NPROG - 1))); do line="$line | $(cat "$TMP/fig.$i")"; done
     echo "$line"
 done | tee "$TMP/rounds"
 # Means over the complete rounds, and the ratios the target is about (columns: 2 typical,
