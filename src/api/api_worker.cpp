@@ -141,6 +141,10 @@ swy_status_t swy_ep_query(swy_ep_h ep, swy_ep_attr_t* attr) {
     attr->fallback_protocol = "eager_bcopy";
     attr->connected = e->failed() ? 0 : 1;
     attr->cma = a.zcopy_cma ? 1 : 0;
+    attr->pio_inline_size = a.pio_inline_max;
+    attr->pio_dm_size = a.pio_dm_bytes;
+    attr->pio_credits = !a.pio ? 0 : a.pio_credits != 0 ? a.pio_credits : a.credits;
+    attr->pio_window = a.pio_window.c_str();
     return SWY_OK;
 }
 

@@ -117,9 +117,35 @@ constexpr ConfigVar kTable[] = {
     {"VERBS_MAX_INLINE", kSize, "256",
      "Largest header+payload the verbs transport asks a QP to send inline (the CPU writes it "
      "into the work request: PIO); the device may grant less. 0 disables inline sends."},
+    {"VERBS_SQ_DEPTH", kUnsigned, "256",
+     "Send queue depth (work requests) of each verbs queue pair, at least 16. RDMA chunks "
+     "that find it full wait in a backlog and are posted from progress."},
     {"VERBS_GID_INDEX", kString, "auto",
      "GID table index of the verbs port. \"auto\": a RoCE v2 GID with an IPv4-mapped "
      "address first, then any RoCE v2, RoCE v1 or InfiniBand GID."},
+    {"VERBS_DM_CELL_SIZE", kSize, "2K",
+     "Device-memory PIO of the verbs transport: size of one message cell (a multiple of 64 B, "
+     "at most SWY_VERBS_SEG_SIZE). An endpoint holding a slot stores messages above the inline "
+     "limit and up to this size into device memory; a slot has 4 cells."},
+    {"VERBS_DM_SLOTS", kUnsigned, "16",
+     "Device-memory PIO of the verbs transport: endpoints that get a slot of the adapter's "
+     "memory (first come first served; SWY_PIO_RESERVED of them only for endpoints created "
+     "with SWY_EP_FLAG_PIO_FIRST). Fewer if the device has less memory."},
+    {"VERBS_DM_EMULATE", kBool, "n",
+     "Testing aid, not for production: where the device has no device memory (rxe), host "
+     "memory registered like a bounce buffer stands in for it, so the device-memory send path "
+     "runs (all but ibv_memcpy_to_dm). swy-info and swy_ep_query say \"emulated\"."},
+    {"VERBS_RCACHE", kString, "auto",
+     "Registration cache of the verbs transport: \"auto\" caches registrations and checks "
+     "on every reuse, in /proc/self/pagemap, that the same physical pages still back the "
+     "buffer (needs CAP_SYS_ADMIN to see them; without it, as with \"off\", every rendezvous "
+     "registers its buffer per transfer)."},
+    {"VERBS_RCACHE_MAX", kSize, "256M",
+     "Bytes the verbs registration cache may keep pinned; unused registrations are evicted "
+     "least recently used first, and a transfer that does not fit is registered on its own."},
+    {"VERBS_RCACHE_ENTRIES", kUnsigned, "128",
+     "Registrations the verbs registration cache may keep, at most (evicted as for "
+     "SWY_VERBS_RCACHE_MAX)."},
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/rdma_register.h"
 #include "core/worker.h"
 #include "memtypes/registry.h"
 #include "protocols/select.h"
@@ -106,8 +107,9 @@ void Endpoint::wire(std::unique_ptr<tl::Endpoint> lane, uint16_t iface_index) {
         device_caps.pio = false;
         device_caps.pio_max = 0;
         device_caps.cma = false;
-        // RDMA reaches device memory only through dma-buf registration (verbs probes it).
-        device_caps.rdma = caps.rdma && a.rdma_device_memory;
+        // RDMA reaches device memory only through dma-buf registration (verbs probes it),
+        // and only memory types whose plugin exports a dma-buf (rdma_register.h).
+        device_caps.rdma = caps.rdma && rdma_reaches_device_memory(a, type, attr);
         device_caps.stage_fixed_s = attr.copy_latency_s;
         device_caps.stage_per_byte_s = 1.0 / attr.copy_bw_Bps;
         tables_[t] = proto::select_protocols(device_caps, costs, o);

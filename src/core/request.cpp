@@ -79,6 +79,7 @@ void RequestPool::reset(Request* r) {
     r->own_done = false;
     r->fin_received = false;
     r->fin_pending = false;
+    r->rdma_pending = false;
     r->rtr_received = false;
     r->fin_status = Status::kOk;
     r->source = {};

@@ -87,6 +87,7 @@ struct Request : proto::PostedReceive {
     bool own_done = false;
     bool fin_received = false;
     bool fin_pending = false;    ///< sender: FIN still to be sent (the lane was full)
+    bool rdma_pending = false;   ///< sender: verbs RDMA WRITEs not yet completed locally
     bool rtr_received = false;   ///< sender: a second RTR for one request is ignored
     Status fin_status = Status::kOk;
     tl::AmSource source{};       ///< where the RTS came from (receiver side)

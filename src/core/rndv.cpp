@@ -36,11 +36,17 @@ Status Endpoint::send_rts(Request* r) {
         case proto::ProtoId::kRndvPutCma: h.scheme = static_cast<uint32_t>(RndvScheme::kPut); break;
         default: h.scheme = static_cast<uint32_t>(RndvScheme::kPipeline); break;
     }
-    // Verbs RDMA (rndv_verbs.cpp): registers the buffer, sets the scheme and the rkey.
+    // Verbs RDMA (rndv_verbs.cpp): sets the scheme; GET registers the buffer for its rkey.
     if (r->proto >= static_cast<uint8_t>(proto::ProtoId::kRndvGetZcopy)) {
         worker_->prepare_rdma_rts(this, r, &h);
     }
-    return lane_->am_send(proto::kAmRndvRts, &h, sizeof(h), nullptr, 0);
+    const Status s = lane_->am_send(proto::kAmRndvRts, &h, sizeof(h), nullptr, 0);
+    // PUT registers only once its RTS is on the wire: the receiver registers its own buffer
+    // meanwhile, so the two registrations overlap instead of adding up.
+    if (s == Status::kOk && h.scheme == static_cast<uint32_t>(RndvScheme::kPutRdma)) {
+        worker_->register_put_source(r);
+    }
+    return s;
 }
 
 void Worker::handle_ats(const uint8_t* data, size_t length) {
@@ -177,8 +183,10 @@ void Worker::start_rndv_receive(Request* r, const proto::RtsHeader& rts, tl::AmS
     r->source = src;
     auto scheme = static_cast<RndvScheme>(rts.scheme);
     // Memory the CPU (and so CMA) must not touch takes the data through the pipeline, staged
-    // into it fragment by fragment with the memory type's copy.
-    if (!r->cpu_buffer && r->rndv_length != 0) scheme = RndvScheme::kPipeline;
+    // into it fragment by fragment with the memory type's copy. RDMA may still reach it (a
+    // dma-buf MR): start_rdma_receive decides, and falls back to the pipeline itself.
+    const bool rdma_scheme = scheme == RndvScheme::kGetRdma || scheme == RndvScheme::kPutRdma;
+    if (!r->cpu_buffer && r->rndv_length != 0 && !rdma_scheme) scheme = RndvScheme::kPipeline;
     if (scheme == RndvScheme::kGetRdma || scheme == RndvScheme::kPutRdma) {
         start_rdma_receive(r, rts, scheme);  // verbs (rndv_verbs.cpp)
         return;
@@ -411,6 +419,12 @@ unsigned Worker::progress_rndv() {
             // A split sender completes on the receiver's ATS (sent after our FIN), unless
             // the lane itself failed.
             if (r->split && error == Status::kOk) continue;
+            if (r->rdma_pending) {
+                // A verbs PUT's FIN went out (or failed): its WRITEs' completion ends the send
+                // (on_rdma_put_done), since until then the NIC still reads our buffer.
+                if (error != Status::kOk) r->rndv_status = error;
+                continue;
+            }
             r->local_done = r->remote_done = true;
             complete(r, error != Status::kOk ? error : r->rndv_status);
             continue;

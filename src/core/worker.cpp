@@ -1,5 +1,7 @@
 #include "core/worker.h"
 
+#include "core/verbs_costs.h"
+
 #include <algorithm>
 
 #include <poll.h>
@@ -144,6 +146,14 @@ Status Worker::open_verbs(std::string* why) {
     vc.rx_credits = static_cast<uint32_t>(
         std::min<uint64_t>(cfg.get_unsigned("VERBS_RX_CREDITS"), UINT32_MAX));
     vc.max_inline = static_cast<uint32_t>(std::min<size_t>(cfg.get_size("VERBS_MAX_INLINE"), 4096));
+    vc.costs = verbs_lane_costs(context_->costs());
+    // Clamped, not wrapped: open() rejects a depth below 16 with a clear message.
+    vc.sq_depth = static_cast<uint32_t>(
+        std::min<uint64_t>(cfg.get_unsigned("VERBS_SQ_DEPTH"), 1u << 20));
+    vc.dm_cell_size = cfg.get_size("VERBS_DM_CELL_SIZE");
+    vc.dm_slots = static_cast<uint32_t>(std::min<uint64_t>(cfg.get_unsigned("VERBS_DM_SLOTS"), 4096));
+    vc.dm_reserved = static_cast<uint32_t>(std::min<uint64_t>(cfg.get_unsigned("PIO_RESERVED"), 4096));
+    vc.dm_emulate = cfg.get_bool("VERBS_DM_EMULATE");
     const std::string gid = cfg.get_string("VERBS_GID_INDEX");
     if (gid != "auto") {
         char* end = nullptr;
@@ -154,6 +164,14 @@ Status Worker::open_verbs(std::string* why) {
         }
         vc.gid_index = static_cast<int>(v);
     }
+    const std::string rcache = cfg.get_string("VERBS_RCACHE");
+    if (rcache != "auto" && rcache != "off") {
+        *why = "SWY_VERBS_RCACHE must be auto or off";
+        return Status::kInvalidParam;
+    }
+    vc.rcache = rcache == "auto";
+    vc.rcache_limits.max_bytes = cfg.get_size("VERBS_RCACHE_MAX");
+    vc.rcache_limits.max_entries = cfg.get_unsigned("VERBS_RCACHE_ENTRIES");
     std::unique_ptr<tl::Interface> verbs;
     const auto index = static_cast<uint16_t>(ifaces_.size());
     std::string reason;
@@ -359,11 +377,14 @@ Status Worker::create_endpoint(const swy_ep_params_t& params, Endpoint** out, st
                                          want_pio, &lane, why);
     } else if (verbs_index_ >= 0 && remote.find(TransportId::kVerbs) != nullptr) {
         // Another host, or shm not enabled: RDMA before tcp. Inline sends are per QP (no
-        // shared window), so every verbs lane gets them and want_pio does not apply.
+        // shared window), so every verbs lane gets them; the device-memory PIO window is
+        // shared, handed out by the interface under the shm policy (reserved slots for
+        // SWY_EP_FLAG_PIO_FIRST, none for SWY_EP_FLAG_NO_PIO).
         const AddressSection* sec = remote.find(TransportId::kVerbs);
         iface_index = verbs_index_;
-        s = ifaces_[verbs_index_]->connect(remote.worker_uid, sec->bytes.data(),
-                                           sec->bytes.size(), true, &lane, why);
+        s = tl::verbs::connect(ifaces_[verbs_index_].get(), remote.worker_uid, sec->bytes.data(),
+                               sec->bytes.size(), (params.flags & SWY_EP_FLAG_NO_PIO) == 0,
+                               (params.flags & SWY_EP_FLAG_PIO_FIRST) != 0, &lane, why);
     } else if (tcp_index_ >= 0 && remote.find(TransportId::kTcp) != nullptr) {
         // Another host (or network namespace), or shm not enabled: the network.
         const AddressSection* sec = remote.find(TransportId::kTcp);

@@ -139,6 +139,8 @@ public:
                          Status why);
 
     size_t pio_granted() const { return pio_granted_; }
+    /// The verbs interface, null when it did not open (tests, tools: its registration cache).
+    const tl::Interface* verbs_interface() const { return verbs_; }
 
     /// The memory type a caller stated (UNKNOWN when params is null).
     static swy_memtype_t stated_memtype(const swy_request_params_t* params) {
@@ -163,9 +165,14 @@ public:
 
     /// A rendezvous send whose peer answered with RTR (put or pipeline): move the data.
     void start_rndv_send(Request* r);
-    /// Verbs rendezvous (rndv_verbs.cpp): register the send buffer of @p r and put the RDMA
-    /// scheme and rkey into its RTS; leaves the RTS as a pipeline one if registration fails.
+    /// Verbs rendezvous (rndv_verbs.cpp): put the RDMA scheme into the RTS of @p r when its
+    /// lane can do RDMA. GET also registers the send buffer (the RTS carries its rkey) and
+    /// leaves the RTS a pipeline one if that fails; a retried RTS reuses the registration.
     void prepare_rdma_rts(Endpoint* ep, Request* r, proto::RtsHeader* rts);
+    /// Verbs PUT (rndv_verbs.cpp): register the send buffer of @p r, called right after its
+    /// RTS was handed to the lane. If that fails the data goes through the lane when the RTR
+    /// comes (start_rdma_put), so a failure here is logged, never returned.
+    void register_put_source(Request* r);
 
 private:
     Worker(Context* context, const swy_worker_params_t* params);
@@ -206,8 +213,13 @@ private:
     void start_rdma_receive(Request* r, const proto::RtsHeader& rts, proto::RndvScheme scheme);
     void start_rdma_put(Request* r, uint32_t rkey);
     void release_rdma(Request* r);
+    Status register_rdma_buffer(tl::Endpoint* lane, const Request* r, const void* buffer,
+                                size_t length, unsigned access,
+                                std::unique_ptr<tl::MemoryRegistration>* out, std::string* why);
     static void on_rdma_get_done(void* arg, uint64_t cookie, Status status);
     static void on_rdma_put_done(void* arg, uint64_t cookie, Status status);
+    static void on_rdma_put_posted(void* arg, uint64_t cookie, Status status);
+    void send_put_fin(Request* r);
     struct RdmaRegistration {
         Request* request;
         uint64_t id;

@@ -23,6 +23,15 @@ constexpr Field kFields[] = {
     {"cell_overhead_s", &CostFigures::cell_overhead_s},
     {"pio_overhead_s", &CostFigures::pio_overhead_s},
     {"bcopy_overhead_s", &CostFigures::bcopy_overhead_s},
+    {"verbs_latency_s", &CostFigures::verbs_latency_s},
+    {"verbs_overhead_s", &CostFigures::verbs_overhead_s},
+    {"verbs_bw_Bps", &CostFigures::verbs_bw_Bps},
+    {"verbs_rdma_overhead_s", &CostFigures::verbs_rdma_overhead_s},
+    {"verbs_rdma_bw_Bps", &CostFigures::verbs_rdma_bw_Bps},
+    {"verbs_reg_s", &CostFigures::verbs_reg_s},
+    {"verbs_reg_Bps", &CostFigures::verbs_reg_Bps},
+    {"verbs_reg_hit_s", &CostFigures::verbs_reg_hit_s},
+    {"verbs_reg_hit_Bps", &CostFigures::verbs_reg_hit_Bps},
 };
 
 }  // namespace

@@ -18,6 +18,17 @@ struct CostFigures {
     double cell_overhead_s = 0.06e-6;   ///< per-cell cost of claiming, publishing, dispatching
     double pio_overhead_s = 0.02e-6;    ///< send overhead of a PIO store (no atomic claim)
     double bcopy_overhead_s = 0.05e-6;  ///< send overhead of a shared-FIFO claim
+    // Verbs lanes (RDMA): measured by `swy-info --calibrate` on the first usable port. The
+    // defaults are placeholders of a 10 Gb/s-class RoCE adapter, not a measurement.
+    double verbs_latency_s = 2e-6;        ///< one-way latency of a small SEND, less overhead
+    double verbs_overhead_s = 0.3e-6;     ///< sender CPU time per message (1 / message rate)
+    double verbs_bw_Bps = 1.25e9;         ///< eager SEND bandwidth
+    double verbs_rdma_overhead_s = 0.5e-6;  ///< posting one RDMA READ/WRITE and its completion
+    double verbs_rdma_bw_Bps = 1.25e9;    ///< RDMA READ/WRITE bandwidth of large transfers
+    double verbs_reg_s = 5e-6;            ///< ibv_reg_mr + ibv_dereg_mr, fixed part
+    double verbs_reg_Bps = 20e9;          ///< ... per byte (page pinning), as a rate
+    double verbs_reg_hit_s = 1e-6;        ///< a validated registration-cache hit, fixed part
+    double verbs_reg_hit_Bps = 200e9;     ///< ... per byte (page-frame check), as a rate
     bool from_file = false;             ///< true when loaded from a calibration file
     std::string source = "built-in defaults";
 

@@ -67,14 +67,23 @@ std::vector<Candidate> network_candidates(const LaneCaps& lane, const CostFigure
     if (lane.rndv) {
         const double handshake = 2 * L + 2 * o;  // RTS, and ATS or RTR
         if (lane.rdma) {
-            const double rdma = 1.0 / lane.rdma_bw_Bps + 2 * lane.reg_per_byte_s;
-            const double reg = 2 * lane.reg_fixed_s;
-            // GET: RTS, READ request and response, ATS.
+            const double wire_rdma = 1.0 / lane.rdma_bw_Bps;
+            // GET (docs/verbs.md, "Rendezvous"): the sender registers before its RTS can
+            // carry the key, the receiver registers when the RTS matched, READ request and
+            // response, ATS: both registrations are on the critical path.
             out.push_back({ProtoId::kRndvGetZcopy, 0, kMax,
-                           handshake + 2 * L + lane.rdma_overhead_s + reg, rdma});
-            // PUT: RTS, RTR, WRITE and its acknowledgement, FIN.
+                           handshake + 2 * L + lane.rdma_overhead_s + 2 * lane.reg_fixed_s,
+                           wire_rdma + 2 * lane.reg_per_byte_s});
+            // PUT: the RTS needs no key, so the sender registers while RTS and RTR fly
+            // (hidden: it takes no longer than the receiver's registration of the same size
+            // plus a round trip); RTR, WRITE and its acknowledgement, and a FIN posted right
+            // behind the WRITE on the same QP (placed in order), which costs one message
+            // overhead and no latency. One registration on the critical path instead of two,
+            // one message overhead more: PUT wins whenever a registration (or a validated
+            // cache hit) costs more than sending a message.
             out.push_back({ProtoId::kRndvPutZcopy, 0, kMax,
-                           handshake + 3 * L + o + lane.rdma_overhead_s + reg, rdma});
+                           handshake + 2 * L + o + lane.rdma_overhead_s + lane.reg_fixed_s,
+                           wire_rdma + lane.reg_per_byte_s});
         }
         out.push_back({ProtoId::kRndvPipeline, 0, kMax, handshake + L + o,
                        wire + 2 * copy + o / frag});

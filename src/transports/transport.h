@@ -41,6 +41,12 @@ struct LaneAttr {
     /// Largest header+payload of one PIO send when smaller than max_message (verbs: the QP's
     /// inline limit); 0: max_message.
     size_t pio_max_message = 0;
+    /// Lanes with two tiers of PIO say what each endpoint got (verbs: inline in the work
+    /// request, then cells of device memory; others leave these alone).
+    size_t pio_inline_max = 0;     ///< largest header+payload sent inline (0: not such a lane)
+    uint32_t pio_credits = 0;      ///< PIO sends in flight at once (device-memory cells); 0: credits
+    size_t pio_dm_bytes = 0;       ///< device memory this endpoint holds (0: none)
+    std::string pio_window;        ///< what it got and why, in words ("" for other lanes)
     bool rdma = false;             ///< RDMA READ/WRITE of registered memory (verbs rendezvous)
     bool rdma_device_memory = false;  ///< device memory (dma-buf) can be registered for RDMA
     LinearCost rdma_cost;          ///< one RDMA READ or WRITE of n bytes

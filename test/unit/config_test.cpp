@@ -59,7 +59,14 @@ TEST(ConfigTable, DeclaresEveryDocumentedVariableWithItsTypeAndDefault) {
         {"VERBS_SEG_SIZE", ConfigType::kSize, "8K"},
         {"VERBS_RX_CREDITS", ConfigType::kUnsigned, "64"},
         {"VERBS_MAX_INLINE", ConfigType::kSize, "256"},
+        {"VERBS_SQ_DEPTH", ConfigType::kUnsigned, "256"},
         {"VERBS_GID_INDEX", ConfigType::kString, "auto"},
+        {"VERBS_DM_CELL_SIZE", ConfigType::kSize, "2K"},
+        {"VERBS_DM_SLOTS", ConfigType::kUnsigned, "16"},
+        {"VERBS_DM_EMULATE", ConfigType::kBool, "n"},
+        {"VERBS_RCACHE", ConfigType::kString, "auto"},
+        {"VERBS_RCACHE_MAX", ConfigType::kSize, "256M"},
+        {"VERBS_RCACHE_ENTRIES", ConfigType::kUnsigned, "128"},
     };
     auto table = config_table();
     EXPECT_EQ(table.size(), std::size(expected));

@@ -7,45 +7,15 @@
 #include <vector>
 
 #include "transports/verbs/dm_pool.h"
+#include "verbs_fake_dm.h"
 
 using swy::Status;
 using swy::tl::verbs::DmDevice;
 using swy::tl::verbs::DmPool;
+using swy::tl::verbs::testing::FakeDm;
+using swy::tl::verbs::testing::FakeDmState;
 
 namespace {
-
-/// Device memory as a byte vector; records what the pool asked of it.
-struct FakeDmState {
-    size_t max = 0;
-    Status fail_allocate = Status::kOk;
-    size_t allocated = 0;
-    int releases = 0;
-    std::vector<uint8_t> memory;
-};
-
-class FakeDm final : public DmDevice {
-public:
-    explicit FakeDm(FakeDmState* s) : s_(s) {}
-    size_t max_size() const override { return s_->max; }
-    Status allocate(size_t length, std::string* why) override {
-        if (s_->fail_allocate != Status::kOk) {
-            *why = "fake: allocation refused";
-            return s_->fail_allocate;
-        }
-        s_->allocated = length;
-        s_->memory.assign(length, 0);
-        return Status::kOk;
-    }
-    Status write(size_t offset, const void* data, size_t length) override {
-        EXPECT_LE(offset + length, s_->memory.size()) << "pool wrote outside the region";
-        std::memcpy(s_->memory.data() + offset, data, length);
-        return Status::kOk;
-    }
-    void release() override { ++s_->releases; }
-
-private:
-    FakeDmState* s_;
-};
 
 std::unique_ptr<DmPool> make(FakeDmState* s, size_t slot, uint32_t slots, uint32_t reserved) {
     std::unique_ptr<DmPool> pool;

@@ -1,11 +1,11 @@
 // Protocol selection on a verbs lane (golden thresholds for the default figures): inline PIO,
-// bcopy through bounce buffers, RDMA rendezvous; device memory without dma-buf MRs is staged.
+// bcopy through bounce buffers, RDMA rendezvous (GET or PUT by registration cost); device memory without dma-buf MRs is staged.
 // A change to the verbs cost model that moves a threshold must fail here on purpose.
 #include <gtest/gtest.h>
 
 #include "protocols/select.h"
 #include "protocols/wire.h"
-#include "transports/verbs/lane_costs.h"
+#include "core/verbs_costs.h"
 
 using namespace swy;
 using proto::ProtoId;
@@ -15,11 +15,11 @@ namespace {
 /// The caps core::Endpoint derives for a verbs lane with a 256 B inline limit and 8 KiB buffers.
 proto::LaneCaps verbs_caps() {
     tl::LaneAttr a;
-    const tl::verbs::LaneCosts costs = tl::verbs::default_lane_costs();
+    const tl::verbs::LaneCosts costs = core::verbs_lane_costs(proto::CostFigures{});
     a.send_cost = costs.send;
     a.rdma = true;
     a.rdma_cost = costs.rdma;
-    a.reg_cost = costs.reg;
+    a.reg_cost = costs.expected_reg(false);
     proto::LaneCaps caps;
     caps.pio = true;
     caps.pio_max = 256 - sizeof(proto::EagerOnlyHeader);
@@ -31,14 +31,33 @@ proto::LaneCaps verbs_caps() {
 
 }  // namespace
 
-TEST(VerbsSelect, DefaultTableIsInlineThenBcopyThenRdmaGet) {
+TEST(VerbsSelect, DefaultTableIsInlineThenBcopyThenRdmaPut) {
+    // Built-in figures: a registration (5 us) costs more than a message (0.3 us), so PUT,
+    // which hides the sender's registration behind RTS and RTR, beats GET at every size.
     const proto::ProtoTable t = proto::select_protocols(verbs_caps(), {}, {});
     ASSERT_EQ(t.ranges().size(), 3u) << t.print();
     EXPECT_EQ(t.ranges()[0].proto, ProtoId::kEagerShort);
     EXPECT_EQ(t.ranges()[0].max_size, 248u);
     EXPECT_EQ(t.ranges()[1].proto, ProtoId::kEagerBcopy);
-    EXPECT_EQ(t.ranges()[1].max_size, 103545u);
-    EXPECT_EQ(t.ranges()[2].proto, ProtoId::kRndvGetZcopy);
+    EXPECT_EQ(t.ranges()[1].max_size, 56902u);
+    EXPECT_EQ(t.ranges()[2].proto, ProtoId::kRndvPutZcopy);
+}
+
+TEST(VerbsSelect, CheapRegistrationGivesGetThenPutWhereTheyCross) {
+    // A validated cache hit cheaper than a message overhead: GET (one message less) wins
+    // until the sender's per-byte check, which PUT hides, outweighs that message.
+    proto::LaneCaps caps = verbs_caps();
+    caps.reg_fixed_s = 0.1e-6;
+    caps.reg_per_byte_s = 1.0 / 1000e9;  // 1 ps per byte: they cross at 200 KB
+    const double o = caps.net_overhead_s;
+    const auto crossing = static_cast<size_t>((o - caps.reg_fixed_s) / caps.reg_per_byte_s);
+    const proto::ProtoTable t = proto::select_protocols(caps, {}, {});
+    bool saw_get = false;
+    for (const auto& r : t.ranges()) saw_get |= r.proto == ProtoId::kRndvGetZcopy;
+    ASSERT_TRUE(saw_get) << t.print();
+    EXPECT_EQ(t.lookup(crossing - 1000), ProtoId::kRndvGetZcopy) << t.print();
+    EXPECT_EQ(t.lookup(crossing + 1000), ProtoId::kRndvPutZcopy) << t.print();
+    EXPECT_EQ(t.lookup(size_t{1} << 30), ProtoId::kRndvPutZcopy) << t.print();
 }
 
 TEST(VerbsSelect, SchemeAndAllowListPickTheRdmaFlavour) {
@@ -78,5 +97,5 @@ TEST(VerbsSelect, DeviceMemoryWithoutDmabufNeverUsesRdma) {
     }
     EXPECT_EQ(t.lookup(64u << 20), ProtoId::kRndvPipeline);
     device.rdma = true;  // a device with dma-buf MRs
-    EXPECT_EQ(proto::select_protocols(device, {}, {}).lookup(64u << 20), ProtoId::kRndvGetZcopy);
+    EXPECT_EQ(proto::select_protocols(device, {}, {}).lookup(64u << 20), ProtoId::kRndvPutZcopy);
 }

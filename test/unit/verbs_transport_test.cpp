@@ -3,11 +3,15 @@
 // skips with a message: the verbs interface does not open there.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <linux/capability.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <thread>
 #include <cstring>
 #include <string>
@@ -15,7 +19,11 @@
 
 #include <switchyard/switchyard.h>
 
+#include "common/log.h"
 #include "core/address.h"
+#include "core/worker.h"
+#include "transports/verbs/page_identity.h"
+#include "transports/verbs/verbs_open.h"
 
 namespace {
 
@@ -25,6 +33,8 @@ struct Options {
     std::string scheme = "auto";
     std::string proto = "all";
 };
+/// More settings, by name without SWY_ ({"VERBS_SQ_DEPTH", "16"}).
+using Settings = std::vector<std::pair<std::string, std::string>>;
 
 /// One context + worker with SWY_TLS=verbs,self.
 struct Node {
@@ -32,12 +42,15 @@ struct Node {
     swy_worker_h worker = nullptr;
     std::vector<uint8_t> address;
 
-    explicit Node(const Options& o = {}) {
+    explicit Node(const Options& o = {}, const Settings& extra = {}) {
         swy_config_h cfg = nullptr;
         EXPECT_EQ(swy_config_read(&cfg), SWY_OK);
         swy_config_set(cfg, "TLS", "verbs,self");
         swy_config_set(cfg, "RNDV_SCHEME", o.scheme.c_str());
         swy_config_set(cfg, "PROTO", o.proto.c_str());
+        for (const auto& [name, value] : extra) {
+            EXPECT_EQ(swy_config_set(cfg, name.c_str(), value.c_str()), SWY_OK) << name;
+        }
         swy_context_params_t cp{cfg};
         EXPECT_EQ(swy_context_create(&cp, &ctx), SWY_OK);
         swy_config_release(cfg);
@@ -139,6 +152,36 @@ void transfer(swy_ep_h ep, Node& a, Node& b, size_t n, uint32_t seed, const char
     for (size_t i = 0; i < 64; ++i) ASSERT_EQ(dst[n + i], 0xEE) << "guard byte " << i;
 }
 
+/// The registration cache of @p n's verbs interface (counters and whether it is active).
+swy::tl::verbs::RegCacheReport rcache_of(const Node& n) {
+    swy::tl::verbs::RegCacheReport r;
+    EXPECT_TRUE(swy::tl::verbs::reg_cache_report(
+        reinterpret_cast<const swy::core::Worker*>(n.worker)->verbs_interface(), &r));
+    return r;
+}
+
+/// Whether this process can see page frames, so the cache must be active (root in the VM).
+bool rcache_expected() {
+    std::string why;
+    return swy::tl::verbs::PagemapIdentity::open(&why) != nullptr;
+}
+
+/// Send @p n bytes from @p src to @p dst (both caller-owned) and check every byte of them.
+void send_between(swy_ep_h ep, Node& a, Node& b, const uint8_t* src, uint8_t* dst, size_t n,
+                  uint32_t seed) {
+    swy_request_h rr = nullptr, sr = nullptr;
+    ASSERT_GE(swy_tag_recv_nb(b.worker, dst, n, 77, ~0ull, nullptr, &rr), 0);
+    ASSERT_GE(swy_tag_send_nb(ep, src, n, 77, nullptr, &sr), 0);
+    ASSERT_EQ(finish(sr, a.worker, b.worker), SWY_OK);
+    ASSERT_EQ(finish(rr, b.worker, a.worker), SWY_OK);
+    ASSERT_EQ(first_bad(dst, n, seed), n) << "seed " << seed;
+}
+
+uint8_t* map_anonymous(size_t n) {
+    void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
+}
+
 }  // namespace
 
 TEST(VerbsTransport, EndpointReportsInlinePioAndCredits) {
@@ -195,6 +238,8 @@ TEST(VerbsTransport, BufferReallocatedAtTheSameAddressIsNeverReadThroughAStaleKe
                                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
         ASSERT_NE(src, MAP_FAILED);
         ASSERT_NE(dst, MAP_FAILED);
+        const auto before_a = rcache_of(a), before_b = rcache_of(b);
+        EXPECT_EQ(before_a.active, rcache_expected()) << before_a.reason;
         for (uint32_t round = 1; round <= 3; ++round) {
             fill(src, n, round);
             std::memset(dst, 0, n);
@@ -213,10 +258,396 @@ TEST(VerbsTransport, BufferReallocatedAtTheSameAddressIsNeverReadThroughAStaleKe
             ASSERT_EQ(mmap(dst, n, PROT_READ | PROT_WRITE,
                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0), dst);
         }
+        // With the cache, rounds 2 and 3 found the entries of round 1 and 2 stale (on both
+        // sides: the sender's buffer and the receiver's), and never hit.
+        const auto after_a = rcache_of(a), after_b = rcache_of(b);
+        if (after_a.active) {
+            EXPECT_EQ(after_a.stats.stale - before_a.stats.stale, 2u) << "sender";
+            EXPECT_EQ(after_b.stats.stale - before_b.stats.stale, 2u) << "receiver";
+            EXPECT_EQ(after_a.stats.hits - before_a.stats.hits, 0u);
+            EXPECT_EQ(after_b.stats.hits - before_b.stats.hits, 0u);
+        }
         munmap(src, n);
         munmap(dst, n);
         close_now(ep);
     }
+}
+
+TEST(VerbsTransport, RepeatedSendsFromOneBufferHitTheRegistrationCache) {
+    for (const char* scheme : {"get", "put"}) {
+        SCOPED_TRACE(scheme);
+        Node a({scheme, "all"}), b({scheme, "all"});
+        SKIP_WITHOUT_VERBS(a);
+        if (!rcache_of(a).active) GTEST_SKIP() << "cache off: " << rcache_of(a).reason;
+        swy_ep_h ep = connect(a.worker, b.address);
+        const size_t n = 1 << 20;
+        uint8_t* src = map_anonymous(n);
+        uint8_t* dst = map_anonymous(n);
+        ASSERT_NE(src, nullptr);
+        ASSERT_NE(dst, nullptr);
+        const auto before_a = rcache_of(a), before_b = rcache_of(b);
+        const uint32_t rounds = 5;
+        for (uint32_t round = 1; round <= rounds; ++round) {
+            fill(src, n, round);
+            std::memset(dst, 0, n);
+            send_between(ep, a, b, src, dst, n, round);
+        }
+        // A range inside the registered one (not page-aligned at either end) hits too.
+        const size_t off = 100, len = n - 300;
+        fill(src + off, len, 9);
+        std::memset(dst + off, 0, len);
+        send_between(ep, a, b, src + off, dst + off, len, 9);
+        const auto after_a = rcache_of(a), after_b = rcache_of(b);
+        EXPECT_EQ(after_a.stats.hits - before_a.stats.hits, rounds) << "sender";
+        EXPECT_EQ(after_b.stats.hits - before_b.stats.hits, rounds) << "receiver";
+        EXPECT_EQ(after_a.stats.misses - before_a.stats.misses, 1u);
+        EXPECT_EQ(after_b.stats.misses - before_b.stats.misses, 1u);
+        EXPECT_EQ(after_a.stats.stale, before_a.stats.stale);
+        EXPECT_EQ(after_b.stats.stale, before_b.stats.stale);
+        munmap(src, n);
+        munmap(dst, n);
+        close_now(ep);
+    }
+}
+
+TEST(VerbsTransport, CacheOffRegistersEveryTransferAndNeverHits) {
+    const Settings off{{"VERBS_RCACHE", "off"}};
+    Node a({"get", "all"}, off), b({"get", "all"}, off);
+    SKIP_WITHOUT_VERBS(a);
+    const auto before = rcache_of(a);
+    EXPECT_FALSE(before.active);
+    EXPECT_EQ(before.reason, "SWY_VERBS_RCACHE=off");
+    swy_ep_h ep = connect(a.worker, b.address);
+    const size_t n = 1 << 20;
+    uint8_t* src = map_anonymous(n);
+    uint8_t* dst = map_anonymous(n);
+    ASSERT_NE(src, nullptr);
+    ASSERT_NE(dst, nullptr);
+    for (uint32_t round = 1; round <= 3; ++round) {
+        fill(src, n, round);
+        std::memset(dst, 0, n);
+        send_between(ep, a, b, src, dst, n, round);
+    }
+    const auto after_a = rcache_of(a), after_b = rcache_of(b);
+    EXPECT_EQ(after_a.stats.hits, 0u);
+    EXPECT_EQ(after_a.stats.uncached - before.stats.uncached, 3u) << "one per transfer";
+    EXPECT_EQ(after_b.stats.hits, 0u);
+    EXPECT_EQ(after_b.stats.entries, 0u);
+    munmap(src, n);
+    munmap(dst, n);
+    close_now(ep);
+}
+
+TEST(VerbsTransport, UnknownRcacheModeIsRejectedAtWorkerCreation) {
+    swy_config_h cfg = nullptr;
+    ASSERT_EQ(swy_config_read(&cfg), SWY_OK);
+    swy_config_set(cfg, "TLS", "verbs,self");
+    swy_config_set(cfg, "VERBS_RCACHE", "sometimes");
+    swy_context_params_t cp{cfg};
+    swy_context_h ctx = nullptr;
+    ASSERT_EQ(swy_context_create(&cp, &ctx), SWY_OK);
+    swy_config_release(cfg);
+    swy_worker_params_t wp{SWY_THREAD_MODE_SINGLE};
+    swy_worker_h worker = nullptr;
+    EXPECT_EQ(swy_worker_create(ctx, &wp, &worker), SWY_ERR_INVALID_PARAM);
+    if (worker != nullptr) swy_worker_destroy(worker);
+    swy_context_destroy(ctx);
+}
+
+TEST(VerbsTransport, PagesDroppedByMadviseAreRegisteredAfreshAndFirstTouchedByTheDevice) {
+    for (const char* scheme : {"get", "put"}) {
+        SCOPED_TRACE(scheme);
+        Node a({scheme, "all"}), b({scheme, "all"});
+        SKIP_WITHOUT_VERBS(a);
+        swy_ep_h ep = connect(a.worker, b.address);
+        const size_t n = 1 << 20;
+        uint8_t* src = map_anonymous(n);
+        uint8_t* dst = map_anonymous(n);
+        ASSERT_NE(src, nullptr);
+        ASSERT_NE(dst, nullptr);
+        fill(src, n, 1);
+        std::memset(dst, 0, n);
+        send_between(ep, a, b, src, dst, n, 1);
+        const auto before_a = rcache_of(a), before_b = rcache_of(b);
+        // Both buffers lose their pages (the cached registrations still pin the old ones).
+        // The sender writes new pages; the receiver's pages stay absent until the device
+        // writes into them through the new registration (which faults them in).
+        ASSERT_EQ(madvise(src, n, MADV_DONTNEED), 0);
+        ASSERT_EQ(madvise(dst, n, MADV_DONTNEED), 0);
+        fill(src, n, 2);
+        send_between(ep, a, b, src, dst, n, 2);
+        const auto after_a = rcache_of(a), after_b = rcache_of(b);
+        if (after_a.active) {
+            EXPECT_EQ(after_a.stats.stale - before_a.stats.stale, 1u) << "sender";
+            EXPECT_EQ(after_b.stats.stale - before_b.stats.stale, 1u) << "receiver";
+            EXPECT_EQ(after_a.stats.hits, before_a.stats.hits);
+            EXPECT_EQ(after_b.stats.hits, before_b.stats.hits);
+        }
+        munmap(src, n);
+        munmap(dst, n);
+        close_now(ep);
+    }
+}
+
+TEST(VerbsTransport, ForkedChildWritingTheBufferNeverChangesWhatTheParentSends) {
+    Node a({"get", "all"}), b({"get", "all"});
+    SKIP_WITHOUT_VERBS(a);
+    swy_ep_h ep = connect(a.worker, b.address);
+    const size_t n = 1 << 20;
+    uint8_t* src = map_anonymous(n);
+    uint8_t* dst = map_anonymous(n);
+    ASSERT_NE(src, nullptr);
+    ASSERT_NE(dst, nullptr);
+    fill(src, n, 1);
+    std::memset(dst, 0, n);
+    send_between(ep, a, b, src, dst, n, 1);
+    const auto before = rcache_of(a);
+    // Copy-on-write: the child writes its copy of the (registered, cached) buffer. Whichever
+    // side the kernel gives the pinned frames, the parent's next send must carry the parent's
+    // bytes: a hit if its pages stayed, a stale entry if they were copied.
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        fill(src, n, 3);
+        _exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    fill(src, n, 2);
+    std::memset(dst, 0, n);
+    send_between(ep, a, b, src, dst, n, 2);
+    const auto after = rcache_of(a);
+    if (after.active) {
+        EXPECT_EQ((after.stats.hits - before.stats.hits) + (after.stats.stale - before.stats.stale),
+                  1u);
+    }
+    munmap(src, n);
+    munmap(dst, n);
+    close_now(ep);
+}
+
+TEST(VerbsTransport, ManyPutsInFlightWithASmallSendQueueArriveByteForByte) {
+    // 8 x 4 MiB with a 16-WR send queue: 32 WRITE chunks of 1 MiB cannot all be posted at
+    // once, so most wait in the backlog, and each FIN is posted only behind its last chunk;
+    // FINs that find the queue or the credits taken are retried. A FIN that overtook a
+    // chunk would complete a receive whose tail is still 0xEE.
+    const Options o{"put", "all"};
+    const Settings small_queue{{"VERBS_SQ_DEPTH", "16"}};
+    Node a(o, small_queue), b(o, small_queue);
+    SKIP_WITHOUT_VERBS(a);
+    swy_ep_h ep = connect(a.worker, b.address);
+    transfer(ep, a, b, 16, 1, "warm-up");
+    constexpr size_t kCount = 8, kSize = 4 << 20;
+    std::vector<std::vector<uint8_t>> src(kCount), dst(kCount);
+    std::vector<swy_request_h> sends(kCount, nullptr), recvs(kCount, nullptr);
+    for (size_t i = 0; i < kCount; ++i) {
+        src[i].resize(kSize);
+        dst[i].assign(kSize + 64, 0xEE);
+        fill(src[i].data(), kSize, static_cast<uint32_t>(40 + i));
+        ASSERT_GE(swy_tag_recv_nb(b.worker, dst[i].data(), kSize, 700 + i, ~0ull, nullptr,
+                                  &recvs[i]), 0);
+    }
+    for (size_t i = 0; i < kCount; ++i) {
+        ASSERT_GE(swy_tag_send_nb(ep, src[i].data(), kSize, 700 + i, nullptr, &sends[i]), 0);
+    }
+    const auto end = Clock::now() + std::chrono::seconds(120);
+    size_t open = 2 * kCount;
+    std::vector<swy_status_t> send_st(kCount, SWY_INPROGRESS), recv_st(kCount, SWY_INPROGRESS);
+    std::vector<size_t> intact(kCount, 0);  // first wrong byte, when the receive completed
+    while (open > 0 && Clock::now() < end) {
+        swy_worker_progress(a.worker);
+        swy_worker_progress(b.worker);
+        open = 0;
+        for (size_t i = 0; i < kCount; ++i) {
+            if (send_st[i] == SWY_INPROGRESS && (send_st[i] = swy_request_test(sends[i])) ==
+                                                    SWY_INPROGRESS) {
+                ++open;
+            }
+            if (recv_st[i] != SWY_INPROGRESS) continue;
+            if ((recv_st[i] = swy_request_test(recvs[i])) == SWY_INPROGRESS) {
+                ++open;
+                continue;
+            }
+            // Checked the moment the receive completes, before the sender progresses again:
+            // chunks still in its backlog are posted only from its progress, so a FIN that
+            // overtook one shows here as a wrong tail.
+            intact[i] = first_bad(dst[i].data(), kSize, static_cast<uint32_t>(40 + i));
+        }
+    }
+    for (size_t i = 0; i < kCount; ++i) {
+        SCOPED_TRACE("message " + std::to_string(i));
+        EXPECT_EQ(send_st[i], SWY_OK);
+        EXPECT_EQ(recv_st[i], SWY_OK);
+        if (send_st[i] != SWY_INPROGRESS) swy_request_free(sends[i]);
+        if (recv_st[i] != SWY_INPROGRESS) swy_request_free(recvs[i]);
+        if (recv_st[i] != SWY_OK) continue;
+        EXPECT_EQ(intact[i], kSize) << "the receive completed before its data was placed";
+        EXPECT_EQ(first_bad(dst[i].data(), kSize, static_cast<uint32_t>(40 + i)), kSize);
+        for (size_t g = 0; g < 64; ++g) ASSERT_EQ(dst[i][kSize + g], 0xEE) << "guard " << g;
+    }
+    // The connection still works after the backlog drained.
+    transfer(ep, a, b, (1 << 20) + 3, 60, "after the burst");
+    close_now(ep);
+}
+
+TEST(VerbsTransport, PutAroundTheRendezvousThresholdByteForByte) {
+    for (const size_t n : {size_t{1} << 10, size_t{64} << 10}) {
+        SCOPED_TRACE("SWY_RNDV_THRESH=" + std::to_string(n));
+        const Options o{"put", "all"};
+        const Settings thresh{{"RNDV_THRESH", std::to_string(n)}};
+        Node a(o, thresh), b(o, thresh);
+        SKIP_WITHOUT_VERBS(a);
+        swy_ep_h ep = connect(a.worker, b.address);
+        // The table must switch to the RDMA WRITE protocol exactly at the threshold.
+        std::vector<char> table(16384);
+        ASSERT_EQ(swy_ep_print_protocols(ep, SWY_MEMTYPE_HOST, table.data(), table.size()),
+                  SWY_OK);
+        const std::string text(table.data());
+        EXPECT_NE(text.find("rndv_put_zcopy"), std::string::npos) << text;
+        EXPECT_NE(text.find("[SWY_RNDV_THRESH]"), std::string::npos) << text;
+        uint32_t seed = 80;
+        for (size_t size : {n - 1, n, n + 1}) transfer(ep, a, b, size, seed++, "put threshold");
+        close_now(ep);
+    }
+}
+
+namespace {
+
+/// Clear CAP_IPC_LOCK (effective, permitted, inheritable): from then on RLIMIT_MEMLOCK
+/// bounds what this process may pin, root or not.
+bool drop_ipc_lock() {
+    __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[2]{};
+    if (syscall(SYS_capget, &hdr, data) != 0) return false;
+    const uint32_t bit = 1u << (CAP_IPC_LOCK % 32);
+    data[CAP_IPC_LOCK / 32].effective &= ~bit;
+    data[CAP_IPC_LOCK / 32].permitted &= ~bit;
+    data[CAP_IPC_LOCK / 32].inheritable &= ~bit;
+    return syscall(SYS_capset, &hdr, data) == 0;
+}
+
+/// Bytes this process has pinned (VmPin of /proc/self/status: registered memory), or -1.
+long long pinned_bytes() {
+    FILE* f = fopen("/proc/self/status", "r");
+    if (f == nullptr) return -1;
+    char line[256];
+    long long kb = -1;
+    while (fgets(line, sizeof(line), f) != nullptr) {
+        if (std::sscanf(line, "VmPin: %lld kB", &kb) == 1) break;
+    }
+    fclose(f);
+    return kb < 0 ? -1 : kb * 1024;
+}
+
+bool send_all(swy_ep_h ep, swy_worker_h w, const uint8_t* p, size_t n, swy_tag_t tag) {
+    swy_request_h sr = nullptr;
+    if (swy_tag_send_nb(ep, p, n, tag, nullptr, &sr) < 0) return false;
+    return finish(sr, w, nullptr, 120) == SWY_OK;
+}
+
+}  // namespace
+
+TEST(VerbsTransport, PutWhoseSenderCannotRegisterPushesThroughTheLane) {
+    // The sender registers only after its RTS went out, so the receiver has already answered
+    // with its rkey when the sender finds it cannot register. Here that registration really
+    // fails: the sender is a child process without CAP_IPC_LOCK whose RLIMIT_MEMLOCK leaves
+    // 64 KiB above what its interface pinned (ib_umem_get: ENOMEM). The data must still
+    // arrive, every byte, and both requests complete with SWY_OK.
+    {
+        Node probe;
+        SKIP_WITHOUT_VERBS(probe);
+    }
+    char log_path[] = "/tmp/swy-put-reg-XXXXXX";
+    const int log_fd = mkstemp(log_path);
+    ASSERT_GE(log_fd, 0);
+    int p2c[2], c2p[2];
+    ASSERT_EQ(pipe(p2c), 0);
+    ASSERT_EQ(pipe(c2p), 0);
+    constexpr size_t kBig = 4 << 20, kOdd = (1 << 20) + 3;
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        // Before the device is opened: uverbs refuses write() commands (rxe posts sends with
+        // them) from a process whose credentials changed since it opened the device.
+        if (!drop_ipc_lock()) _exit(6);
+        Node s({"put", "all"});
+        const uint32_t len = static_cast<uint32_t>(s.address.size());
+        if (write(c2p[1], &len, 4) != 4 || write(c2p[1], s.address.data(), len) != len) _exit(2);
+        uint32_t plen = 0;
+        if (read(p2c[0], &plen, 4) != 4) _exit(3);
+        std::vector<uint8_t> parent(plen);
+        if (read(p2c[0], parent.data(), plen) != static_cast<ssize_t>(plen)) _exit(4);
+        swy_ep_h ep = connect(s.worker, parent);
+        const uint8_t hello[16] = {1, 2, 3};
+        if (!send_all(ep, s.worker, hello, sizeof(hello), 1)) _exit(5);  // wires the QP
+        const long long pinned = pinned_bytes();
+        if (pinned < 0) _exit(6);
+        const rlimit lim{static_cast<rlim_t>(pinned + (64 << 10)),
+                         static_cast<rlim_t>(pinned + (64 << 10))};
+        if (setrlimit(RLIMIT_MEMLOCK, &lim) != 0) _exit(7);
+        std::vector<uint8_t> big(kBig), odd(kOdd);
+        fill(big.data(), kBig, 21);
+        fill(odd.data(), kOdd, 22);
+        // mlock is bounded by the same limit: proof that registering 4 MiB must fail now.
+        if (mlock(big.data(), kBig) == 0) _exit(8);
+        dup2(log_fd, 2);
+        swy::common::set_log_level(swy::common::LogLevel::kInfo);
+        if (!send_all(ep, s.worker, big.data(), kBig, 2)) _exit(9);
+        if (!send_all(ep, s.worker, odd.data(), kOdd, 3)) _exit(10);
+        _exit(0);
+    }
+    Node r({"put", "all"});
+    uint32_t len = 0;
+    ASSERT_EQ(read(c2p[0], &len, 4), 4);
+    std::vector<uint8_t> peer(len);
+    ASSERT_EQ(read(c2p[0], peer.data(), len), static_cast<ssize_t>(len));
+    const uint32_t mylen = static_cast<uint32_t>(r.address.size());
+    ASSERT_EQ(write(p2c[1], &mylen, 4), 4);
+    ASSERT_EQ(write(p2c[1], r.address.data(), mylen), static_cast<ssize_t>(mylen));
+
+    uint8_t hello[16] = {};
+    std::vector<uint8_t> big(kBig + 64, 0xEE), odd(kOdd + 64, 0xEE);
+    swy_request_h rh = nullptr, rb = nullptr, ro = nullptr;
+    ASSERT_GE(swy_tag_recv_nb(r.worker, hello, sizeof(hello), 1, ~0ull, nullptr, &rh), 0);
+    ASSERT_GE(swy_tag_recv_nb(r.worker, big.data(), kBig, 2, ~0ull, nullptr, &rb), 0);
+    ASSERT_GE(swy_tag_recv_nb(r.worker, odd.data(), kOdd, 3, ~0ull, nullptr, &ro), 0);
+    EXPECT_EQ(finish(rh, r.worker, nullptr, 120), SWY_OK);
+    EXPECT_EQ(finish(rb, r.worker, nullptr, 120), SWY_OK);
+    EXPECT_EQ(finish(ro, r.worker, nullptr, 120), SWY_OK);
+    // Keep answering (credits) until the sender is through.
+    int status = -1;
+    const auto end = Clock::now() + std::chrono::seconds(120);
+    while (waitpid(child, &status, WNOHANG) == 0 && Clock::now() < end) {
+        swy_worker_progress(r.worker);
+    }
+    if (!WIFEXITED(status)) {
+        kill(child, SIGKILL);
+        waitpid(child, &status, 0);
+    }
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "sender exited with status " << status << " (see the _exit codes in the child)";
+    EXPECT_EQ(hello[0], 1);
+    EXPECT_EQ(first_bad(big.data(), kBig, 21), kBig);
+    EXPECT_EQ(first_bad(odd.data(), kOdd, 22), kOdd);
+    for (size_t g = 0; g < 64; ++g) {
+        ASSERT_EQ(big[kBig + g], 0xEE) << "guard " << g;
+        ASSERT_EQ(odd[kOdd + g], 0xEE) << "guard " << g;
+    }
+    // The sender really took the fallback (both puts), not RDMA WRITE.
+    std::string log;
+    char buf[4096];
+    ssize_t got;
+    lseek(log_fd, 0, SEEK_SET);
+    while ((got = read(log_fd, buf, sizeof(buf))) > 0) log.append(buf, static_cast<size_t>(got));
+    size_t fallbacks = 0;
+    for (size_t at = 0; (at = log.find("pushed through the lane", at)) != std::string::npos; ++at) {
+        ++fallbacks;
+    }
+    EXPECT_EQ(fallbacks, 2u) << log;
+    close(log_fd);
+    unlink(log_path);
+    for (int fd : {p2c[0], p2c[1], c2p[0], c2p[1]}) close(fd);
 }
 
 TEST(VerbsTransport, PeerDeathFailsOnlyThatEndpoint) {

@@ -7,7 +7,9 @@
 #
 # Outside the VM it starts the VM and runs itself there; exit 77 (skip) when it cannot. Inside:
 #   1. the device tests of unit_tests (Verbs*: eager, rendezvous get/put/pipeline, a buffer
-#      re-mapped at the same address, peer death), byte for byte;
+#      re-mapped at the same address, the registration cache, peer death, device-memory PIO
+#      emulated), byte for byte; then swy-info --calibrate and the selection table from the
+#      figures it measured (used by the runs below);
 #   2. swy-perf --tls verbs,self --check: latency 0 B .. 64 MiB and bandwidth, two processes;
 #   3. forced protocols (SWY_PROTO, SWY_RNDV_SCHEME, SWY_RNDV_THRESH) around the thresholds;
 #   4. perftest's ib_send_lat / ib_write_bw / ib_read_bw in the same VM and the ratios
@@ -28,7 +30,7 @@ if [ "${RXE_VM:-}" != 1 ]; then
         echo "run-vm.sh: SKIP: $VM not found (no Soft-RoCE VM on this machine)"
         exit 77
     fi
-    for bin in unit_tests swy-perf; do
+    for bin in unit_tests swy-perf swy-info; do
         if [ ! -x "$BUILD/bin/$bin" ]; then
             echo "run-vm.sh: SKIP: $BUILD/bin/$bin not built"
             exit 77
@@ -65,6 +67,17 @@ perf() { timeout 600 "$PERF" --tls verbs,self --check "$@"; }
 step "device unit tests"
 check "unit_tests Verbs*" timeout 600 "$BUILD/bin/unit_tests" --gtest_filter='Verbs*' --gtest_brief=1
 
+step "calibration: this VM's verbs lane, and the selection table from the measured figures"
+# The selector's verbs figures (latency, overhead, bandwidths, registration and cache-hit
+# costs) are measured here, so the table below is what this device gets; the runs that
+# follow use it (SWY_CALIBRATION_FILE) unless they force a protocol.
+CAL="$BUILD/verbs-calibration.conf"
+check "swy-info --calibrate" timeout 600 "$BUILD/bin/swy-info" --calibrate --output "$CAL"
+if [ -s "$CAL" ]; then
+    export SWY_CALIBRATION_FILE="$CAL"
+    check "swy-info --proto --tls verbs (calibrated)" "$BUILD/bin/swy-info" --proto --tls verbs
+fi
+
 if [ "$QUICK" = --quick ]; then
     LAT_SIZES=0,1,8,248,249,8176,8177,65536,1M,4M
     BW_SIZES=8,64K,1M
@@ -90,9 +103,22 @@ check "SWY_PROTO=eager_bcopy" env SWY_PROTO=eager_bcopy \
 check "SWY_RNDV_THRESH=1K" env SWY_RNDV_THRESH=1K \
     timeout 600 "$PERF" --tls verbs,self --check --sizes 1023,1024,1025 --iters 3 --warmup 1
 
+step "device-memory PIO (emulated: rxe has no device memory), two processes"
+# Sizes around the inline limit (248 B payload) and the 2 KiB cell (2040 B payload).
+check "SWY_VERBS_DM_EMULATE=y" env SWY_VERBS_DM_EMULATE=y \
+    timeout 600 "$PERF" --tls verbs,self --check --sizes 247,248,249,2039,2040,2041,8177 \
+    --iters 20 --warmup 2
+check "SWY_VERBS_DM_EMULATE=y bw" env SWY_VERBS_DM_EMULATE=y \
+    timeout 600 "$PERF" --tls verbs,self --check --test bw --sizes 1K,2040 --iters 4 --warmup 1 \
+    --window 32
+
 if [ -x "$BUILD/verbs_reg_cost" ]; then
     step "registration cost (per transfer and side, no cache)"
     timeout 120 "$BUILD/verbs_reg_cost"
+fi
+if [ -x "$BUILD/bin/verbs_rcache_cost" ]; then
+    step "registration cache: register+deregister vs validated hit"
+    timeout 300 "$BUILD/bin/verbs_rcache_cost"
 fi
 
 step "comparison with perftest (same VM, same device)"

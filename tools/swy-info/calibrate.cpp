@@ -1,4 +1,5 @@
 // "--calibrate": measure this host, write the calibration file, show what it changes.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -58,8 +59,38 @@ void warn_if_busy() {
     }
 }
 
+/// The verbs steps, when an RDMA port is usable (else the built-in verbs figures stay).
+void measure_verbs_lane(const common::Config& config, proto::CostFigures* f) {
+    const std::string verbs = verbs_availability(config);
+    if (verbs.rfind("yes", 0) != 0) {
+        std::printf("  verbs: not measured (%s)\n", verbs.c_str());
+        return;
+    }
+    std::printf("  verbs (%s; swy-perf, two processes, protocols forced):\n", verbs.c_str() + 5);
+    begin_step("verbs: 8 B latency, 8 B message rate, bandwidth");
+    std::fflush(stdout);
+    const VerbsFigures v = measure_verbs(config, f->memcpy_bw_Bps);
+    std::printf("done\n");
+    begin_step("verbs one-way latency (less overhead)");
+    end_step(v.latency_s, kMicros, &f->verbs_latency_s);
+    begin_step("verbs send overhead (1 / 8 B message rate)");
+    end_step(v.overhead_s, kMicros, &f->verbs_overhead_s);
+    begin_step("verbs eager bandwidth (64 KiB eager_bcopy)");
+    end_step(v.bw_Bps, kGBps, &f->verbs_bw_Bps);
+    begin_step("verbs RDMA bandwidth (4 MiB GET)");
+    end_step(v.rdma_bw_Bps, kGBps, &f->verbs_rdma_bw_Bps);
+    begin_step("verbs registration, fixed (4 KiB .. 16 MiB)");
+    end_step(v.reg_s, kMicros, &f->verbs_reg_s);
+    begin_step("verbs registration rate (page pinning)");
+    end_step(v.reg_Bps, kGBps, &f->verbs_reg_Bps);
+    begin_step("verbs registration-cache hit, fixed");
+    end_step(v.hit_s, kMicros, &f->verbs_reg_hit_s);
+    begin_step("verbs registration-cache hit rate (page check)");
+    end_step(v.hit_Bps, kGBps, &f->verbs_reg_hit_Bps);
+}
+
 /// Run every measurement; @p f starts as the built-in figures and receives the measured ones.
-void measure_all(proto::CostFigures* f) {
+void measure_all(const common::Config& config, proto::CostFigures* f) {
     const CpuPair cpus = pick_cpus();
     if (cpus.peer >= 0) {
         std::printf("Calibrating: two-process tests pin the processes to CPUs %d and %d.\n",
@@ -95,6 +126,7 @@ void measure_all(proto::CostFigures* f) {
     begin_step("cell overhead (receive-side dispatch)");
     end_step(Measured::failed("not measured: needs the real receive path"), kNanos,
              &f->cell_overhead_s);
+    measure_verbs_lane(config, f);
 }
 
 /// Where to write: --output, else SWY_CALIBRATION_FILE, else the default path.
@@ -127,7 +159,7 @@ int run_calibrate(const Args& args) {
     const std::string loaded_by_default = output_path(Args{}, config);
     const double t0 = now_s();
     proto::CostFigures figures;  // built-in values: what is not measured stays as it is
-    measure_all(&figures);
+    measure_all(config, &figures);
     if (!make_parent_dir(path, &error) || figures.save(path, &error) != Status::kOk) {
         std::fprintf(stderr, "swy-info: %s\n", error.empty() ? ("cannot write " + path).c_str()
                                                              : error.c_str());
@@ -146,6 +178,9 @@ int run_calibrate(const Args& args) {
     std::printf("Cost figures read back from %s\n", context->costs().source.c_str());
     print_cost_figures(context->costs());
     int rc = print_lane_tables(*context, "shm");
+    if (verbs_availability(config).rfind("yes", 0) == 0) {
+        rc = std::max(rc, print_lane_tables(*context, "verbs"));
+    }
     delete context;
     if (path != loaded_by_default) {
         std::printf("\nNote: the library reads %s by default; set SWY_CALIBRATION_FILE=%s to "

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "common/config.h"
 #include "peer.h"
 
 namespace swy::info {
@@ -52,5 +53,16 @@ struct ClaimFigures {
     Measured bcopy_s;
 };
 ClaimFigures measure_claim_overheads();
+
+/// Verbs lane figures, for the first usable RDMA port: one-way latency (less the overhead)
+/// and sender overhead of 8 B sends, eager SEND bandwidth (the wire's part of a 64 KiB
+/// eager_bcopy stream, given @p memcpy_bw_Bps), RDMA bandwidth (a 4 MiB GET stream), and
+/// registration costs (miss, and a validated cache hit where the cache can run). Runs
+/// swy-perf, which must sit beside swy-info.
+struct VerbsFigures {
+    Measured latency_s, overhead_s, bw_Bps, rdma_bw_Bps;
+    Measured reg_s, reg_Bps, hit_s, hit_Bps;
+};
+VerbsFigures measure_verbs(const common::Config& config, double memcpy_bw_Bps);
 
 }  // namespace swy::info

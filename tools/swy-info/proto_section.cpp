@@ -17,7 +17,7 @@
 #include "text.h"
 #include "transports/cma/cma.h"
 #include "transports/shm/ring.h"
-#include "transports/verbs/lane_costs.h"
+#include "core/verbs_costs.h"
 #include "transports/verbs/verbs_open.h"
 
 namespace swy::info {
@@ -207,11 +207,18 @@ int print_verbs_tables(const core::Context& context, const proto::SelectOverride
                                       .c_str());
     note_if_disabled(context, "verbs");
     tl::LaneAttr a;
-    const tl::verbs::LaneCosts costs = tl::verbs::default_lane_costs();
+    const tl::verbs::LaneCosts costs = core::verbs_lane_costs(context.costs());
     a.send_cost = costs.send;
     a.rdma = true;
     a.rdma_cost = costs.rdma;
-    a.reg_cost = costs.reg;
+    std::string rcache_why;
+    const bool rcache = tl::verbs::rcache_page_identity(verbs_config_from(cfg), &rcache_why) !=
+                        nullptr;
+    a.reg_cost = costs.expected_reg(rcache);
+    std::printf("  registration per side: %s\n",
+                rcache ? "a validated registration-cache hit (buffers reused)"
+                       : ("a full registration (registration cache off: " + rcache_why + ")")
+                             .c_str());
     proto::LaneCaps caps = caps_for(cfg, seg, inline_max > kOnlyHeaderBytes, false, true);
     if (caps.pio) {
         const size_t limit = cfg.get_size("PIO_MAX");
@@ -221,17 +228,31 @@ int print_verbs_tables(const core::Context& context, const proto::SelectOverride
     proto::set_rdma_lane_costs(a, &caps);
     print_table("endpoint (inline sends = PIO, bcopy through registered bounce buffers, "
                 "RDMA READ/WRITE rendezvous)", caps, context.costs(), o);
+    const bool dm = port != nullptr && (port->device_memory || cfg.get_bool("VERBS_DM_EMULATE"));
+    if (dm && caps.pio) {
+        // An endpoint holding a device-memory slot: PIO up to a cell (verbs_pio.cpp).
+        proto::LaneCaps with_dm = caps;
+        const size_t limit = cfg.get_size("PIO_MAX");
+        const size_t cell = std::min(cfg.get_size("VERBS_DM_CELL_SIZE"), seg);
+        const size_t pio = std::max(cell, inline_max) - kOnlyHeaderBytes;
+        with_dm.pio_max = limit == 0 ? pio : std::min(limit, pio);
+        print_table(port->device_memory
+                        ? "endpoint holding a device-memory slot (PIO up to a cell)"
+                        : "endpoint holding an EMULATED device-memory slot (SWY_VERBS_DM_EMULATE)",
+                    with_dm, context.costs(), o);
+    }
+    // dma-buf MRs: RDMA reaches dmabuf and CUDA memory (exported by their plugins) directly.
     const bool dmabuf = port != nullptr && port->dmabuf_mr;
     proto::LaneCaps device = caps;
     device.pio = false;
     device.pio_max = 0;
-    device.rdma = false;  // as the lane says (rdma_device_memory): dma-buf MRs are not used yet
+    device.rdma = dmabuf;  // as the lane says (rdma_device_memory)
     device.stage_fixed_s = static_cast<double>(cfg.get_time_ns("SIMDEV_LATENCY")) * 1e-9;
     device.stage_per_byte_s = 1.0 / cfg.get_double("SIMDEV_BW");
     const std::string caption =
-        std::string("sends from device memory (dma-buf; staging costs of SWY_SIMDEV_*): ") +
-        (dmabuf ? "the device takes dma-buf MRs, Switchyard does not register them yet: "
-                  "staged pipeline"
+        std::string("sends from device memory (dmabuf/cuda; staging costs of SWY_SIMDEV_*): ") +
+        (dmabuf ? "the device takes dma-buf MRs: RDMA rendezvous from the exported dma-buf "
+                  "(ibv_reg_dmabuf_mr), no staging"
                 : "no dma-buf MRs (" +
                       (port != nullptr ? port->dmabuf_reason : std::string("no device")) +
                       "): staged pipeline");

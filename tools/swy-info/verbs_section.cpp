@@ -1,5 +1,7 @@
 // Verbs part of the "Transports" section: the RDMA device ports start-up would see, the one
-// that would be opened, and what it can do (inline PIO size, device memory, dma-buf MRs).
+// that would be opened, and what it can do (inline PIO size, device memory, dma-buf MRs), and
+// whether rendezvous registrations are cached.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -15,8 +17,15 @@ tl::verbs::VerbsConfig verbs_config_from(const common::Config& config) {
     vc.seg_size = config.get_size("VERBS_SEG_SIZE");
     vc.rx_credits = static_cast<uint32_t>(config.get_unsigned("VERBS_RX_CREDITS"));
     vc.max_inline = static_cast<uint32_t>(config.get_size("VERBS_MAX_INLINE"));
+    vc.dm_cell_size = config.get_size("VERBS_DM_CELL_SIZE");
+    vc.dm_slots = static_cast<uint32_t>(config.get_unsigned("VERBS_DM_SLOTS"));
+    vc.dm_reserved = static_cast<uint32_t>(config.get_unsigned("PIO_RESERVED"));
+    vc.dm_emulate = config.get_bool("VERBS_DM_EMULATE");
     const std::string gid = config.get_string("VERBS_GID_INDEX");
     if (gid != "auto") vc.gid_index = std::atoi(gid.c_str());
+    vc.rcache = config.get_string("VERBS_RCACHE") != "off";
+    vc.rcache_limits.max_bytes = config.get_size("VERBS_RCACHE_MAX");
+    vc.rcache_limits.max_entries = config.get_unsigned("VERBS_RCACHE_ENTRIES");
     return vc;
 }
 
@@ -30,9 +39,37 @@ std::string verbs_availability(const common::Config& config) {
     return "no: no selected ACTIVE port (see below)";
 }
 
+namespace {
+
+/// The device-memory PIO window an interface on @p p would hand out, and to whom.
+std::string dm_window_text(const tl::verbs::VerbsConfig& vc, const tl::verbs::PortInfo& p) {
+    const bool emulated = !p.device_memory && vc.dm_emulate;
+    if (!p.device_memory && !emulated) {
+        return "inline only (no device memory; SWY_VERBS_DM_EMULATE=y emulates it for tests)";
+    }
+    const size_t slot = vc.dm_cell_size * tl::verbs::kDmCellsPerSlot;
+    // As many whole slots as the device holds (DmPool::create).
+    const size_t slots = emulated ? vc.dm_slots
+                                  : std::min<size_t>(vc.dm_slots, p.max_dm_size / slot);
+    const size_t reserved = std::min<size_t>(vc.dm_reserved, slots);
+    return std::string(emulated ? "EMULATED in host memory (SWY_VERBS_DM_EMULATE, a testing "
+                                  "aid): "
+                                : "device memory: ") +
+           std::to_string(slots) + " slots (SWY_VERBS_DM_SLOTS) of " +
+           std::to_string(tl::verbs::kDmCellsPerSlot) + " cells x " +
+           std::to_string(vc.dm_cell_size) + " B (SWY_VERBS_DM_CELL_SIZE) = " +
+           std::to_string(slots * slot) + " B; one slot per endpoint, first come first served, " +
+           std::to_string(reserved) +
+           " kept for SWY_EP_FLAG_PIO_FIRST (SWY_PIO_RESERVED); the others send inline only "
+           "(swy_ep_query: pio_window)";
+}
+
+}  // namespace
+
 void print_verbs_ports(const common::Config& config) {
     std::string why;
-    const auto ports = tl::verbs::probe(verbs_config_from(config), &why);
+    const tl::verbs::VerbsConfig vc = verbs_config_from(config);
+    const auto ports = tl::verbs::probe(vc, &why);
     std::printf("\n  verbs devices (SWY_NET_DEVICES selects; the first usable port is opened)\n");
     if (ports.empty()) {
         std::printf("    none: %s\n", why.c_str());
@@ -52,7 +89,18 @@ void print_verbs_ports(const common::Config& config) {
             p.dmabuf_mr ? "yes" + (p.dmabuf_reason.empty() ? "" : " (" + p.dmabuf_reason + ")")
                         : "no: " + p.dmabuf_reason +
                               " (device memory rendezvous uses the staged pipeline)";
+        std::printf("      PIO window           %s\n", dm_window_text(vc, p).c_str());
         std::printf("      dma-buf MRs          %s\n", dmabuf.c_str());
+    }
+    // Decided per process (pagemap visibility), not per port: printed once.
+    std::string rcache_why;
+    if (tl::verbs::rcache_page_identity(vc, &rcache_why) != nullptr) {
+        std::printf("    registration cache   on: hits validated by page frames, at most %zu "
+                    "entries / %zu B pinned (SWY_VERBS_RCACHE_ENTRIES, SWY_VERBS_RCACHE_MAX)\n",
+                    vc.rcache_limits.max_entries, vc.rcache_limits.max_bytes);
+    } else {
+        std::printf("    registration cache   off: %s; rendezvous registers per transfer\n",
+                    rcache_why.c_str());
     }
 }
 

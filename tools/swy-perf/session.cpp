@@ -187,11 +187,20 @@ void Session::close() {
 std::string Session::describe() const {
     swy_ep_attr_t attr{};
     if (!ep_ || swy_ep_query(ep_, &attr) != SWY_OK) return {};
-    char line[256];
+    char line[512];
     std::snprintf(line, sizeof line, "# transport %s, pio %s, credits %u%s, pio_max %zu B",
                   attr.transport ? attr.transport : "?", attr.pio ? "yes" : "no", attr.credits,
                   attr.credits_shared ? " (shared)" : "", attr.pio_max_size);
-    return line;
+    std::string text = line;
+    if (attr.pio_window != nullptr && attr.pio_window[0] != '\0') {
+        // Two-tier PIO (verbs): inline, then device memory if the endpoint got a slot.
+        std::snprintf(line, sizeof line,
+                      "\n# pio: inline %zu B, device memory %zu B, %u in flight; %s",
+                      attr.pio_inline_size, attr.pio_dm_size, attr.pio_credits,
+                      attr.pio_window);
+        text += line;
+    }
+    return text;
 }
 
 std::string Session::protocol_table() const {

@@ -200,8 +200,13 @@ CmMessage VerbsInterface::local_half(const Connection* c, CmType type) const {
 // ------------------------------------------------------------------------------------------
 
 Status VerbsInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t length,
-                               bool /*want_pio*/, std::unique_ptr<Endpoint>* out,
-                               std::string* why) {
+                               bool want_pio, std::unique_ptr<Endpoint>* out, std::string* why) {
+    return connect_lane(remote_uid, section, length, want_pio, false, out, why);
+}
+
+Status VerbsInterface::connect_lane(uint64_t remote_uid, const uint8_t* section, size_t length,
+                                    bool want_pio, bool pio_first,
+                                    std::unique_ptr<Endpoint>* out, std::string* why) {
     AddressSection peer{};
     if (section == nullptr || length != sizeof(peer)) {
         *why = "verbs: address section has the wrong size";
@@ -223,6 +228,8 @@ Status VerbsInterface::connect(uint64_t remote_uid, const uint8_t* section, size
     };
     Status s = create_qp(c, why);
     if (s == Status::kOk) s = grant_receives(c, why);
+    std::string pio_window;
+    if (s == Status::kOk) s = take_dm_slot(c, want_pio, pio_first, &pio_window);
     if (s != Status::kOk) return abandon(s);
 
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -265,12 +272,7 @@ Status VerbsInterface::connect(uint64_t remote_uid, const uint8_t* section, size
     ev.events = EPOLLIN | EPOLLRDHUP;
     ev.data.u64 = index;
     epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
-    LaneAttr attr = attr_;
-    attr.max_message = std::min<size_t>(attr_.max_message, peer.max_message);
-    attr.pio_max_message = std::min<size_t>(attr_.pio_max_message, attr.max_message);
-    attr.credits = peer.rx_credits;
-    c->max_message = attr.max_message;
-    c->pio_max_message = attr.pio_max_message;
+    const LaneAttr attr = lane_attr(c, peer.max_message, peer.rx_credits, pio_window);
     auto ep = std::make_unique<VerbsEndpoint>(this, index, generation, remote_uid, true, attr);
     c->owner_ep = ep.get();
     *out = std::move(ep);
@@ -405,12 +407,10 @@ void VerbsInterface::on_cm_readable(Connection* c) {
         return;
     }
     if (accepting) {
-        LaneAttr attr = attr_;
-        attr.max_message = std::min<size_t>(attr_.max_message, m.max_message);
-        attr.pio_max_message = std::min<size_t>(attr_.pio_max_message, attr.max_message);
-        attr.credits = m.rx_credits;
-        c->max_message = attr.max_message;
-        c->pio_max_message = attr.pio_max_message;
+        const LaneAttr attr = lane_attr(
+            c, m.max_message, m.rx_credits,
+            "inline only: a reply lane (device-memory slots go to endpoints this worker "
+            "creates)");
         c->reply_ep = std::make_unique<VerbsEndpoint>(this, c->index, c->generation, c->peer_uid,
                                                       false, attr);
     }

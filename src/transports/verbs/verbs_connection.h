@@ -23,6 +23,7 @@ struct RdmaOp {
     uint32_t outstanding = 0; ///< WRs posted and not yet retired
     Status status = Status::kOk;
     RdmaCallback cb = nullptr;
+    RdmaCallback posted_cb = nullptr;  ///< WRITE: runs once the last chunk is posted
     void* arg = nullptr;
     uint64_t cookie = 0;
 };
@@ -43,6 +44,8 @@ struct VerbsInterface::Connection {
     uint32_t granted = 0;            ///< receive buffers we granted the peer (in rx_granted_)
     size_t max_message = 0;          ///< largest SEND the peer's buffers take (and our bounce)
     size_t pio_max_message = 0;      ///< largest inline SEND
+    std::unique_ptr<DmCells> dm;     ///< device-memory PIO slot (null: inline only); its cells
+                                     ///< are given back as the SENDs from them retire
     CreditWindow window;             ///< our sends into the peer's buffers
     CreditReturn credit_return;      ///< the peer's sends into ours
     bool credit_due = false;         ///< on credit_due_

@@ -42,8 +42,12 @@ Status open_device(const VerbsConfig& config, DeviceHandle* out, PortInfo* info,
 /// @p want), device memory (ibv_alloc_dm) and dma-buf registration (ibv_reg_dmabuf_mr).
 void probe_capabilities(ibv_context* context, ibv_pd* pd, uint32_t want_inline, PortInfo* info);
 
-/// The device-memory operations of @p context for a DmPool (verbs_dm.cpp).
-std::unique_ptr<DmDevice> make_dm_device(ibv_context* context, size_t max_size);
+/// The device-memory operations of @p context for a DmPool (verbs_dm.cpp): ibv_alloc_dm, a
+/// zero-based ibv_reg_dm_mr in @p pd, ibv_memcpy_to_dm.
+std::unique_ptr<DmDevice> make_dm_device(ibv_context* context, ibv_pd* pd, size_t max_size);
+/// A testing aid (SWY_VERBS_DM_EMULATE): host memory registered in @p pd standing in for
+/// device memory, so the device-memory send path runs on devices without it (rxe).
+std::unique_ptr<DmDevice> make_emulated_dm_device(ibv_pd* pd, size_t max_size);
 
 /// Bytes of an ibv_mtu value (IBV_MTU_1024 -> 1024).
 int mtu_bytes(ibv_mtu mtu);

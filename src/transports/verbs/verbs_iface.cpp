@@ -16,8 +16,8 @@
 
 #include "common/log.h"
 #include "transports/verbs/device_select.h"
-#include "transports/verbs/lane_costs.h"
 #include "transports/verbs/verbs_connection.h"
+#include "transports/verbs/verbs_registrar.h"
 
 namespace swy::tl::verbs {
 
@@ -26,7 +26,8 @@ using common::log_printf;
 
 namespace {
 
-/// Registration through ibv_reg_mr: owns the MR.
+/// A registration through ibv_reg_dmabuf_mr (device memory: never cached, it has no pages
+/// in pagemap to validate): owns the MR.
 class VerbsRegistration final : public MemoryRegistration {
 public:
     explicit VerbsRegistration(ibv_mr* mr) : mr_(mr) {}
@@ -39,6 +40,36 @@ public:
 private:
     ibv_mr* mr_;
 };
+
+/// One use of a registration-cache entry for one transfer. The cache pointer is declared
+/// first so the handle (which releases into it) goes first.
+class CachedRegistration final : public MemoryRegistration {
+public:
+    CachedRegistration(std::shared_ptr<RegCache> cache, RegCache::Handle handle,
+                       uint64_t address, size_t length)
+        : cache_(std::move(cache)), handle_(std::move(handle)), address_(address),
+          length_(length) {}
+    uint32_t lkey() const override { return handle_.lkey(); }
+    uint32_t rkey() const override { return handle_.rkey(); }
+    uint64_t address() const override { return address_; }
+    size_t length() const override { return length_; }
+
+private:
+    std::shared_ptr<RegCache> cache_;
+    RegCache::Handle handle_;
+    uint64_t address_;
+    size_t length_;
+};
+
+/// ibv_access_flags for RdmaAccess bits.
+int ibv_access(unsigned access) {
+    int flags = 0;
+    if ((access & kRdmaLocalWrite) != 0) flags |= IBV_ACCESS_LOCAL_WRITE;
+    if ((access & kRdmaRemoteRead) != 0) flags |= IBV_ACCESS_REMOTE_READ;
+    // Remote write requires local write (verbs rule).
+    if ((access & kRdmaRemoteWrite) != 0) flags |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+    return flags;
+}
 
 }  // namespace
 
@@ -86,16 +117,28 @@ Status VerbsEndpoint::register_memory(const void* address, size_t length, unsign
                                       std::unique_ptr<MemoryRegistration>* out,
                                       std::string* why) {
     if (iface_ == nullptr) return Status::kConnectionReset;
-    int flags = 0;
-    if ((access & kRdmaLocalWrite) != 0) flags |= IBV_ACCESS_LOCAL_WRITE;
-    if ((access & kRdmaRemoteRead) != 0) flags |= IBV_ACCESS_REMOTE_READ;
-    // Remote write requires local write (verbs rule).
-    if ((access & kRdmaRemoteWrite) != 0) flags |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
-    // A zero-length buffer still gets a key: register one byte of it.
-    ibv_mr* mr = ibv_reg_mr(iface_->pd_, const_cast<void*>(address), std::max<size_t>(length, 1),
-                            flags);
+    RegCache::Handle handle;
+    Status s = iface_->reg_cache_->acquire(address, length, access, &handle, why);
+    if (s != Status::kOk) return s;
+    // A zero-length buffer still gets a key: the cache registers one byte of it.
+    out->reset(new CachedRegistration(iface_->reg_cache_, std::move(handle),
+                                      reinterpret_cast<uint64_t>(address),
+                                      std::max<size_t>(length, 1)));
+    return Status::kOk;
+}
+
+Status VerbsEndpoint::register_dmabuf(int fd, uint64_t offset, size_t length, uint64_t iova,
+                                      unsigned access, std::unique_ptr<MemoryRegistration>* out,
+                                      std::string* why) {
+    if (iface_ == nullptr) return Status::kConnectionReset;
+    if (!attr_.rdma_device_memory) {
+        *why = "ibv_reg_dmabuf_mr: " + iface_->port_.dmabuf_reason;
+        return Status::kUnsupported;
+    }
+    ibv_mr* mr = ibv_reg_dmabuf_mr(iface_->pd_, offset, std::max<size_t>(length, 1), iova, fd,
+                                   ibv_access(access));
     if (mr == nullptr) {
-        *why = std::string("ibv_reg_mr: ") + std::strerror(errno);
+        *why = std::string("ibv_reg_dmabuf_mr: ") + std::strerror(errno);
         return errno == ENOMEM ? Status::kNoMemory : Status::kIoError;
     }
     out->reset(new VerbsRegistration(mr));
@@ -108,18 +151,18 @@ Status VerbsEndpoint::get(const MemoryRegistration& local, size_t local_offset,
     if (iface_ == nullptr || disconnected_) return Status::kConnectionReset;
     VerbsInterface::Connection* c = iface_->lookup(conn_, generation_);
     if (c == nullptr) return Status::kConnectionReset;
-    return iface_->start_rdma(c, true, local, local_offset, remote_address, rkey, length, cb, arg,
-                              cookie);
+    return iface_->start_rdma(c, true, local, local_offset, remote_address, rkey, length, cb,
+                              nullptr, arg, cookie);
 }
 
 Status VerbsEndpoint::put(const MemoryRegistration& local, size_t local_offset,
                           uint64_t remote_address, uint32_t rkey, size_t length, RdmaCallback cb,
-                          void* arg, uint64_t cookie) {
+                          RdmaCallback posted, void* arg, uint64_t cookie) {
     if (iface_ == nullptr || disconnected_) return Status::kConnectionReset;
     VerbsInterface::Connection* c = iface_->lookup(conn_, generation_);
     if (c == nullptr) return Status::kConnectionReset;
     return iface_->start_rdma(c, false, local, local_offset, remote_address, rkey, length, cb,
-                              arg, cookie);
+                              posted, arg, cookie);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -136,6 +179,12 @@ Status VerbsInterface::open(const VerbsConfig& config, uint64_t worker_uid, uint
         config.rx_credits > 0x7FFF || config.bounce_buffers == 0 || config.sq_depth < 16) {
         *why = "verbs: SWY_VERBS_SEG_SIZE must be 256 B .. 1 GiB, SWY_VERBS_RX_CREDITS 1..32767, "
                "SWY_VERBS_BOUNCE_BUFFERS >= 1, SWY_VERBS_SQ_DEPTH >= 16";
+        return Status::kInvalidParam;
+    }
+    if (config.dm_cell_size == 0 || config.dm_cell_size % DmCells::kCellAlign != 0 ||
+        config.dm_cell_size > config.seg_size) {
+        *why = "verbs: SWY_VERBS_DM_CELL_SIZE must be a non-zero multiple of 64 B, at most "
+               "SWY_VERBS_SEG_SIZE";
         return Status::kInvalidParam;
     }
     std::unique_ptr<VerbsInterface> iface(
@@ -157,16 +206,11 @@ Status VerbsInterface::setup(std::string* why) {
         return Status::kIoError;
     }
     probe_capabilities(ctx, pd_, config_.max_inline, &port_);
+    std::unique_ptr<PageIdentity> identity = rcache_page_identity(config_, &rcache_reason_);
+    reg_cache_ = std::make_shared<RegCache>(config_.rcache_limits, make_verbs_registrar(pd_),
+                                            std::move(identity));
     max_inline_ = port_.max_inline;
-    if (port_.device_memory) {
-        // The window is sized and handed out here; the send path does not store into it yet
-        // (no device to test it on: docs/verbs.md, "Device memory").
-        std::string dm_why;
-        if (DmPool::create(make_dm_device(ctx, port_.max_dm_size), kDmSlotSize, kDmSlots,
-                           kDmReserved, &dm_pool_, &dm_why) != Status::kOk) {
-            log_printf(LogLevel::kDebug, "verbs: no device-memory PIO window: %s", dm_why.c_str());
-        }
-    }
+    setup_dm_window();
     channel_ = ibv_create_comp_channel(ctx);
     if (channel_ == nullptr) {
         *why = std::string("verbs: ibv_create_comp_channel: ") + std::strerror(errno);
@@ -236,20 +280,32 @@ Status VerbsInterface::setup(std::string* why) {
     // Inline sends are this lane's PIO: the CPU writes header and payload into the WQE.
     attr_.pio = max_inline_ > 0;
     attr_.pio_max_message = max_inline_;
+    attr_.pio_inline_max = max_inline_;
     attr_.credits = config_.rx_credits;
     attr_.credits_shared = false;
     attr_.max_message = config_.seg_size;
-    const LaneCosts costs = default_lane_costs();
+    const LaneCosts& costs = config_.costs;
     attr_.send_cost = costs.send;
     attr_.rdma = true;
     attr_.rdma_cost = costs.rdma;
-    attr_.reg_cost = costs.reg;
-    // Registering device memory through ibv_reg_dmabuf_mr is not implemented yet (rxe cannot
-    // test it), so device memory always takes the staged pipeline, whatever the probe said.
-    attr_.rdma_device_memory = false;
+    // Buffers that rendezvous reuses cost a validated hit while the cache is on.
+    attr_.reg_cost = costs.expected_reg(reg_cache_->active());
+    // Device memory reaches RDMA through ibv_reg_dmabuf_mr where the device takes it (rxe
+    // does not: the staged pipeline then, and the selection table says so).
+    attr_.rdma_device_memory = port_.dmabuf_mr;
     attr_.zcopy_cma = false;
     attr_.cma_reason = "verbs: the peer may be on another host (RDMA is used instead)";
     attr_.rndv = true;
+    if (reg_cache_->active()) {
+        log_printf(LogLevel::kDebug,
+                   "verbs: registration cache on (hits validated by page frames), at most %zu "
+                   "entries and %zu bytes pinned",
+                   config_.rcache_limits.max_entries, config_.rcache_limits.max_bytes);
+    } else {
+        log_printf(LogLevel::kDebug,
+                   "verbs: registration cache off (%s): registering per transfer",
+                   rcache_reason_.c_str());
+    }
     log_printf(LogLevel::kDebug,
                "verbs: %s:%d %s MTU %d GID[%d] %s (%s), inline %u, %s, %s", port_.device.c_str(),
                port_.port, port_.link_layer.c_str(), port_.active_mtu, port_.gid_index,
@@ -341,12 +397,22 @@ VerbsInterface::~VerbsInterface() {
         if (c->qp != nullptr) ibv_destroy_qp(c->qp);
         if (c->cm_fd >= 0) close(c->cm_fd);
     }
-    conns_.clear();
+    conns_.clear();  // gives their device-memory slots back: the pool goes after them
+    dm_pool_.reset();
     if (srq_ != nullptr) ibv_destroy_srq(srq_);
     if (cq_ != nullptr) ibv_destroy_cq(cq_);
     if (channel_ != nullptr) ibv_destroy_comp_channel(channel_);
     for (RxBlock& b : rx_blocks_) {
         if (b.mr != nullptr) ibv_dereg_mr(b.mr);
+    }
+    if (reg_cache_ != nullptr) {
+        reg_cache_->flush();
+        if (reg_cache_.use_count() > 1) {
+            // A registration outlives its interface (rdma.h says it must not): the PD stays
+            // allocated (ibv_dealloc_pd fails while MRs exist) and the cache deregisters later.
+            log_printf(LogLevel::kDebug, "verbs: registrations still in use at close");
+        }
+        reg_cache_.reset();
     }
     if (bounce_mr_ != nullptr) ibv_dereg_mr(bounce_mr_);
     if (credit_mr_ != nullptr) ibv_dereg_mr(credit_mr_);
@@ -407,6 +473,34 @@ size_t VerbsInterface::connection_count() const {
 Status open(const VerbsConfig& config, uint64_t worker_uid, uint16_t iface_index, AmSink* sink,
             std::unique_ptr<Interface>* out, std::string* why) {
     return VerbsInterface::open(config, worker_uid, iface_index, sink, out, why);
+}
+
+SendStats send_stats(const Interface* verbs) {
+    return static_cast<const VerbsInterface*>(verbs)->send_stats();
+}
+
+Status connect(Interface* verbs, uint64_t remote_uid, const uint8_t* section, size_t length,
+               bool want_pio, bool pio_first, std::unique_ptr<Endpoint>* out, std::string* why) {
+    // open() made every verbs interface there is.
+    return static_cast<VerbsInterface*>(verbs)->connect_lane(remote_uid, section, length,
+                                                             want_pio, pio_first, out, why);
+}
+
+bool reg_cache_report(const Interface* iface, RegCacheReport* out) {
+    const auto* v = dynamic_cast<const VerbsInterface*>(iface);
+    if (v == nullptr) return false;
+    out->active = v->reg_cache_active();
+    out->reason = v->reg_cache_reason();
+    out->stats = v->reg_cache_stats();
+    return true;
+}
+
+std::unique_ptr<PageIdentity> rcache_page_identity(const VerbsConfig& config, std::string* why) {
+    if (!config.rcache) {
+        *why = "SWY_VERBS_RCACHE=off";
+        return nullptr;
+    }
+    return PagemapIdentity::open(why);
 }
 
 }  // namespace swy::tl::verbs

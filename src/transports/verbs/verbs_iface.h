@@ -15,7 +15,9 @@
 //
 // Sends: every message is one SEND with immediate (AM id + credit return, verbs_wire.h);
 // header+payload up to the QP's inline limit go inline (the CPU writes them into the WQE:
-// PIO), larger ones are copied into a bounce buffer. Flow control: CreditWindow (no RNR).
+// PIO); an endpoint holding a device-memory slot (DmCells) stores larger ones, up to a cell,
+// into device memory and sends from there; the rest are copied into a bounce buffer. Flow
+// control: CreditWindow (no RNR).
 //
 // Threading: not thread-safe; the worker serialises calls.
 #pragma once
@@ -30,7 +32,9 @@
 
 #include "transports/transport.h"
 #include "transports/verbs/credit_window.h"
+#include "transports/verbs/dm_cells.h"
 #include "transports/verbs/rdma.h"
+#include "transports/verbs/reg_cache.h"
 #include "transports/verbs/verbs_device.h"
 #include "transports/verbs/verbs_open.h"
 #include "transports/verbs/verbs_wire.h"
@@ -58,14 +62,23 @@ public:
     uint64_t remote_uid() const override { return remote_uid_; }
     void disconnect() override;
 
+    /// Through the interface's registration cache (reg_cache.h): the registration returned
+    /// holds a use of a validated cached entry, or is a per-transfer one; destroying it drops
+    /// the use. Its address() and length() are the requested range.
     Status register_memory(const void* address, size_t length, unsigned access,
                            std::unique_ptr<MemoryRegistration>* out, std::string* why) override;
     Status get(const MemoryRegistration& local, size_t local_offset, uint64_t remote_address,
                uint32_t rkey, size_t length, RdmaCallback cb, void* arg,
                uint64_t cookie) override;
     Status put(const MemoryRegistration& local, size_t local_offset, uint64_t remote_address,
-               uint32_t rkey, size_t length, RdmaCallback cb, void* arg,
+               uint32_t rkey, size_t length, RdmaCallback cb, RdmaCallback posted, void* arg,
                uint64_t cookie) override;
+    /// ibv_reg_dmabuf_mr(pd, offset, length, iova, fd, access): kUnsupported when the device
+    /// has no dma-buf MRs (attr().rdma_device_memory false), kIoError / kNoMemory when the
+    /// registration fails. @p fd stays the caller's.
+    Status register_dmabuf(int fd, uint64_t offset, size_t length, uint64_t iova,
+                           unsigned access, std::unique_ptr<MemoryRegistration>* out,
+                           std::string* why) override;
 
 private:
     friend class VerbsInterface;
@@ -76,7 +89,6 @@ private:
     bool owner_;
     bool disconnected_ = false;
     LaneAttr attr_;
-    std::unique_ptr<DmPool> dm_pool_;
 };
 
 class VerbsInterface final : public Interface {
@@ -87,10 +99,6 @@ public:
     /// sockets are polled once kCmPollIntervalNs passed since the last look.
     static constexpr uint32_t kCmPollEvery = 64;
     static constexpr uint64_t kCmPollIntervalNs = 2'000'000;
-    /// Device-memory PIO window geometry (when the device has device memory).
-    static constexpr size_t kDmSlotSize = 256;
-    static constexpr uint32_t kDmSlots = 16;
-    static constexpr uint32_t kDmReserved = 4;
 
     /// See verbs::open() in verbs_open.h.
     static Status open(const VerbsConfig& config, uint64_t worker_uid, uint16_t iface_index,
@@ -109,6 +117,12 @@ public:
     /// (connection table or receive queue full), kIoError (a verbs call failed).
     Status connect(uint64_t remote_uid, const uint8_t* section, size_t length, bool want_pio,
                    std::unique_ptr<Endpoint>* out, std::string* why) override;
+    /// connect() with the device-memory policy in full (verbs::connect in verbs_open.h):
+    /// @p want_pio asks for a device-memory slot, @p pio_first may take a reserved one.
+    /// Without a slot the endpoint still sends inline; its attributes say which it got.
+    Status connect_lane(uint64_t remote_uid, const uint8_t* section, size_t length,
+                        bool want_pio, bool pio_first, std::unique_ptr<Endpoint>* out,
+                        std::string* why);
     Endpoint* reply_endpoint(uint16_t sender) override;
     uint64_t sender_uid(uint16_t sender) const override;
     int event_fd() const override { return epoll_fd_; }
@@ -116,16 +130,27 @@ public:
     void disarm() override;
 
     const PortInfo& port_info() const { return port_; }
-    /// The device-memory PIO window (null when the device has no device memory, as rxe).
+    /// The device-memory PIO window (null when the device has no device memory, as rxe, and
+    /// SWY_VERBS_DM_EMULATE is off); dm_reason() says why not.
     const DmPool* dm_pool() const { return dm_pool_.get(); }
+    const std::string& dm_reason() const { return dm_reason_; }
+    /// Messages sent so far, by path (verbs::send_stats).
+    const SendStats& send_stats() const { return stats_; }
     /// Connections in any state (tests).
     size_t connection_count() const;
+    /// Whether registrations are cached (validated by page frames), else per transfer.
+    bool reg_cache_active() const { return reg_cache_->active(); }
+    /// Why the registration cache is not active ("" when it is).
+    const std::string& reg_cache_reason() const { return rcache_reason_; }
+    /// Hit/miss/stale counters of the registration cache.
+    const RegCacheStats& reg_cache_stats() const { return reg_cache_->stats(); }
 
 private:
     friend class VerbsEndpoint;
     struct Connection;
     struct WrSlot {
         int32_t bounce = -1;
+        int32_t dm_cell = -1;  // a device-memory cell this WR reads (Connection::dm)
         RdmaOp* op = nullptr;
     };
     enum class State : uint8_t { kConnecting, kAccepting, kReady, kFailed };
@@ -158,14 +183,20 @@ private:
     Status send(Connection* c, AmId id, const void* hdr, size_t hdr_len, const void* payload,
                 size_t length, Endpoint::PackFn pack, void* pack_arg);
     bool reserve_send(Connection* c);
-    bool post_send(Connection* c, ibv_send_wr* wr, int32_t bounce, RdmaOp* op);
+    bool post_send(Connection* c, ibv_send_wr* wr, int32_t bounce, RdmaOp* op,
+                   int32_t dm_cell = -1);
+    void setup_dm_window();
+    Status take_dm_slot(Connection* c, bool want_pio, bool pio_first, std::string* window);
+    LaneAttr lane_attr(Connection* c, size_t peer_max_message, uint32_t peer_credits,
+                       const std::string& pio_window) const;
     void handle_wc(const ibv_wc& wc);
     void handle_receive(const ibv_wc& wc);
     void retire_sends(Connection* c, uint32_t through, Status status);
     void return_credits(Connection* c);
     Status start_rdma(Connection* c, bool read, const MemoryRegistration& local,
                       size_t local_offset, uint64_t remote_address, uint32_t rkey,
-                      size_t length, RdmaCallback cb, void* arg, uint64_t cookie);
+                      size_t length, RdmaCallback cb, RdmaCallback posted, void* arg,
+                      uint64_t cookie);
     bool post_rdma(Connection* c, RdmaOp* op);
     void progress_rdma_backlog();
 
@@ -214,7 +245,13 @@ private:
     bool in_progress_ = false;
     bool quiet_ = false;            // destructor: drain completions without calling the sink
     LaneAttr attr_;
-    std::unique_ptr<DmPool> dm_pool_;
+    std::unique_ptr<DmPool> dm_pool_;  // reset before the PD goes: it holds an MR in it
+    std::string dm_reason_;            // why there is no pool
+    SendStats stats_;
+    // Shared with the registrations handed out, so one that outlives the interface (against
+    // the rule in rdma.h) still releases safely.
+    std::shared_ptr<RegCache> reg_cache_;
+    std::string rcache_reason_;
 };
 
 }  // namespace swy::tl::verbs

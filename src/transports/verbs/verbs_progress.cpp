@@ -1,5 +1,5 @@
-// Verbs transport: the data path — SENDs (inline or through a bounce buffer), credit returns,
-// RDMA READ/WRITE, and completion handling from progress.
+// Verbs transport: the data path — SENDs (inline, from a device-memory cell, or through a
+// bounce buffer), credit returns, RDMA READ/WRITE, and completion handling from progress.
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -38,12 +38,14 @@ Status VerbsInterface::post_receive(uint8_t* buffer) {
     return ibv_post_srq_recv(srq_, &wr, &bad) == 0 ? Status::kOk : Status::kIoError;
 }
 
-bool VerbsInterface::post_send(Connection* c, ibv_send_wr* wr, int32_t bounce, RdmaOp* op) {
+bool VerbsInterface::post_send(Connection* c, ibv_send_wr* wr, int32_t bounce, RdmaOp* op,
+                               int32_t dm_cell) {
     const uint32_t seq = c->sq_posted;
     // Selective signalling: a completion retires every WR before it. Bounce buffers are a
     // shared pool, so their sends are always signalled (an idle connection must not sit on
     // them); others every 16th, and every one once the queue is half full, so the newest WR of
-    // a full queue is always signalled.
+    // a full queue is always signalled. Device-memory cells are this connection's own: the
+    // caller signals the send that leaves half or none of them free (DmCells::Cell::signal).
     if (bounce >= 0 || ++c->since_signal >= 16 || c->sq_used() >= config_.sq_depth / 2) {
         wr->send_flags |= IBV_SEND_SIGNALED;
     }
@@ -51,7 +53,7 @@ bool VerbsInterface::post_send(Connection* c, ibv_send_wr* wr, int32_t bounce, R
     wr->wr_id = send_wr_id(c->index, c->generation, seq);
     ibv_send_wr* bad = nullptr;
     if (ibv_post_send(c->qp, wr, &bad) != 0) return false;
-    c->ring[seq % config_.sq_depth] = {bounce, op};
+    c->ring[seq % config_.sq_depth] = {bounce, dm_cell, op};
     ++c->sq_posted;
     return true;
 }
@@ -78,6 +80,8 @@ Status VerbsInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_
     wr.opcode = IBV_WR_SEND_WITH_IMM;
     wr.sg_list = sge;
     int32_t bounce = -1;
+    int32_t dm_cell = -1;
+    DmCells::Cell cell;
     if (total <= c->pio_max_message && pack == nullptr) {
         // PIO: the CPU copies header and payload into the WQE; no registration, no buffer.
         int n = 0;
@@ -89,6 +93,20 @@ Status VerbsInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_
         }
         wr.num_sge = n;
         wr.send_flags = IBV_SEND_INLINE;
+    } else if (c->dm != nullptr && pack == nullptr && total <= c->dm->cell_size() &&
+               c->dm->acquire(&cell)) {
+        // Device-memory PIO: the CPU stores header and payload into the adapter's memory; the
+        // SEND reads them from there (no host memory read across the bus). A cell that is
+        // busy sends through a bounce buffer instead, below.
+        Status st = c->dm->store(cell.index, hdr, hdr_len, payload, length);
+        if (__builtin_expect(st != Status::kOk, 0)) {
+            c->dm->cancel(cell.index);  // nothing was posted
+            return st;
+        }
+        dm_cell = static_cast<int32_t>(cell.index);
+        sge[0] = {c->dm->sge_address(cell.index), static_cast<uint32_t>(total), c->dm->lkey()};
+        wr.num_sge = 1;
+        if (cell.signal) wr.send_flags = IBV_SEND_SIGNALED;
     } else {
         if (bounce_free_.empty()) return Status::kNoResource;
         bounce = bounce_free_.back();
@@ -107,12 +125,20 @@ Status VerbsInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_
     const uint16_t freed = c->credit_return.freed();
     wr.imm_data = htonl(encode_imm(id, freed));
     c->window.take();
-    if (__builtin_expect(!post_send(c, &wr, bounce, nullptr), 0)) {
+    if (__builtin_expect(!post_send(c, &wr, bounce, nullptr, dm_cell), 0)) {
         if (bounce >= 0) bounce_free_.push_back(bounce);
+        if (dm_cell >= 0) c->dm->cancel(cell.index);
         fail(c, Status::kIoError, "ibv_post_send failed");
         return Status::kConnectionReset;
     }
     c->credit_return.reported(freed);  // the immediate carried it
+    if (dm_cell >= 0) {
+        ++stats_.dm_sends;
+    } else if (bounce >= 0) {
+        ++stats_.bounce_sends;
+    } else {
+        ++stats_.inline_sends;
+    }
     return Status::kOk;
 }
 
@@ -148,7 +174,8 @@ void VerbsInterface::return_credits(Connection* c) {
 
 Status VerbsInterface::start_rdma(Connection* c, bool read, const MemoryRegistration& local,
                                   size_t local_offset, uint64_t remote_address, uint32_t rkey,
-                                  size_t length, RdmaCallback cb, void* arg, uint64_t cookie) {
+                                  size_t length, RdmaCallback cb, RdmaCallback posted,
+                                  void* arg, uint64_t cookie) {
     if (c->state != State::kReady || c->closing) return Status::kConnectionReset;
     if (length == 0 || local_offset > local.length() || length > local.length() - local_offset) {
         return Status::kInvalidParam;
@@ -163,6 +190,7 @@ Status VerbsInterface::start_rdma(Connection* c, bool read, const MemoryRegistra
     op->rkey = rkey;
     op->length = length;
     op->cb = cb;
+    op->posted_cb = posted;
     op->arg = arg;
     op->cookie = cookie;
     RdmaOp* raw = op.get();
@@ -191,6 +219,15 @@ bool VerbsInterface::post_rdma(Connection* c, RdmaOp* op) {
         ++op->outstanding;
         op->posted += chunk;
     }
+    // Every chunk is in the send queue: whatever the caller posts on this QP from now on is
+    // executed by the peer after them. Only ever called once per op (posted == length stops
+    // the loop above, and a backlogged op leaves the backlog here).
+    if (op->posted_cb != nullptr && op->status == Status::kOk && c->state == State::kReady &&
+        !quiet_) {
+        const RdmaCallback posted = op->posted_cb;
+        op->posted_cb = nullptr;
+        posted(op->arg, op->cookie, Status::kOk);
+    }
     return true;
 }
 
@@ -215,6 +252,10 @@ void VerbsInterface::retire_sends(Connection* c, uint32_t through, Status status
     while (c->sq_retired != through + 1) {
         WrSlot& slot = c->ring[c->sq_retired % config_.sq_depth];
         if (slot.bounce >= 0) bounce_free_.push_back(slot.bounce);
+        // The adapter has read the cell (the SEND completed, or was flushed): reusable now.
+        if (slot.dm_cell >= 0 && c->dm != nullptr) {
+            c->dm->release(static_cast<uint32_t>(slot.dm_cell));
+        }
         if (slot.op != nullptr) {
             RdmaOp* op = slot.op;
             --op->outstanding;

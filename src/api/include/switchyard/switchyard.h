@@ -290,6 +290,19 @@ typedef struct swy_ep_attr {
     const char *fallback_protocol; /**< what small sends use without PIO, e.g. "eager_bcopy" */
     int connected;              /**< 0 once the endpoint failed */
     int cma;                    /**< 1 if zero-copy CMA reaches the peer */
+    /* PIO in detail (added with the verbs device-memory PIO window; programs built against
+       the older, shorter struct must be rebuilt: the library fills all of it). */
+    size_t pio_inline_size;     /**< verbs: largest header+payload sent inline (written into
+                                     the work request); 0 on other transports */
+    size_t pio_dm_size;         /**< bytes of device memory (a PIO window on the adapter) this
+                                     endpoint holds; 0: none */
+    uint32_t pio_credits;       /**< PIO sends it may have in flight: the device-memory cells
+                                     when it holds device memory, else its credits; 0 without
+                                     PIO */
+    const char *pio_window;     /**< what PIO it got and why, e.g. "device memory: slot 2 of 16,
+                                     4 cells of 2048 B" or "inline only: every device-memory
+                                     slot is taken"; "" where there is nothing to say. Valid
+                                     while the endpoint exists */
 } swy_ep_attr_t;
 
 /** @brief Query what an endpoint got. */

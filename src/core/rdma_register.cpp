@@ -1,0 +1,62 @@
+#include "core/rdma_register.h"
+
+#include <unistd.h>
+
+#include "memtypes/registry.h"
+
+namespace swy::core {
+
+Status RegistryDmabufExporter::export_dmabuf(const void* ptr, size_t length, int* fd,
+                                             uint64_t* offset) const {
+    return registry_.export_dmabuf(ptr, length, fd, offset);
+}
+
+namespace {
+
+bool exported_kind(mem::MemType type) {
+    return type == mem::MemType::kDmabuf || type == mem::MemType::kCuda;
+}
+
+}  // namespace
+
+bool dmabuf_exported_type(mem::MemType type, const mem::MemTypeAttr& attr) {
+    return exported_kind(type) && attr.dmabuf_capable;
+}
+
+bool rdma_reaches_device_memory(const tl::LaneAttr& lane, mem::MemType type,
+                                const mem::MemTypeAttr& attr) {
+    return lane.rdma && lane.rdma_device_memory && dmabuf_exported_type(type, attr);
+}
+
+Status register_for_rdma(tl::RdmaEndpoint& lane, const tl::LaneAttr& attr,
+                         const DmabufExporter& exporter, const void* buffer, size_t length,
+                         mem::MemType type, bool cpu_buffer, unsigned access,
+                         std::unique_ptr<tl::MemoryRegistration>* out, std::string* why) {
+    if (exported_kind(type) && attr.rdma_device_memory) {
+        int fd = -1;
+        uint64_t offset = 0;
+        Status s = exporter.export_dmabuf(buffer, length, &fd, &offset);
+        if (s == Status::kOk) {
+            // iova = the buffer's address: the peer and our own RDMA operations name the
+            // memory exactly as they would name host memory.
+            s = lane.register_dmabuf(fd, offset, length, reinterpret_cast<uint64_t>(buffer),
+                                     access, out, why);
+            close(fd);
+            return s;
+        }
+        if (!cpu_buffer) {
+            *why = std::string(mem::memtype_name(type)) + " memory: no dma-buf export (" +
+                   status_text(s) + ")";
+            return s;
+        }
+        // A mapping the CPU may touch: try it as host memory.
+    }
+    if (cpu_buffer) return lane.register_memory(buffer, length, access, out, why);
+    *why = std::string(mem::memtype_name(type)) + " memory: " +
+           (attr.rdma_device_memory
+                ? "its memory type exports no dma-buf"
+                : "the device takes no dma-buf MRs, and the CPU must not touch it");
+    return Status::kUnsupported;
+}
+
+}  // namespace swy::core

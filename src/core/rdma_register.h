@@ -1,0 +1,71 @@
+// Registering a rendezvous buffer for RDMA: host memory through the lane's ibv_reg_mr, device
+// memory (the dmabuf memory type, CUDA) through its plugin's dma-buf export and the lane's
+// ibv_reg_dmabuf_mr, so RDMA moves it with no staging. Everything else, or a lane whose device
+// does not take dma-buf MRs (rxe), is refused with a reason and the rendezvous uses the staged
+// pipeline instead.
+//
+// The decision and the arguments of the registration live here, apart from libibverbs and the
+// memory-type registry, so unit tests drive them with fakes (test/unit/rdma_register_test.cpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "memtypes/memtype.h"
+#include "transports/transport.h"
+#include "transports/verbs/rdma.h"
+
+namespace swy::mem {
+class MemTypeRegistry;
+}
+
+namespace swy::core {
+
+/// Exports device memory as a dma-buf (the memory-type registry; a fake in tests).
+class DmabufExporter {
+public:
+    virtual ~DmabufExporter() = default;
+    /// [ptr, ptr + length) as a dma-buf: a new fd the caller owns, and the offset of ptr in it.
+    virtual Status export_dmabuf(const void* ptr, size_t length, int* fd,
+                                 uint64_t* offset) const = 0;
+};
+
+/// DmabufExporter over the context's memory-type registry.
+class RegistryDmabufExporter final : public DmabufExporter {
+public:
+    explicit RegistryDmabufExporter(const mem::MemTypeRegistry& registry) : registry_(registry) {}
+    Status export_dmabuf(const void* ptr, size_t length, int* fd,
+                         uint64_t* offset) const override;
+
+private:
+    const mem::MemTypeRegistry& registry_;
+};
+
+/// Whether memory of @p type is registered through a dma-buf export: the dmabuf and cuda
+/// types whose plugin says it exports (@p attr.dmabuf_capable). simdev's export is a memfd,
+/// not a dma-buf, so it never qualifies.
+bool dmabuf_exported_type(mem::MemType type, const mem::MemTypeAttr& attr);
+
+/// Whether RDMA on @p lane reaches device memory of @p type without staging: the lane takes
+/// dma-buf MRs (LaneAttr::rdma_device_memory) and the type is exported (above). The selector's
+/// tables for device memory offer RDMA only where this holds.
+bool rdma_reaches_device_memory(const tl::LaneAttr& lane, mem::MemType type,
+                                const mem::MemTypeAttr& attr);
+
+/// Register [buffer, buffer + length) of memory type @p type for RDMA on @p lane (@p attr: its
+/// attributes) with @p access (tl::RdmaAccess bits).
+///  * dmabuf / cuda memory on a lane with rdma_device_memory: @p exporter exports it, then
+///    lane.register_dmabuf(fd, offset, length, iova = buffer, access); the fd is closed
+///    afterwards, success or not (the registration keeps its own reference to the dma-buf).
+///  * otherwise memory the CPU may touch (@p cpu_buffer): lane.register_memory().
+///  * otherwise kUnsupported, @p why saying why (the caller then uses the staged pipeline).
+/// Errors from the export or the lane are passed on with @p why filled.
+Status register_for_rdma(tl::RdmaEndpoint& lane, const tl::LaneAttr& attr,
+                         const DmabufExporter& exporter, const void* buffer, size_t length,
+                         mem::MemType type, bool cpu_buffer, unsigned access,
+                         std::unique_ptr<tl::MemoryRegistration>* out, std::string* why);
+
+}  // namespace swy::core

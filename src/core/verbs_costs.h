@@ -1,0 +1,13 @@
+// The verbs lane's cost figures from the context's cost figures (calibration file or built-in
+// placeholders): one place, so the worker's lanes and swy-info's tables always agree.
+#pragma once
+
+#include "protocols/cost_figures.h"
+#include "transports/verbs/lane_costs.h"
+
+namespace swy::core {
+
+/// Convert @p figures (seconds and bytes per second) into a verbs lane's costs.
+tl::verbs::LaneCosts verbs_lane_costs(const proto::CostFigures& figures);
+
+}  // namespace swy::core
