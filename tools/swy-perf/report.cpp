@@ -69,7 +69,9 @@ std::string protocol_for(std::string_view table, size_t size) {
 
 void Reporter::begin(const std::string& endpoint_description) {
     if (opts_.csv) {
-        std::printf("test,size,iters,latency_us,bandwidth_MBps,msg_rate_Mps,protocol\n");
+        // New columns go at the end: scripts read the others by position.
+        std::printf("test,size,iters,latency_us,bandwidth_MBps,msg_rate_Mps,protocol,"
+                    "latency_median_us\n");
     } else {
         std::printf("# swy-perf --test %s%s%s", test_name(opts_.test),
                     opts_.tls.empty() ? "" : " --tls ", opts_.tls.c_str());
@@ -79,8 +81,9 @@ void Reporter::begin(const std::string& endpoint_description) {
         }
         std::printf("\n");
         if (!endpoint_description.empty()) std::printf("%s\n", endpoint_description.c_str());
-        std::printf("%12s %10s %13s %15s %13s  %s\n", "size", "iters", "latency(us)",
-                    "bandwidth(MB/s)", "msg rate(M/s)", "protocol");
+        std::printf("%12s %10s %13s", "size", "iters", "latency(us)");
+        if (!opts_.is_streaming()) std::printf(" %11s", "median(us)");
+        std::printf(" %15s %13s  %s\n", "bandwidth(MB/s)", "msg rate(M/s)", "protocol");
     }
     std::fflush(stdout);
 }
@@ -88,11 +91,13 @@ void Reporter::begin(const std::string& endpoint_description) {
 void Reporter::row(const Result& r) {
     std::string proto = protocol_for(table_, r.size);
     if (opts_.csv) {
-        std::printf("%s,%zu,%zu,%.4f,%.2f,%.4f,%s\n", test_name(opts_.test), r.size, r.iters,
-                    r.latency_us, r.bandwidth_MBps, r.msg_rate_Mps, proto.c_str());
+        std::printf("%s,%zu,%zu,%.4f,%.2f,%.4f,%s,%.4f\n", test_name(opts_.test), r.size,
+                    r.iters, r.latency_us, r.bandwidth_MBps, r.msg_rate_Mps, proto.c_str(),
+                    r.latency_median_us);
     } else {
-        std::printf("%12zu %10zu %13.3f %15.2f %13.3f  %s\n", r.size, r.iters, r.latency_us,
-                    r.bandwidth_MBps, r.msg_rate_Mps, proto.c_str());
+        std::printf("%12zu %10zu %13.3f", r.size, r.iters, r.latency_us);
+        if (!opts_.is_streaming()) std::printf(" %11.3f", r.latency_median_us);
+        std::printf(" %15.2f %13.3f  %s\n", r.bandwidth_MBps, r.msg_rate_Mps, proto.c_str());
     }
     std::fflush(stdout);
 }

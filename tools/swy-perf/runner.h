@@ -18,7 +18,10 @@ namespace swy::perf {
 struct Result {
     size_t size = 0;
     size_t iters = 0;           ///< measured round trips (lat) or messages per direction
-    double latency_us = 0;      ///< lat: one-way; streaming: time per message
+    double latency_us = 0;      ///< lat: one-way (mean); streaming: time per message
+    /// lat: one-way median (half the median round trip, as ib_send_lat's t_typical); 0 for
+    /// the streaming tests.
+    double latency_median_us = 0;
     double bandwidth_MBps = 0;  ///< 10^6 B/s (bibw: both directions together)
     double msg_rate_Mps = 0;    ///< 10^6 messages/s
 };
@@ -34,7 +37,8 @@ public:
 private:
     struct Buffers;
 
-    bool run_lat(size_t size, size_t warmup, size_t iters, double* elapsed_us);
+    bool run_lat(size_t size, size_t warmup, size_t iters, double* elapsed_us,
+                 double* median_round_trip_us);
     bool run_stream(size_t size, size_t warmup, size_t iters, double* elapsed_us);
     bool lat_iteration(Buffers& b, size_t size, uint64_t msg);
     bool stream_round(Buffers& b, size_t size, uint64_t first_msg, size_t count);
@@ -67,6 +71,7 @@ private:
     std::vector<swy_request_h> recvs_;
     std::vector<swy_status_t> recv_imm_;
     std::vector<swy_tag_recv_info_t> recv_info_;
+    std::vector<double> round_trips_us_;  ///< lat: one entry per measured round trip
 };
 
 } // namespace swy::perf

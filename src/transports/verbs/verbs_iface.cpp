@@ -454,7 +454,10 @@ void VerbsInterface::disarm() {
     unsigned events = 0;
     while (ibv_get_cq_event(channel_, &cq, &ctx) == 0) ++events;
     if (events != 0) ibv_ack_cq_events(cq_, events);
-    tick_ = kCmPollEvery - 1;  // look at the handshake sockets on the next progress call
+    // Look at the handshake sockets on the next progress call: a blocking wait may have been
+    // woken by one of them.
+    tick_ = kCmPollEvery - 1;
+    cm_polled_ns_ = 0;
 }
 
 size_t VerbsInterface::connection_count() const {

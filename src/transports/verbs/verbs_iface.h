@@ -93,7 +93,12 @@ private:
 
 class VerbsInterface final : public Interface {
 public:
-    static constexpr uint32_t kCmPollEvery = 64;  // power of two
+    /// Between handshakes the sockets only carry news that can wait a scheduler tick (a new
+    /// peer, a dead peer's EOF), and on rxe a system call costs as much as the message: so
+    /// every kCmPollEvery progress calls (a power of two) the coarse clock is read, and the
+    /// sockets are polled once kCmPollIntervalNs passed since the last look.
+    static constexpr uint32_t kCmPollEvery = 64;
+    static constexpr uint64_t kCmPollIntervalNs = 2'000'000;
 
     /// See verbs::open() in verbs_open.h.
     static Status open(const VerbsConfig& config, uint64_t worker_uid, uint16_t iface_index,
@@ -101,8 +106,9 @@ public:
     ~VerbsInterface() override;
 
     const char* name() const override { return "verbs"; }
-    /// Poll the CQ (deliver receives, retire sends, run RDMA callbacks), every kCmPollEvery
-    /// calls (every call while a handshake runs) the handshake sockets, then report failures.
+    /// Poll the CQ (deliver receives, retire sends, run RDMA callbacks), the handshake
+    /// sockets (every call while a handshake runs, else about every kCmPollIntervalNs: a dead
+    /// peer's EOF is seen within a few milliseconds of progress), then report failures.
     unsigned progress() override;
     std::vector<uint8_t> address() const override;
     /// Creates the QP, connects to the peer's handshake listener (blocking for at most
@@ -231,6 +237,7 @@ private:
     std::unordered_map<uint32_t, uint16_t> qpn_to_conn_;
     uint32_t handshakes_ = 0;      // connections still connecting / accepting
     uint32_t tick_ = 0;
+    uint64_t cm_polled_ns_ = 0;    // coarse clock at the last look at the handshake sockets
     std::vector<uint16_t> to_report_;
     std::vector<uint16_t> credit_due_;  // connections owing the peer a credit update
     std::vector<RdmaOp*> rdma_backlog_;  // ops with chunks not yet posted (send queue full)

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "transports/verbs/verbs_connection.h"
 
@@ -364,7 +365,17 @@ unsigned VerbsInterface::progress() {
     const int k = ibv_poll_cq(cq_, 16, wc);
     for (int i = 0; i < k; ++i) handle_wc(wc[i]);
     if (k > 0) n += static_cast<unsigned>(k);
-    if (handshakes_ > 0 || (++tick_ & (kCmPollEvery - 1)) == 0) poll_cm();
+    if (handshakes_ > 0) {
+        poll_cm();
+    } else if (__builtin_expect((++tick_ & (kCmPollEvery - 1)) == 0, 0)) {
+        // epoll_wait every 64 calls was several system calls per 8-byte round trip on rxe,
+        // as many as the two posts themselves: look only once the coarse clock moved on.
+        const uint64_t now = common::monotonic_coarse_ns();
+        if (now - cm_polled_ns_ >= kCmPollIntervalNs) {
+            cm_polled_ns_ = now;
+            poll_cm();
+        }
+    }
     if (__builtin_expect(!rdma_backlog_.empty(), 0)) progress_rdma_backlog();
     if (!credit_due_.empty()) {
         std::vector<uint16_t> due;
