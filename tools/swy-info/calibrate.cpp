@@ -77,7 +77,7 @@ void measure_verbs_lane(const common::Config& config, proto::CostFigures* f) {
     end_step(v.overhead_s, kMicros, &f->verbs_overhead_s);
     begin_step("verbs eager bandwidth (64 KiB eager_bcopy)");
     end_step(v.bw_Bps, kGBps, &f->verbs_bw_Bps);
-    begin_step("verbs RDMA bandwidth (1 MiB GET)");
+    begin_step("verbs RDMA bandwidth (1 and 4 MiB GET)");
     end_step(v.rdma_bw_Bps, kGBps, &f->verbs_rdma_bw_Bps);
     begin_step("verbs registration, fixed (4 KiB .. 16 MiB)");
     end_step(v.reg_s, kMicros, &f->verbs_reg_s);

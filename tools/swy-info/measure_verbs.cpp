@@ -126,10 +126,19 @@ VerbsFigures measure_verbs(const common::Config& config, double memcpy_bw_Bps) {
     } else {
         v.bw_Bps = Measured::failed(why);
     }
-    if (best_of(kRounds, "SWY_RNDV_SCHEME=get SWY_RNDV_THRESH=1K",
-                "--test bw --sizes 1M --iters 8 --warmup 1 --window 8", &rdma, &why) &&
-        rdma.bandwidth_MBps > 0) {
-        v.rdma_bw_Bps = Measured::of(rdma.bandwidth_MBps * 1e6);
+    // Two sizes, three runs each, the best seen: single runs of a software device in a
+    // guest scatter by 3x, and a low figure here would wrongly keep zero-copy out.
+    PerfRow rdma4;
+    const bool have_1m = best_of(kRounds, "SWY_RNDV_SCHEME=get SWY_RNDV_THRESH=1K",
+                                 "--test bw --sizes 1M --iters 8 --warmup 1 --window 8", &rdma,
+                                 &why);
+    const bool have_4m = best_of(kRounds, "SWY_RNDV_SCHEME=get SWY_RNDV_THRESH=1K",
+                                 "--test bw --sizes 4M --iters 4 --warmup 1 --window 4", &rdma4,
+                                 &why);
+    const double rdma_MBps = std::max(have_1m ? rdma.bandwidth_MBps : 0,
+                                      have_4m ? rdma4.bandwidth_MBps : 0);
+    if (rdma_MBps > 0) {
+        v.rdma_bw_Bps = Measured::of(rdma_MBps * 1e6);
     } else {
         v.rdma_bw_Bps = Measured::failed(why);
     }
