@@ -29,7 +29,11 @@ using common::log_printf;
 Worker::Worker(Context* context, const swy_worker_params_t* params)
     : context_(context),
       uid_(context->new_worker_uid()),
-      thread_mode_(params != nullptr ? params->thread_mode : SWY_THREAD_MODE_SINGLE) {}
+      thread_mode_(params != nullptr ? params->thread_mode : SWY_THREAD_MODE_SINGLE) {
+    // Counted here, not at the end of create(): the destructor always uncounts, also for a
+    // worker whose creation failed half-way (it used to drive the count below zero).
+    context->live_workers++;
+}
 
 Status Worker::create(Context* context, const swy_worker_params_t* params, Worker** out,
                       std::string* why) {
@@ -47,7 +51,6 @@ Status Worker::create(Context* context, const swy_worker_params_t* params, Worke
     w->rndv_split_min_ = std::max<size_t>(cfg.get_size("RNDV_SPLIT_MIN"), 8192);
     Status s = w->open_interfaces(why);
     if (s != Status::kOk) return s;
-    context->live_workers++;
     *out = w.release();
     return Status::kOk;
 }

@@ -13,58 +13,17 @@
 
 #include <switchyard/switchyard.h>
 
-#include "core/address.h"
+#include "verbs_test_node.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using Settings = std::vector<std::pair<const char*, const char*>>;
+using Settings = swy::test::VerbsSettings;
 
 constexpr size_t kCell = 2048;  // SWY_VERBS_DM_CELL_SIZE default
 constexpr uint32_t kCells = 4;  // cells per slot
 
-/// One context + worker with SWY_TLS=verbs,self and @p settings on top.
-struct Node {
-    swy_context_h ctx = nullptr;
-    swy_worker_h worker = nullptr;
-    std::vector<uint8_t> address;
-
-    explicit Node(const Settings& settings) {
-        swy_config_h cfg = nullptr;
-        EXPECT_EQ(swy_config_read(&cfg), SWY_OK);
-        swy_config_set(cfg, "TLS", "verbs,self");
-        for (const auto& [name, value] : settings) {
-            EXPECT_EQ(swy_config_set(cfg, name, value), SWY_OK) << name;
-        }
-        swy_context_params_t cp{cfg};
-        EXPECT_EQ(swy_context_create(&cp, &ctx), SWY_OK);
-        swy_config_release(cfg);
-        if (ctx == nullptr) return;
-        swy_worker_params_t wp{SWY_THREAD_MODE_SINGLE};
-        EXPECT_EQ(swy_worker_create(ctx, &wp, &worker), SWY_OK);
-        void* a = nullptr;
-        size_t n = 0;
-        if (worker != nullptr && swy_worker_get_address(worker, &a, &n) == SWY_OK) {
-            address.assign(static_cast<uint8_t*>(a), static_cast<uint8_t*>(a) + n);
-            swy_worker_release_address(worker, a);
-        }
-    }
-    ~Node() {
-        if (worker != nullptr) swy_worker_destroy(worker);
-        if (ctx != nullptr) swy_context_destroy(ctx);
-    }
-    bool has_verbs() const {
-        swy::core::WorkerAddress a;
-        std::string why;
-        return swy::core::decode_address(address.data(), address.size(), &a, &why) ==
-                   swy::Status::kOk &&
-               a.find(swy::core::TransportId::kVerbs) != nullptr;
-    }
-};
-
-#define SKIP_WITHOUT_VERBS(node)                                                        \
-    if (!(node).has_verbs()) GTEST_SKIP() << "no RDMA device: the verbs transport did not " \
-                                             "open (run test/verbs/run-vm.sh)"
+using Node = swy::test::VerbsNode;
 
 const Settings kEmulated{{"VERBS_DM_EMULATE", "y"}};
 
@@ -153,7 +112,7 @@ std::vector<size_t> boundary_sizes(const swy_ep_attr_t& attr) {
 }  // namespace
 
 TEST(VerbsDmTransport, WithoutDeviceMemoryTheEndpointSaysInlineOnly) {
-    Node a({}), b({});
+    Node a, b;
     SKIP_WITHOUT_VERBS(a);
     swy_ep_h ep = connect(a.worker, b.address);
     const swy_ep_attr_t attr = query(ep);

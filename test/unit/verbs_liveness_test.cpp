@@ -15,47 +15,13 @@
 
 #include <switchyard/switchyard.h>
 
-#include "core/address.h"
+#include "verbs_test_node.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// A context and worker with SWY_TLS=verbs,self; address empty when either failed.
-struct VerbsNode {
-    swy_context_h ctx = nullptr;
-    swy_worker_h worker = nullptr;
-    std::vector<uint8_t> address;
-
-    VerbsNode() {
-        swy_config_h cfg = nullptr;
-        if (swy_config_read(&cfg) != SWY_OK) return;
-        swy_config_set(cfg, "TLS", "verbs,self");
-        swy_context_params_t cp{cfg};
-        const swy_status_t s = swy_context_create(&cp, &ctx);
-        swy_config_release(cfg);
-        swy_worker_params_t wp{SWY_THREAD_MODE_SINGLE};
-        if (s != SWY_OK || swy_worker_create(ctx, &wp, &worker) != SWY_OK) return;
-        void* a = nullptr;
-        size_t n = 0;
-        if (swy_worker_get_address(worker, &a, &n) == SWY_OK) {
-            address.assign(static_cast<uint8_t*>(a), static_cast<uint8_t*>(a) + n);
-            swy_worker_release_address(worker, a);
-        }
-    }
-    ~VerbsNode() {
-        if (worker != nullptr) swy_worker_destroy(worker);
-        if (ctx != nullptr) swy_context_destroy(ctx);
-    }
-    bool has_verbs() const {
-        swy::core::WorkerAddress a;
-        std::string why;
-        return !address.empty() &&
-               swy::core::decode_address(address.data(), address.size(), &a, &why) ==
-                   swy::Status::kOk &&
-               a.find(swy::core::TransportId::kVerbs) != nullptr;
-    }
-};
+using swy::test::VerbsNode;
 
 struct Errors {
     int calls = 0;

@@ -24,6 +24,7 @@
 #include "core/worker.h"
 #include "transports/verbs/page_identity.h"
 #include "transports/verbs/verbs_open.h"
+#include "verbs_test_node.h"
 
 namespace {
 
@@ -34,53 +35,19 @@ struct Options {
     std::string proto = "all";
 };
 /// More settings, by name without SWY_ ({"VERBS_SQ_DEPTH", "16"}).
-using Settings = std::vector<std::pair<std::string, std::string>>;
+using Settings = swy::test::VerbsSettings;
 
-/// One context + worker with SWY_TLS=verbs,self.
-struct Node {
-    swy_context_h ctx = nullptr;
-    swy_worker_h worker = nullptr;
-    std::vector<uint8_t> address;
-
-    explicit Node(const Options& o = {}, const Settings& extra = {}) {
-        swy_config_h cfg = nullptr;
-        EXPECT_EQ(swy_config_read(&cfg), SWY_OK);
-        swy_config_set(cfg, "TLS", "verbs,self");
-        swy_config_set(cfg, "RNDV_SCHEME", o.scheme.c_str());
-        swy_config_set(cfg, "PROTO", o.proto.c_str());
-        for (const auto& [name, value] : extra) {
-            EXPECT_EQ(swy_config_set(cfg, name.c_str(), value.c_str()), SWY_OK) << name;
-        }
-        swy_context_params_t cp{cfg};
-        EXPECT_EQ(swy_context_create(&cp, &ctx), SWY_OK);
-        swy_config_release(cfg);
-        if (ctx == nullptr) return;
-        swy_worker_params_t wp{SWY_THREAD_MODE_SINGLE};
-        EXPECT_EQ(swy_worker_create(ctx, &wp, &worker), SWY_OK);
-        void* a = nullptr;
-        size_t n = 0;
-        if (worker != nullptr && swy_worker_get_address(worker, &a, &n) == SWY_OK) {
-            address.assign(static_cast<uint8_t*>(a), static_cast<uint8_t*>(a) + n);
-            swy_worker_release_address(worker, a);
-        }
-    }
-    ~Node() {
-        if (worker != nullptr) swy_worker_destroy(worker);
-        if (ctx != nullptr) swy_context_destroy(ctx);
-    }
-    /// Whether the worker opened the verbs interface (its address has a verbs section).
-    bool has_verbs() const {
-        swy::core::WorkerAddress a;
-        std::string why;
-        return swy::core::decode_address(address.data(), address.size(), &a, &why) ==
-                   swy::Status::kOk &&
-               a.find(swy::core::TransportId::kVerbs) != nullptr;
+/// One context + worker with SWY_TLS=verbs,self, the scheme and allow-list of @p o, and
+/// @p extra on top.
+struct Node : swy::test::VerbsNode {
+    explicit Node(const Options& o = {}, const Settings& extra = {})
+        : VerbsNode(with_options(o, extra)) {}
+    static Settings with_options(const Options& o, const Settings& extra) {
+        Settings all{{"RNDV_SCHEME", o.scheme}, {"PROTO", o.proto}};
+        all.insert(all.end(), extra.begin(), extra.end());
+        return all;
     }
 };
-
-#define SKIP_WITHOUT_VERBS(node)                                                        \
-    if (!(node).has_verbs()) GTEST_SKIP() << "no RDMA device: the verbs transport did not " \
-                                             "open (run test/verbs/run-vm.sh)"
 
 struct ErrorSeen {
     int calls = 0;

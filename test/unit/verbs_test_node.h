@@ -1,0 +1,70 @@
+// A context and worker with SWY_TLS=verbs,self plus settings, shared by the verbs device tests
+// (verbs_transport_test, verbs_dm_transport_test, verbs_liveness_test). On a host without an
+// RDMA device the verbs interface does not open and those tests skip (SKIP_WITHOUT_VERBS).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <switchyard/switchyard.h>
+
+#include "core/address.h"
+
+namespace swy::test {
+
+/// Settings by name without SWY_ ({"VERBS_SQ_DEPTH", "16"}), applied after TLS=verbs,self.
+using VerbsSettings = std::vector<std::pair<std::string, std::string>>;
+
+struct VerbsNode {
+    swy_context_h ctx = nullptr;
+    swy_worker_h worker = nullptr;
+    std::vector<uint8_t> address;  ///< empty when the context or worker could not be made
+
+    explicit VerbsNode(const VerbsSettings& settings = {}) {
+        swy_config_h cfg = nullptr;
+        EXPECT_EQ(swy_config_read(&cfg), SWY_OK);
+        if (cfg == nullptr) return;
+        swy_config_set(cfg, "TLS", "verbs,self");
+        for (const auto& [name, value] : settings) {
+            EXPECT_EQ(swy_config_set(cfg, name.c_str(), value.c_str()), SWY_OK) << name;
+        }
+        swy_context_params_t cp{cfg};
+        EXPECT_EQ(swy_context_create(&cp, &ctx), SWY_OK);
+        swy_config_release(cfg);
+        if (ctx == nullptr) return;
+        swy_worker_params_t wp{SWY_THREAD_MODE_SINGLE};
+        EXPECT_EQ(swy_worker_create(ctx, &wp, &worker), SWY_OK);
+        void* a = nullptr;
+        size_t n = 0;
+        if (worker != nullptr && swy_worker_get_address(worker, &a, &n) == SWY_OK) {
+            address.assign(static_cast<uint8_t*>(a), static_cast<uint8_t*>(a) + n);
+            swy_worker_release_address(worker, a);
+        }
+    }
+    ~VerbsNode() {
+        if (worker != nullptr) swy_worker_destroy(worker);
+        if (ctx != nullptr) swy_context_destroy(ctx);
+    }
+    VerbsNode(const VerbsNode&) = delete;
+    VerbsNode& operator=(const VerbsNode&) = delete;
+
+    /// Whether the worker opened the verbs interface (its address has a verbs section).
+    bool has_verbs() const {
+        core::WorkerAddress a;
+        std::string why;
+        return !address.empty() &&
+               core::decode_address(address.data(), address.size(), &a, &why) == Status::kOk &&
+               a.find(core::TransportId::kVerbs) != nullptr;
+    }
+};
+
+}  // namespace swy::test
+
+// A macro because GTEST_SKIP must return from the test body itself.
+#define SKIP_WITHOUT_VERBS(node)                                                        \
+    if (!(node).has_verbs()) GTEST_SKIP() << "no RDMA device: the verbs transport did not " \
+                                             "open (run test/verbs/run-vm.sh)"
