@@ -67,6 +67,14 @@ perf() { timeout 600 "$PERF" --tls verbs,self --check "$@"; }
 step "device unit tests"
 check "unit_tests Verbs*" timeout 600 "$BUILD/bin/unit_tests" --gtest_filter='Verbs*' --gtest_brief=1
 
+step "protocol suite over verbs (integration_tests Net*: every threshold, forced protocols, 256 MiB)"
+if [ -x "$BUILD/bin/integration_tests" ]; then
+    check "SWY_ITEST_NET=verbs integration_tests Net*" env SWY_ITEST_NET=verbs \
+        timeout 900 "$BUILD/bin/integration_tests" --gtest_filter='Net*' --gtest_brief=1
+else
+    echo "--- skipped: $BUILD/bin/integration_tests not built"
+fi
+
 step "calibration: this VM's verbs lane, and the selection table from the measured figures"
 # The selector's verbs figures (latency, overhead, bandwidths, registration and cache-hit
 # costs) are measured here, so the table below is what this device gets; the runs that

@@ -1,9 +1,12 @@
-// The protocol suite over the tcp transport on loopback (SWY_TLS=tcp,self, so the lane between
-// two processes of this host is tcp): every size around every threshold the endpoint reports
+// The protocol suite over a network transport: tcp on loopback by default (SWY_TLS=tcp,self,
+// so the lane between two processes of this host is tcp), or verbs with SWY_ITEST_NET=verbs
+// (test/verbs/run-vm.sh runs it so on rxe0 in the Soft-RoCE VM): every size around every threshold the endpoint reports
 // (and around the 256 KiB frame limit), 0 B to 256 MiB, posted before and after the message
 // arrives, each protocol forced, ordering, wildcard receives, probes, truncation and
 // synchronous sends. Every payload is checked byte for byte, with guard bytes after the
-// receive buffer: the rendezvous payload is read from the socket straight into that buffer.
+// receive buffer: the rendezvous payload is read from the socket (tcp) or moved by RDMA
+// (verbs) straight into that buffer.
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -14,10 +17,16 @@ namespace {
 
 constexpr swy_tag_t kTag = 0x7C00000000000000ull;
 
-std::vector<std::pair<std::string, std::string>> tcp_config(const std::string& proto = "",
+/// The transport under test: "tcp" (default) or SWY_ITEST_NET ("verbs").
+std::string net_transport() {
+    const char* e = std::getenv("SWY_ITEST_NET");
+    return e != nullptr && *e != '\0' ? e : "tcp";
+}
+
+std::vector<std::pair<std::string, std::string>> net_config(const std::string& proto = "",
                                                             const std::string& thresh = "") {
-    std::vector<std::pair<std::string, std::string>> c{{"TLS", "tcp,self"},
-                                                       {"NET_DEVICES", "lo"}};
+    std::vector<std::pair<std::string, std::string>> c{{"TLS", net_transport() + ",self"}};
+    if (net_transport() == "tcp") c.push_back({"NET_DEVICES", "lo"});
     if (!proto.empty()) c.push_back({"PROTO", proto});
     if (!thresh.empty()) c.push_back({"RNDV_THRESH", thresh});
     return c;
@@ -47,18 +56,18 @@ std::vector<Row> protocol_rows(swy_ep_h ep, std::string* text) {
     return rows;
 }
 
-Node& tcp_node(World& w, std::unique_ptr<Node>* holder, const std::string& proto = "",
+Node& net_node(World& w, std::unique_ptr<Node>* holder, const std::string& proto = "",
                const std::string& thresh = "") {
     NodeOptions opts;
-    opts.config = tcp_config(proto, thresh);
+    opts.config = net_config(proto, thresh);
     holder->reset(new Node(w, opts));
     Node& n = **holder;
     n.connect_all();
     for (int r = 0; r < w.size(); ++r) {
         if (r == w.rank()) continue;
         swy_ep_attr_t a = n.query(r);
-        ICHECK_MSG(strcmp(a.transport, "tcp") == 0, "lane to rank %d is %s, not tcp", r,
-                   a.transport);
+        ICHECK_MSG(net_transport() == a.transport, "lane to rank %d is %s, not %s", r,
+                   a.transport, net_transport().c_str());
     }
     return n;
 }
@@ -126,17 +135,18 @@ std::vector<size_t> sizes_around(const std::vector<Row>& rows) {
     return sizes;
 }
 
-TEST(TcpProtocols, EverySizeAroundEveryThresholdArrivesIntact) {
+TEST(NetProtocols, EverySizeAroundEveryThresholdArrivesIntact) {
     EXPECT_TRUE(run_ranks(2, [](World& w) {
         std::unique_ptr<Node> holder;
-        Node& n = tcp_node(w, &holder);
+        Node& n = net_node(w, &holder);
         std::string text;
         std::vector<Row> rows = protocol_rows(n.ep(1 - w.rank()), &text);
-        // The default table over tcp must switch to rendezvous somewhere, or nothing here
-        // exercises the zero-copy receive.
+        // The default table must switch to rendezvous somewhere, or nothing here exercises
+        // the zero-copy receive.
         bool has_rndv = false;
         for (const Row& r : rows) has_rndv |= r.proto.rfind("rndv_", 0) == 0;
-        ICHECK_MSG(has_rndv, "no rendezvous in the tcp protocol table:\n%s", text.c_str());
+        ICHECK_MSG(has_rndv, "no rendezvous in the %s protocol table:\n%s",
+                   net_transport().c_str(), text.c_str());
         uint64_t idx = 0;
         for (size_t size : sizes_around(rows)) {
             for (bool posted_first : {true, false}) exchange(w, n, size, size, idx++, posted_first);
@@ -146,22 +156,26 @@ TEST(TcpProtocols, EverySizeAroundEveryThresholdArrivesIntact) {
 }
 
 /// One 256 MiB message: the rendezvous fragments land straight in the receive buffer.
-TEST(TcpProtocols, A256MiBMessageArrivesIntact) {
+TEST(NetProtocols, A256MiBMessageArrivesIntact) {
     EXPECT_TRUE(run_ranks(2, [](World& w) {
         std::unique_ptr<Node> holder;
-        Node& n = tcp_node(w, &holder);
+        Node& n = net_node(w, &holder);
         exchange(w, n, 256u << 20, 256u << 20, 1, true);
         n.finish();
     }, RunOptions{120.0, {}}));
 }
 
-class TcpForced : public ::testing::TestWithParam<const char*> {};
+class NetForced : public ::testing::TestWithParam<const char*> {};
 
-TEST_P(TcpForced, EverySizeArrivesIntactWithTheProtocolForced) {
+TEST_P(NetForced, EverySizeArrivesIntactWithTheProtocolForced) {
     const std::string proto = GetParam();
+    if (proto.find("zcopy") != std::string::npos && net_transport() != "verbs") {
+        GTEST_SKIP() << proto << " is RDMA rendezvous: run with SWY_ITEST_NET=verbs on an RDMA "
+                                 "device (test/verbs/run-vm.sh)";
+    }
     EXPECT_TRUE(run_ranks(2, [&](World& w) {
         std::unique_ptr<Node> holder;
-        Node& n = tcp_node(w, &holder, proto);
+        Node& n = net_node(w, &holder, proto);
         std::string text;
         std::vector<Row> rows = protocol_rows(n.ep(1 - w.rank()), &text);
         // Small sizes may need eager (a rendezvous-only list still keeps a small protocol);
@@ -177,13 +191,15 @@ TEST_P(TcpForced, EverySizeArrivesIntactWithTheProtocolForced) {
     }));
 }
 
-INSTANTIATE_TEST_SUITE_P(Tcp, TcpForced, ::testing::Values("eager_bcopy", "rndv_pipeline"));
+INSTANTIATE_TEST_SUITE_P(Net, NetForced,
+                         ::testing::Values("eager_bcopy", "rndv_pipeline", "rndv_get_zcopy",
+                                           "rndv_put_zcopy"));
 
 /// SWY_RNDV_THRESH moves the switch; sizes around it take the right side each.
-TEST(TcpProtocols, ForcedRendezvousThresholdIsHonouredAroundIt) {
+TEST(NetProtocols, ForcedRendezvousThresholdIsHonouredAroundIt) {
     EXPECT_TRUE(run_ranks(2, [](World& w) {
         std::unique_ptr<Node> holder;
-        Node& n = tcp_node(w, &holder, "", "1000");
+        Node& n = net_node(w, &holder, "", "1000");
         std::string text;
         std::vector<Row> rows = protocol_rows(n.ep(1 - w.rank()), &text);
         size_t rndv_from = SIZE_MAX;
@@ -203,10 +219,10 @@ TEST(TcpProtocols, ForcedRendezvousThresholdIsHonouredAroundIt) {
     }));
 }
 
-TEST(TcpProtocols, TruncatedReceivesKeepTheirPrefixAndWriteNothingPastTheBuffer) {
+TEST(NetProtocols, TruncatedReceivesKeepTheirPrefixAndWriteNothingPastTheBuffer) {
     EXPECT_TRUE(run_ranks(2, [](World& w) {
         std::unique_ptr<Node> holder;
-        Node& n = tcp_node(w, &holder);
+        Node& n = net_node(w, &holder);
         uint64_t idx = 0;
         // Eager single packet, eager fragments (unless the table switches earlier), and
         // rendezvous, each into a buffer one byte short and into about half.
@@ -221,10 +237,10 @@ TEST(TcpProtocols, TruncatedReceivesKeepTheirPrefixAndWriteNothingPastTheBuffer)
     }));
 }
 
-TEST(TcpProtocols, SynchronousSendsCompleteOnlyAfterTheReceiveMatched) {
+TEST(NetProtocols, SynchronousSendsCompleteOnlyAfterTheReceiveMatched) {
     EXPECT_TRUE(run_ranks(2, [](World& w) {
         std::unique_ptr<Node> holder;
-        Node& n = tcp_node(w, &holder);
+        Node& n = net_node(w, &holder);
         swy_worker_h wk = n.worker();
         uint64_t idx = 0;
         for (size_t size : {size_t{8}, size_t{300u << 10}, size_t{(1u << 20) + 1}}) {
@@ -261,10 +277,10 @@ TEST(TcpProtocols, SynchronousSendsCompleteOnlyAfterTheReceiveMatched) {
 
 /// Messages of one tag, eager and rendezvous mixed, sent back to back without waiting:
 /// receive i gets message i, whether posted before or after they arrive.
-TEST(TcpProtocols, MixedSizesKeepSendOrderThroughExactAndWildcardReceives) {
+TEST(NetProtocols, MixedSizesKeepSendOrderThroughExactAndWildcardReceives) {
     EXPECT_TRUE(run_ranks(2, [](World& w) {
         std::unique_ptr<Node> holder;
-        Node& n = tcp_node(w, &holder);
+        Node& n = net_node(w, &holder);
         swy_worker_h wk = n.worker();
         constexpr int kCount = 100;
         auto size_of = [](int i) -> size_t {
@@ -329,10 +345,10 @@ TEST(TcpProtocols, MixedSizesKeepSendOrderThroughExactAndWildcardReceives) {
 
 /// A probe sees eager and rendezvous messages with their full length without consuming
 /// them; a matched probe (remove) then receives exactly that message.
-TEST(TcpProtocols, ProbeThenMatchedReceiveForEagerAndRendezvous) {
+TEST(NetProtocols, ProbeThenMatchedReceiveForEagerAndRendezvous) {
     EXPECT_TRUE(run_ranks(2, [](World& w) {
         std::unique_ptr<Node> holder;
-        Node& n = tcp_node(w, &holder);
+        Node& n = net_node(w, &holder);
         swy_worker_h wk = n.worker();
         uint64_t idx = 0;
         for (size_t size : {size_t{0}, size_t{64}, size_t{(1u << 20) + 9}}) {
@@ -385,10 +401,10 @@ TEST(TcpProtocols, ProbeThenMatchedReceiveForEagerAndRendezvous) {
 
 /// Three processes, each streaming to both others at once: rendezvous on two connections
 /// of one worker interleave without mixing payloads.
-TEST(TcpProtocols, ThreeRanksAllToAllMixedSizes) {
+TEST(NetProtocols, ThreeRanksAllToAllMixedSizes) {
     EXPECT_TRUE(run_ranks(3, [](World& w) {
         std::unique_ptr<Node> holder;
-        Node& n = tcp_node(w, &holder);
+        Node& n = net_node(w, &holder);
         swy_worker_h wk = n.worker();
         const std::vector<size_t> sizes{1, 5000, (512u << 10) + 3, (2u << 20) + 1};
         std::vector<std::vector<unsigned char>> out, in;
