@@ -75,7 +75,7 @@ void measure_verbs_lane(const common::Config& config, proto::CostFigures* f) {
     end_step(v.latency_s, kMicros, &f->verbs_latency_s);
     begin_step("verbs send overhead (1 / 8 B message rate)");
     end_step(v.overhead_s, kMicros, &f->verbs_overhead_s);
-    begin_step("verbs eager bandwidth (64 KiB eager_bcopy)");
+    begin_step("verbs eager bandwidth (1 MiB eager_bcopy)");
     end_step(v.bw_Bps, kGBps, &f->verbs_bw_Bps);
     begin_step("verbs RDMA bandwidth (1 and 4 MiB GET)");
     end_step(v.rdma_bw_Bps, kGBps, &f->verbs_rdma_bw_Bps);

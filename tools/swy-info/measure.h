@@ -55,7 +55,7 @@ struct ClaimFigures {
 ClaimFigures measure_claim_overheads();
 
 /// Verbs lane figures, for the first usable RDMA port (each the best of three runs): one-way latency (less the overhead)
-/// and sender overhead of 8 B sends, eager SEND bandwidth (the wire's part of a 64 KiB
+/// and sender overhead of 8 B sends, eager SEND bandwidth (the wire's part of a 1 MiB
 /// eager_bcopy stream, given @p memcpy_bw_Bps), RDMA bandwidth (1 and 4 MiB GET streams), and
 /// registration costs (miss, and a validated cache hit where the cache can run). Runs
 /// swy-perf, which must sit beside swy-info.
