@@ -37,11 +37,7 @@ swy_ep_h connect(swy_worker_h from, const std::vector<uint8_t>& to, uint32_t fla
     return ep;
 }
 
-void close_now(swy_ep_h ep) {
-    swy_request_h req = nullptr;
-    swy_ep_close_nb(ep, SWY_EP_CLOSE_FORCE, &req);
-    if (req != nullptr) swy_request_free(req);
-}
+using swy::test::close_now;
 
 swy_ep_attr_t query(swy_ep_h ep) {
     swy_ep_attr_t attr{};

@@ -62,6 +62,13 @@ struct VerbsNode {
     }
 };
 
+/// Close an endpoint at once (its requests are done or do not matter any more).
+inline void close_now(swy_ep_h ep) {
+    swy_request_h req = nullptr;
+    swy_ep_close_nb(ep, SWY_EP_CLOSE_FORCE, &req);
+    if (req != nullptr) swy_request_free(req);
+}
+
 }  // namespace swy::test
 
 // A macro because GTEST_SKIP must return from the test body itself.

@@ -70,12 +70,7 @@ swy_ep_h connect(swy_worker_h from, const std::vector<uint8_t>& to, ErrorSeen* e
     return ep;
 }
 
-/// Close an endpoint at once (its requests are done or do not matter any more).
-void close_now(swy_ep_h ep) {
-    swy_request_h req = nullptr;
-    swy_ep_close_nb(ep, SWY_EP_CLOSE_FORCE, &req);
-    if (req != nullptr) swy_request_free(req);
-}
+using swy::test::close_now;
 
 /// Progress both workers until @p req completes (or @p seconds pass); frees it.
 swy_status_t finish(swy_request_h req, swy_worker_h a, swy_worker_h b, double seconds = 30) {

@@ -9,17 +9,27 @@
 namespace swy::core {
 namespace {
 
-TEST(WorkerCreate, FailureHalfWayLeavesTheLiveWorkerCountAlone) {
+/// A context with SWY_TLS=self and, when @p cma is given, SWY_CMA=@p cma; null on failure.
+swy_context_h self_context(const char* cma = nullptr) {
     swy_config_h cfg = nullptr;
-    ASSERT_EQ(swy_config_read(&cfg), SWY_OK);
-    ASSERT_EQ(swy_config_set(cfg, "TLS", "self"), SWY_OK);
-    // Read only by worker creation, after the worker object exists.
-    ASSERT_EQ(swy_config_set(cfg, "CMA", "sometimes"), SWY_OK);
+    EXPECT_EQ(swy_config_read(&cfg), SWY_OK);
+    if (cfg == nullptr) return nullptr;
+    EXPECT_EQ(swy_config_set(cfg, "TLS", "self"), SWY_OK);
+    if (cma != nullptr) {
+        EXPECT_EQ(swy_config_set(cfg, "CMA", cma), SWY_OK);
+    }
     swy_context_params_t cp{};
     cp.config = cfg;
     swy_context_h ctx = nullptr;
-    ASSERT_EQ(swy_context_create(&cp, &ctx), SWY_OK);
+    EXPECT_EQ(swy_context_create(&cp, &ctx), SWY_OK);
     swy_config_release(cfg);
+    return ctx;
+}
+
+TEST(WorkerCreate, FailureHalfWayLeavesTheLiveWorkerCountAlone) {
+    // SWY_CMA is read only by worker creation, after the worker object exists.
+    swy_context_h ctx = self_context("sometimes");
+    ASSERT_NE(ctx, nullptr);
     const auto* context = reinterpret_cast<const Context*>(ctx);
     swy_worker_h worker = nullptr;
     EXPECT_EQ(swy_worker_create(ctx, nullptr, &worker), SWY_ERR_INVALID_PARAM);
@@ -29,14 +39,8 @@ TEST(WorkerCreate, FailureHalfWayLeavesTheLiveWorkerCountAlone) {
 }
 
 TEST(WorkerCreate, LiveWorkersAreCountedUntilDestroyed) {
-    swy_config_h cfg = nullptr;
-    ASSERT_EQ(swy_config_read(&cfg), SWY_OK);
-    ASSERT_EQ(swy_config_set(cfg, "TLS", "self"), SWY_OK);
-    swy_context_params_t cp{};
-    cp.config = cfg;
-    swy_context_h ctx = nullptr;
-    ASSERT_EQ(swy_context_create(&cp, &ctx), SWY_OK);
-    swy_config_release(cfg);
+    swy_context_h ctx = self_context();
+    ASSERT_NE(ctx, nullptr);
     const auto* context = reinterpret_cast<const Context*>(ctx);
     swy_worker_h a = nullptr, b = nullptr;
     ASSERT_EQ(swy_worker_create(ctx, nullptr, &a), SWY_OK);

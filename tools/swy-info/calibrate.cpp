@@ -60,8 +60,8 @@ void warn_if_busy() {
 }
 
 /// The verbs steps, when an RDMA port is usable (else the built-in verbs figures stay).
-void measure_verbs_lane(const common::Config& config, proto::CostFigures* f) {
-    const std::string verbs = verbs_availability(config);
+void measure_verbs_lane(const common::Config& config, const std::string& verbs,
+                        proto::CostFigures* f) {
     if (verbs.rfind("yes", 0) != 0) {
         std::printf("  verbs: not measured (%s)\n", verbs.c_str());
         return;
@@ -90,7 +90,8 @@ void measure_verbs_lane(const common::Config& config, proto::CostFigures* f) {
 }
 
 /// Run every measurement; @p f starts as the built-in figures and receives the measured ones.
-void measure_all(const common::Config& config, proto::CostFigures* f) {
+void measure_all(const common::Config& config, const std::string& verbs,
+                 proto::CostFigures* f) {
     const CpuPair cpus = pick_cpus();
     if (cpus.peer >= 0) {
         std::printf("Calibrating: two-process tests pin the processes to CPUs %d and %d.\n",
@@ -126,7 +127,7 @@ void measure_all(const common::Config& config, proto::CostFigures* f) {
     begin_step("cell overhead (receive-side dispatch)");
     end_step(Measured::failed("not measured: needs the real receive path"), kNanos,
              &f->cell_overhead_s);
-    measure_verbs_lane(config, f);
+    measure_verbs_lane(config, verbs, f);
 }
 
 /// Where to write: --output, else SWY_CALIBRATION_FILE, else the default path.
@@ -159,7 +160,9 @@ int run_calibrate(const Args& args) {
     const std::string loaded_by_default = output_path(Args{}, config);
     const double t0 = now_s();
     proto::CostFigures figures;  // built-in values: what is not measured stays as it is
-    measure_all(config, &figures);
+    // Probed once: opening every device again for the tables below would repeat the I/O.
+    const std::string verbs = verbs_availability(config);
+    measure_all(config, verbs, &figures);
     if (!make_parent_dir(path, &error) || figures.save(path, &error) != Status::kOk) {
         std::fprintf(stderr, "swy-info: %s\n", error.empty() ? ("cannot write " + path).c_str()
                                                              : error.c_str());
@@ -178,7 +181,7 @@ int run_calibrate(const Args& args) {
     std::printf("Cost figures read back from %s\n", context->costs().source.c_str());
     print_cost_figures(context->costs());
     int rc = print_lane_tables(*context, "shm");
-    if (verbs_availability(config).rfind("yes", 0) == 0) {
+    if (verbs.rfind("yes", 0) == 0) {
         rc = std::max(rc, print_lane_tables(*context, "verbs"));
     }
     delete context;
