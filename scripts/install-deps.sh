@@ -10,6 +10,7 @@ PACKAGES=(
   libhwloc-dev hwloc
   libibverbs-dev rdma-core
   libpmix-dev
+  libssl-dev
   openmpi-bin libopenmpi-dev
   iproute2 nftables
   clang-14 libclang-rt-14-dev
