@@ -47,6 +47,8 @@ public:
 
     Worker* worker() const { return worker_; }
     tl::Endpoint* lane() const { return lane_.get(); }
+    /// Index of the lane's interface in the worker.
+    uint16_t iface_index() const { return iface_index_; }
     /// The lane's attributes; before wire-up, empty ones (transport "").
     const tl::LaneAttr& lane_attr() const { return lane_ ? lane_->attr() : kUnwiredAttr; }
     /// 0 before wire-up (no worker has uid 0).

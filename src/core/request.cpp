@@ -1,6 +1,35 @@
 #include "core/request.h"
 
+#include <sys/random.h>
+#include <time.h>
+
+#include <cerrno>
+
 namespace swy::core {
+
+uint32_t RequestPool::next_generation(uint32_t previous) {
+    for (;;) {
+        if (nonces_left_ == 0) {
+            ssize_t n = getrandom(nonces_, sizeof(nonces_), 0);
+            if (n == static_cast<ssize_t>(sizeof(nonces_))) {
+                nonces_left_ = kNonceBatch;
+            } else {
+                // Not expected on Linux; still never a plain counter (splitmix64 of the
+                // clock and a running state).
+                timespec ts{};
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                uint64_t z = (fallback_state_ += 0x9E3779B97F4A7C15ull) ^
+                             static_cast<uint64_t>(ts.tv_nsec);
+                z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+                z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+                nonces_[0] = static_cast<uint32_t>(z ^ (z >> 31));
+                nonces_left_ = 1;
+            }
+        }
+        const uint32_t g = nonces_[--nonces_left_];
+        if (g != previous) return g;
+    }
+}
 
 Request* RequestPool::get(Worker* worker) {
     if (free_.empty()) {
@@ -19,7 +48,7 @@ Request* RequestPool::get(Worker* worker) {
     Request* r = free_.back();
     free_.pop_back();
     reset(r);
-    r->generation++;
+    r->generation = next_generation(r->generation);
     r->worker = worker;
     ++in_use_;
     return r;
@@ -29,7 +58,7 @@ Request* RequestPool::get(Worker* worker) {
 // instructions, which showed as the top cost of a message in a receive-heavy profile.
 // Every field of Request must appear here (the static_assert catches a new one).
 void RequestPool::reset(Request* r) {
-    static_assert(sizeof(Request) == 304, "a field was added to Request: reset it here too");
+    static_assert(sizeof(Request) == 312, "a field was added to Request: reset it here too");
     r->tag = 0;
     r->mask = 0;
     r->post_seq = 0;
@@ -67,7 +96,7 @@ void RequestPool::reset(Request* r) {
     r->peer_request = 0;
     r->remote_address = 0;
     r->remote_pid = 0;
-    r->remote_uid = 0;
+    r->peer = {};
     r->rndv_length = 0;
     r->rndv_done = 0;
     r->rndv_scheme = 0;

@@ -22,6 +22,15 @@ struct UnexpectedDesc;
 
 enum class RequestKind : uint8_t { kSend, kRecv, kClose };
 
+/// A peer as the transport vouches for it: the interface and its sender key
+/// (tl::Interface::sender_key). Everything a peer sends is checked against the PeerRef of
+/// the lane it arrived on, never against what the message says.
+struct PeerRef {
+    uint16_t iface = 0;
+    uint64_t key = 0;  ///< 0: nobody
+    bool operator==(const PeerRef&) const = default;
+};
+
 /// Intrusive list hook for endpoint queues (pending sends, in-flight operations).
 struct RequestLink {
     struct Request* prev = nullptr;
@@ -40,7 +49,7 @@ struct Request : proto::PostedReceive {
     void* user_data = nullptr;
     Worker* worker = nullptr;
     uint32_t index = 0;       ///< slot in the pool
-    uint32_t generation = 0;  ///< bumped on every reuse
+    uint32_t generation = 0;  ///< random, new on every reuse (wire ids are not guessable)
 
     // ---- send state ----
     Endpoint* ep = nullptr;
@@ -70,8 +79,8 @@ struct Request : proto::PostedReceive {
     // ---- rendezvous state (both sides) ----
     uint64_t peer_request = 0;   ///< the other side's request id
     uint64_t remote_address = 0; ///< peer buffer (get: sender's, put: receiver's)
-    int remote_pid = 0;
-    uint64_t remote_uid = 0;     ///< for failure handling
+    int remote_pid = 0;          ///< CMA target, verified by the lane (0: no CMA)
+    PeerRef peer;                ///< receiver: who sent the RTS (controls must come from it)
     size_t rndv_length = 0;      ///< bytes to move (clamped to the receive buffer)
     size_t rndv_done = 0;        ///< bytes moved so far
     uint8_t rndv_scheme = 0;     ///< proto::RndvScheme
@@ -92,7 +101,7 @@ struct Request : proto::PostedReceive {
     Status fin_status = Status::kOk;
     tl::AmSource source{};       ///< where the RTS came from (receiver side)
 
-    /// Wire id: generation in the high half, index in the low half.
+    /// Wire id: generation (a random nonce) in the high half, index in the low half.
     uint64_t wire_id() const { return (uint64_t{generation} << 32) | index; }
 };
 
@@ -110,7 +119,15 @@ public:
 
 private:
     static void reset(Request* r);
+    /// A random generation for a new use of @p r, different from its last one.
+    uint32_t next_generation(uint32_t previous);
     static constexpr size_t kChunk = 256;
+    /// Nonces from the kernel's random pool, fetched kNonceBatch at a time: one getrandom()
+    /// per kNonceBatch requests instead of one per request.
+    static constexpr size_t kNonceBatch = 512;
+    uint32_t nonces_[kNonceBatch] = {};
+    size_t nonces_left_ = 0;
+    uint64_t fallback_state_ = 0;  // only if getrandom fails (never on Linux >= 3.17)
     std::vector<std::unique_ptr<Request[]>> chunks_;
     std::vector<Request*> free_;
     size_t in_use_ = 0;

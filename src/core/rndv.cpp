@@ -18,6 +18,11 @@ using proto::RndvScheme;
 namespace {
 // Bytes a progress call moves for one rendezvous before giving other work a turn.
 constexpr size_t kProgressBudget = 8u << 20;
+
+/// A send that went (or goes) by rendezvous: the only kind an ATS or RTR may name.
+bool is_rendezvous(const Request* r) {
+    return r->proto >= static_cast<uint8_t>(proto::ProtoId::kRndvGetCma);
+}
 }  // namespace
 
 // ------------------------------------------------------------------------------------------
@@ -30,7 +35,6 @@ Status Endpoint::send_rts(Request* r) {
     h.sender_request = r->wire_id();
     h.total_length = r->length;
     h.address = reinterpret_cast<uint64_t>(r->send_buffer);
-    h.pid = getpid();
     switch (static_cast<proto::ProtoId>(r->proto)) {
         case proto::ProtoId::kRndvGetCma: h.scheme = static_cast<uint32_t>(RndvScheme::kGet); break;
         case proto::ProtoId::kRndvPutCma: h.scheme = static_cast<uint32_t>(RndvScheme::kPut); break;
@@ -49,11 +53,12 @@ Status Endpoint::send_rts(Request* r) {
     return s;
 }
 
-void Worker::handle_ats(const uint8_t* data, size_t length) {
+void Worker::handle_ats(tl::AmSource src, const uint8_t* data, size_t length) {
     proto::AckHeader h{};
     if (!proto::read_header(data, length, &h)) return;
-    Request* r = pool_.find(h.sender_request);
-    if (r == nullptr || r->kind != RequestKind::kSend) return;
+    Request* r = send_request_from(src, h.sender_request, "ATS");
+    if (r == nullptr) return;
+    if (!is_rendezvous(r)) return reject_control("ATS for a send that is no rendezvous");
     // The ATS is always the last word: for a split GET the receiver sends it only after our
     // FIN, so our own push is over too. It carries the final status (truncation, errors).
     if (!rdma_regs_.empty()) release_rdma(r);  // verbs: the peer has read our buffer
@@ -61,11 +66,12 @@ void Worker::handle_ats(const uint8_t* data, size_t length) {
     complete(r, status_from_wire(h.status));
 }
 
-void Worker::handle_rtr(const uint8_t* data, size_t length) {
+void Worker::handle_rtr(tl::AmSource src, const uint8_t* data, size_t length) {
     proto::RtrHeader h{};
     if (!proto::read_header(data, length, &h)) return;
-    Request* r = pool_.find(h.sender_request);
-    if (r == nullptr || r->kind != RequestKind::kSend || h.length > r->length) return;
+    Request* r = send_request_from(src, h.sender_request, "RTR");
+    if (r == nullptr) return;
+    if (!is_rendezvous(r) || h.length > r->length) return reject_control("RTR out of place");
     if (r->rtr_received) {
         log_printf(LogLevel::kError, "rendezvous: ignoring a second RTR for one send");
         return;
@@ -74,7 +80,10 @@ void Worker::handle_rtr(const uint8_t* data, size_t length) {
     r->rtr_received = true;
     r->peer_request = h.receive_request;
     r->remote_address = h.address;
-    r->remote_pid = h.pid;
+    // CMA only into the process our own lane verified, whatever the RTR says: its address
+    // then names memory of the peer that sent it, never ours or a third process's.
+    const tl::LaneAttr& la = r->ep->lane_attr();
+    r->remote_pid = la.zcopy_cma ? la.remote_pid : 0;
     r->rndv_length = h.length;
     r->rndv_done = 0;
     r->rndv_scheme = static_cast<uint8_t>(h.scheme);
@@ -100,8 +109,13 @@ static bool push_rndv_send(Worker* w, Request* r, Status* error) {
     if (r->rndv_scheme == static_cast<uint8_t>(RndvScheme::kPut)) {
         while (!r->fin_pending && r->rndv_done < r->rndv_length && budget > 0) {
             size_t n = std::min({size_t{4} << 20, r->rndv_length - r->rndv_done, budget});
-            Status s = tl::cma::write(w->cma_mode(), r->remote_pid, r->remote_address + r->rndv_done,
-                                      r->send_buffer + r->rndv_offset + r->rndv_done, n);
+            // No verified process behind the lane (tcp, verbs): the put is refused like a
+            // ptrace refusal, and the receiver learns it from the FIN.
+            Status s = r->remote_pid <= 0
+                           ? Status::kUnsupported
+                           : tl::cma::write(w->cma_mode(), r->remote_pid,
+                                            r->remote_address + r->rndv_done,
+                                            r->send_buffer + r->rndv_offset + r->rndv_done, n);
             if (s != Status::kOk) {
                 // Tell the receiver, whatever happened, so it never waits for a FIN: for a
                 // split it then pulls our part itself (kUnsupported) or fails.
@@ -151,9 +165,8 @@ void Worker::handle_rts(tl::AmSource src, const uint8_t* data, size_t length) {
         log_printf(LogLevel::kError, "dropping malformed RTS (%zu bytes)", length);
         return;
     }
-    const uint64_t remote_uid = ifaces_[src.iface]->sender_uid(src.sender);
     if (proto::PostedReceive* p = matcher_.match_posted(h.tag)) {
-        start_rndv_receive(static_cast<Request*>(p), h, src, remote_uid);
+        start_rndv_receive(static_cast<Request*>(p), h, src);
         return;
     }
     auto* d = new UnexpectedDesc;
@@ -163,13 +176,12 @@ void Worker::handle_rts(tl::AmSource src, const uint8_t* data, size_t length) {
     d->rndv = true;
     d->rts = h;
     d->source = src;
-    d->remote_uid = remote_uid;
+    d->peer = peer_of(src);
     matcher_.add_unexpected(d);
     unexpected_rts_.push_back(d);
 }
 
-void Worker::start_rndv_receive(Request* r, const proto::RtsHeader& rts, tl::AmSource src,
-                                uint64_t remote_uid) {
+void Worker::start_rndv_receive(Request* r, const proto::RtsHeader& rts, tl::AmSource src) {
     r->matched = true;
     r->info.sender_tag = rts.tag;
     r->info.length = rts.total_length;
@@ -178,10 +190,17 @@ void Worker::start_rndv_receive(Request* r, const proto::RtsHeader& rts, tl::AmS
     r->rndv_done = 0;
     r->peer_request = rts.sender_request;
     r->remote_address = rts.address;
-    r->remote_pid = rts.pid;
-    r->remote_uid = remote_uid;
     r->source = src;
+    r->peer = peer_of(src);
+    // The process CMA may read from is the one the lane verified (0 on network lanes): the
+    // RTS's address then names the sender's own memory, or nothing.
+    r->remote_pid = ifaces_[src.iface]->sender_pid(src.sender);
     auto scheme = static_cast<RndvScheme>(rts.scheme);
+    // A scheme the lane cannot carry (CMA from a peer we could not verify) becomes the
+    // pipeline, which every lane carries and which touches only our own buffer.
+    if ((scheme == RndvScheme::kGet || scheme == RndvScheme::kPut) && r->remote_pid <= 0) {
+        scheme = RndvScheme::kPipeline;
+    }
     // Memory the CPU (and so CMA) must not touch takes the data through the pipeline, staged
     // into it fragment by fragment with the memory type's copy. RDMA may still reach it (a
     // dma-buf MR): start_rdma_receive decides, and falls back to the pipeline itself.
@@ -209,7 +228,6 @@ void Worker::send_rtr(Request* r, RndvScheme scheme) {
     h.receive_request = r->wire_id();
     h.address = reinterpret_cast<uint64_t>(r->recv_buffer);
     h.length = r->rndv_length;
-    h.pid = getpid();
     h.scheme = static_cast<uint32_t>(scheme);
     h.status = static_cast<int32_t>(r->truncated ? Status::kMessageTruncated : Status::kOk);
     rndv_waiting_.push_back({r, r->wire_id()});
@@ -234,7 +252,6 @@ void Worker::split_request(Request* r) {
     h.receive_request = r->wire_id();
     h.address = reinterpret_cast<uint64_t>(r->recv_buffer + r->split_offset);
     h.length = tail;
-    h.pid = getpid();
     h.scheme = static_cast<uint32_t>(RndvScheme::kPut);
     h.status = static_cast<int32_t>(r->truncated ? Status::kMessageTruncated : Status::kOk);
     h.split = 1;
@@ -255,11 +272,11 @@ void Worker::finish_split(Request* r, Status own_status) {
     finish_rndv_receive(r, status);
 }
 
-void Worker::handle_fin(const uint8_t* data, size_t length) {
+void Worker::handle_fin(tl::AmSource src, const uint8_t* data, size_t length) {
     proto::AckHeader h{};
     if (!proto::read_header(data, length, &h)) return;
-    Request* r = pool_.find(h.sender_request);
-    if (r == nullptr || r->kind != RequestKind::kRecv || !r->matched) return;
+    Request* r = receive_request_from(src, h.sender_request, "FIN");
+    if (r == nullptr) return;
     // A FIN only ends a receive that waits for pushed data (put, pipeline, a split's tail):
     // one naming a receive that pulls, or is not in rendezvous at all, is a stray packet.
     if (std::none_of(rndv_waiting_.begin(), rndv_waiting_.end(),
@@ -292,10 +309,15 @@ void Worker::handle_fin(const uint8_t* data, size_t length) {
     finish_rndv_receive(r, r->truncated ? Status::kMessageTruncated : Status::kOk);
 }
 
-Request* Worker::rndv_data_target(const proto::RndvDataHeader& h, size_t size) {
-    Request* r = pool_.find(h.receive_request);
-    if (r == nullptr || r->kind != RequestKind::kRecv || h.offset != r->rndv_done ||
-        size > r->rndv_length - r->rndv_done) {
+Request* Worker::rndv_data_target(tl::AmSource src, const proto::RndvDataHeader& h,
+                                  size_t size) {
+    Request* r = receive_request_from(src, h.receive_request, "pipeline fragment");
+    if (r == nullptr || h.offset != r->rndv_done || size > r->rndv_length - r->rndv_done) {
+        return nullptr;
+    }
+    // Only a receive that waits for pushed data takes fragments (never one that pulls).
+    if (std::none_of(rndv_waiting_.begin(), rndv_waiting_.end(),
+                     [r](const TrackedRequest& t) { return t.request == r; })) {
         return nullptr;
     }
     return r;
@@ -311,11 +333,11 @@ void Worker::rndv_data_arrived(Request* r, size_t size) {
     }
 }
 
-void Worker::handle_rndv_data(const uint8_t* data, size_t length) {
+void Worker::handle_rndv_data(tl::AmSource src, const uint8_t* data, size_t length) {
     proto::RndvDataHeader h{};
     if (!proto::read_header(data, length, &h)) return;
     const size_t size = length - sizeof(h);
-    Request* r = rndv_data_target(h, size);
+    Request* r = rndv_data_target(src, h, size);
     if (r == nullptr) {
         log_printf(LogLevel::kError, "dropping a rendezvous fragment that fits no receive");
         return;
@@ -331,22 +353,23 @@ size_t Worker::placement_header(tl::AmId id) const {
     return id == proto::kAmRndvData ? sizeof(proto::RndvDataHeader) : 0;
 }
 
-uint8_t* Worker::place_payload(tl::AmId id, const uint8_t* hdr, size_t done, size_t length) {
+uint8_t* Worker::place_payload(tl::AmId id, tl::AmSource src, const uint8_t* hdr, size_t done,
+                               size_t length) {
     if (id != proto::kAmRndvData || done >= length) return nullptr;
     proto::RndvDataHeader h{};
     std::memcpy(&h, hdr, sizeof(h));
     // Looked up again on every call: a receive that failed meanwhile (its peer died on
     // another connection) is completed, and its buffer may already be the user's again.
-    Request* r = rndv_data_target(h, length);
+    Request* r = rndv_data_target(src, h, length);
     if (r == nullptr || !r->cpu_buffer) return nullptr;
     return r->recv_buffer + h.offset + done;
 }
 
-void Worker::on_am_placed(tl::AmId id, tl::AmSource /*src*/, const uint8_t* hdr, size_t length) {
+void Worker::on_am_placed(tl::AmId id, tl::AmSource src, const uint8_t* hdr, size_t length) {
     if (id != proto::kAmRndvData) return;
     proto::RndvDataHeader h{};
     std::memcpy(&h, hdr, sizeof(h));
-    if (Request* r = rndv_data_target(h, length)) rndv_data_arrived(r, length);
+    if (Request* r = rndv_data_target(src, h, length)) rndv_data_arrived(r, length);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -369,8 +392,10 @@ unsigned Worker::progress_rndv() {
             // Before a split, pull one page only: it proves CMA works with this sender, and
             // the sender starts pushing its share right after.
             if (r->split_wanted) n = std::min<size_t>(n, 4096);
-            s = tl::cma::read(cma_mode_, r->remote_pid, r->recv_buffer + r->rndv_done,
-                              r->remote_address + r->rndv_done, n);
+            s = r->remote_pid <= 0 ? Status::kUnsupported
+                                   : tl::cma::read(cma_mode_, r->remote_pid,
+                                                   r->recv_buffer + r->rndv_done,
+                                                   r->remote_address + r->rndv_done, n);
             if (s == Status::kOk) {
                 r->rndv_done += n;
                 budget -= n;
@@ -434,9 +459,9 @@ unsigned Worker::progress_rndv() {
     return events;
 }
 
-void Worker::fail_rndv(uint64_t remote_uid, Status why) {
+void Worker::fail_rndv(const PeerRef& peer, Status why) {
     for (UnexpectedDesc* d : unexpected_rts_) {
-        if (d->remote_uid == remote_uid) d->sender_failed = true;
+        if (d->peer == peer) d->sender_failed = true;
     }
     for (auto* list : {&rndv_gets_, &rndv_waiting_}) {
         // Callbacks may add entries (a reposted receive matching another RTS): walk a copy
@@ -445,7 +470,7 @@ void Worker::fail_rndv(uint64_t remote_uid, Status why) {
         old.swap(*list);
         for (const TrackedRequest& t : old) {
             if (!t.live()) continue;
-            if (t.request->remote_uid == remote_uid) {
+            if (t.request->peer == peer) {
                 complete(t.request, why);
             } else {
                 list->push_back(t);

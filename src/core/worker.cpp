@@ -594,23 +594,27 @@ void Worker::drop_reassembly(const std::function<bool(uint64_t, const Reassembly
     }
 }
 
-void Worker::on_remote_failure(uint64_t remote_uid, Status why) {
+void Worker::on_remote_failure(uint16_t iface, uint64_t peer_key, Status why) {
+    // Only what that peer carried fails: endpoints whose lane goes to it, rendezvous and
+    // reassembly it was part of. A network peer that claimed another worker's uid reaches
+    // nothing beyond its own connection (its key is the connection, not the uid).
+    const PeerRef peer{iface, peer_key};
     // Error callbacks may close endpoints (deletion waits for the end of progress): walk a
     // snapshot and skip the ones closed meanwhile.
     std::vector<Endpoint*> eps;
     for (Endpoint* ep = endpoints_; ep != nullptr; ep = ep->next_in_worker) {
-        if (ep->remote_uid() == remote_uid) eps.push_back(ep);
+        if (ep->wired() && ep->iface_index() == iface && ep->lane()->peer_key() == peer_key) {
+            eps.push_back(ep);
+        }
     }
     ++progress_depth_;
     for (Endpoint* ep : eps) {
         if (!ep->closed) ep->fail(why);
     }
     --progress_depth_;
-    fail_rndv(remote_uid, why);
+    fail_rndv(peer, why);
     // Messages it had only partly sent can never complete.
-    drop_reassembly([remote_uid](uint64_t, const Reassembly& e) {
-        return e.remote_uid == remote_uid;
-    }, why);
+    drop_reassembly([peer](uint64_t, const Reassembly& e) { return e.peer == peer; }, why);
 }
 
 }  // namespace swy::core

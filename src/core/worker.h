@@ -45,7 +45,7 @@ struct UnexpectedDesc : proto::UnexpectedMessage {
     bool sync = false;
     uint64_t sender_request = 0;
     tl::AmSource source{};
-    uint64_t remote_uid = 0;
+    PeerRef peer;                 ///< who sent it, as its lane vouches
     uint64_t reassembly_key = 0;  ///< 0 when complete
     bool probed_out = false;      ///< removed by a matched probe, owned by a swy_message
     bool rndv = false;            ///< an RTS: the data is still in the sender's buffer
@@ -57,7 +57,7 @@ struct UnexpectedDesc : proto::UnexpectedMessage {
 struct Reassembly {
     Request* request = nullptr;
     UnexpectedDesc* desc = nullptr;
-    uint64_t remote_uid = 0;
+    PeerRef peer;
     size_t total = 0;
     size_t received = 0;
 };
@@ -128,17 +128,25 @@ public:
 
     // ---- AmSink ----
     void on_am(tl::AmId id, tl::AmSource src, const uint8_t* data, size_t length) override;
-    void on_remote_failure(uint64_t remote_uid, Status why) override;
+    void on_remote_failure(uint16_t iface, uint64_t peer_key, Status why) override;
     void on_sender_released(tl::AmSource src) override;
     /// Zero-copy receive of rendezvous fragments (tcp): straight into the user's buffer.
     size_t placement_header(tl::AmId id) const override;
-    uint8_t* place_payload(tl::AmId id, const uint8_t* hdr, size_t done, size_t length) override;
+    uint8_t* place_payload(tl::AmId id, tl::AmSource src, const uint8_t* hdr, size_t done,
+                           size_t length) override;
     void on_am_placed(tl::AmId id, tl::AmSource src, const uint8_t* hdr, size_t length) override;
     /// Remove the reassembly entries @p which selects; their receives fail with @p why.
     void drop_reassembly(const std::function<bool(uint64_t, const Reassembly&)>& which,
                          Status why);
 
     size_t pio_granted() const { return pio_granted_; }
+    /// Control messages (acks, RTR, ATS, FIN, pipeline fragments) dropped because they named
+    /// no live request of the peer they came from: forged, stale or misrouted (tests, tools).
+    uint64_t rejected_controls() const { return rejected_controls_; }
+    /// Interface @p index (AmSource::iface), null if there is none (tests, tools).
+    tl::Interface* interface(uint16_t index) const {
+        return index < ifaces_.size() ? ifaces_[index].get() : nullptr;
+    }
     /// The verbs interface, null when it did not open (tests, tools: its registration cache).
     const tl::Interface* verbs_interface() const { return verbs_; }
 
@@ -182,7 +190,19 @@ private:
     void handle_eager_only(tl::AmSource src, const uint8_t* data, size_t length, bool sync);
     void handle_eager_first(tl::AmSource src, const uint8_t* data, size_t length);
     void handle_eager_middle(tl::AmSource src, const uint8_t* data, size_t length);
-    void handle_ack(const uint8_t* data, size_t length);
+    void handle_ack(tl::AmSource src, const uint8_t* data, size_t length);
+    // Identity checks: everything a peer sends is matched against the lane it came on.
+    /// The peer behind a received message, as its transport vouches for it.
+    PeerRef peer_of(tl::AmSource src) const {
+        return {src.iface, ifaces_[src.iface]->sender_key(src.sender)};
+    }
+    /// The live send request @p wire_id names, if @p src is the peer of its endpoint; else
+    /// null, and the message is counted as rejected (@p what names it in the log).
+    Request* send_request_from(tl::AmSource src, uint64_t wire_id, const char* what);
+    /// The same for a matched receive: @p src must be the peer its RTS came from.
+    Request* receive_request_from(tl::AmSource src, uint64_t wire_id, const char* what);
+    void reject_control(const char* why);
+    uint64_t rejected_controls_ = 0;
     void deliver_to_request(Request* r, uint64_t tag, size_t total, const uint8_t* payload,
                             size_t length);
     void bind_unexpected(Request* r, UnexpectedDesc* desc);
@@ -193,21 +213,21 @@ private:
     }
     // Rendezvous (rndv.cpp).
     void handle_rts(tl::AmSource src, const uint8_t* data, size_t length);
-    void handle_ats(const uint8_t* data, size_t length);
-    void handle_rtr(const uint8_t* data, size_t length);
-    void handle_fin(const uint8_t* data, size_t length);
-    void handle_rndv_data(const uint8_t* data, size_t length);
-    /// The receive a pipeline fragment of @p size bytes belongs to, or null if it fits none.
-    Request* rndv_data_target(const proto::RndvDataHeader& h, size_t size);
+    void handle_ats(tl::AmSource src, const uint8_t* data, size_t length);
+    void handle_rtr(tl::AmSource src, const uint8_t* data, size_t length);
+    void handle_fin(tl::AmSource src, const uint8_t* data, size_t length);
+    void handle_rndv_data(tl::AmSource src, const uint8_t* data, size_t length);
+    /// The receive a pipeline fragment of @p size bytes from @p src belongs to, or null if it
+    /// fits none (or @p src is not the peer that receive waits for).
+    Request* rndv_data_target(tl::AmSource src, const proto::RndvDataHeader& h, size_t size);
     void rndv_data_arrived(Request* r, size_t size);
-    void start_rndv_receive(Request* r, const proto::RtsHeader& rts, tl::AmSource src,
-                            uint64_t remote_uid);
+    void start_rndv_receive(Request* r, const proto::RtsHeader& rts, tl::AmSource src);
     void send_rtr(Request* r, proto::RndvScheme scheme);
     void finish_rndv_receive(Request* r, Status status);
     void split_request(Request* r);
     void finish_split(Request* r, Status own_status);
     unsigned progress_rndv();
-    void fail_rndv(uint64_t remote_uid, Status why);
+    void fail_rndv(const PeerRef& peer, Status why);
     // Verbs rendezvous (rndv_verbs.cpp): RDMA READ (GET) and RDMA WRITE + FIN (PUT) on
     // per-transfer registrations, held here until the transfer's request completes.
     void start_rdma_receive(Request* r, const proto::RtsHeader& rts, proto::RndvScheme scheme);

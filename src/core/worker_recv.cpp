@@ -32,12 +32,12 @@ void Worker::on_am(tl::AmId id, tl::AmSource src, const uint8_t* data, size_t le
         case proto::kAmEagerSyncOnly: handle_eager_only(src, data, length, true); return;
         case proto::kAmEagerFirst: handle_eager_first(src, data, length); return;
         case proto::kAmEagerMiddle: handle_eager_middle(src, data, length); return;
-        case proto::kAmSyncAck: handle_ack(data, length); return;
+        case proto::kAmSyncAck: handle_ack(src, data, length); return;
         case proto::kAmRndvRts: handle_rts(src, data, length); return;
-        case proto::kAmRndvAts: handle_ats(data, length); return;
-        case proto::kAmRndvRtr: handle_rtr(data, length); return;
-        case proto::kAmRndvFin: handle_fin(data, length); return;
-        case proto::kAmRndvData: handle_rndv_data(data, length); return;
+        case proto::kAmRndvAts: handle_ats(src, data, length); return;
+        case proto::kAmRndvRtr: handle_rtr(src, data, length); return;
+        case proto::kAmRndvFin: handle_fin(src, data, length); return;
+        case proto::kAmRndvData: handle_rndv_data(src, data, length); return;
         default:
             log_printf(LogLevel::kError, "dropping packet with unknown message id %u", id);
             return;
@@ -147,7 +147,7 @@ void Worker::handle_eager_only(tl::AmSource src, const uint8_t* data, size_t len
     d->sync = sync;
     d->sender_request = sender_request;
     d->source = src;
-    d->remote_uid = ifaces_[src.iface]->sender_uid(src.sender);
+    d->peer = peer_of(src);
     matcher_.add_unexpected(d);
 }
 
@@ -164,7 +164,7 @@ void Worker::handle_eager_first(tl::AmSource src, const uint8_t* data, size_t le
     }
     const bool sync = (h.flags & proto::kEagerFlagSync) != 0;
     Reassembly entry;
-    entry.remote_uid = ifaces_[src.iface]->sender_uid(src.sender);
+    entry.peer = peer_of(src);
     entry.total = h.total_length;
     entry.received = size;
 
@@ -196,7 +196,7 @@ void Worker::handle_eager_first(tl::AmSource src, const uint8_t* data, size_t le
     d->sync = sync;
     d->sender_request = h.sender_request;
     d->source = src;
-    d->remote_uid = entry.remote_uid;
+    d->peer = entry.peer;
     d->reassembly_key = size == h.total_length ? 0 : key;
     matcher_.add_unexpected(d);
     if (d->reassembly_key != 0) {
@@ -239,12 +239,44 @@ void Worker::handle_eager_middle(tl::AmSource src, const uint8_t* data, size_t l
     }
 }
 
-void Worker::handle_ack(const uint8_t* data, size_t length) {
+Request* Worker::send_request_from(tl::AmSource src, uint64_t wire_id, const char* what) {
+    Request* r = pool_.find(wire_id);
+    if (r == nullptr || r->kind != RequestKind::kSend || r->ep == nullptr || !r->ep->wired() ||
+        src.iface != r->ep->iface_index() ||
+        ifaces_[src.iface]->sender_key(src.sender) != r->ep->lane()->peer_key()) {
+        reject_control(what);
+        return nullptr;
+    }
+    return r;
+}
+
+Request* Worker::receive_request_from(tl::AmSource src, uint64_t wire_id, const char* what) {
+    Request* r = pool_.find(wire_id);
+    if (r == nullptr || r->kind != RequestKind::kRecv || !r->matched || r->peer.key == 0 ||
+        r->peer != peer_of(src)) {
+        reject_control(what);
+        return nullptr;
+    }
+    return r;
+}
+
+void Worker::reject_control(const char* what) {
+    // Counted always, logged at a bounded rate: a peer must not be able to flood the log.
+    ++rejected_controls_;
+    if (rejected_controls_ <= 16 || (rejected_controls_ & (rejected_controls_ - 1)) == 0) {
+        log_printf(LogLevel::kWarn,
+                   "dropping a %s that names no request of the peer it came from (%llu so far)",
+                   what, static_cast<unsigned long long>(rejected_controls_));
+    }
+}
+
+void Worker::handle_ack(tl::AmSource src, const uint8_t* data, size_t length) {
     proto::AckHeader h{};
     if (!proto::read_header(data, length, &h)) return malformed("ack", length);
-    Request* r = pool_.find(h.sender_request);
-    if (r == nullptr || r->kind != RequestKind::kSend || r->remote_done) {
-        log_printf(LogLevel::kDebug, "ignoring an ack for an unknown or finished send");
+    Request* r = send_request_from(src, h.sender_request, "sync ack");
+    if (r == nullptr) return;
+    if (r->remote_done) {
+        log_printf(LogLevel::kDebug, "ignoring an ack for a finished send");
         return;
     }
     r->remote_done = true;
@@ -261,7 +293,7 @@ void Worker::bind_unexpected(Request* r, UnexpectedDesc* d) {
         if (d->sender_failed) {
             complete(r, Status::kConnectionReset);
         } else {
-            start_rndv_receive(r, d->rts, d->source, d->remote_uid);
+            start_rndv_receive(r, d->rts, d->source);
         }
         delete d;
         return;

@@ -64,13 +64,14 @@ struct AckHeader {
 static_assert(sizeof(AckHeader) == 16);
 
 /// Rendezvous request: the sender's buffer, reachable with process_vm_readv (or RDMA READ
-/// with rkey).
+/// with rkey). No pid travels: CMA reaches only the process the lane verified
+/// (tl::Interface::sender_pid), so an address can only ever name the sender's own memory.
 struct RtsHeader {
     uint64_t tag;
     uint64_t sender_request;
     uint64_t total_length;
     uint64_t address;
-    int32_t pid;
+    int32_t reserved0;  ///< 0 (was a pid, which a receiver must never take from the wire)
     uint32_t scheme;  ///< RndvScheme the sender's selector chose
     uint32_t rkey;    ///< kGetRdma: remote key of the sender's registered buffer (verbs)
     uint32_t reserved;
@@ -87,7 +88,7 @@ struct RtrHeader {
     uint64_t receive_request;
     uint64_t address;   ///< receive buffer (put)
     uint64_t length;    ///< bytes to move: min(message, receive buffer)
-    int32_t pid;
+    int32_t reserved0;  ///< 0 (no pid on the wire: the sender's lane knows the receiver)
     uint32_t scheme;    ///< RndvScheme: kPut or kPipeline
     int32_t status;     ///< kOk or kMessageTruncated: the sender completes with it
     uint32_t split;     ///< 1: a split GET: the sender puts [offset, offset+length)

@@ -37,7 +37,7 @@ struct LaneAttr {
     bool zcopy_cma = false;        ///< process_vm_readv/writev reaches the peer (rendezvous)
     std::string cma_reason;        ///< why not, when zcopy_cma is false
     bool rndv = false;             ///< rendezvous makes sense on this lane
-    int remote_pid = 0;            ///< for CMA
+    int remote_pid = 0;            ///< for CMA: verified by the transport (0: none)
     /// Largest header+payload of one PIO send when smaller than max_message (verbs: the QP's
     /// inline limit); 0: max_message.
     size_t pio_max_message = 0;
@@ -59,14 +59,23 @@ struct AmSource {
     uint16_t sender;
 };
 
+/// Interface::sender_key of a connection-oriented transport (tcp, verbs): the connection's
+/// slot and generation. Never 0, and never equal for two uses of one slot.
+inline uint64_t connection_key(uint16_t index, uint32_t generation) {
+    return (uint64_t{generation} << 16 | index) + 1;
+}
+
 /// Callbacks from transports up to the worker.
 class AmSink {
 public:
     virtual ~AmSink() = default;
     /// One active message. @p data is valid only during the call.
     virtual void on_am(AmId id, AmSource src, const uint8_t* data, size_t length) = 0;
-    /// A remote worker died or its connection was lost (called once per remote).
-    virtual void on_remote_failure(uint64_t remote_uid, Status why) = 0;
+    /// The peer behind @p peer_key (see Interface::sender_key) on interface @p iface died or
+    /// its connection was lost (called once per peer key). Only what that peer key carried
+    /// fails: a network peer that claimed another worker's uid takes down nothing but its
+    /// own connection.
+    virtual void on_remote_failure(uint16_t iface, uint64_t peer_key, Status why) = 0;
     /// A sender closed its lane to us: anything it left half-sent can never complete, and its
     /// sender index may be reused by a new lane.
     virtual void on_sender_released(AmSource /*src*/) {}
@@ -78,13 +87,13 @@ public:
     /// about a message with this id; 0: such messages always go through on_am(). Asked once
     /// per id when the transport opens.
     virtual size_t placement_header(AmId /*id*/) const { return 0; }
-    /// Where payload bytes [done, length) of a message go (@p hdr: its first
+    /// Where payload bytes [done, length) of a message from @p src go (@p hdr: its first
     /// placement_header(id) bytes; @p length: payload bytes after them). Asked before every
     /// read into the destination, so one that went away mid-message is never written.
     /// Null: done == 0: deliver the message through on_am() as usual; done > 0: the
     /// destination is gone and the transport drops the rest of the payload.
-    virtual uint8_t* place_payload(AmId /*id*/, const uint8_t* /*hdr*/, size_t /*done*/,
-                                   size_t /*length*/) {
+    virtual uint8_t* place_payload(AmId /*id*/, AmSource /*src*/, const uint8_t* /*hdr*/,
+                                   size_t /*done*/, size_t /*length*/) {
         return nullptr;
     }
     /// All @p length payload bytes of a placed message are in place.
@@ -111,8 +120,11 @@ public:
     virtual Status am_send_packed(AmId id, const void* hdr, size_t hdr_len, PackFn pack,
                                   void* arg, size_t length) = 0;
 
-    /// Unique id of the remote worker.
+    /// Unique id of the remote worker (as its address said; not a proof of identity).
     virtual uint64_t remote_uid() const = 0;
+    /// The peer this lane sends to, in the form Interface::sender_key() gives for messages
+    /// that peer sends us: a reply belongs to this lane only if the keys are equal.
+    virtual uint64_t peer_key() const = 0;
     /// Tell the peer this endpoint is going away (releases its resources there). Best effort.
     virtual void disconnect() = 0;
 };
@@ -133,8 +145,22 @@ public:
                            std::string* why) = 0;
     /// Lane to answer the sender of a received message (sync acks, rendezvous control).
     virtual Endpoint* reply_endpoint(uint16_t sender) = 0;
-    /// Remote worker uid of a sender index (0 if unknown).
+    /// Remote worker uid of a sender index, as the peer claimed it (0 if unknown). For logs
+    /// and tools only: identity checks use sender_key().
     virtual uint64_t sender_uid(uint16_t sender) const = 0;
+    /// Who stands behind a sender index, as far as this transport can vouch for it; 0 if
+    /// unknown. Messages with equal keys (on one interface) come from one peer, and equal to
+    /// Endpoint::peer_key() of a lane means "from the peer that lane sends to". shm and self:
+    /// the peer worker's uid (only a process allowed to map our segment can send, and it
+    /// could ptrace us anyway); tcp and verbs: the connection (slot and generation), so that
+    /// what a network peer claims about itself never reaches beyond its own connection.
+    virtual uint64_t sender_key(uint16_t sender) const = 0;
+    /// Process id of a sender that the transport verified to be the process on the other end
+    /// (shm: its segment was opened through /proc/PID/fd and names that pid and uid; self:
+    /// this process). 0 when the transport cannot prove it (network transports): then no
+    /// process_vm_readv/writev may be aimed at that sender. May map the sender's segment on
+    /// first use (set-up cost, once per peer).
+    virtual int sender_pid(uint16_t /*sender*/) { return 0; }
     /// File descriptor that becomes readable on incoming traffic once armed (-1: none).
     virtual int event_fd() const { return -1; }
     /// Arm for blocking; false if messages are already waiting.

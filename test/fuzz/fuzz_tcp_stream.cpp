@@ -45,7 +45,7 @@ public:
         for (size_t i = 0; i < length; ++i) sum += data[i];
         checksum_ += sum;
     }
-    void on_remote_failure(uint64_t, Status) override {}
+    void on_remote_failure(uint16_t, uint64_t, Status) override {}
     unsigned checksum_ = 0;
 };
 

@@ -40,7 +40,7 @@ Bytes shm_section() {
     a.pid = 4242;
     a.memfd = 5;
     a.segment_size = 1 << 20;
-    a.cma_probe_address = 0x7f0000001000;
+    a.wake_fd = 6;
     return tl::shm::encode_shm_address(a);
 }
 

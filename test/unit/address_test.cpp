@@ -303,6 +303,8 @@ TEST(ShmAddressSection, RoundTripsThroughEncodeAndDecode) {
     a.pid = 4242;
     a.memfd = 17;
     a.segment_size = uint64_t{1} << 24;
+    a.wake_fd = 18;
+    a.reserved = 0;
     const auto bytes = encode_shm_address(a);
     EXPECT_EQ(bytes.size(), 1 + sizeof(ShmAddress));
     ShmAddress b{};

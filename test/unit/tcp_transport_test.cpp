@@ -41,7 +41,10 @@ struct FakeSink final : AmSink {
         msgs.push_back({id, src, std::vector<uint8_t>(data, data + length)});
         if (hook) hook(msgs.back());
     }
-    void on_remote_failure(uint64_t uid, Status why) override { failures.emplace_back(uid, why); }
+    /// (peer key, status): the key names the connection, never just a claimed uid.
+    void on_remote_failure(uint16_t, uint64_t key, Status why) override {
+        failures.emplace_back(key, why);
+    }
 };
 
 constexpr uint64_t kUidA = 0xA000000000000001ull;
@@ -341,7 +344,7 @@ TEST_F(TcpTransport, AcceptorDeathIsReportedOnceAndSendsFail) {
     ASSERT_TRUE(progress_until({a_.get()}, [&] { return !sink_a_.failures.empty(); }));
     for (int i = 0; i < 1000; ++i) a_->progress();
     ASSERT_EQ(sink_a_.failures.size(), 1u);
-    EXPECT_EQ(sink_a_.failures[0].first, kUidB);
+    EXPECT_EQ(sink_a_.failures[0].first, ep->peer_key());
     EXPECT_EQ(sink_a_.failures[0].second, Status::kConnectionReset);
     EXPECT_EQ(ep->am_send(1, &x, 1, nullptr, 0), Status::kConnectionReset);
     for (int i = 0; i < 100; ++i) a_->progress();
@@ -356,13 +359,15 @@ TEST_F(TcpTransport, ConnectorDeathIsReportedOnceToTheAcceptor) {
     ASSERT_EQ(ep->am_send(1, &x, 1, nullptr, 0), Status::kOk);
     ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] { return sink_b_.msgs.size() == 1; }));
     const uint16_t sender = sink_b_.msgs[0].src.sender;
+    const uint64_t key = b_->sender_key(sender);
+    EXPECT_NE(key, 0u);
     a_.reset();  // the endpoint outlives its interface: it must stay harmless
     EXPECT_EQ(ep->am_send(1, &x, 1, nullptr, 0), Status::kConnectionReset);
     ep.reset();
     ASSERT_TRUE(progress_until({b_.get()}, [&] { return !sink_b_.failures.empty(); }));
     for (int i = 0; i < 1000; ++i) b_->progress();
     ASSERT_EQ(sink_b_.failures.size(), 1u);
-    EXPECT_EQ(sink_b_.failures[0].first, kUidA);
+    EXPECT_EQ(sink_b_.failures[0].first, key);
     EXPECT_EQ(sink_b_.failures[0].second, Status::kConnectionReset);
     EXPECT_EQ(b_->reply_endpoint(sender), nullptr);
 }
@@ -389,7 +394,7 @@ TEST_F(TcpTransport, ConnectingToTheWrongWorkerIsReported) {
     constexpr uint64_t kSomeoneElse = 0x1234;
     ASSERT_EQ(a_->connect(kSomeoneElse, addr.data(), addr.size(), false, &ep, &why), Status::kOk);
     ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] { return !sink_a_.failures.empty(); }));
-    EXPECT_EQ(sink_a_.failures[0].first, kSomeoneElse);
+    EXPECT_EQ(sink_a_.failures[0].first, ep->peer_key());
     EXPECT_EQ(sink_a_.failures[0].second, Status::kUnreachable);
 }
 
@@ -453,7 +458,7 @@ TEST_F(TcpTransport, OversizedLengthIsReportedAsMalformed) {
     ASSERT_EQ(sink_b_.msgs.size(), 1u);
     EXPECT_EQ(sink_b_.msgs[0].data, (std::vector<uint8_t>{4, 5}));
     ASSERT_EQ(sink_b_.failures.size(), 1u);
-    EXPECT_EQ(sink_b_.failures[0].first, kRaw);
+    EXPECT_NE(sink_b_.failures[0].first, 0u) << "reported under the connection's key";
     EXPECT_EQ(sink_b_.failures[0].second, Status::kMalformed);
 }
 

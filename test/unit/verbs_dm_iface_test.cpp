@@ -28,7 +28,7 @@ struct Sink final : AmSink {
     void on_am(AmId id, AmSource, const uint8_t* data, size_t length) override {
         if (id == kAm) got.emplace_back(data, data + length);
     }
-    void on_remote_failure(uint64_t, Status) override { ++failures; }
+    void on_remote_failure(uint16_t, uint64_t, Status) override { ++failures; }
 };
 
 struct Pair {

@@ -83,7 +83,7 @@ TEST(ReadHeader, DecodesFieldsOfAnRtsHeader) {
     in.sender_request = 42;
     in.total_length = 1 << 20;
     in.address = 0x7fff00001000ull;
-    in.pid = 1234;
+    in.reserved0 = 1234;
     in.scheme = static_cast<uint32_t>(RndvScheme::kPipeline);
     std::vector<uint8_t> packet(sizeof(in) + 8, 0);
     std::memcpy(packet.data(), &in, sizeof(in));
@@ -93,7 +93,7 @@ TEST(ReadHeader, DecodesFieldsOfAnRtsHeader) {
     EXPECT_EQ(out.sender_request, in.sender_request);
     EXPECT_EQ(out.total_length, in.total_length);
     EXPECT_EQ(out.address, in.address);
-    EXPECT_EQ(out.pid, in.pid);
+    EXPECT_EQ(out.reserved0, in.reserved0);
     EXPECT_EQ(out.scheme, in.scheme);
 }
 

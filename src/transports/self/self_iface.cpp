@@ -68,4 +68,6 @@ Endpoint* SelfInterface::reply_endpoint(uint16_t) { return &reply_ep_; }
 
 uint64_t SelfInterface::sender_uid(uint16_t) const { return uid_; }
 
+int SelfInterface::sender_pid(uint16_t) { return getpid(); }
+
 }  // namespace swy::tl::self

@@ -21,6 +21,7 @@ public:
     Status am_send_packed(AmId id, const void* hdr, size_t hdr_len, PackFn pack, void* arg,
                           size_t length) override;
     uint64_t remote_uid() const override;
+    uint64_t peer_key() const override { return remote_uid(); }
     void disconnect() override {}
 
 private:
@@ -41,6 +42,9 @@ public:
                    std::unique_ptr<Endpoint>* out, std::string* why) override;
     Endpoint* reply_endpoint(uint16_t sender) override;
     uint64_t sender_uid(uint16_t sender) const override;
+    uint64_t sender_key(uint16_t sender) const override { return sender_uid(sender); }
+    /// This process: a message on the self lane never leaves it.
+    int sender_pid(uint16_t sender) override;
     bool arm() override { return queue_.empty(); }
     /// Nothing queued: progress would do nothing (checked inline by the worker's poll loop).
     bool idle() const { return queue_.empty(); }

@@ -16,7 +16,7 @@
 namespace swy::tl::shm {
 
 inline constexpr uint64_t kSegmentMagic = 0x5357595348'4d3031ull;  // "SWYSHM01"
-inline constexpr uint32_t kSegmentVersion = 2;
+inline constexpr uint32_t kSegmentVersion = 3;
 inline constexpr uint32_t kMaxSenders = 1024;
 
 /// State of a sender slot or PIO slot.
@@ -31,6 +31,7 @@ struct alignas(kCacheLine) SenderSlot {
     uint32_t pio_slot;  ///< dedicated ring index, or kNoPioSlot
     uint64_t uid;       ///< sender worker's unique id
     uint64_t segment_size;
+    int32_t wake_fd;    ///< sender's wake-up pipe (for the reverse lane)
 };
 inline constexpr uint32_t kNoPioSlot = UINT32_MAX;
 
@@ -75,7 +76,11 @@ struct alignas(kCacheLine) SegmentHeader {
     uint64_t pio_table_offset;
     uint64_t fifo_offset;
     uint64_t pio_rings_offset;
-    /// Set by the owner before it blocks; senders that see it send a wake-up datagram.
+    /// Address of 8 bytes in the owner holding owner_uid: a peer reads them with
+    /// process_vm_readv to learn whether CMA reaches the owner (kept here, not in the worker
+    /// address, so that no pointer of ours is given to anyone who cannot map the segment).
+    uint64_t cma_probe_address;
+    /// Set by the owner before it blocks; senders that see it write to its wake-up pipe.
     alignas(kCacheLine) std::atomic<uint32_t> armed;
     /// 1 if senders must publish with a full fence before reading `armed` (the owner cannot
     /// force their stores out with membarrier before it sleeps).

@@ -28,22 +28,13 @@ using common::log_printf;
 
 namespace {
 
-sockaddr_un wake_address(uint64_t uid, socklen_t* len) {
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    // Abstract namespace: no file is ever created, and the name disappears with the socket.
-    int n = std::snprintf(addr.sun_path + 1, sizeof(addr.sun_path) - 1, "swy-wake-%016llx",
-                          static_cast<unsigned long long>(uid));
-    *len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + static_cast<size_t>(n));
-    return addr;
-}
-
 bool is_power_of_two(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
 }  // namespace
 
 RemoteSegment::~RemoteSegment() {
     if (base != nullptr) munmap(base, size);
+    if (wake_fd >= 0) close(wake_fd);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -92,12 +83,9 @@ void ShmEndpoint::use_pio_ring(uint32_t pio_slot) {
 ShmEndpoint::~ShmEndpoint() { disconnect(); }
 
 void ShmEndpoint::wake_peer() {
-    socklen_t len = 0;
-    sockaddr_un addr = wake_address(remote_->uid, &len);
     char byte = 1;
-    // Non-blocking and best effort: a full socket buffer already means a pending wake-up.
-    (void)sendto(iface_->send_socket_, &byte, 1, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&addr),
-                 len);
+    // Non-blocking and best effort: a full pipe already means a pending wake-up.
+    if (remote_->wake_fd >= 0) (void)!write(remote_->wake_fd, &byte, 1);
 }
 
 inline CellHeader* ShmEndpoint::claim(size_t payload, uint64_t* pos) {
@@ -278,20 +266,16 @@ Status ShmInterface::create_segment(std::string* why) {
     // key), which zero-filled (or stale) bytes do not match. Their pages stay untouched until
     // a sender writes there.
 
-    wake_socket_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    send_socket_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    socklen_t len = 0;
-    sockaddr_un addr = wake_address(uid_, &len);
-    if (wake_socket_ < 0 || send_socket_ < 0 ||
-        bind(wake_socket_, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
-        *why = std::string("shm: wake-up socket: ") + std::strerror(errno);
+    header_->cma_probe_address = reinterpret_cast<uint64_t>(&cma_probe_value_);
+    if (pipe2(wake_pipe_, O_NONBLOCK | O_CLOEXEC) != 0) {
+        *why = std::string("shm: wake-up pipe: ") + std::strerror(errno);
         return Status::kIoError;
     }
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     epoll_event ev{};
     ev.events = EPOLLIN;
-    ev.data.fd = wake_socket_;
-    if (epoll_fd_ < 0 || epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_socket_, &ev) != 0) {
+    ev.data.fd = wake_pipe_[0];
+    if (epoll_fd_ < 0 || epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_pipe_[0], &ev) != 0) {
         *why = std::string("shm: epoll: ") + std::strerror(errno);
         return Status::kIoError;
     }
@@ -305,7 +289,7 @@ ShmInterface::~ShmInterface() {
         if (w.pidfd >= 0) close(w.pidfd);
     }
     if (base_ != nullptr) munmap(base_, config_.geometry.total_size());
-    for (int fd : {memfd_, wake_socket_, send_socket_, epoll_fd_}) {
+    for (int fd : {memfd_, wake_pipe_[0], wake_pipe_[1], epoll_fd_}) {
         if (fd >= 0) close(fd);
     }
 }
@@ -315,7 +299,7 @@ std::vector<uint8_t> ShmInterface::address() const {
     a.pid = getpid();
     a.memfd = memfd_;
     a.segment_size = config_.geometry.total_size();
-    a.cma_probe_address = reinterpret_cast<uint64_t>(&cma_probe_value_);
+    a.wake_fd = wake_pipe_[0];
     return encode_shm_address(a);
 }
 
@@ -332,8 +316,10 @@ unsigned ShmInterface::pio_window_free() const {
 // Interface: connecting to peers
 // ------------------------------------------------------------------------------------------
 
-Status ShmInterface::map_remote(uint64_t uid, int pid, int memfd, uint64_t size,
+Status ShmInterface::map_remote(uint64_t uid, const ShmAddress& a,
                                 std::shared_ptr<RemoteSegment>* out, std::string* why) {
+    const int pid = a.pid;
+    const uint64_t size = a.segment_size;
     auto it = remotes_.find(uid);
     if (it != remotes_.end()) {
         if (auto existing = it->second.lock()) {
@@ -342,7 +328,7 @@ Status ShmInterface::map_remote(uint64_t uid, int pid, int memfd, uint64_t size,
         }
     }
     char path[64];
-    std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, memfd);
+    std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, a.memfd);
     int fd = ::open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0) {
         *why = std::string("shm: cannot open peer segment ") + path + ": " + std::strerror(errno);
@@ -371,7 +357,10 @@ Status ShmInterface::map_remote(uint64_t uid, int pid, int memfd, uint64_t size,
     const SegmentHeader* h = remote->header;
     SegmentGeometry g{h->fifo_cells, h->fifo_cell_size, h->pio_slots, h->pio_credits,
                       h->pio_cell_size};
+    // The kernel vouches that the file is one of process `pid`'s; its header must name that
+    // very pid and uid, so a sender slot or an address cannot borrow another process.
     if (h->magic != kSegmentMagic || h->version != kSegmentVersion || h->owner_uid != uid ||
+        h->owner_pid != pid ||
         h->total_size != size || g.total_size() != size || !is_power_of_two(g.fifo_cells) ||
         !is_power_of_two(g.pio_credits) || h->fifo_offset != g.fifo_offset() ||
         h->pio_rings_offset != g.pio_rings_offset() ||
@@ -380,6 +369,13 @@ Status ShmInterface::map_remote(uint64_t uid, int pid, int memfd, uint64_t size,
         g.pio_cell_size < 128) {
         *why = "shm: peer segment header failed validation";
         return Status::kMalformed;
+    }
+    std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, a.wake_fd);
+    remote->wake_fd = ::open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    struct stat wst {};
+    if (remote->wake_fd < 0 || fstat(remote->wake_fd, &wst) != 0 || !S_ISFIFO(wst.st_mode)) {
+        *why = std::string("shm: the peer's wake-up pipe ") + path + " is not a pipe we may open";
+        return Status::kUnreachable;
     }
     remotes_[uid] = remote;
     watch(uid, pid);
@@ -395,7 +391,7 @@ Status ShmInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t
         return Status::kMalformed;
     }
     std::shared_ptr<RemoteSegment> remote;
-    Status s = map_remote(remote_uid, a.pid, a.memfd, a.segment_size, &remote, why);
+    Status s = map_remote(remote_uid, a, &remote, why);
     if (s != Status::kOk) return s;
 
     // Register as a sender in the peer's table.
@@ -435,6 +431,7 @@ Status ShmInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t
     slots[slot].memfd = memfd_;
     slots[slot].uid = uid_;
     slots[slot].segment_size = config_.geometry.total_size();
+    slots[slot].wake_fd = wake_pipe_[0];
     slots[slot].pio_slot = pio_slot;
     slots[slot].state.store(kSlotActive, std::memory_order_release);
 
@@ -455,9 +452,9 @@ Status ShmInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t
         }
         ep->use_pio_ring(pio_slot);
     }
-    if (a.cma_probe_address != 0) {
+    if (const uint64_t probe = remote->header->cma_probe_address; probe != 0) {
         std::string cma_why;
-        bool ok = cma::probe(config_.cma_mode, a.pid, a.cma_probe_address, &remote_uid,
+        bool ok = cma::probe(config_.cma_mode, remote->pid, probe, &remote_uid,
                              sizeof(remote_uid), &cma_why) == Status::kOk;
         ep->set_cma(ok, cma_why);
     }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "transports/shm/ring.h"
+#include "transports/shm/shm_address.h"
 #include "transports/shm/segment_layout.h"
 #include "transports/cma/cma.h"
 #include "transports/transport.h"
@@ -35,7 +36,9 @@ struct RemoteSegment {
     uint64_t size = 0;
     SegmentHeader* header = nullptr;
     bool failed = false;
-    int wake_socket = -1;  ///< our datagram socket used to wake the peer
+    /// The peer's wake-up pipe, opened read-write through /proc/PID/fd: holding a read end
+    /// ourselves means a write never raises SIGPIPE, even after the peer died (-1: none).
+    int wake_fd = -1;
     ~RemoteSegment();
 };
 
@@ -53,6 +56,8 @@ public:
     Status am_send_packed(AmId id, const void* hdr, size_t hdr_len, PackFn pack, void* arg,
                           size_t length) override;
     uint64_t remote_uid() const override { return remote_->uid; }
+    /// The peer's uid, which ShmInterface::sender_key gives for the lanes it sends us on.
+    uint64_t peer_key() const override { return remote_->uid; }
     void disconnect() override;
     /// Move this lane onto dedicated PIO ring @p pio_slot (after announcing it).
     void use_pio_ring(uint32_t pio_slot);
@@ -98,6 +103,12 @@ public:
                    std::unique_ptr<Endpoint>* out, std::string* why) override;
     Endpoint* reply_endpoint(uint16_t sender) override;
     uint64_t sender_uid(uint16_t sender) const override;
+    /// The sender's worker uid: only a process that may open our segment through /proc (and
+    /// so could ptrace us anyway) can claim a sender slot.
+    uint64_t sender_key(uint16_t sender) const override { return sender_uid(sender); }
+    /// The sender's pid once its own segment, opened through /proc/PID/fd, was found to
+    /// belong to that pid and uid (mapped on first use); 0 if that failed.
+    int sender_pid(uint16_t sender) override;
     int event_fd() const override { return epoll_fd_; }
     bool arm() override;
     void disarm() override;
@@ -118,7 +129,9 @@ private:
         int pid = 0;
         int memfd = -1;
         uint64_t segment_size = 0;
+        int wake_fd = -1;
         uint32_t pio_slot = kNoPioSlot;
+        int verified_pid = -1;  ///< sender_pid(): -1 not checked yet, 0 failed
     };
     struct ActiveRing {
         uint8_t* base;
@@ -143,7 +156,7 @@ private:
     void dispatch(CellHeader* cell);
     void handle_control(uint16_t sender, const uint8_t* data, size_t length);
     bool resolve_sender(uint16_t sender);
-    Status map_remote(uint64_t uid, int pid, int memfd, uint64_t size,
+    Status map_remote(uint64_t uid, const ShmAddress& a,
                       std::shared_ptr<RemoteSegment>* out, std::string* why);
     void watch(uint64_t uid, int pid);
     void check_peers();
@@ -153,7 +166,6 @@ private:
     void fail_remote(uint64_t uid);
     void release_sender(uint16_t sender);
     Status map_and_reply_ep(uint16_t sender, Endpoint** out);
-    int open_wake_socket();
 
     ShmConfig config_;
     uint64_t uid_;
@@ -169,8 +181,10 @@ private:
     std::unordered_map<uint64_t, std::weak_ptr<RemoteSegment>> remotes_;
     std::unordered_map<uint64_t, std::unique_ptr<ShmEndpoint>> reply_eps_;
     std::unordered_map<uint64_t, Watched> watched_;
-    int wake_socket_ = -1;  // bound: peers wake us through it
-    int send_socket_ = -1;  // unbound: we wake peers through it
+    // Peers wake us by writing to this pipe; they open it through /proc/PID/fd, so exactly
+    // the processes that may map our segment can wake us (an abstract socket named after our
+    // uid, as before, told every local user the uid and took datagrams from anyone).
+    int wake_pipe_[2] = {-1, -1};
     int epoll_fd_ = -1;
     uint32_t progress_calls_ = 0;
     uint64_t cma_probe_value_ = 0;  // our uid, read by peers to check that CMA works

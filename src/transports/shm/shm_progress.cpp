@@ -1,7 +1,6 @@
 // Receive side of the shm transport: draining rings, control messages, peer liveness.
 #include <poll.h>
 #include <sys/epoll.h>
-#include <sys/socket.h>
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -129,6 +128,7 @@ bool ShmInterface::resolve_sender(uint16_t sender) {
     info.pid = slot.pid;
     info.memfd = slot.memfd;
     info.segment_size = slot.segment_size;
+    info.wake_fd = slot.wake_fd;
     info.pio_slot = slot.pio_slot;
     watch(info.uid, info.pid);
     return true;
@@ -192,7 +192,7 @@ Status ShmInterface::map_and_reply_ep(uint16_t sender, Endpoint** out) {
         *out = it->second.get();
         return Status::kOk;
     }
-    ShmAddress a{info.pid, info.memfd, info.segment_size, 0};
+    ShmAddress a{info.pid, info.memfd, info.segment_size, info.wake_fd, 0};
     std::vector<uint8_t> section = encode_shm_address(a);
     std::unique_ptr<Endpoint> ep;
     std::string why;
@@ -215,6 +215,25 @@ Endpoint* ShmInterface::reply_endpoint(uint16_t sender) {
 
 uint64_t ShmInterface::sender_uid(uint16_t sender) const {
     return sender < kMaxSenders && senders_[sender].known ? senders_[sender].uid : 0;
+}
+
+int ShmInterface::sender_pid(uint16_t sender) {
+    if (sender >= kMaxSenders || !senders_[sender].known) return 0;
+    SenderInfo& info = senders_[sender];
+    if (info.verified_pid < 0) {
+        // What the slot says is the sender's claim; mapping its segment checks it.
+        ShmAddress a{info.pid, info.memfd, info.segment_size, info.wake_fd, 0};
+        std::shared_ptr<RemoteSegment> remote;
+        std::string why;
+        if (map_remote(info.uid, a, &remote, &why) == Status::kOk) {
+            info.verified_pid = remote->pid;
+        } else {
+            info.verified_pid = 0;
+            log_printf(LogLevel::kWarn, "shm: sender %u is not who it says: %s", sender,
+                       why.c_str());
+        }
+    }
+    return info.verified_pid;
 }
 
 // ------------------------------------------------------------------------------------------
@@ -281,7 +300,7 @@ void ShmInterface::fail_remote(uint64_t uid) {
     reply_eps_.erase(uid);
     log_printf(LogLevel::kInfo, "shm: peer %016llx (pid %d) is gone",
                static_cast<unsigned long long>(uid), w.pid);
-    sink_->on_remote_failure(uid, Status::kConnectionReset);
+    sink_->on_remote_failure(index_, uid, Status::kConnectionReset);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -305,7 +324,7 @@ bool ShmInterface::arm() {
 void ShmInterface::disarm() {
     header_->armed.store(0, std::memory_order_relaxed);
     char buf[64];
-    while (recv(wake_socket_, buf, sizeof(buf), MSG_DONTWAIT) > 0) {
+    while (read(wake_pipe_[0], buf, sizeof(buf)) > 0) {
     }
     // A pidfd that woke us is looked at by the next progress call (failures are reported
     // from progress only, where callbacks are expected).

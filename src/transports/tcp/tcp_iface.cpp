@@ -460,4 +460,10 @@ uint64_t TcpInterface::sender_uid(uint16_t sender) const {
     return c->hello_seen ? c->peer_uid : 0;
 }
 
+uint64_t TcpInterface::sender_key(uint16_t sender) const {
+    if (sender >= conns_.size()) return 0;
+    const Connection* c = conns_[sender].get();
+    return c->hello_seen ? connection_key(c->index, c->generation) : 0;
+}
+
 }  // namespace swy::tl::tcp

@@ -67,6 +67,8 @@ public:
     Status am_send_packed(AmId id, const void* hdr, size_t hdr_len, PackFn pack, void* arg,
                           size_t length) override;
     uint64_t remote_uid() const override { return remote_uid_; }
+    /// The connection: slot and generation (what TcpInterface::sender_key gives for it).
+    uint64_t peer_key() const override { return connection_key(conn_, generation_); }
     /// Owner endpoint: queue a goodbye, then shut the connection down once everything queued
     /// has been written (the peer closes without reporting a failure). Reply endpoints: no-op.
     void disconnect() override;
@@ -128,6 +130,9 @@ public:
     Endpoint* reply_endpoint(uint16_t sender) override;
     /// Peer uid of a connection (0 before its hello arrived, or for unknown indices).
     uint64_t sender_uid(uint16_t sender) const override;
+    /// The connection (slot and generation) once its hello arrived; 0 otherwise. The uid in
+    /// a hello is the peer's claim: it never names anything beyond this connection.
+    uint64_t sender_key(uint16_t sender) const override;
     int event_fd() const override { return epoll_fd_; }
     /// False if frames or failure reports are waiting (the epoll fd would not wake us).
     bool arm() override;

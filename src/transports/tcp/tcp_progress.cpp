@@ -199,7 +199,7 @@ bool TcpInterface::start_placement(Connection* c, const FrameHeader& h) {
     if (ph == 0 || h.length <= ph || c->recvq.size() < kFrameHeaderSize + ph) return false;
     const uint8_t* hdr = c->recvq.data() + kFrameHeaderSize;
     const size_t length = h.length - ph;
-    uint8_t* dst = sink_->place_payload(h.am_id, hdr, 0, length);
+    uint8_t* dst = sink_->place_payload(h.am_id, AmSource{index_, c->index}, hdr, 0, length);
     if (dst == nullptr) return false;
     TcpPlacement& p = c->place;
     p.active = true;
@@ -223,7 +223,7 @@ unsigned TcpInterface::receive_placed(Connection* c) {
         uint8_t* dst = nullptr;
         size_t want = p.length - p.done;
         if (!p.discard) {
-            dst = sink_->place_payload(p.id, p.hdr, p.done, p.length);
+            dst = sink_->place_payload(p.id, AmSource{index_, c->index}, p.hdr, p.done, p.length);
             if (dst == nullptr) {
                 log_printf(LogLevel::kDebug,
                            "tcp: destination of a placed message went away: dropping %zu bytes",
@@ -398,7 +398,7 @@ void TcpInterface::report_failures() {
             c->reported = true;
             log_printf(LogLevel::kInfo, "tcp: peer %016llx lost: %s",
                        static_cast<unsigned long long>(c->peer_uid), status_text(c->failure));
-            sink_->on_remote_failure(c->peer_uid, c->failure);
+            sink_->on_remote_failure(index_, connection_key(c->index, c->generation), c->failure);
         }
     }
 }

@@ -292,6 +292,11 @@ uint64_t VerbsInterface::sender_uid(uint16_t sender) const {
     return conns_[sender]->peer_uid;
 }
 
+uint64_t VerbsInterface::sender_key(uint16_t sender) const {
+    if (sender >= conns_.size() || !conns_[sender]) return 0;
+    return connection_key(sender, conns_[sender]->generation);
+}
+
 // ------------------------------------------------------------------------------------------
 // Handshake sockets
 // ------------------------------------------------------------------------------------------
@@ -504,8 +509,8 @@ void VerbsInterface::report_failures() {
     list.swap(to_report_);
     for (uint16_t index : list) {
         if (index >= conns_.size() || !conns_[index]) continue;
-        const uint64_t uid = conns_[index]->peer_uid;
-        sink_->on_remote_failure(uid, Status::kConnectionReset);
+        sink_->on_remote_failure(index_, connection_key(index, conns_[index]->generation),
+                                 Status::kConnectionReset);
     }
 }
 

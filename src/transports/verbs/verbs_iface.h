@@ -60,6 +60,7 @@ public:
     Status am_send_packed(AmId id, const void* hdr, size_t hdr_len, PackFn pack, void* arg,
                           size_t length) override;
     uint64_t remote_uid() const override { return remote_uid_; }
+    uint64_t peer_key() const override { return connection_key(conn_, generation_); }
     void disconnect() override;
 
     /// Through the interface's registration cache (reg_cache.h): the registration returned
@@ -125,6 +126,8 @@ public:
                         std::string* why);
     Endpoint* reply_endpoint(uint16_t sender) override;
     uint64_t sender_uid(uint16_t sender) const override;
+    /// The connection (slot and generation); 0 for unknown slots.
+    uint64_t sender_key(uint16_t sender) const override;
     int event_fd() const override { return epoll_fd_; }
     bool arm() override;
     void disarm() override;
