@@ -52,6 +52,7 @@ constexpr Field kFields[] = {
     {"verbs_reg_hit_Bps", &CostFigures::verbs_reg_hit_Bps, kBwMin, kRegRateMax},
 };
 
+/// False for NaN too: every comparison with it fails.
 bool in_range(const Field& field, double v) { return v >= field.min && v <= field.max; }
 
 /// Closes the descriptor on every return path.
@@ -65,6 +66,7 @@ struct Fd {
     }
 };
 
+/// strerror() as a std::string, for reason strings.
 std::string errno_text(int e) { return std::strerror(e); }
 
 /// What kind of non-regular file @p mode is, for the refusal message.
@@ -147,6 +149,7 @@ Status read_bounded(const std::string& path, std::string* text, std::string* why
     return Status::kOk;
 }
 
+/// @p s without leading and trailing blanks (a CR too: a file edited on Windows still parses).
 std::string trim(const std::string& s) {
     const size_t b = s.find_first_not_of(" \t\r");
     if (b == std::string::npos) return "";
@@ -253,6 +256,7 @@ std::string distrust_dir(const std::string& dir, int dfd) {
     return "";
 }
 
+/// Write all of @p text, across short writes; false with errno set on failure.
 bool write_all(int fd, const std::string& text) {
     size_t done = 0;
     while (done < text.size()) {
