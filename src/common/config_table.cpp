@@ -51,7 +51,10 @@ constexpr ConfigVar kTable[] = {
      "why) when it connects."},
     {"CALIBRATION_FILE", kString, "",
      "Cost figures measured by `swy-info --calibrate`, used instead of the built-in "
-     "estimates. Empty: ~/.cache/switchyard/calibration.conf if that file exists."},
+     "estimates. Empty: ~/.cache/switchyard/calibration.conf if it exists; none if HOME is "
+     "unset or relative. Read only if a regular file (not a symlink) of at most 64 KiB, "
+     "owned by this user or root, not writable by group or others. A bad file or an "
+     "out-of-range value: a warning and the built-in figures. /dev/null: no file."},
 
     // --- Shared-memory transport -------------------------------------------------------------
     {"PIO_MAX_EPS", kUnsigned, "16",

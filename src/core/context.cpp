@@ -14,16 +14,9 @@ Status Context::create(const common::Config& config, Context** out, std::string*
     auto* ctx = new (std::nothrow) Context(config);
     if (ctx == nullptr) return Status::kNoMemory;
     ctx->host_ = HostIdentity::local();
-    std::string path = config.get_string("CALIBRATION_FILE");
-    const bool explicit_path = !path.empty();
-    if (!explicit_path) path = proto::CostFigures::default_path();
-    std::string cost_error;
-    Status cs = proto::CostFigures::load(path, &ctx->costs_, &cost_error);
-    if (cs == Status::kMalformed || (cs == Status::kNotFound && explicit_path)) {
-        *why = cs == Status::kNotFound ? "SWY_CALIBRATION_FILE: cannot read " + path : cost_error;
-        delete ctx;
-        return Status::kInvalidParam;
-    }
+    // A calibration file only tunes thresholds: a missing, refused or malformed one logs a
+    // warning and leaves the built-in figures, it never fails the context (issue #12).
+    ctx->costs_ = proto::CostFigures::load_configured(config.get_string("CALIBRATION_FILE"));
     std::vector<std::string> tls = config.get_list("TLS");
     static const char* kKnown[] = {"self", "shm", "cma", "tcp", "verbs"};
     ctx->tls_all_ = tls.empty() || (tls.size() == 1 && tls[0] == "all");

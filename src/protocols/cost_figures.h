@@ -1,7 +1,13 @@
 // Cost figures of this machine: measured by `swy-info --calibrate` and read from a small
 // key = value file at context creation; sensible defaults when no file exists.
+//
+// The file is read by every context and written by a tool, so both sides treat its path as
+// possibly hostile (security issue #12): the reader never blocks, never follows a final
+// symlink, reads a bounded amount and falls back to the defaults with a warning; the writer
+// never writes through a symlink. Ranges of each figure are listed in cost_figures.cpp.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "common/status.h"
@@ -32,12 +38,40 @@ struct CostFigures {
     bool from_file = false;             ///< true when loaded from a calibration file
     std::string source = "built-in defaults";
 
-    /// Parse a calibration file. kNotFound if it does not exist; kMalformed with @p why for
-    /// a line that does not parse (unknown keys are ignored for forward compatibility).
+    /// Largest calibration file read (a real one is under 1 KiB); a larger file is refused.
+    static constexpr size_t kMaxFileBytes = 64 * 1024;
+
+    /// Read the calibration file at @p path into @p out, without following a symbolic link
+    /// in its last component and without blocking. Refused (kInvalidParam, reason in @p why):
+    /// anything but a regular file (FIFO, device, directory, symlink), a file over
+    /// kMaxFileBytes, a file owned by neither the effective uid nor root, a file writable by
+    /// group or others. kNotFound if it does not exist, kIoError if it cannot be opened or
+    /// read, kMalformed for a line that is not `key = number` (a NUL byte, text after the
+    /// number). A known key whose value lies outside its documented range is ignored (the
+    /// built-in value stays) and an unknown key is skipped (forward compatibility); both log
+    /// a warning naming the file. @p out is written only on kOk. Thread-safe.
     static Status load(const std::string& path, CostFigures* out, std::string* why);
-    /// Write as key = value lines.
+
+    /// The figures a context uses: the file @p configured (SWY_CALIBRATION_FILE) when it is
+    /// not empty, else default_path() when that is not empty and the file exists. A file that
+    /// cannot be used — missing when named explicitly, refused or malformed — logs a warning
+    /// naming it and the reason, and the built-in defaults are returned: a bad file never
+    /// fails or blocks context creation. "/dev/null" means "no file" and is silent.
+    static CostFigures load_configured(const std::string& configured);
+
+    /// Write as key = value lines to @p path, atomically and without following symlinks:
+    /// missing directories are created with mode 0700; the parent directory must be owned by
+    /// the effective uid or root and not writable by others; the figures go to a new file
+    /// created with O_EXCL|O_NOFOLLOW and mode 0600 in that directory, are fsync'ed, and the
+    /// file is rename()d over @p path. A @p path that is a symbolic link or not a regular file
+    /// is refused (kInvalidParam), never written through nor replaced. A value outside its
+    /// field's range is written commented out (the reader would ignore it). kIoError with
+    /// @p why if a system call fails; nothing is left behind then.
     Status save(const std::string& path, std::string* why) const;
-    /// The path used when SWY_CALIBRATION_FILE is empty: ~/.cache/switchyard/calibration.conf.
+
+    /// The path used when SWY_CALIBRATION_FILE is empty: $HOME/.cache/switchyard/
+    /// calibration.conf, or "" (no default file) when HOME is unset or not an absolute path —
+    /// never a shared directory such as /tmp, where another user could plant the file.
     static std::string default_path();
 };
 

@@ -1,7 +1,6 @@
 // "--calibrate": measure this host, write the calibration file, show what it changes.
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -130,21 +129,12 @@ void measure_all(const common::Config& config, const std::string& verbs,
     measure_verbs_lane(config, verbs, f);
 }
 
-/// Where to write: --output, else SWY_CALIBRATION_FILE, else the default path.
+/// Where to write: --output, else SWY_CALIBRATION_FILE, else the default path ("" when HOME
+/// is unset or relative: there is no default file then).
 std::string output_path(const Args& args, const common::Config& config) {
     if (const std::string* out = args.get("--output")) return *out;
     std::string path = config.get_string("CALIBRATION_FILE");
     return path.empty() ? proto::CostFigures::default_path() : path;
-}
-
-/// Create the directory that will hold @p path. False with @p why on failure.
-bool make_parent_dir(const std::string& path, std::string* why) {
-    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-    if (parent.empty()) return true;
-    std::error_code ec;
-    std::filesystem::create_directories(parent, ec);
-    if (ec) *why = "cannot create " + parent.string() + ": " + ec.message();
-    return !ec;
 }
 
 }  // namespace
@@ -158,12 +148,18 @@ int run_calibrate(const Args& args) {
     }
     const std::string path = output_path(args, config);
     const std::string loaded_by_default = output_path(Args{}, config);
+    if (path.empty()) {  // checked before measuring: nowhere to put the result
+        std::fprintf(stderr, "swy-info: no calibration file path: HOME is unset or not absolute, "
+                             "so there is no default file; pass --output PATH and set "
+                             "SWY_CALIBRATION_FILE=PATH for the library\n");
+        return 1;
+    }
     const double t0 = now_s();
     proto::CostFigures figures;  // built-in values: what is not measured stays as it is
     // Probed once: opening every device again for the tables below would repeat the I/O.
     const std::string verbs = verbs_availability(config);
     measure_all(config, verbs, &figures);
-    if (!make_parent_dir(path, &error) || figures.save(path, &error) != Status::kOk) {
+    if (figures.save(path, &error) != Status::kOk) {
         std::fprintf(stderr, "swy-info: %s\n", error.empty() ? ("cannot write " + path).c_str()
                                                              : error.c_str());
         return 1;
@@ -178,6 +174,11 @@ int run_calibrate(const Args& args) {
                      error.c_str());
         return 1;
     }
+    if (!context->costs().from_file) {  // the warning logged above says why
+        std::fprintf(stderr, "swy-info: the library does not accept %s\n", path.c_str());
+        delete context;
+        return 1;
+    }
     std::printf("Cost figures read back from %s\n", context->costs().source.c_str());
     print_cost_figures(context->costs());
     int rc = print_lane_tables(*context, "shm");
@@ -185,7 +186,11 @@ int run_calibrate(const Args& args) {
         rc = std::max(rc, print_lane_tables(*context, "verbs"));
     }
     delete context;
-    if (path != loaded_by_default) {
+    if (loaded_by_default.empty()) {
+        std::printf("\nNote: HOME is unset or not absolute, so the library reads no calibration "
+                    "file by default; set SWY_CALIBRATION_FILE=%s to use these figures.\n",
+                    path.c_str());
+    } else if (path != loaded_by_default) {
         std::printf("\nNote: the library reads %s by default; set SWY_CALIBRATION_FILE=%s to "
                     "use these figures.\n", loaded_by_default.c_str(), path.c_str());
     }

@@ -32,7 +32,8 @@ const Option kOptions[] = {
      "protocol tables an endpoint would get here, with the reason for every range",
      swy::info::print_proto},
     {nullptr, "--calibrate", {"--output"}, " [--output PATH]",
-     "measure this host's cost figures and write the calibration file",
+     "measure this host's cost figures and write the calibration file (needs HOME or "
+     "--output)",
      swy::info::run_calibrate},
     {"-h", "--help", {}, "", "this text", run_usage},
 };
