@@ -56,6 +56,15 @@ constexpr ConfigVar kTable[] = {
      "owned by this user or root, not writable by group or others. A bad file or an "
      "out-of-range value: a warning and the built-in figures. /dev/null: no file."},
 
+    // --- Resource bounds (what a peer can make us hold) ---------------------------------------
+    {"UNEXPECTED_MAX", kSize, "1G",
+     "Most bytes one worker buffers for messages that arrived before their receive was "
+     "posted. A message that would pass it is dropped, and the receive that matches it fails "
+     "with SWY_ERR_NO_RESOURCE (a synchronous sender's send fails too); \"inf\": no limit."},
+    {"UNEXPECTED_PEER_MAX", kSize, "256M",
+     "The same limit for the messages of one peer (one connection on network transports), so "
+     "that one sender cannot take the whole worker's allowance; \"inf\": no limit."},
+
     // --- Shared-memory transport -------------------------------------------------------------
     {"PIO_MAX_EPS", kUnsigned, "16",
      "Most endpoints of one worker that hold a PIO lane at the same time; further endpoints "

@@ -49,6 +49,8 @@ Status Worker::create(Context* context, const swy_worker_params_t* params, Worke
     if (!context->transport_enabled("cma")) w->cma_mode_ = tl::cma::CmaMode::kOff;
     w->rndv_chunk_ = std::max<size_t>(cfg.get_size("RNDV_FRAG_SIZE"), 4096);
     w->rndv_split_min_ = std::max<size_t>(cfg.get_size("RNDV_SPLIT_MIN"), 8192);
+    w->unexpected_max_ = cfg.get_size("UNEXPECTED_MAX");
+    w->unexpected_peer_max_ = cfg.get_size("UNEXPECTED_PEER_MAX");
     Status s = w->open_interfaces(why);
     if (s != Status::kOk) return s;
     *out = w.release();
@@ -588,6 +590,7 @@ void Worker::drop_reassembly(const std::function<bool(uint64_t, const Reassembly
             e.desc->reassembly_key = 0;  // a receive that matches it later fails
             if (!e.desc->probed_out) {
                 matcher_.remove_unexpected(e.desc);
+                release_unexpected(e.desc);
                 delete e.desc;
             }
         }

@@ -41,7 +41,13 @@ class ConnManager;
 struct UnexpectedDesc : proto::UnexpectedMessage {
     size_t length = 0;     ///< full message length
     size_t received = 0;   ///< bytes arrived so far (== length when complete)
+    /// Bytes of `data`: grows with what arrives, never with what a header announces, so a
+    /// peer makes us hold only as much as it really sent (and at most the worker's caps).
+    size_t capacity = 0;
     std::unique_ptr<uint8_t[]> data;
+    /// Over the unexpected-memory caps: its bytes were dropped, and the receive that matches
+    /// it fails with kNoResource (a synchronous sender learns it from the ack).
+    bool lost = false;
     bool sync = false;
     uint64_t sender_request = 0;
     tl::AmSource source{};
@@ -143,6 +149,10 @@ public:
     /// Control messages (acks, RTR, ATS, FIN, pipeline fragments) dropped because they named
     /// no live request of the peer they came from: forged, stale or misrouted (tests, tools).
     uint64_t rejected_controls() const { return rejected_controls_; }
+    /// Unexpected messages dropped because they would have passed a memory cap (tests).
+    uint64_t unexpected_lost() const { return unexpected_lost_; }
+    /// Bytes now buffered for unexpected messages (tests).
+    size_t unexpected_bytes() const { return unexpected_bytes_; }
     /// Interface @p index (AmSource::iface), null if there is none (tests, tools).
     tl::Interface* interface(uint16_t index) const {
         return index < ifaces_.size() ? ifaces_[index].get() : nullptr;
@@ -207,7 +217,23 @@ private:
                             size_t length);
     void bind_unexpected(Request* r, UnexpectedDesc* desc);
     Status set_receive_memtype(Request* r, const swy_request_params_t* params);
-    void send_sync_ack(tl::AmSource src, uint64_t sender_request);
+    void send_sync_ack(tl::AmSource src, uint64_t sender_request, Status status = Status::kOk);
+    // Unexpected-message memory, capped per peer and per worker (SWY_UNEXPECTED_*_MAX).
+    /// Grow @p d's buffer to hold @p need bytes; false (and @p d lost, its bytes freed) if
+    /// that would pass a cap.
+    bool reserve_unexpected(UnexpectedDesc* d, size_t need);
+    /// Return @p d's buffer to the accounts and free it (before deleting or handing it over).
+    void release_unexpected(UnexpectedDesc* d);
+    struct PeerRefHash {
+        size_t operator()(const PeerRef& p) const {
+            return std::hash<uint64_t>()(p.key * 0x9E3779B97F4A7C15ull ^ p.iface);
+        }
+    };
+    std::unordered_map<PeerRef, size_t, PeerRefHash> unexpected_by_peer_;
+    size_t unexpected_bytes_ = 0;
+    size_t unexpected_max_ = size_t{1} << 30;
+    size_t unexpected_peer_max_ = size_t{256} << 20;
+    uint64_t unexpected_lost_ = 0;
     uint64_t reassembly_key(tl::AmSource src, uint32_t message_id) const {
         return (uint64_t{src.iface} << 48) | (uint64_t{src.sender} << 32) | message_id;
     }

@@ -114,9 +114,53 @@ void Worker::deliver_to_request(Request* r, uint64_t tag, size_t total, const ui
     r->received = length;
 }
 
-void Worker::send_sync_ack(tl::AmSource src, uint64_t sender_request) {
-    proto::AckHeader ack{sender_request, 0, 0};
+void Worker::send_sync_ack(tl::AmSource src, uint64_t sender_request, Status status) {
+    proto::AckHeader ack{sender_request, static_cast<int32_t>(status), 0};
     send_control(src, proto::kAmSyncAck, &ack, sizeof(ack));
+}
+
+bool Worker::reserve_unexpected(UnexpectedDesc* d, size_t need) {
+    if (d->lost) return false;
+    if (need <= d->capacity) return true;
+    // Grow by doubling (bounded by the message) so a long message is copied O(1) times per
+    // byte, while a header that announces gigabytes costs nothing until the bytes arrive.
+    size_t grow = std::min(d->length, std::max(need, d->capacity * 2));
+    size_t& peer_bytes = unexpected_by_peer_[d->peer];
+    const size_t extra = grow - d->capacity;
+    std::unique_ptr<uint8_t[]> bigger;
+    if (unexpected_bytes_ + extra <= unexpected_max_ && peer_bytes + extra <= unexpected_peer_max_) {
+        bigger.reset(new (std::nothrow) uint8_t[grow]);
+    }
+    if (!bigger) {
+        ++unexpected_lost_;
+        log_printf(LogLevel::kError,
+                   "dropping an unexpected message of %zu bytes (tag %016llx): buffering it would "
+                   "pass SWY_UNEXPECTED_MAX or SWY_UNEXPECTED_PEER_MAX (or memory ran out); the "
+                   "receive that matches it fails with SWY_ERR_NO_RESOURCE",
+                   d->length, static_cast<unsigned long long>(d->tag));
+        release_unexpected(d);
+        d->lost = true;
+        return false;
+    }
+    if (d->received != 0) std::memcpy(bigger.get(), d->data.get(), d->received);
+    d->data = std::move(bigger);
+    d->capacity = grow;
+    unexpected_bytes_ += extra;
+    peer_bytes += extra;
+    return true;
+}
+
+void Worker::release_unexpected(UnexpectedDesc* d) {
+    if (d->capacity != 0) {
+        unexpected_bytes_ -= d->capacity;
+        auto it = unexpected_by_peer_.find(d->peer);
+        if (it != unexpected_by_peer_.end()) {
+            it->second -= d->capacity;
+            if (it->second == 0) unexpected_by_peer_.erase(it);
+        }
+    }
+    d->data.reset();
+    d->capacity = 0;
 }
 
 void Worker::handle_eager_only(tl::AmSource src, const uint8_t* data, size_t length, bool sync) {
@@ -139,15 +183,12 @@ void Worker::handle_eager_only(tl::AmSource src, const uint8_t* data, size_t len
     auto* d = new UnexpectedDesc;
     d->tag = tag;
     d->length = size;
-    d->received = size;
-    if (size != 0) {
-        d->data.reset(new uint8_t[size]);
-        std::memcpy(d->data.get(), payload, size);
-    }
     d->sync = sync;
     d->sender_request = sender_request;
     d->source = src;
     d->peer = peer_of(src);
+    if (size != 0 && reserve_unexpected(d, size)) std::memcpy(d->data.get(), payload, size);
+    d->received = size;
     matcher_.add_unexpected(d);
 }
 
@@ -181,22 +222,15 @@ void Worker::handle_eager_first(tl::AmSource src, const uint8_t* data, size_t le
         return;
     }
     auto* d = new UnexpectedDesc;
-    d->data.reset(new (std::nothrow) uint8_t[h.total_length]);
-    if (!d->data) {
-        log_printf(LogLevel::kError,
-                   "cannot buffer an unexpected message of %llu bytes: out of memory",
-                   static_cast<unsigned long long>(h.total_length));
-        delete d;
-        return;
-    }
     d->tag = h.tag;
     d->length = h.total_length;
-    d->received = size;
-    std::memcpy(d->data.get(), payload, size);
     d->sync = sync;
     d->sender_request = h.sender_request;
     d->source = src;
     d->peer = entry.peer;
+    // Only what arrived is buffered (a first fragment may announce far more than it brings).
+    if (size != 0 && reserve_unexpected(d, size)) std::memcpy(d->data.get(), payload, size);
+    d->received = size;
     d->reassembly_key = size == h.total_length ? 0 : key;
     matcher_.add_unexpected(d);
     if (d->reassembly_key != 0) {
@@ -230,7 +264,13 @@ void Worker::handle_eager_middle(tl::AmSource src, const uint8_t* data, size_t l
         return;
     }
     UnexpectedDesc* d = e.desc;
-    std::memcpy(d->data.get() + h.offset, payload, size);
+    if (d == nullptr) {  // a lost message whose receive already failed
+        e.received += size;
+        if (e.received == e.total) reassembly_.erase(it);
+        return;
+    }
+    // A lost message still takes its fragments (to keep the stream in step), but keeps none.
+    if (reserve_unexpected(d, h.offset + size)) std::memcpy(d->data.get() + h.offset, payload, size);
     e.received += size;
     d->received = e.received;
     if (e.received == e.total) {
@@ -302,9 +342,20 @@ void Worker::bind_unexpected(Request* r, UnexpectedDesc* d) {
     r->info.sender_tag = d->tag;
     r->info.length = d->length;
     r->truncated = d->length > r->capacity;
+    if (d->lost) {
+        // Matched in its place, so order is kept; its bytes were never kept.
+        if (d->sync) send_sync_ack(d->source, d->sender_request, Status::kNoResource);
+        // The rest of its fragments still arrive: the entry stays, with no owner, and
+        // swallows them.
+        if (d->reassembly_key != 0) reassembly_[d->reassembly_key].desc = nullptr;
+        complete(r, Status::kNoResource);
+        delete d;
+        return;
+    }
     const size_t n = std::min(d->received, r->capacity);
-    if (copy_in(r, 0, d->data.get(), n) != Status::kOk) r->copy_failed = true;
+    if (n != 0 && copy_in(r, 0, d->data.get(), n) != Status::kOk) r->copy_failed = true;
     r->received = d->received;
+    release_unexpected(d);
     if (d->sync) send_sync_ack(d->source, d->sender_request);
     if (d->received == d->length) {
         complete(r, final_status(r));

@@ -50,6 +50,8 @@ TEST(ConfigTable, DeclaresEveryDocumentedVariableWithItsTypeAndDefault) {
         {"SIMDEV_LATENCY", ConfigType::kTime, "2us"},
         {"SIMDEV_THROTTLE", ConfigType::kBool, "n"},
         {"CALIBRATION_FILE", ConfigType::kString, ""},
+        {"UNEXPECTED_MAX", ConfigType::kSize, "1G"},
+        {"UNEXPECTED_PEER_MAX", ConfigType::kSize, "256M"},
         {"RNDV_FRAG_SIZE", ConfigType::kSize, "512K"},
         {"RNDV_SPLIT_MIN", ConfigType::kSize, "128K"},
         {"NUMA_PLACEMENT", ConfigType::kBool, "y"},

@@ -46,7 +46,9 @@ struct Node {
     }
 };
 
-std::unique_ptr<Node> make_node(const char* tls, const char* rndv_thresh = "auto") {
+std::unique_ptr<Node> make_node(
+    const char* tls, const char* rndv_thresh = "auto",
+    const std::vector<std::pair<const char*, const char*>>& extra = {}) {
     auto n = std::make_unique<Node>();
     swy_config_h cfg = nullptr;
     EXPECT_EQ(swy_config_read(&cfg), SWY_OK);
@@ -54,6 +56,7 @@ std::unique_ptr<Node> make_node(const char* tls, const char* rndv_thresh = "auto
     EXPECT_EQ(swy_config_set(cfg, "NET_DEVICES", "lo"), SWY_OK);
     EXPECT_EQ(swy_config_set(cfg, "RNDV_THRESH", rndv_thresh), SWY_OK);
     EXPECT_EQ(swy_config_set(cfg, "LOG_LEVEL", "error"), SWY_OK);
+    for (const auto& [name, value] : extra) EXPECT_EQ(swy_config_set(cfg, name, value), SWY_OK);
     swy_context_params_t cp{};
     cp.config = cfg;
     EXPECT_EQ(swy_context_create(&cp, &n->ctx), SWY_OK);
@@ -383,6 +386,115 @@ TEST(HostilePeer, ATcpHelloWithAShmPeersUidThenAResetKeepsTheShmEndpoint) {
         swy_request_free(recv);
     }
     EXPECT_EQ(buffer, payload);
+}
+
+// ------------------------------------------------------------------------------------------
+// 5. What a peer can make us hold is what it sent, and at most the caps.
+// ------------------------------------------------------------------------------------------
+
+size_t virtual_bytes() {
+    std::ifstream statm("/proc/self/statm");
+    size_t pages = 0;
+    statm >> pages;
+    return pages * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+TEST(HostilePeer, TenThousandFirstFragmentsAnnouncing64MiBCostOnlyWhatTheyCarry) {
+    auto victim = make_node("tcp");
+    auto attacker = make_node("tcp");
+    swy_ep_h to_victim = connect(*attacker, *victim);
+    const size_t vm_before = virtual_bytes();
+    constexpr int kFirsts = 10000;
+    struct {
+        proto::EagerFirstHeader h;
+        uint8_t payload[8];
+    } frame{};
+    int sent = 0;
+    while (sent < kFirsts) {
+        frame.h.tag = 0xF00D;
+        frame.h.total_length = 64u << 20;
+        frame.h.message_id = static_cast<uint32_t>(sent + 1);
+        tl::Endpoint* lane = core_ep(to_victim)->lane();
+        Status s = lane->am_send(proto::kAmEagerFirst, &frame, sizeof(frame), nullptr, 0);
+        if (s == Status::kOk) {
+            ++sent;
+        } else {
+            ASSERT_EQ(s, Status::kNoResource);
+            swy_worker_progress(attacker->worker);
+            swy_worker_progress(victim->worker);
+        }
+    }
+    progress_for({victim.get(), attacker.get()}, 1.0);
+    EXPECT_GE(victim->w()->unexpected_bytes(), size_t{kFirsts} * 8) << "the fragments arrived";
+    EXPECT_LE(victim->w()->unexpected_bytes(), size_t{kFirsts} * 64)
+        << "buffers were sized by what the headers announced";
+    EXPECT_LT(virtual_bytes() - std::min(virtual_bytes(), vm_before), size_t{256} << 20)
+        << "10 000 announced 64 MiB messages reserved address space";
+}
+
+TEST(HostilePeer, OnePeerCannotTakeMoreThanItsShareOfUnexpectedMemory) {
+    auto victim = make_node("tcp", "auto", {{"UNEXPECTED_PEER_MAX", "64K"}});
+    auto flooder = make_node("tcp");
+    auto polite = make_node("tcp");
+    swy_ep_h flood_ep = connect(*flooder, *victim);
+    swy_ep_h polite_ep = connect(*polite, *victim);
+    constexpr int kMessages = 100;
+    std::vector<uint8_t> kb(1024);
+    std::vector<swy_request_h> sends;
+    for (int i = 0; i < kMessages; ++i) {
+        std::fill(kb.begin(), kb.end(), static_cast<uint8_t>(i));
+        swy_request_h s = nullptr;
+        swy_status_t st = swy_tag_send_nb(flood_ep, kb.data(), kb.size(), 0x100 + i, nullptr, &s);
+        ASSERT_TRUE(st == SWY_OK || st == SWY_INPROGRESS);
+        if (s != nullptr) sends.push_back(s);
+    }
+    std::vector<uint8_t> polite_msg(1024, 0x5A);
+    swy_request_h ps = nullptr;
+    swy_status_t pst = swy_tag_send_nb(polite_ep, polite_msg.data(), polite_msg.size(), 0x999,
+                                       nullptr, &ps);
+    ASSERT_TRUE(pst == SWY_OK || pst == SWY_INPROGRESS);
+    progress_until({victim.get(), flooder.get(), polite.get()}, [&] {
+        for (swy_request_h s : sends) {
+            if (swy_request_test(s) == SWY_INPROGRESS) return false;
+        }
+        return ps == nullptr || swy_request_test(ps) != SWY_INPROGRESS;
+    });
+    progress_for({victim.get(), flooder.get(), polite.get()}, 0.2);
+    EXPECT_LE(victim->w()->unexpected_bytes(), size_t{64 << 10} + polite_msg.size());
+    EXPECT_GT(victim->w()->unexpected_lost(), 0u);
+    // In send order: the kept ones arrive whole, the dropped ones fail with NO_RESOURCE, and
+    // none is silently skipped or mixed up.
+    int kept = 0, dropped = 0;
+    for (int i = 0; i < kMessages; ++i) {
+        std::vector<uint8_t> buf(1024, 0);
+        swy_request_h r = nullptr;
+        swy_status_t st = swy_tag_recv_nb(victim->worker, buf.data(), buf.size(), 0x100 + i, ~0ull,
+                                          nullptr, &r);
+        if (r != nullptr) {
+            progress_until({victim.get()}, [&] { return swy_request_test(r) != SWY_INPROGRESS; });
+            st = swy_request_test(r);
+            swy_request_free(r);
+        }
+        if (st == SWY_OK) {
+            ++kept;
+            EXPECT_EQ(buf, std::vector<uint8_t>(1024, static_cast<uint8_t>(i)));
+            EXPECT_EQ(dropped, 0) << "a message after a dropped one was kept: order broken";
+        } else {
+            EXPECT_EQ(st, SWY_ERR_NO_RESOURCE);
+            ++dropped;
+        }
+    }
+    EXPECT_GT(kept, 0);
+    EXPECT_GT(dropped, 0);
+    // The polite peer's message, unexpected too, was not charged to the flooder.
+    std::vector<uint8_t> pbuf(1024, 0);
+    swy_request_h pr = nullptr;
+    swy_status_t prs = swy_tag_recv_nb(victim->worker, pbuf.data(), pbuf.size(), 0x999, ~0ull,
+                                       nullptr, &pr);
+    EXPECT_EQ(prs, SWY_OK);
+    EXPECT_EQ(pbuf, polite_msg);
+    for (swy_request_h s : sends) swy_request_free(s);
+    if (ps != nullptr) swy_request_free(ps);
 }
 
 TEST(HostilePeer, NoLocalUserCanSeeAWorkersUidOrReachItsWakeUp) {

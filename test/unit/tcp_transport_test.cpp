@@ -495,7 +495,7 @@ TEST_F(TcpTransport, TruncatedFrameThenCloseIsAResetWithNothingDelivered) {
     close(fd);
     ASSERT_TRUE(progress_until({b_.get()}, [&] { return !sink_b_.failures.empty(); }));
     EXPECT_TRUE(sink_b_.msgs.empty());
-    EXPECT_EQ(sink_b_.failures[0].first, 0x42u);
+    EXPECT_NE(sink_b_.failures[0].first, 0u);
     EXPECT_EQ(sink_b_.failures[0].second, Status::kConnectionReset);
     // And a header cut short by the close.
     fd = raw_connect_to_b();
@@ -504,7 +504,8 @@ TEST_F(TcpTransport, TruncatedFrameThenCloseIsAResetWithNothingDelivered) {
     send_all(fd, std::vector<uint8_t>(f.begin(), f.begin() + 5));
     close(fd);
     ASSERT_TRUE(progress_until({b_.get()}, [&] { return sink_b_.failures.size() == 2; }));
-    EXPECT_EQ(sink_b_.failures[1].first, 0x43u);
+    EXPECT_NE(sink_b_.failures[1].first, 0u);
+    EXPECT_NE(sink_b_.failures[1].first, sink_b_.failures[0].first) << "one key per connection";
     EXPECT_TRUE(sink_b_.msgs.empty());
 }
 
