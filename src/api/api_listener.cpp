@@ -61,7 +61,7 @@ extern "C" {
 swy_status_t swy_listener_create_v2(swy_worker_h worker, const swy_listener_params_t* params,
                                     swy_listener_h* listener) {
     if (worker == nullptr || params == nullptr || listener == nullptr) {
-        return api::invalid(__func__, "worker, params and listener must not be NULL");
+        return api::invalid("swy_listener_create", "worker, params and listener must not be NULL");
     }
     core::Worker* w = api::worker_of(worker);
     WorkerGuard guard(w);
@@ -70,7 +70,7 @@ swy_status_t swy_listener_create_v2(swy_worker_h worker, const swy_listener_para
     Status s = w->conn_manager(&m, &why);
     core::Listener* l = nullptr;
     if (s == Status::kOk) s = m->listen(*params, &l, &why);
-    if (s != Status::kOk) return log_failure(__func__, s, why);
+    if (s != Status::kOk) return log_failure("swy_listener_create", s, why);
     *listener = reinterpret_cast<swy_listener_h>(l);
     return SWY_OK;
 }
