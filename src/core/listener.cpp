@@ -240,7 +240,21 @@ unsigned ConnManager::progress_request(ConnRequest* r, ConnClock::time_point now
             if (is_error(again)) rs = again;
         }
         if (r->state != before && r->state != State::kAwaitAddress) return 1;
-        if (rs == Status::kEndpointClosed) {
+        if (rs == Status::kEndpointClosed && r->state == State::kAwaitAddress &&
+            r->sock.buffered() == 0 && !r->sock.send_pending()) {
+            // A client that got our challenge and left checked the key itself: keyed clients
+            // leave when we prove another key or none, unkeyed ones when we ask for one.
+            if (r->listener != nullptr && !r->listener->key.empty()) {
+                log_printf(LogLevel::kError, "listener on %s: authentication failed from %s "
+                           "(it closed after the challenge: it holds no key or another); "
+                           "closing it", r->listener->name.c_str(), r->sock.peer().c_str());
+            } else {
+                log_printf(LogLevel::kError, "listener: %s closed after the challenge (a "
+                           "client that requires a key, which this listener does not hold?); "
+                           "closing it", r->sock.peer().c_str());
+            }
+            close_request(r);
+        } else if (rs == Status::kEndpointClosed) {
             log_printf(LogLevel::kError,
                        "listener: truncated handshake from %s (%zu bytes, then EOF); closing it",
                        r->sock.peer().c_str(), r->sock.buffered());
