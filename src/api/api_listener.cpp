@@ -31,7 +31,6 @@ swy_status_t ep_create_connected(swy_worker_h worker, const swy_ep_params_t* par
     if (!sockaddr && params->conn_request == nullptr) {
         return invalid("swy_ep_create", "SWY_EP_FLAG_CONN_REQUEST without conn_request");
     }
-
     core::Worker* w = worker_of(worker);
     WorkerGuard guard(w);
     core::ConnManager* m = nullptr;

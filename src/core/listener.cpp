@@ -9,7 +9,6 @@
 #include <cstring>
 
 #include "common/auth.h"
-
 #include "common/log.h"
 #include "core/address.h"
 #include "core/worker.h"
@@ -172,7 +171,6 @@ void ConnManager::read_hello(ConnRequest* r) {
     ConnChallenge c;
     std::memcpy(c.nonce, r->server_nonce, kConnNonceSize);
     conn_uid_commitment(r->client_nonce, r->server_nonce, worker_->uid(), c.commitment);
-    std::memcpy(r->commitment, c.commitment, kConnProofSize);
     c.keyed = !r->listener->key.empty();  // requests awaiting a hello outlive no listener
     if (c.keyed) {
         conn_server_proof(r->listener->key, r->client_nonce, r->server_nonce, c.commitment, c.proof);

@@ -92,7 +92,6 @@ struct ConnRequest {
     bool watching_out = false;
     uint8_t client_nonce[kConnNonceSize] = {};
     uint8_t server_nonce[kConnNonceSize] = {};
-    uint8_t commitment[kConnProofSize] = {};  ///< to our own uid, as sent in the challenge
 };
 
 /// The handshake of an endpoint created from a sockaddr, until its lanes are wired.
