@@ -57,10 +57,10 @@ swy_status_t ep_create_connected(swy_worker_h worker, const swy_ep_params_t* par
 
 extern "C" {
 
-swy_status_t swy_listener_create(swy_worker_h worker, const swy_listener_params_t* params,
-                                 swy_listener_h* listener) {
+swy_status_t swy_listener_create_v2(swy_worker_h worker, const swy_listener_params_t* params,
+                                    swy_listener_h* listener) {
     if (worker == nullptr || params == nullptr || listener == nullptr) {
-        return api::invalid(__func__, "worker, params and listener must not be NULL");
+        return api::invalid("swy_listener_create", "worker, params and listener must not be NULL");
     }
     core::Worker* w = api::worker_of(worker);
     WorkerGuard guard(w);
@@ -69,9 +69,23 @@ swy_status_t swy_listener_create(swy_worker_h worker, const swy_listener_params_
     Status s = w->conn_manager(&m, &why);
     core::Listener* l = nullptr;
     if (s == Status::kOk) s = m->listen(*params, &l, &why);
-    if (s != Status::kOk) return log_failure(__func__, s, why);
+    if (s != Status::kOk) return log_failure("swy_listener_create", s, why);
     *listener = reinterpret_cast<swy_listener_h>(l);
     return SWY_OK;
+}
+
+// The entry point of programs built against the header before flags and auth_key were
+// appended to swy_listener_params_t: their struct ends after arg, so only that much is read.
+#undef swy_listener_create
+swy_status_t swy_listener_create(swy_worker_h worker, const swy_listener_params_t* params,
+                                 swy_listener_h* listener) {
+    if (params == nullptr) return swy_listener_create_v2(worker, params, listener);
+    swy_listener_params_t p{};
+    p.sockaddr = params->sockaddr;
+    p.sockaddr_length = params->sockaddr_length;
+    p.on_connect = params->on_connect;
+    p.arg = params->arg;
+    return swy_listener_create_v2(worker, &p, listener);
 }
 
 swy_status_t swy_listener_query(swy_listener_h listener, swy_listener_attr_t* attr) {

@@ -87,9 +87,12 @@ swy_status_t swy_ep_create(swy_worker_h worker, const swy_ep_params_t* params, s
         return api::invalid(__func__, "worker, params and ep must not be NULL");
     }
     constexpr uint32_t kConnected = SWY_EP_FLAG_SOCKADDR | SWY_EP_FLAG_CONN_REQUEST;
-    if ((params->flags & ~uint32_t{SWY_EP_FLAG_PIO_FIRST | SWY_EP_FLAG_NO_PIO | kConnected}) != 0 ||
+    constexpr uint32_t kKnown =
+        SWY_EP_FLAG_PIO_FIRST | SWY_EP_FLAG_NO_PIO | kConnected | SWY_EP_FLAG_AUTH_KEY;
+    if ((params->flags & ~kKnown) != 0 ||
         ((params->flags & SWY_EP_FLAG_PIO_FIRST) && (params->flags & SWY_EP_FLAG_NO_PIO)) ||
-        (params->flags & kConnected) == kConnected) {
+        (params->flags & kConnected) == kConnected ||
+        ((params->flags & SWY_EP_FLAG_AUTH_KEY) && !(params->flags & SWY_EP_FLAG_SOCKADDR))) {
         return api::invalid(__func__, "unknown or contradictory flags");
     }
     // The sockaddr/conn_request fields exist only in callers that set one of these flags.

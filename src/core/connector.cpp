@@ -1,5 +1,6 @@
 // Client side of connection establishment: an endpoint created from a sockaddr connects,
-// exchanges hellos, waits for the verdict and is then wired like any endpoint (listener.h).
+// sends its nonce, answers the server's challenge (checking the server's proof first when it
+// holds a key), waits for the verdict and is then wired like any endpoint (listener.h).
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -24,9 +25,27 @@ Status connect_errno_status(int e) {
 }
 }  // namespace
 
+bool Connector::reaches(uint64_t uid) const {
+    if (peer_uid != 0) return peer_uid == uid;
+    if (!challenged) return false;
+    uint8_t commitment[kConnProofSize];
+    conn_uid_commitment(nonce, challenge.nonce, uid, commitment);
+    return common::auth_proof_equal(commitment, challenge.commitment);
+}
+
 Status ConnManager::connect(const swy_ep_params_t& params, Endpoint** out, std::string* why) {
     if (!valid_inet_sockaddr(params.sockaddr, params.sockaddr_length, why)) {
         return Status::kInvalidParam;
+    }
+    common::AuthKey key;
+    if ((params.flags & SWY_EP_FLAG_AUTH_KEY) != 0) {
+        Status ks = common::AuthKey::from_bytes(params.auth_key, params.auth_key_length, &key, why);
+        if (ks != Status::kOk) return ks;
+    }
+    uint8_t nonce[kConnNonceSize];
+    if (common::auth_nonce(nonce) != Status::kOk) {
+        *why = "getrandom failed: no nonce for the handshake";
+        return Status::kIoError;
     }
     const int family = params.sockaddr->sa_family;
     const socklen_t len = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
@@ -39,7 +58,9 @@ Status ConnManager::connect(const swy_ep_params_t& params, Endpoint** out, std::
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     auto c = std::make_unique<Connector>();
     c->sock.adopt(fd, describe_sockaddr(params.sockaddr, len));
-    c->ep_flags = params.flags & ~uint32_t{SWY_EP_FLAG_SOCKADDR};
+    c->ep_flags = params.flags & ~uint32_t{SWY_EP_FLAG_SOCKADDR | SWY_EP_FLAG_AUTH_KEY};
+    c->key = std::move(key);
+    std::memcpy(c->nonce, nonce, kConnNonceSize);
     c->deadline = ConnClock::now() + kConnectTimeout;
     if (::connect(fd, params.sockaddr, len) != 0 && errno != EINPROGRESS) {
         // Reported through the endpoint from progress, like a refusal that takes a round trip.
@@ -47,8 +68,8 @@ Status ConnManager::connect(const swy_ep_params_t& params, Endpoint** out, std::
         log_printf(LogLevel::kInfo, "connect to %s: %s", c->sock.peer().c_str(),
                    std::strerror(errno));
     }
-    const std::vector<uint8_t> mine = worker_->address();
-    c->sock.queue(encode_conn_frame(ConnFrameType::kHello, mine.data(), mine.size()));
+    // Only our nonce: our address goes out once the server answered (and proved the key).
+    c->sock.queue(encode_conn_frame(ConnFrameType::kHello, c->nonce, kConnNonceSize));
     watch(fd, true, &c->watching_out, true);
     c->ep = worker_->add_unwired_endpoint(params);
     *out = c->ep;
@@ -66,10 +87,11 @@ void ConnManager::forget_endpoint(const Endpoint* ep) {
     }
 }
 
-void ConnManager::fail_connector(Connector* c, Status why, const std::string& text) {
+void ConnManager::fail_connector(Connector* c, Status why, const std::string& text, bool error) {
     // The application hears of it through the endpoint (requests, err_cb) and may well retry
-    // a refusal (a server not up yet), so only a peer that breaks the protocol is an error.
-    log_printf(why == Status::kMalformed ? LogLevel::kError : LogLevel::kInfo,
+    // a refusal (a server not up yet), so only a peer that breaks the protocol (or fails
+    // authentication) is an error.
+    log_printf(error || why == Status::kMalformed ? LogLevel::kError : LogLevel::kInfo,
                "connection to %s failed: %s (%s)", c->sock.peer().c_str(), text.c_str(),
                status_text(why));
     unwatch(c->sock.fd());
@@ -126,6 +148,40 @@ unsigned ConnManager::progress_connector(Connector* c, ConnClock::time_point now
     return 1;
 }
 
+bool ConnManager::answer_challenge(Connector* c, const std::vector<uint8_t>& body) {
+    std::string why;
+    if (decode_challenge(body.data(), body.size(), &c->challenge, &why) != Status::kOk) {
+        fail_connector(c, Status::kMalformed, "malformed handshake: " + why);
+        return false;
+    }
+    // The server proves the key before we say anything about ourselves.
+    if (!c->key.empty()) {
+        uint8_t expected[kConnProofSize];
+        conn_server_proof(c->key, c->nonce, c->challenge.nonce, c->challenge.commitment, expected);
+        if (!c->challenge.keyed || !common::auth_proof_equal(c->challenge.proof, expected)) {
+            fail_connector(c, Status::kConnectionReset, std::string("authentication failed: ") +
+                           (c->challenge.keyed ? "the server holds another key"
+                                               : "the server holds no key"), true);
+            return false;
+        }
+    } else if (c->challenge.keyed) {
+        fail_connector(c, Status::kConnectionReset, "authentication failed: the server requires "
+                       "a key (SWY_EP_FLAG_AUTH_KEY)", true);
+        return false;
+    }
+    c->challenged = true;  // from here on, held requests can be matched against the commitment
+    const std::vector<uint8_t> mine = worker_->address();
+    uint8_t proof[kConnProofSize];
+    if (!c->key.empty()) conn_client_proof(c->key, c->nonce, c->challenge.nonce, mine, proof);
+    c->sock.queue(encode_client_address(c->key.empty() ? nullptr : proof, mine));
+    Status fs = c->sock.flush();
+    if (is_error(fs)) {
+        fail_connector(c, fs, "write failed");
+        return false;
+    }
+    return true;
+}
+
 void ConnManager::read_server_frames(Connector* c, bool eof) {
     for (;;) {
         ConnFrameHeader h;
@@ -133,37 +189,45 @@ void ConnManager::read_server_frames(Connector* c, bool eof) {
         std::string why;
         Status s = c->sock.next_frame(&h, &body, &why);
         if (s == Status::kInProgress) break;
-        if (s == Status::kOk && (h.type == ConnFrameType::kHello) != c->peer_address.empty()) {
+        if (s == Status::kOk && (h.type == ConnFrameType::kChallenge) == c->challenged) {
             s = Status::kMalformed;
-            why = c->peer_address.empty() ? "the first frame is not a hello" : "a second hello";
+            why = c->challenged ? "a second challenge" : "the first frame is not a challenge";
+        }
+        if (s == Status::kOk && (h.type == ConnFrameType::kHello || h.type == ConnFrameType::kAddress)) {
+            s = Status::kMalformed;
+            why = "a client's frame from the server";
         }
         if (s != Status::kOk) {
             fail_connector(c, Status::kMalformed, "malformed handshake: " + why);
             return;
         }
-        if (h.type == ConnFrameType::kHello) {
-            WorkerAddress a;
-            if (decode_address(body.data(), body.size(), &a, &why) != Status::kOk) {
-                fail_connector(c, Status::kMalformed, "malformed server address: " + why);
-                return;
-            }
-            // From here on, requests this worker holds back for the simultaneous-connect rule
-            // can be decided (decide_held runs later in this progress call).
-            c->peer_uid = a.worker_uid;
-            c->peer_address = std::move(body);
+        if (h.type == ConnFrameType::kChallenge) {
+            if (!answer_challenge(c, body)) return;
             continue;
         }
         if (h.type == ConnFrameType::kReject) {
             fail_connector(c, Status::kConnectionReset, "the server rejected the connection");
             return;
         }
-        // Accepted: wire the lanes from the server's address; queued sends go out from here.
+        // Accepted: the server's address, which must be the worker the commitment named.
+        WorkerAddress a;
+        if (decode_accept(body.data(), body.size(), &a, &why) != Status::kOk) {
+            fail_connector(c, Status::kMalformed, "malformed server address: " + why);
+            return;
+        }
+        if (!c->reaches(a.worker_uid)) {
+            fail_connector(c, Status::kMalformed, "the accept names another worker than the "
+                           "challenge committed to");
+            return;
+        }
+        c->peer_uid = a.worker_uid;
+        // Wire the lanes from the server's address; queued sends go out from here.
         Endpoint* ep = c->ep;
         unwatch(c->sock.fd());
         c->sock.close();
         c->state = Connector::State::kDone;
         c->ep = nullptr;
-        Status ws = worker_->wire_endpoint(ep, c->peer_address, c->ep_flags, &why);
+        Status ws = worker_->wire_endpoint(ep, body, c->ep_flags, &why);
         if (ws != Status::kOk) {
             log_printf(LogLevel::kError, "connection to %s: accepted, but no lane reaches the "
                        "server: %s", c->sock.peer().c_str(), why.c_str());

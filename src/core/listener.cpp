@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/auth.h"
 #include "common/log.h"
 #include "core/address.h"
 #include "core/worker.h"
@@ -24,6 +25,15 @@ Status ConnManager::listen(const swy_listener_params_t& params, Listener** out, 
     if (params.on_connect == nullptr) {
         *why = "on_connect is required";
         return Status::kInvalidParam;
+    }
+    if ((params.flags & ~uint32_t{SWY_LISTENER_FLAG_AUTH_KEY}) != 0) {
+        *why = "unknown listener flags";
+        return Status::kInvalidParam;
+    }
+    common::AuthKey key;
+    if ((params.flags & SWY_LISTENER_FLAG_AUTH_KEY) != 0) {
+        Status ks = common::AuthKey::from_bytes(params.auth_key, params.auth_key_length, &key, why);
+        if (ks != Status::kOk) return ks;
     }
     const int family = params.sockaddr->sa_family;
     const socklen_t len = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
@@ -47,12 +57,14 @@ Status ConnManager::listen(const swy_listener_params_t& params, Listener** out, 
     l->fd = fd;
     l->on_connect = params.on_connect;
     l->arg = params.arg;
+    l->key = std::move(key);
     l->bound_length = sizeof(l->bound);
     getsockname(fd, reinterpret_cast<sockaddr*>(&l->bound), &l->bound_length);
     l->name = describe_sockaddr(reinterpret_cast<sockaddr*>(&l->bound), l->bound_length);
     bool unused = false;
     watch(fd, false, &unused, true);
-    log_printf(LogLevel::kDebug, "listener on %s", l->name.c_str());
+    log_printf(LogLevel::kDebug, "listener on %s%s", l->name.c_str(),
+               l->key.empty() ? "" : " (clients must prove the key)");
     *out = l.get();
     listeners_.push_back(std::move(l));
     return Status::kOk;
@@ -69,7 +81,8 @@ void ConnManager::destroy_listener(Listener* listener) {
     for (auto& r : requests_) {
         if (r->listener != listener) continue;
         r->listener = nullptr;
-        if (r->state == ConnRequest::State::kAwaitHello) {
+        if (r->state == ConnRequest::State::kAwaitHello ||
+            r->state == ConnRequest::State::kAwaitAddress) {
             close_request(r.get());
         } else if (r->state == ConnRequest::State::kHeld || r->state == ConnRequest::State::kOffered) {
             send_verdict(r.get(), false);
@@ -101,11 +114,9 @@ unsigned ConnManager::accept_all(Listener* l) {
         r->peer = peer;
         r->peer_length = peer_len;
         r->deadline = ConnClock::now() + kHelloTimeout;
-        // Our hello goes first: a client connecting to us at the same time as we connect to it
-        // learns who we are without waiting for any application.
-        const std::vector<uint8_t> mine = worker_->address();
-        r->sock.queue(encode_conn_frame(ConnFrameType::kHello, mine.data(), mine.size()));
-        watch(fd, true, &r->watching_out, true);
+        // Nothing is sent before the client's hello: it gets our challenge, never our address,
+        // until its request is accepted.
+        watch(fd, false, &r->watching_out, true);
         requests_.push_back(std::move(r));
         ++n;
     }
@@ -118,11 +129,21 @@ void ConnManager::close_request(ConnRequest* r) {
 }
 
 void ConnManager::send_verdict(ConnRequest* r, bool accept) {
-    r->sock.queue(encode_conn_frame(accept ? ConnFrameType::kAccept : ConnFrameType::kReject,
-                                    nullptr, 0));
+    if (accept) {
+        const std::vector<uint8_t> mine = worker_->address();
+        r->sock.queue(encode_conn_frame(ConnFrameType::kAccept, mine.data(), mine.size()));
+    } else {
+        r->sock.queue(encode_conn_frame(ConnFrameType::kReject, nullptr, 0));
+    }
     r->state = ConnRequest::State::kClosing;
     r->deadline = ConnClock::now() + kLingerTimeout;
     watch(r->sock.fd(), true, &r->watching_out, false);
+}
+
+void ConnManager::malformed_request(ConnRequest* r, const std::string& why) {
+    log_printf(LogLevel::kError, "listener: malformed handshake from %s: %s; closing it",
+               r->sock.peer().c_str(), why.c_str());
+    close_request(r);
 }
 
 void ConnManager::read_hello(ConnRequest* r) {
@@ -135,19 +156,68 @@ void ConnManager::read_hello(ConnRequest* r) {
         s = Status::kMalformed;
         why = "the first frame is not a hello";
     }
-    WorkerAddress a;
-    if (s == Status::kOk) s = decode_address(body.data(), body.size(), &a, &why);
     if (s == Status::kOk && r->sock.buffered() != 0) {
         s = Status::kMalformed;
-        why = "bytes after the hello";
+        why = "bytes after the hello";  // the client must wait for our challenge
     }
-    if (s != Status::kOk) {
-        log_printf(LogLevel::kError, "listener: malformed handshake from %s: %s; closing it",
-                   r->sock.peer().c_str(), why.c_str());
+    if (s != Status::kOk) return malformed_request(r, why);
+    std::memcpy(r->client_nonce, body.data(), kConnNonceSize);
+    if (common::auth_nonce(r->server_nonce) != Status::kOk) {
+        log_printf(LogLevel::kError, "listener: no random nonce for %s (getrandom failed); "
+                   "closing it", r->sock.peer().c_str());
         close_request(r);
         return;
     }
-    r->peer_address = std::move(body);
+    ConnChallenge c;
+    std::memcpy(c.nonce, r->server_nonce, kConnNonceSize);
+    conn_uid_commitment(r->client_nonce, r->server_nonce, worker_->uid(), c.commitment);
+    c.keyed = !r->listener->key.empty();  // requests awaiting a hello outlive no listener
+    if (c.keyed) {
+        conn_server_proof(r->listener->key, r->client_nonce, r->server_nonce, c.commitment, c.proof);
+    }
+    r->sock.queue(encode_challenge(c));
+    r->state = ConnRequest::State::kAwaitAddress;
+}
+
+void ConnManager::read_address(ConnRequest* r) {
+    ConnFrameHeader h;
+    std::vector<uint8_t> body;
+    std::string why;
+    Status s = r->sock.next_frame(&h, &body, &why);
+    if (s == Status::kInProgress) return;
+    if (s == Status::kOk && h.type != ConnFrameType::kAddress) {
+        s = Status::kMalformed;
+        why = "the second frame is not an address";
+    }
+    if (s == Status::kOk && r->sock.buffered() != 0) {
+        s = Status::kMalformed;
+        why = "bytes after the address";
+    }
+    if (s != Status::kOk) return malformed_request(r, why);
+    const common::AuthKey& key = r->listener->key;  // requests outlive no listener here
+    if (!key.empty()) {
+        // Checked before anything else of the body is looked at; a client without the key
+        // (its address where the proof should be) fails here too.
+        bool proven = body.size() > kConnProofSize;
+        if (proven) {
+            const std::vector<uint8_t> claimed(body.begin() + kConnProofSize, body.end());
+            uint8_t expected[kConnProofSize];
+            conn_client_proof(key, r->client_nonce, r->server_nonce, claimed, expected);
+            proven = common::auth_proof_equal(body.data(), expected);
+        }
+        if (!proven) {
+            log_printf(LogLevel::kError, "listener on %s: authentication failed from %s; "
+                       "closing it", r->listener->name.c_str(), r->sock.peer().c_str());
+            close_request(r);
+            return;
+        }
+    }
+    uint8_t proof[kConnProofSize];
+    WorkerAddress a;
+    std::vector<uint8_t> address;
+    s = decode_client_address(body.data(), body.size(), !key.empty(), proof, &address, &a, &why);
+    if (s != Status::kOk) return malformed_request(r, "bad worker address: " + why);
+    r->peer_address = std::move(address);
     r->peer_uid = a.worker_uid;
     r->state = ConnRequest::State::kHeld;
 }
@@ -157,10 +227,32 @@ unsigned ConnManager::progress_request(ConnRequest* r, ConnClock::time_point now
     if (r->state == State::kDone || r->state == State::kOffered || r->state == State::kHeld) return 0;
     Status fs = r->sock.flush();
     Status rs = is_error(fs) ? fs : r->sock.receive();
-    if (r->state == State::kAwaitHello) {
-        if (is_ok_or_pending(rs) || rs == Status::kEndpointClosed) read_hello(r);
-        if (r->state != State::kAwaitHello) return 1;
-        if (rs == Status::kEndpointClosed) {
+    if (r->state == State::kAwaitHello || r->state == State::kAwaitAddress) {
+        const State before = r->state;
+        if (is_ok_or_pending(rs) || rs == Status::kEndpointClosed) {
+            if (r->state == State::kAwaitHello) read_hello(r);
+            if (r->state == State::kAwaitAddress) read_address(r);
+        }
+        if (r->state == State::kAwaitAddress && r->sock.send_pending()) {
+            Status again = r->sock.flush();  // the challenge, at once
+            if (is_error(again)) rs = again;
+        }
+        if (r->state != before && r->state != State::kAwaitAddress) return 1;
+        if (rs == Status::kEndpointClosed && r->state == State::kAwaitAddress &&
+            r->sock.buffered() == 0 && !r->sock.send_pending()) {
+            // A client that got our challenge and left checked the key itself: keyed clients
+            // leave when we prove another key or none, unkeyed ones when we ask for one.
+            if (r->listener != nullptr && !r->listener->key.empty()) {
+                log_printf(LogLevel::kError, "listener on %s: authentication failed from %s "
+                           "(it closed after the challenge: it holds no key or another); "
+                           "closing it", r->listener->name.c_str(), r->sock.peer().c_str());
+            } else {
+                log_printf(LogLevel::kError, "listener: %s closed after the challenge (a "
+                           "client that requires a key, which this listener does not hold?); "
+                           "closing it", r->sock.peer().c_str());
+            }
+            close_request(r);
+        } else if (rs == Status::kEndpointClosed) {
             log_printf(LogLevel::kError,
                        "listener: truncated handshake from %s (%zu bytes, then EOF); closing it",
                        r->sock.peer().c_str(), r->sock.buffered());
@@ -170,13 +262,14 @@ unsigned ConnManager::progress_request(ConnRequest* r, ConnClock::time_point now
                        "handshake (%s); closing it", r->sock.peer().c_str(), status_text(rs));
             close_request(r);
         } else if (now >= r->deadline) {
-            log_printf(LogLevel::kError, "listener: no complete hello from %s in %lld s; closing it",
+            log_printf(LogLevel::kError, "listener: no complete hello and address from %s in "
+                       "%lld s; closing it",
                        r->sock.peer().c_str(), static_cast<long long>(kHelloTimeout.count()));
             close_request(r);
         } else {
             watch(r->sock.fd(), r->sock.send_pending(), &r->watching_out, false);
         }
-        return r->state == State::kDone ? 1 : 0;
+        return r->state != before ? 1 : 0;
     }
     // kClosing: the verdict is written, then we stop writing and wait for the client to close
     // (closing first with its bytes unread could turn our verdict into a reset).
@@ -192,12 +285,12 @@ unsigned ConnManager::progress_request(ConnRequest* r, ConnClock::time_point now
 ConnManager::Decision ConnManager::decide(const ConnRequest* r) const {
     if (worker_->has_live_endpoint_to(r->peer_uid)) return Decision::kAutoAccept;
     for (const auto& c : connectors_) {
-        if (c->state != Connector::State::kDone && c->peer_uid == r->peer_uid) {
+        if (c->state != Connector::State::kDone && c->reaches(r->peer_uid)) {
             return Decision::kAutoAccept;
         }
     }
     for (const auto& c : connectors_) {
-        if (c->state != Connector::State::kDone && c->ep != nullptr && c->peer_uid == 0) {
+        if (c->state != Connector::State::kDone && c->ep != nullptr && !c->challenged) {
             return Decision::kWait;
         }
     }

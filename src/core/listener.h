@@ -1,14 +1,23 @@
 // Connection establishment through sockaddr (the client–server API): listeners, the
 // connection requests they accept, and endpoints created from a sockaddr until they are wired.
 //
-// Protocol (conn_wire.h), on a TCP connection used only for this: both sides send a hello with
-// their worker address as soon as the connection is up; the server then sends a verdict
-// (accept or reject) once its application answered the request (or at once, see the rule
-// below). On accept the client wires its endpoint's lanes from the server's address with the
-// worker's ordinary lane selection (shm/cma on the same host, tcp otherwise), exactly as if it
-// had been created from that address, and the sends queued meanwhile go out. The server's
-// endpoint is wired when it is created, from the client's address. The socket is then closed:
-// messages never travel on it.
+// Protocol (conn_wire.h), on a TCP connection used only for this: the client sends a hello
+// (its nonce), the server a challenge (its nonce, a commitment to its worker uid, and its
+// proof of the key if the listener has one), the client its proof (if keyed) and its worker
+// address, and the server, once the proof checked out and its application answered the
+// request (or at once, see the rule below), a verdict: accept (with the server's worker
+// address) or reject. The server's address goes out in the accept and nowhere else, so a
+// client learns nothing of the server before the server's application accepted it. On accept
+// the client wires its endpoint's lanes from the server's address with the worker's ordinary
+// lane selection (shm/cma on the same host, tcp otherwise), exactly as if it had been created
+// from that address, and the sends queued meanwhile go out. The server's endpoint is wired
+// when it is created, from the client's address. The socket is then closed: messages never
+// travel on it.
+//
+// Keys: a keyed listener closes a connection whose client does not prove the key (no key,
+// another key) with "authentication failed from <addr>" in the log, before on_connect; a
+// keyed client fails its endpoint (SWY_ERR_CONNECTION_RESET) when the server does not prove
+// the key, before it sent its address.
 //
 // One endpoint per pair (the simultaneous-connect rule). A request from worker W is accepted
 // without calling on_connect when this worker already has a live endpoint to W (created from
@@ -16,10 +25,11 @@
 // endpoint serves W, and W's own endpoint is wired by the accept. So when A connects to B while
 // B connects to A, each side ends up with exactly the endpoint its application created. To
 // make that hold when both connects are in flight, a request is held back while any outgoing
-// sockaddr endpoint of this worker does not yet know which worker it reached (the peer's hello
-// is the first thing sent on every connection, so this lasts about one round trip), and while
-// an earlier request of the same worker waits for the application. No uid tie-break is needed:
-// every endpoint owns its own lanes, so no connection has to be torn down.
+// sockaddr endpoint of this worker has not yet received its challenge (whose uid commitment
+// tells whether that connection reached the requesting worker; this lasts about one round
+// trip), and while an earlier request of the same worker waits for the application. No uid
+// tie-break is needed: every endpoint owns its own lanes, so no connection has to be torn
+// down.
 //
 // Everything runs from worker progress (the sockets are in the worker's event fd, so blocking
 // waits wake up); callbacks (on_connect, endpoint error callbacks) run from progress.
@@ -36,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include "common/auth.h"
 #include "common/status.h"
 #include "core/conn_socket.h"
 
@@ -56,13 +67,16 @@ struct Listener {
     sockaddr_storage bound{};
     socklen_t bound_length = 0;
     std::string name;  ///< bound address, for logs
+    common::AuthKey key;  ///< empty: no authentication
 };
 
 /// A connection a listener accepted (swy_conn_request_h once offered to the application).
 struct ConnRequest {
     enum class State : uint8_t {
-        kAwaitHello,  ///< waiting for the client's hello
-        kHeld,        ///< hello arrived; the one-endpoint-per-pair rule decides what next
+        kAwaitHello,    ///< waiting for the client's hello
+        kAwaitAddress,  ///< challenge sent; waiting for the client's proof and address
+        kHeld,          ///< address arrived (proof checked); the one-endpoint-per-pair rule
+                        ///< decides what next
         kOffered,     ///< on_connect called; waiting for the application to answer
         kClosing,     ///< verdict queued; waiting for it to be written and for the client's EOF
         kDone,        ///< socket closed; freed by the next progress
@@ -76,6 +90,8 @@ struct ConnRequest {
     std::vector<uint8_t> peer_address;  ///< the client's worker address
     uint64_t peer_uid = 0;
     bool watching_out = false;
+    uint8_t client_nonce[kConnNonceSize] = {};
+    uint8_t server_nonce[kConnNonceSize] = {};
 };
 
 /// The handshake of an endpoint created from a sockaddr, until its lanes are wired.
@@ -87,17 +103,23 @@ struct Connector {
     State state = State::kConnecting;
     Status early_failure = Status::kOk;  ///< connect() failed at once: reported from progress
     ConnClock::time_point deadline;
-    std::vector<uint8_t> peer_address;  ///< the server's worker address, once its hello came
-    uint64_t peer_uid = 0;
+    uint64_t peer_uid = 0;  ///< the server's uid, once a commitment or the accept matched it
     bool watching_out = false;
+    common::AuthKey key;    ///< empty: no authentication (SWY_EP_FLAG_AUTH_KEY not set)
+    uint8_t nonce[kConnNonceSize] = {};
+    bool challenged = false;  ///< the server's challenge arrived (and its proof checked out)
+    ConnChallenge challenge;
+
+    /// Whether this connection reached the worker @p uid (as far as we know yet).
+    bool reaches(uint64_t uid) const;
 };
 
 class ConnManager {
 public:
     /// Handshake deadlines: a client gives up (SWY_ERR_TIMED_OUT) when the whole handshake,
-    /// connect included, took longer than this; a listener closes a connection that sent no
-    /// complete hello in kHelloTimeout, and waits at most kLingerTimeout for a client to close
-    /// after the verdict.
+    /// connect included, took longer than this; a listener closes a connection that did not
+    /// complete its hello and address in kHelloTimeout, and waits at most kLingerTimeout for
+    /// a client to close after the verdict.
     static constexpr std::chrono::seconds kConnectTimeout{30};
     static constexpr std::chrono::seconds kHelloTimeout{10};
     static constexpr std::chrono::seconds kLingerTimeout{5};
@@ -154,6 +176,8 @@ private:
     unsigned accept_all(Listener* l);
     unsigned progress_request(ConnRequest* r, ConnClock::time_point now);
     void read_hello(ConnRequest* r);
+    void read_address(ConnRequest* r);
+    void malformed_request(ConnRequest* r, const std::string& why);
     void send_verdict(ConnRequest* r, bool accept);
     void close_request(ConnRequest* r);
     enum class Decision : uint8_t { kOffer, kAutoAccept, kWait };
@@ -162,7 +186,9 @@ private:
 
     unsigned progress_connector(Connector* c, ConnClock::time_point now);
     void read_server_frames(Connector* c, bool eof);
-    void fail_connector(Connector* c, Status why, const std::string& text);
+    void fail_connector(Connector* c, Status why, const std::string& text, bool error = false);
+    /// The server's challenge: check its proof and send our proof and address.
+    bool answer_challenge(Connector* c, const std::vector<uint8_t>& body);
 
     Worker* worker_;
     int epoll_fd_ = -1;

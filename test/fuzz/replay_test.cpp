@@ -50,5 +50,9 @@ TEST(FuzzReplay, WorkerAmSeedsAndCorpusAreHandledWithoutFault) {
     EXPECT_GE(replay("worker_am", &fuzz_worker_am), 6u);
 }
 
+TEST(FuzzReplay, ConnWireSeedsAndCorpusDecodeWithoutFault) {
+    EXPECT_GE(replay("conn_wire", &fuzz_conn_wire), 3u);
+}
+
 }  // namespace
 }  // namespace swy::fuzz

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "core/address.h"
+#include "core/conn_wire.h"
 #include "protocols/wire.h"
 #include "targets.h"
 #include "transports/shm/shm_address.h"
@@ -142,12 +143,41 @@ std::vector<Bytes> worker_am_seeds() {
     return out;
 }
 
+/// The handshake as each reader sees it (fuzz_conn_wire.cpp): mode 0 a client, 1 an unkeyed
+/// listener, 2 a keyed one.
+std::vector<Bytes> conn_wire_seeds() {
+    core::WorkerAddress a;
+    a.worker_uid = 0x0123456789abcdef;
+    a.sections.push_back({core::TransportId::kShm, shm_section()});
+    const Bytes address = core::encode_address(a);
+    const uint8_t nonce[core::kConnNonceSize] = {1, 2, 3};
+    uint8_t proof[core::kConnProofSize] = {9, 8, 7};
+    auto cat = [](std::vector<Bytes> parts) {
+        Bytes out;
+        for (const Bytes& p : parts) out.insert(out.end(), p.begin(), p.end());
+        return out;
+    };
+    core::ConnChallenge c;
+    const Bytes unkeyed = core::encode_challenge(c);
+    c.keyed = true;
+    const Bytes keyed = core::encode_challenge(c);
+    const Bytes hello = core::encode_conn_frame(core::ConnFrameType::kHello, nonce, sizeof nonce);
+    return {
+        with_mode(0, cat({unkeyed, core::encode_conn_frame(core::ConnFrameType::kAccept,
+                                                           address.data(), address.size())})),
+        with_mode(0, cat({keyed, core::encode_conn_frame(core::ConnFrameType::kReject, nullptr, 0)})),
+        with_mode(1, cat({hello, core::encode_client_address(nullptr, address)})),
+        with_mode(2, cat({hello, core::encode_client_address(proof, address)})),
+    };
+}
+
 }  // namespace
 
 std::vector<std::vector<uint8_t>> seeds(std::string_view target) {
     if (target == "address") return address_seeds();
     if (target == "tcp_stream") return tcp_stream_seeds();
     if (target == "worker_am") return worker_am_seeds();
+    if (target == "conn_wire") return conn_wire_seeds();
     return {};
 }
 

@@ -16,9 +16,11 @@ int fuzz_address(const uint8_t* data, size_t size);
 int fuzz_tcp_stream(const uint8_t* data, size_t size);
 /// Worker decoding of every active message id (fuzz_worker_am.cpp).
 int fuzz_worker_am(const uint8_t* data, size_t size);
+/// The listener handshake's frames, as client and as (keyed) listener (fuzz_conn_wire.cpp).
+int fuzz_conn_wire(const uint8_t* data, size_t size);
 
-/// Valid (and a few boundary) inputs for @p target ("address", "tcp_stream", "worker_am"),
-/// built with the encoders the library itself uses; empty for an unknown target.
+/// Valid (and a few boundary) inputs for @p target ("address", "tcp_stream", "worker_am",
+/// "conn_wire"), built with the encoders the library itself uses; empty for an unknown target.
 std::vector<std::vector<uint8_t>> seeds(std::string_view target);
 
 }  // namespace swy::fuzz

@@ -2,179 +2,15 @@
 // SWY_EP_FLAG_CONN_REQUEST), across forked processes: payloads verified byte for byte at sizes
 // from empty to rendezvous, sends posted before the wire-up completes, one server with three
 // clients, refusal and rejection, hostile handshake bytes, simultaneous connects, IPv6.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "listener_util.h"
 #include "multiproc.h"
 
 namespace swy_itest {
 namespace {
-
-// Scratch words: 0 the server's port, 1.. per-test signals.
-constexpr int kPortSlot = 0;
-constexpr int kDoneSlot = 1;
-constexpr int kPort2Slot = 2;
-
-constexpr swy_tag_t kDataTag = swy_tag_t{1} << 40;   // client → server: | rank << 16 | index
-constexpr swy_tag_t kReplyTag = swy_tag_t{2} << 40;  // server → client: | index
-constexpr swy_tag_t kWhoTag = swy_tag_t{3} << 40;    // server → client: the endpoint's index
-constexpr swy_tag_t kIamTag = swy_tag_t{4} << 40;    // client → server: {rank, index}
-
-// Empty, tiny, around fragment sizes, and rendezvous sizes (the table check below proves the
-// largest ones go by rendezvous).
-const std::vector<size_t> kSizes = {0, 1, 8, 200, 4096, 9000, 65536, 300000, 1u << 20, 4u << 20};
-
-enum class Family { kV4, kV6 };
-
-struct SockAddr {
-    sockaddr_storage ss{};
-    size_t length = 0;
-    const sockaddr* get() const { return reinterpret_cast<const sockaddr*>(&ss); }
-};
-
-SockAddr loopback(Family f, uint16_t port) {
-    SockAddr a;
-    if (f == Family::kV4) {
-        auto* in = reinterpret_cast<sockaddr_in*>(&a.ss);
-        in->sin_family = AF_INET;
-        in->sin_port = htons(port);
-        in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        a.length = sizeof(sockaddr_in);
-    } else {
-        auto* in6 = reinterpret_cast<sockaddr_in6*>(&a.ss);
-        in6->sin6_family = AF_INET6;
-        in6->sin6_port = htons(port);
-        in6->sin6_addr = in6addr_loopback;
-        a.length = sizeof(sockaddr_in6);
-    }
-    return a;
-}
-
-bool ipv6_loopback_available() {
-    int fd = socket(AF_INET6, SOCK_STREAM, 0);
-    if (fd < 0) return false;
-    SockAddr a = loopback(Family::kV6, 0);
-    bool ok = bind(fd, a.get(), static_cast<socklen_t>(a.length)) == 0;
-    close(fd);
-    return ok;
-}
-
-/// The server side: a listener whose callback accepts (or rejects) every request.
-struct Server {
-    swy_worker_h worker = nullptr;
-    swy_listener_h listener = nullptr;
-    bool reject = false;
-    int offered = 0;
-    std::vector<swy_ep_h> eps;
-    std::vector<uint64_t> uids;
-
-    static void on_connect(swy_conn_request_h req, void* arg) {
-        auto* s = static_cast<Server*>(arg);
-        ++s->offered;
-        if (s->reject) {
-            ICHECK_OK(swy_listener_reject(s->listener, req));
-            // Answered: a second answer is refused, not a crash.
-            ICHECK_STATUS(swy_listener_reject(s->listener, req), SWY_ERR_INVALID_PARAM);
-            return;
-        }
-        swy_conn_request_attr_t a{};
-        ICHECK_OK(swy_conn_request_query(req, &a));
-        ICHECK(a.client_worker_uid != 0);
-        ICHECK(a.client_sockaddr_length > 0);
-        swy_ep_params_t p{};
-        p.flags = SWY_EP_FLAG_CONN_REQUEST;
-        p.conn_request = req;
-        swy_ep_h ep = nullptr;
-        ICHECK_OK(swy_ep_create(s->worker, &p, &ep));
-        ICHECK(ep != nullptr);
-        s->eps.push_back(ep);
-        s->uids.push_back(a.client_worker_uid);
-        ICHECK_STATUS(swy_ep_create(s->worker, &p, &ep), SWY_ERR_INVALID_PARAM);  // consumed
-    }
-
-    /// Listen on the loopback of @p f, port chosen by the kernel; @return the port.
-    uint16_t listen(swy_worker_h w, Family f) {
-        worker = w;
-        SockAddr a = loopback(f, 0);
-        swy_listener_params_t lp{};
-        lp.sockaddr = a.get();
-        lp.sockaddr_length = a.length;
-        lp.on_connect = &Server::on_connect;
-        lp.arg = this;
-        ICHECK_OK(swy_listener_create(w, &lp, &listener));
-        swy_listener_attr_t attr{};
-        ICHECK_OK(swy_listener_query(listener, &attr));
-        ICHECK(attr.port != 0);
-        ICHECK((int)attr.sockaddr.ss_family == (f == Family::kV4 ? AF_INET : AF_INET6));
-        return attr.port;
-    }
-
-    void wait_for_endpoints(size_t n, double timeout_s = 30.0) {
-        auto deadline = deadline_in(timeout_s);
-        while (eps.size() < n) {
-            swy_worker_progress(worker);
-            exit_if_aborted();
-            ICHECK_MSG(Clock::now() < deadline, "timed out with %zu of %zu clients", eps.size(), n);
-        }
-    }
-};
-
-struct ErrorCount {
-    int calls = 0;
-    swy_status_t last = SWY_OK;
-    static void cb(void* arg, swy_ep_h, swy_status_t status) {
-        auto* e = static_cast<ErrorCount*>(arg);
-        ++e->calls;
-        e->last = status;
-    }
-};
-
-swy_ep_h connect_sockaddr(swy_worker_h worker, const SockAddr& a, ErrorCount* errors = nullptr) {
-    swy_ep_params_t p{};
-    p.flags = SWY_EP_FLAG_SOCKADDR;
-    p.sockaddr = a.get();
-    p.sockaddr_length = a.length;
-    if (errors != nullptr) {
-        p.err_cb = &ErrorCount::cb;
-        p.err_arg = errors;
-    }
-    swy_ep_h ep = nullptr;
-    ICHECK_OK(swy_ep_create(worker, &p, &ep));
-    ICHECK(ep != nullptr);
-    return ep;
-}
-
-void close_ep(swy_worker_h worker, swy_ep_h ep) {
-    swy_request_h req = nullptr;
-    swy_status_t st = swy_ep_close_nb(ep, SWY_EP_CLOSE_FLUSH, &req);
-    if (st == SWY_INPROGRESS) {
-        st = wait_request(worker, req, "endpoint close");
-        swy_request_free(req);
-    }
-    ICHECK_OK(st);
-}
-
-std::string transport_of(swy_ep_h ep) {
-    swy_ep_attr_t a{};
-    ICHECK_OK(swy_ep_query(ep, &a));
-    return a.transport;
-}
-
-void publish_port(World& w, int slot, uint16_t port) {
-    w.scratch(slot).store(port, std::memory_order_release);
-}
-
-uint16_t wait_port(World& w, int slot) {
-    w.wait_scratch_at_least(slot, 1);
-    return static_cast<uint16_t>(w.scratch(slot).load(std::memory_order_acquire));
-}
 
 /// Client: create the endpoint and post every size at once, before any progress, so they all
 /// wait for the wire-up; then check they all complete, and that the lane is @p transport.
@@ -363,41 +199,6 @@ TEST(Listener, RejectedRequestFailsTheClientEndpoint) {
     }));
 }
 
-// Raw socket helpers for the hostile-client test.
-int raw_connect(uint16_t port) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    SockAddr a = loopback(Family::kV4, port);
-    ICHECK(connect(fd, a.get(), (socklen_t)a.length) == 0);
-    return fd;
-}
-
-/// Read until the server closes (it must, within @p timeout_s); @return bytes read.
-size_t read_until_closed(int fd, double timeout_s) {
-    auto deadline = deadline_in(timeout_s);
-    size_t total = 0;
-    char buf[4096];
-    for (;;) {
-        pollfd p{fd, POLLIN, 0};
-        poll(&p, 1, 100);
-        ssize_t got = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-        if (got == 0 || (got < 0 && errno == ECONNRESET)) return total;
-        if (got > 0) total += (size_t)got;
-        exit_if_aborted();
-        ICHECK_MSG(Clock::now() < deadline, "the listener kept a hostile connection open");
-    }
-}
-
-std::vector<unsigned char> frame(uint32_t magic, uint8_t version, uint8_t type, uint32_t length,
-                                 const std::vector<unsigned char>& body) {
-    std::vector<unsigned char> f(12 + body.size());
-    memcpy(f.data(), &magic, 4);  // the test runs on little-endian hosts like the wire
-    f[4] = version;
-    f[5] = type;
-    memcpy(f.data() + 8, &length, 4);
-    if (!body.empty()) memcpy(f.data() + 12, body.data(), body.size());
-    return f;
-}
-
 TEST(Listener, MalformedHandshakesCloseThatConnectionAndTheListenerKeepsAccepting) {
     EXPECT_TRUE(run_ranks(2, [](World& w) {
         Node n(w);
@@ -412,24 +213,21 @@ TEST(Listener, MalformedHandshakesCloseThatConnectionAndTheListenerKeepsAcceptin
             swy_listener_destroy(s.listener);
         } else {
             const uint16_t port = wait_port(w, kPortSlot);
-            void* addr = nullptr;
-            size_t addr_len = 0;
-            ICHECK_OK(swy_worker_get_address(n.worker(), &addr, &addr_len));
-            std::vector<unsigned char> good(static_cast<unsigned char*>(addr),
-                                            static_cast<unsigned char*>(addr) + addr_len);
-            swy_worker_release_address(n.worker(), addr);
+            const std::vector<unsigned char> good = own_address(n.worker());
             std::vector<unsigned char> corrupt = good;
             corrupt[0] ^= 0xFF;  // the address's own magic
-            const uint32_t kMagic = 0x48595753;
+            const uint32_t kMagic = kConnMagic;
+            const std::vector<unsigned char> nonce(16, 7);
+            // Refused at the first frame.
             const std::vector<std::vector<unsigned char>> hostile = {
                 {'G', 'E', 'T', ' ', '/', ' ', 'H', 'T', 'T', 'P', '/', '1', '.', '1', '\r', '\n', '\r', '\n'},
-                frame(kMagic, 99, 1, (uint32_t)good.size(), good),          // unknown version
-                frame(kMagic, 1, 7, (uint32_t)good.size(), good),           // unknown type
-                frame(kMagic, 1, 1, 0x7FFFFFFF, {}),                        // absurd length
-                frame(kMagic, 1, 2, 0, {}),                                 // verdict from a client
-                frame(kMagic, 1, 1, (uint32_t)corrupt.size(), corrupt),     // bad worker address
-                frame(kMagic, 1, 1, (uint32_t)good.size() - 3,
-                      std::vector<unsigned char>(good.begin(), good.end() - 3)),  // cut address
+                frame(kMagic, 99, 1, 16, nonce),                            // unknown version
+                frame(kMagic, 1, 1, (uint32_t)good.size(), good),           // a version-1 hello
+                frame(kMagic, 2, 7, 16, nonce),                             // unknown type
+                frame(kMagic, 2, 1, 0x7FFFFFFF, {}),                        // absurd length
+                frame(kMagic, 2, 1, 15, std::vector<unsigned char>(15, 7)), // short nonce
+                frame(kMagic, 2, 3, 0, {}),                                 // verdict from a client
+                frame(kMagic, 2, 5, (uint32_t)good.size(), good),           // address before hello
             };
             for (const auto& bytes : hostile) {
                 int fd = raw_connect(port);
@@ -437,10 +235,31 @@ TEST(Listener, MalformedHandshakesCloseThatConnectionAndTheListenerKeepsAcceptin
                 read_until_closed(fd, 15.0);
                 close(fd);
             }
-            // Truncated: half a valid hello, then EOF.
-            std::vector<unsigned char> hello = frame(kMagic, 1, 1, (uint32_t)good.size(), good);
+            // Refused at the second frame, after a valid hello and the server's challenge.
+            const std::vector<std::vector<unsigned char>> hostile_second = {
+                frame(kMagic, 2, 5, (uint32_t)corrupt.size(), corrupt),     // bad worker address
+                frame(kMagic, 2, 5, (uint32_t)good.size() - 3,
+                      std::vector<unsigned char>(good.begin(), good.end() - 3)),  // cut address
+                frame(kMagic, 2, 1, 16, nonce),                             // a second hello
+            };
+            for (const auto& bytes : hostile_second) {
+                int fd = raw_connect(port);
+                raw_hello_and_challenge(fd);
+                ICHECK(send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == (ssize_t)bytes.size());
+                read_until_closed(fd, 15.0);
+                close(fd);
+            }
+            // Truncated: half a valid hello, then EOF; a hello and half an address, then EOF.
+            std::vector<unsigned char> hello = raw_hello();
             int fd = raw_connect(port);
             ICHECK(send(fd, hello.data(), hello.size() / 2, MSG_NOSIGNAL) > 0);
+            shutdown(fd, SHUT_WR);
+            read_until_closed(fd, 15.0);
+            close(fd);
+            std::vector<unsigned char> address = frame(kMagic, 2, 5, (uint32_t)good.size(), good);
+            fd = raw_connect(port);
+            raw_hello_and_challenge(fd);
+            ICHECK(send(fd, address.data(), address.size() / 2, MSG_NOSIGNAL) > 0);
             shutdown(fd, SHUT_WR);
             read_until_closed(fd, 15.0);
             close(fd);

@@ -116,3 +116,61 @@ TEST(CppListener, ConnectingToOwnListenerWiresSelfWithoutOnConnect) {
 }
 
 }  // namespace
+
+namespace {
+
+// The key variants: a listener with a key serves a client with the same key, refuses one with
+// another (whose endpoint fails), and a key of a bad length throws.
+TEST(CppListener, KeyedListenerServesTheSameKeyAndRefusesAnother) {
+    swy::Context ctx({{"TLS", "shm,self"}});
+    swy::Worker server_worker(ctx);
+    swy::Worker client_worker(ctx);
+    const std::vector<unsigned char> key(32, 0x4B), other(32, 0x4C);
+    std::vector<swy::Endpoint> accepted;
+    sockaddr_in any = loopback(0);
+    swy::Listener listener(server_worker, reinterpret_cast<sockaddr*>(&any), sizeof(any),
+                           [&](swy_conn_request_h req) {
+                               accepted.push_back(swy::Endpoint::accept(server_worker, req));
+                           },
+                           key.data(), key.size());
+    sockaddr_in to = loopback(listener.port());
+    const auto* sa = reinterpret_cast<sockaddr*>(&to);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+
+    swy::Endpoint wrong = swy::Endpoint::connect(client_worker, sa, sizeof(to), other.data(), other.size());
+    uint64_t value = 7;
+    swy::Request refused = wrong.send(&value, sizeof(value), 4);
+    while (!refused.done() && std::chrono::steady_clock::now() < deadline) {
+        server_worker.progress();
+        client_worker.progress();
+    }
+    EXPECT_EQ(refused.test(), SWY_ERR_CONNECTION_RESET);
+    EXPECT_TRUE(accepted.empty());
+
+    swy::Endpoint right = swy::Endpoint::connect(client_worker, sa, sizeof(to), key.data(), key.size());
+    uint64_t in = 0, out = 0x4B4B;
+    swy::Request send = right.send(&out, sizeof(out), 5);
+    swy::Request recv = server_worker.recv(&in, sizeof(in), 5);
+    while ((!recv.done() || !send.done()) && std::chrono::steady_clock::now() < deadline) {
+        server_worker.progress();
+        client_worker.progress();
+    }
+    ASSERT_EQ(recv.test(), SWY_OK);
+    EXPECT_EQ(send.test(), SWY_OK);
+    EXPECT_EQ(in, out);
+    EXPECT_EQ(accepted.size(), 1u);
+
+    const std::vector<unsigned char> short_key(15, 1);
+    try {
+        swy::Listener bad(server_worker, reinterpret_cast<sockaddr*>(&any), sizeof(any),
+                          [](swy_conn_request_h) {}, short_key.data(), short_key.size());
+        FAIL() << "a 15-byte key was taken";
+    } catch (const swy::StatusError& e) {
+        EXPECT_EQ(e.status(), SWY_ERR_INVALID_PARAM);
+    }
+    EXPECT_THROW(swy::Endpoint::connect(client_worker, sa, sizeof(to), short_key.data(),
+                                        short_key.size()),
+                 swy::StatusError);
+}
+
+}  // namespace

@@ -211,15 +211,19 @@ enum swy_ep_flags {
     /** Connect to a listener at params->sockaddr instead of using remote_address. */
     SWY_EP_FLAG_SOCKADDR = 1u << 2,
     /** Accept params->conn_request (from a listener's on_connect) instead of remote_address. */
-    SWY_EP_FLAG_CONN_REQUEST = 1u << 3
+    SWY_EP_FLAG_CONN_REQUEST = 1u << 3,
+    /** With SWY_EP_FLAG_SOCKADDR only: prove params->auth_key to the listener and require the
+        listener to prove it back before this worker's address is sent (see
+        swy_listener_params_t.auth_key). */
+    SWY_EP_FLAG_AUTH_KEY = 1u << 4
 };
 
 /**
  * Parameters for swy_ep_create(). Zero-initialise, then set what you need.
  * Exactly one way to name the peer: remote_address (no flag), sockaddr (SWY_EP_FLAG_SOCKADDR)
  * or conn_request (SWY_EP_FLAG_CONN_REQUEST). The fields after err_arg were added with the
- * listener API and are read only when their flag is set, so a program built against the older,
- * shorter struct keeps working unchanged.
+ * listener API (auth_key and auth_key_length later still) and are read only when their flag is
+ * set, so a program built against an older, shorter struct keeps working unchanged.
  */
 typedef struct swy_ep_params {
     const void *remote_address;    /**< blob from swy_worker_get_address() (no flag) */
@@ -231,6 +235,9 @@ typedef struct swy_ep_params {
                                           IPv6); copied, the caller keeps ownership */
     size_t sockaddr_length;        /**< its length (sizeof(struct sockaddr_in/_in6)) */
     swy_conn_request_h conn_request; /**< SWY_EP_FLAG_CONN_REQUEST: consumed by the call */
+    const void *auth_key;          /**< SWY_EP_FLAG_AUTH_KEY: the key shared with the listener,
+                                        16 to 256 bytes; copied, the caller keeps ownership */
+    size_t auth_key_length;        /**< SWY_EP_FLAG_AUTH_KEY: its length in bytes */
 } swy_ep_params_t;
 
 /**
@@ -246,6 +253,11 @@ typedef struct swy_ep_params {
  * SWY_ERR_CONNECTION_RESET; no answer in 30 s: SWY_ERR_TIMED_OUT; a malformed handshake:
  * SWY_ERR_MALFORMED), the waiting sends complete with that status, later sends return it, and
  * err_cb is called once, from progress. swy_ep_query() reports transport "" until wired.
+ * Authentication (SWY_EP_FLAG_AUTH_KEY, params->auth_key): the listener must prove the same
+ * key before this worker's address is sent, and the client proves it in turn; a listener with
+ * another key or none, or a keyed listener reached without a key, fails the endpoint with
+ * SWY_ERR_CONNECTION_RESET and an "authentication failed" error in the log (on the listener's
+ * side too). Nothing of the server (its worker address) is received before it accepted.
  *
  * From a connection request (SWY_EP_FLAG_CONN_REQUEST): the server's side; the endpoint is
  * wired from the client's address before this returns and the client is told to proceed.
@@ -257,7 +269,9 @@ typedef struct swy_ep_params {
  * on each side: the one each application created (see docs/user-guide.md).
  *
  * @return SWY_OK; SWY_ERR_INVALID_PARAM (no peer, several ways to name it, a bad sockaddr, a
- *         conn_request that is not waiting for an answer); SWY_ERR_MALFORMED (the address
+ *         conn_request that is not waiting for an answer, SWY_EP_FLAG_AUTH_KEY without
+ *         SWY_EP_FLAG_SOCKADDR, a key shorter than 16 or longer than 256 bytes);
+ *         SWY_ERR_IO (no random nonce); SWY_ERR_MALFORMED (the address
  *         failed validation); SWY_ERR_UNREACHABLE (no enabled transport reaches the peer,
  *         e.g. another host and no network transport, or the peer's segment cannot be mapped).
  */
@@ -322,14 +336,29 @@ swy_status_t swy_ep_print_protocols(swy_ep_h ep, swy_memtype_t memtype, char *bu
 
 /**
  * Called from swy_worker_progress() for each connection request a listener received (its
- * client's hello validated). Answer it, in the callback or later, with swy_ep_create(
- * SWY_EP_FLAG_CONN_REQUEST) or swy_listener_reject(); the client waits until then (at most
- * 30 s). Requests from a worker that already has an endpoint here are never offered (see
+ * client's address validated and, on a keyed listener, its proof of the key checked). Answer
+ * it, in the callback or later, with swy_ep_create(SWY_EP_FLAG_CONN_REQUEST) or
+ * swy_listener_reject(); the client waits until then (at most 30 s). Requests from a worker that already has an endpoint here are never offered (see
  * swy_ep_create()).
  */
 typedef void (*swy_listener_conn_cb_t)(swy_conn_request_h conn_request, void *arg);
 
-/** Parameters for swy_listener_create(). Zero-initialise, then set what you need. */
+/** Listener creation flags (swy_listener_params_t.flags). */
+enum swy_listener_flags {
+    /** Require clients to prove auth_key (shared-key challenge-response, HMAC-SHA256). */
+    SWY_LISTENER_FLAG_AUTH_KEY = 1u << 0
+};
+
+/**
+ * Parameters for swy_listener_create(). Zero-initialise, then set what you need.
+ *
+ * ABI: flags, auth_key and auth_key_length were appended after the first release of the
+ * listener API. A program compiled against this header calls swy_listener_create_v2() (the
+ * macro below), which reads the whole struct, and the key only when SWY_LISTENER_FLAG_AUTH_KEY
+ * is set; a program compiled against the older header still calls the symbol
+ * swy_listener_create(), which reads only the first four fields, so it keeps working without
+ * being rebuilt (its listeners have no key). Zero-initialised parameters mean no key.
+ */
 typedef struct swy_listener_params {
     const struct sockaddr *sockaddr; /**< required: IPv4 or IPv6 address to bind (the IPv6
                                           wildcard also accepts IPv4 clients); port 0 lets
@@ -337,20 +366,37 @@ typedef struct swy_listener_params {
     size_t sockaddr_length;          /**< its length */
     swy_listener_conn_cb_t on_connect; /**< required */
     void *arg;                       /**< passed to on_connect */
+    uint32_t flags;                  /**< enum swy_listener_flags */
+    const void *auth_key;            /**< SWY_LISTENER_FLAG_AUTH_KEY: the shared key, 16 to
+                                          256 bytes (random bytes, not a password); copied,
+                                          the caller keeps ownership */
+    size_t auth_key_length;          /**< SWY_LISTENER_FLAG_AUTH_KEY: its length in bytes */
 } swy_listener_params_t;
 
 /**
- * @brief Listen for connections on a TCP sockaddr. Accepting, the address exchange and the
+ * @brief Listen for connections on a TCP sockaddr. Accepting, the handshake and the
  * callbacks all run from swy_worker_progress() of @p worker (its event fd covers the
  * listener). A malformed, truncated or silent handshake closes that one connection with an
  * error in the log; the listener keeps accepting.
+ *
+ * The handshake reveals nothing of this worker before it must: a client gets a random nonce
+ * (and, with a key, a proof of it) until its request is accepted; this worker's address goes
+ * out only with the accept. With SWY_LISTENER_FLAG_AUTH_KEY, a client that does not prove the
+ * key (none, or another) is closed with "authentication failed from <addr>" in the log
+ * before on_connect could see it; its endpoint fails with SWY_ERR_CONNECTION_RESET. Without a
+ * key anyone who reaches the port may ask; on_connect (with swy_conn_request_query()) decides.
+ * The key authenticates the handshake only: messages on the wired lanes are not encrypted.
+ *
  * @return SWY_OK; SWY_ERR_INVALID_PARAM (NULL argument, no callback, a family other than
- *         AF_INET/AF_INET6 or a short length); SWY_ERR_IO (bind or listen failed, e.g. the
- *         port is in use; the log says why).
+ *         AF_INET/AF_INET6 or a short length, unknown flags, a key shorter than 16 or longer
+ *         than 256 bytes); SWY_ERR_IO (bind or listen failed, e.g. the port is in use; the
+ *         log says why).
  * Thread safety: as any call on @p worker.
  */
-swy_status_t swy_listener_create(swy_worker_h worker, const swy_listener_params_t *params,
-                                 swy_listener_h *listener);
+swy_status_t swy_listener_create_v2(swy_worker_h worker, const swy_listener_params_t *params,
+                                    swy_listener_h *listener);
+/** The listener API's entry point for this header's swy_listener_params_t (see its ABI note). */
+#define swy_listener_create swy_listener_create_v2
 
 /** What a listener is bound to. */
 typedef struct swy_listener_attr {
@@ -373,7 +419,9 @@ swy_status_t swy_listener_reject(swy_listener_h listener, swy_conn_request_h con
 typedef struct swy_conn_request_attr {
     struct sockaddr_storage client_sockaddr; /**< the client's address as accepted */
     size_t client_sockaddr_length;
-    uint64_t client_worker_uid;              /**< the client worker's unique id */
+    uint64_t client_worker_uid;              /**< the client worker's unique id (from the
+                                                  address it sent; on a keyed listener the
+                                                  client proved the key over that address) */
 } swy_conn_request_attr_t;
 
 /** @brief Query a request before answering it. @return SWY_OK; SWY_ERR_INVALID_PARAM. */

@@ -257,6 +257,24 @@ public:
         return Endpoint(worker, params);
     }
 
+    /// Connect to a Listener that holds @p auth_key (16 to 256 bytes; copied): both sides
+    /// prove the key before this worker's address is sent (SWY_EP_FLAG_AUTH_KEY). A listener
+    /// without it fails the endpoint with SWY_ERR_CONNECTION_RESET. @throws StatusError
+    /// (SWY_ERR_INVALID_PARAM for a key of a bad length).
+    static Endpoint connect(const Worker& worker, const struct sockaddr* addr, size_t length,
+                            const void* auth_key, size_t auth_key_length, uint32_t flags = 0,
+                            swy_ep_error_cb_t err_cb = nullptr, void* err_arg = nullptr) {
+        swy_ep_params_t params{};
+        params.flags = flags | SWY_EP_FLAG_SOCKADDR | SWY_EP_FLAG_AUTH_KEY;
+        params.sockaddr = addr;
+        params.sockaddr_length = length;
+        params.err_cb = err_cb;
+        params.err_arg = err_arg;
+        params.auth_key = auth_key;
+        params.auth_key_length = auth_key_length;
+        return Endpoint(worker, params);
+    }
+
     /// Server side: accept a request a Listener offered (consumes it). @throws StatusError.
     static Endpoint accept(const Worker& worker, swy_conn_request_h request, uint32_t flags = 0,
                            swy_ep_error_cb_t err_cb = nullptr, void* err_arg = nullptr) {
@@ -339,14 +357,22 @@ class Listener {
 public:
     using ConnectFn = std::function<void(swy_conn_request_h)>;
 
-    /// Bind @p addr (port 0: the kernel chooses; see port()). @throws StatusError.
-    Listener(const Worker& worker, const struct sockaddr* addr, size_t length, ConnectFn on_connect)
+    /// Bind @p addr (port 0: the kernel chooses; see port()). With @p auth_key (16 to 256
+    /// bytes; copied) clients must prove that key (SWY_LISTENER_FLAG_AUTH_KEY; see
+    /// Endpoint::connect with a key); null: no authentication. @throws StatusError.
+    Listener(const Worker& worker, const struct sockaddr* addr, size_t length, ConnectFn on_connect,
+             const void* auth_key = nullptr, size_t auth_key_length = 0)
         : worker_(worker.handle_), fn_(std::make_unique<ConnectFn>(std::move(on_connect))) {
         swy_listener_params_t params{};
         params.sockaddr = addr;
         params.sockaddr_length = length;
         params.on_connect = &Listener::trampoline;
         params.arg = fn_.get();  // on the heap: stays put when the Listener moves
+        if (auth_key != nullptr) {
+            params.flags = SWY_LISTENER_FLAG_AUTH_KEY;
+            params.auth_key = auth_key;
+            params.auth_key_length = auth_key_length;
+        }
         detail::throw_if_error(swy_listener_create(worker_.get(), &params, &listener_),
                                "swy_listener_create");
     }
