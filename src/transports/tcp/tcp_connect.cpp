@@ -206,6 +206,8 @@ void TcpInterface::set_auth_key(const common::AuthKey& key) {
     if (key.bytes() == config_.auth_key.bytes()) return;
     config_.auth_key = key;
     ++key_epoch_;
+    log_printf(LogLevel::kInfo, "tcp: %s", key.empty() ? "authentication off"
+                                                       : "authentication key installed");
     // Connections whose handshake used the old key (or none) are not authenticated with this
     // one: close them. Those still before any key-dependent step go on with the new key.
     for (auto& owned : conns_) {
