@@ -291,6 +291,24 @@ unsigned TcpInterface::deliver_frames(Connection* c) {
             fail(c, Status::kMalformed);
             return n;
         }
+        if (__builtin_expect(!c->handshake_done, 0) && h.am_id != kTcpControlAm) {
+            // Refused on its header: an unauthenticated peer cannot make us buffer a body.
+            if (c->hello_received && authenticated()) {
+                fail(c, auth_failure(c, "a message before the proof"));
+            } else {
+                log_printf(LogLevel::kError,
+                           "tcp: message before the handshake on connection %u: closing",
+                           c->index);
+                fail(c, Status::kMalformed);
+            }
+            return n;
+        }
+        if (h.am_id == kTcpControlAm && h.length > kHelloAckMaxSize) {
+            log_printf(LogLevel::kError, "tcp: control frame of %u bytes on connection %u: "
+                       "closing", h.length, c->index);
+            fail(c, Status::kMalformed);
+            return n;
+        }
         const size_t total = kFrameHeaderSize + h.length;
         if (c->recvq.size() < total) {
             // The rest is still on its way: into the sink's memory if it names a place.
@@ -305,16 +323,6 @@ unsigned TcpInterface::deliver_frames(Connection* c) {
                 return n;
             }
             if (c->state != Connection::State::kOpen) return n;  // a flush in it failed
-        } else if (!c->handshake_done) {
-            if (c->hello_received && authenticated()) {
-                fail(c, auth_failure(c, "a message before the proof"));
-            } else {
-                log_printf(LogLevel::kError,
-                           "tcp: message before the handshake on connection %u: closing",
-                           c->index);
-                fail(c, Status::kMalformed);
-            }
-            return n;
         } else {
             // The body stays in the receive buffer during the call; a send from inside the
             // callback that fails this connection must not free it under the sink.
