@@ -195,6 +195,10 @@ Status TcpInterface::open(const TcpConfig& config, uint64_t worker_uid, uint16_t
         *why = "tcp: SWY_TCP_SNDBUF_LIMIT must be at least 1 byte";
         return Status::kInvalidParam;
     }
+    if (config.connect_timeout_ns == 0) {
+        *why = "tcp: SWY_TCP_CONNECT_TIMEOUT must be longer than 0";
+        return Status::kInvalidParam;
+    }
     std::unique_ptr<TcpInterface> iface(new TcpInterface(config, worker_uid, iface_index, sink));
     iface->epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     if (iface->epoll_fd_ < 0) {

@@ -118,7 +118,7 @@ public:
     /// @param iface_index  this interface's index in the worker (goes into AmSource::iface)
     /// @param sink         receives messages and failures; must outlive the interface
     /// Errors: kNotFound (no usable address on the devices), kIoError (socket calls),
-    /// kInvalidParam (sndbuf_limit of 0); @p why says which.
+    /// kInvalidParam (sndbuf_limit or connect_timeout_ns of 0); @p why says which.
     static Status open(const TcpConfig& config, uint64_t worker_uid, uint16_t iface_index,
                        AmSink* sink, std::unique_ptr<TcpInterface>* out, std::string* why);
     ~TcpInterface() override;

@@ -93,13 +93,15 @@ Status TcpInterface::queue_frame(Connection* c, AmId id, const void* hdr, size_t
 
 Status TcpInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_len,
                           const void* payload, size_t length) {
-    if (__builtin_expect(!c->sendable(), 0)) return Status::kConnectionReset;
     const size_t body = hdr_len + length;
-    if (__builtin_expect(body > kMaxFrameBody, 0)) return Status::kInvalidParam;
-    // Connecting, or the handshake not done: the frame waits in the queue (within the limit).
     if (__builtin_expect(!c->writable_now(), 0)) {
+        if (!c->sendable()) return Status::kConnectionReset;
+        if (body > kMaxFrameBody) return Status::kInvalidParam;
+        // Connecting, or the handshake not done: the frame waits in the queue (within the
+        // limit) and leaves once the handshake is done.
         return queue_frame(c, id, hdr, hdr_len, payload, length);
     }
+    if (__builtin_expect(body > kMaxFrameBody, 0)) return Status::kInvalidParam;
     const size_t frame = kFrameHeaderSize + body;
     if (frame <= kCorkMax) {
         // The second small send of one progress pass is a burst (a window of messages, a
