@@ -310,7 +310,8 @@ TEST_F(TcpSetup, DifferentKeysFailTheEndpointAndDeliverNothing) {
         ASSERT_TRUE(ep);
         const uint8_t x = 1;
         ASSERT_EQ(ep->am_send(1, &x, 1, nullptr, 0), Status::kOk);
-        ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] { return !sink_a_.failures.empty(); }));
+        ASSERT_TRUE(
+            progress_until({a_.get(), b_.get()}, [&] { return !sink_a_.failures.empty(); }));
         for (int i = 0; i < 1000; ++i) {
             a_->progress();
             b_->progress();

@@ -412,7 +412,9 @@ TcpInterface::Connection* TcpInterface::lookup(uint16_t index, uint32_t generati
 Endpoint* TcpInterface::reply_endpoint(uint16_t sender) {
     if (sender >= conns_.size()) return nullptr;
     Connection* c = conns_[sender].get();
-    if (c->state != Connection::State::kOpen || c->goodbye_sent || !c->handshake_done) return nullptr;
+    if (c->state != Connection::State::kOpen || c->goodbye_sent || !c->handshake_done) {
+        return nullptr;
+    }
     if (!c->reply_ep) {
         c->reply_ep = std::make_unique<TcpEndpoint>(this, c->index, c->generation, c->peer_uid,
                                                     false);
