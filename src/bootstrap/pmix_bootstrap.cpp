@@ -122,9 +122,10 @@ namespace {
 /// Fetch @p rank's value of @p key (its address, or rank 0's job key) into @p out. A get
 /// normally waits in the server until the peer commits. But Open MPI 4.1.4's ORTE with
 /// PMIx 4.2.2 was seen (2 runs in 8 of an 8-rank ring on a loaded machine) answering
-/// NOT-FOUND at once for a local peer that had not committed yet, so NOT-FOUND is retried, backing off from 1 to 32 ms with the worker
-/// progressed, until the deadline. Still no collective: a fence at init would also be
-/// correct, but would make every rank wait for the slowest one even if it never talks to it.
+/// NOT-FOUND at once for a local peer that had not committed yet, so NOT-FOUND is retried,
+/// backing off from 1 to 32 ms with the worker progressed, until the deadline. Still no
+/// collective: a fence at init would also be correct, but would make every rank wait for the
+/// slowest one even if it never talks to it.
 pmix_status_t fetch_value(swy_bootstrap* b, uint32_t rank, const char* key, Pending* out) {
     pmix_proc_t peer{};
     PMIX_LOAD_PROCID(&peer, b->self.nspace, rank);

@@ -8,17 +8,18 @@
 // the two sides run the hello handshake (tcp_wire.h; authenticated when the interface has a
 // key, docs/security-tcp.md), and from then on the connection is a "sender" on both sides:
 // messages arriving on it carry AmSource{iface, sender}, and reply_endpoint(sender) writes
-// on the same socket (TCP is bidirectional, so a reply never needs a second connection). Two workers that connect to each other at the same time simply
-// get two connections, one per direction of endpoint creation; that is correct (each endpoint
-// keeps its order) and only costs a socket, so no tie-breaking is attempted for now.
+// on the same socket (TCP is bidirectional, so a reply never needs a second connection).
+// Two workers that connect to each other at the same time simply get two connections, one
+// per direction of endpoint creation; that is correct (each endpoint keeps its order) and
+// only costs a socket, so no tie-breaking is attempted for now.
 //
 // Failures. Every address failing, or the connect deadline passing (kUnreachable /
 // kTimedOut, with a log line listing the addresses tried), EOF without a goodbye,
 // ECONNRESET, EPIPE, a keepalive or user timeout, or a frame that fails validation close
-// the connection and report on_remote_failure(peer uid, ...) exactly once per connection, from progress() (never from inside a send). Sends on that
-// connection then return kConnectionReset. A connection whose peer fails authentication is
-// closed and logged; it is reported only when we made it (an unverified acceptor-side peer
-// has no identity to blame).
+// the connection and report on_remote_failure(peer uid, ...) exactly once per connection,
+// from progress() (never from inside a send). Sends on that connection then return
+// kConnectionReset. A connection whose peer fails authentication is closed and logged; it is
+// reported only when we made it (an unverified acceptor-side peer has no identity to blame).
 //
 // Threading: like every transport, not thread-safe; the worker serialises calls.
 #pragma once
