@@ -108,9 +108,9 @@ constexpr ConfigVar kTable[] = {
      "without closing its connections is reported failed after about 3x this."},
     {"TCP_CONNECT_TIMEOUT", kTime, "10s",
      "Total time the tcp transport spends connecting to one peer, over all of its addresses "
-     "(each attempt gets a share of it), including the hello handshake. Connecting never "
-     "blocks the worker; when every address failed or this passed, the endpoint fails "
-     "(SWY_ERR_UNREACHABLE or SWY_ERR_TIMED_OUT)."},
+     "(each attempt gets a share of it). Connecting never blocks the worker; when every "
+     "address failed or this passed, the endpoint fails (SWY_ERR_UNREACHABLE or "
+     "SWY_ERR_TIMED_OUT)."},
 
     // --- Security (docs/security-tcp.md) ------------------------------------------------------
     {"AUTH_KEY", kString, "",

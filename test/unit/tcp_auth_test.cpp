@@ -214,6 +214,26 @@ TEST_F(TcpSetup, SendsWhileConnectingQueueWithinTheLimitAndLeaveInOrder) {
     }
 }
 
+TEST_F(TcpSetup, APeerBusyLongerThanTheConnectTimeoutIsNotAFailure) {
+    // The timeout bounds the TCP connect only: the handshake waits for the other side's
+    // progress, however long it computes.
+    constexpr uint64_t kTimeout = 200'000'000;
+    open(&a_, &sink_a_, kUidA, config(kKey1, kTimeout));
+    open(&b_, &sink_b_, kUidB, config(kKey1, kTimeout));
+    auto ep = connect(a_.get(), kUidB, b_->address());
+    ASSERT_TRUE(ep);
+    const uint8_t x = 3;
+    ASSERT_EQ(ep->am_send(1, &x, 1, nullptr, 0), Status::kOk);
+    // The acceptor computes (no progress) while the connector waits for its answer...
+    const auto t0 = Clock::now();
+    while (Clock::now() - t0 < std::chrono::milliseconds(500)) a_->progress();
+    // ...and the acceptor waits while the connector computes.
+    while (Clock::now() - t0 < std::chrono::milliseconds(1000)) b_->progress();
+    ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] { return sink_b_.msgs.size() == 1; }));
+    EXPECT_TRUE(sink_a_.failures.empty());
+    EXPECT_TRUE(sink_b_.failures.empty());
+}
+
 // ---- Authentication --------------------------------------------------------------------------
 
 TEST_F(TcpSetup, KeyedPeersExchangeMessagesByteExactBothWays) {

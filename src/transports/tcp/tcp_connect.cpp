@@ -156,6 +156,7 @@ void TcpInterface::connect_event(Connection* c) {
 
 void TcpInterface::connected(Connection* c) {
     setup_socket(c->fd);
+    std::erase(connecting_, c->index);
     c->state = Connection::State::kOpen;
     c->targets.clear();
     c->targets.shrink_to_fit();
@@ -166,31 +167,19 @@ void TcpInterface::connected(Connection* c) {
 
 void TcpInterface::check_connecting() {
     const uint64_t now = monotonic_ns();
-    // end_attempt() and fail() change the list: walk a copy.
+    // end_attempt() changes the list: walk a copy.
     std::vector<uint16_t> snapshot = connecting_;
     for (uint16_t index : snapshot) {
         Connection* c = conns_[index].get();
-        if (c->state == Connection::State::kConnecting) {
-            if (now >= c->attempt_deadline_ns) end_attempt(c, "timed out");
-        } else if (c->state == Connection::State::kOpen && !c->handshake_done &&
-                   now >= c->connect_deadline_ns) {
-            log_printf(LogLevel::kWarn, "tcp: no handshake on connection %u (%s worker %016llx) "
-                       "within SWY_TCP_CONNECT_TIMEOUT: closing", c->index,
-                       c->outgoing ? "to" : "from",
-                       static_cast<unsigned long long>(c->outgoing ? c->peer_uid
-                                                                   : c->claimed_uid));
-            fail(c, Status::kTimedOut);
+        if (c->state == Connection::State::kConnecting && now >= c->attempt_deadline_ns) {
+            end_attempt(c, "timed out");
         }
     }
 }
 
 void TcpInterface::update_timer() {
     uint64_t next = UINT64_MAX;
-    for (uint16_t index : connecting_) {
-        const Connection* c = conns_[index].get();
-        next = std::min(next, c->state == Connection::State::kConnecting ? c->attempt_deadline_ns
-                                                                         : c->connect_deadline_ns);
-    }
+    for (uint16_t index : connecting_) next = std::min(next, conns_[index]->attempt_deadline_ns);
     if (next == UINT64_MAX && !timer_set_) return;
     itimerspec its{};
     if (next != UINT64_MAX) {

@@ -93,7 +93,6 @@ Status TcpInterface::handle_hello(Connection* c, const uint8_t* data, size_t len
         n = encode_hello_ack(ack, uid_, c->own_nonce, nullptr);
         c->peer_uid = uid;
         c->handshake_done = true;
-        std::erase(connecting_, c->index);
     }
     return send_handshake(c, ack, n);
 }
@@ -132,7 +131,6 @@ Status TcpInterface::handle_hello_ack(Connection* c, const uint8_t* data, size_t
         return auth_failure(c, "the peer requires a key (SWY_AUTH_KEY) and we have none");
     }
     c->handshake_done = true;
-    std::erase(connecting_, c->index);
     // What the endpoint queued while we connected leaves now, behind the proof.
     return flush(c) ? Status::kOk : Status::kConnectionReset;
 }
@@ -150,7 +148,6 @@ Status TcpInterface::handle_proof(Connection* c, const uint8_t* data, size_t len
     }
     c->peer_uid = c->claimed_uid;
     c->handshake_done = true;
-    std::erase(connecting_, c->index);
     return Status::kOk;
 }
 

@@ -317,11 +317,7 @@ TcpInterface::~TcpInterface() {
 std::vector<uint8_t> TcpInterface::address() const { return encode_tcp_address(addresses_); }
 
 size_t TcpInterface::open_connections() const {
-    size_t n = live_.size();
-    for (uint16_t index : connecting_) {
-        if (conns_[index]->state == Connection::State::kConnecting) ++n;
-    }
-    return n;
+    return live_.size() + connecting_.size();
 }
 
 void TcpInterface::setup_socket(int fd) const {
@@ -392,10 +388,8 @@ TcpInterface::Connection* TcpInterface::add_connection(int fd, bool outgoing, ui
     }
     *index = c->index;
     live_.push_back(c->index);
-    // The connector speaks first; an accepted connection waits for its hello, and must
-    // complete the handshake within the connect timeout (a silent peer does not keep a slot).
-    c->connect_deadline_ns = monotonic_ns() + config_.connect_timeout_ns;
-    connecting_.push_back(c->index);
+    // The connector speaks first; an accepted connection waits for its hello. No deadline:
+    // a connector busy computing sends it at its next progress call.
     return c;
 }
 

@@ -353,7 +353,7 @@ void TcpInterface::on_eof(Connection* c) {
 
 void TcpInterface::close_connection(Connection* c) {
     std::erase(live_, c->index);
-    if (!c->handshake_done) std::erase(connecting_, c->index);
+    if (c->state == Connection::State::kConnecting) std::erase(connecting_, c->index);
     c->place.active = false;
     if (c->fd >= 0) {
         epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
