@@ -17,10 +17,14 @@
 #include <chrono>
 #include <cstring>
 #include <new>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "api/api_guard.h"
+#include "common/auth.h"
 #include "common/log.h"
 
 namespace swy::bootstrap {
@@ -31,6 +35,9 @@ using common::log_printf;
 
 /// Key of the worker address in the job's key-value store (versioned with the blob format).
 constexpr const char* kAddressKey = "swy.worker.address.1";
+/// Key of the job's shared authentication key (hex text), put by rank 0 (docs/security-tcp.md).
+constexpr const char* kAuthKeyKey = "swy.auth.key.1";
+constexpr size_t kJobKeyBytes = 32;
 /// How long swy_bootstrap_ep() waits for a rank to publish (a rank still starting up, or
 /// one stuck before init on a loaded machine).
 constexpr int kGetTimeoutSeconds = 120;
@@ -112,13 +119,14 @@ struct swy_bootstrap {
 namespace swy::bootstrap {
 namespace {
 
-/// Fetch @p rank's address into @p out. A get normally waits in the server until the peer
-/// commits. But Open MPI 4.1.4's ORTE with PMIx 4.2.2 was seen (2 runs in 8 of an 8-rank
-/// ring on a loaded machine) answering NOT-FOUND at once for a local peer that had not
-/// committed yet, so NOT-FOUND is retried, backing off from 1 to 32 ms with the worker
-/// progressed, until the deadline. Still no collective: a fence at init would also be
-/// correct, but would make every rank wait for the slowest one even if it never talks to it.
-pmix_status_t fetch_address(swy_bootstrap* b, uint32_t rank, Pending* out) {
+/// Fetch @p rank's value of @p key (its address, or rank 0's job key) into @p out. A get
+/// normally waits in the server until the peer commits. But Open MPI 4.1.4's ORTE with
+/// PMIx 4.2.2 was seen (2 runs in 8 of an 8-rank ring on a loaded machine) answering
+/// NOT-FOUND at once for a local peer that had not committed yet, so NOT-FOUND is retried,
+/// backing off from 1 to 32 ms with the worker progressed, until the deadline. Still no
+/// collective: a fence at init would also be correct, but would make every rank wait for the
+/// slowest one even if it never talks to it.
+pmix_status_t fetch_value(swy_bootstrap* b, uint32_t rank, const char* key, Pending* out) {
     pmix_proc_t peer{};
     PMIX_LOAD_PROCID(&peer, b->self.nspace, rank);
     const auto deadline =
@@ -131,7 +139,7 @@ pmix_status_t fetch_address(swy_bootstrap* b, uint32_t rank, Pending* out) {
         int timeout = std::max<int>(1, static_cast<int>(left.count()));
         PMIX_INFO_LOAD(&info[0], PMIX_TIMEOUT, &timeout, PMIX_INT);
         Pending get;
-        pmix_status_t rc = PMIx_Get_nb(&peer, kAddressKey, info, 1, &on_value, &get);
+        pmix_status_t rc = PMIx_Get_nb(&peer, key, info, 1, &on_value, &get);
         if (rc == PMIX_SUCCESS) {
             wait_for(b->worker, get);  // info stays alive until the callback ran
             rc = get.status;
@@ -143,10 +151,48 @@ pmix_status_t fetch_address(swy_bootstrap* b, uint32_t rank, Pending* out) {
         }
         if (rc != PMIX_ERR_NOT_FOUND) return rc;
         if (std::chrono::steady_clock::now() >= deadline) return PMIX_ERR_TIMEOUT;
-        log_printf(LogLevel::kDebug, "bootstrap: rank %u has not published yet: retrying", rank);
+        log_printf(LogLevel::kDebug, "bootstrap: rank %u has not published %s yet: retrying",
+                   rank, key);
         progress_for(b->worker, backoff_us);
         backoff_us = std::min(backoff_us * 2, 32000u);
     }
+}
+
+swy_status_t install_key(swy_bootstrap* b, const swy::common::AuthKey& key) {
+    swy::core::Worker* w = swy::api::worker_of(b->worker);
+    swy::api::WorkerGuard guard(w);
+    return swy::api::to_c(w->set_auth_key(key));
+}
+
+swy_status_t install_job_key(swy_bootstrap* b) {
+    swy::common::AuthKey key;
+    std::string why;
+    if (b->self.rank == 0) {
+        if (swy::common::AuthKey::random(kJobKeyBytes, &key, &why) != swy::Status::kOk) {
+            log_printf(LogLevel::kError, "bootstrap: no job key: %s", why.c_str());
+            return SWY_ERR_IO;
+        }
+        std::string hex = key.to_hex();
+        pmix_value_t v{};
+        v.type = PMIX_BYTE_OBJECT;
+        v.data.bo.bytes = hex.data();
+        v.data.bo.size = hex.size();
+        pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, kAuthKeyKey, &v);  // PMIx copies the value
+        if (rc != PMIX_SUCCESS) return pmix_failure("PMIx_Put (job key)", rc);
+        return install_key(b, key);
+    }
+    Pending get;
+    pmix_status_t rc = fetch_value(b, 0, kAuthKeyKey, &get);
+    if (rc != PMIX_SUCCESS) {
+        log_printf(LogLevel::kError, "bootstrap: no job key from rank 0");
+        return pmix_failure("PMIx_Get_nb (job key)", rc);
+    }
+    const std::string_view hex(reinterpret_cast<const char*>(get.bytes.data()), get.bytes.size());
+    if (swy::common::AuthKey::from_hex(hex, &key, &why) != swy::Status::kOk) {
+        log_printf(LogLevel::kError, "bootstrap: rank 0's job key is unusable: %s", why.c_str());
+        return SWY_ERR_MALFORMED;
+    }
+    return install_key(b, key);
 }
 
 }  // namespace
@@ -186,6 +232,11 @@ swy_status_t swy_bootstrap_pmix_init(swy_worker_h worker, swy_bootstrap_h* boots
         b->size = value->data.uint32;
     }
     if (value != nullptr) PMIX_VALUE_RELEASE(value);
+
+    // A per-job key, so that only this job's workers can talk to ours over tcp: rank 0 makes
+    // it and puts it first; every other rank gets it (waiting for rank 0 as for an address)
+    // and installs it before publishing its own address, so no peer ever finds us unkeyed.
+    if (status == SWY_OK) status = install_job_key(b);
 
     void* address = nullptr;
     size_t length = 0;
@@ -243,7 +294,7 @@ swy_status_t swy_bootstrap_ep(swy_bootstrap_h bootstrap, uint32_t rank,
     Pending get;
     const std::vector<uint8_t>* address = &bootstrap->own_address;
     if (rank != bootstrap->self.rank) {
-        pmix_status_t rc = fetch_address(bootstrap, rank, &get);
+        pmix_status_t rc = fetch_value(bootstrap, rank, kAddressKey, &get);
         if (rc != PMIX_SUCCESS) {
             log_printf(LogLevel::kError, "bootstrap: no address for rank %u", rank);
             return pmix_failure("PMIx_Get_nb (address)", rc);

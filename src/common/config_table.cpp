@@ -118,6 +118,18 @@ constexpr ConfigVar kTable[] = {
     {"TCP_KEEPALIVE", kTime, "2s",
      "Idle time before TCP keepalive probes start on tcp connections; a peer that vanished "
      "without closing its connections is reported failed after about 3x this."},
+    {"TCP_CONNECT_TIMEOUT", kTime, "10s",
+     "Total time the tcp transport spends connecting to one peer, over all of its addresses "
+     "(each attempt gets a share of it). Connecting never blocks the worker; when every "
+     "address failed or this passed, the endpoint fails (SWY_ERR_UNREACHABLE or "
+     "SWY_ERR_TIMED_OUT)."},
+
+    // --- Security (docs/security-tcp.md) ------------------------------------------------------
+    {"AUTH_KEY", kString, "",
+     "Shared secret, in hex (16 to 256 bytes): every tcp connection is then authenticated "
+     "both ways with an HMAC-SHA256 challenge-response, and peers without the key are "
+     "refused. Empty: no authentication (a PMIx bootstrap installs a per-job key itself). "
+     "An invalid value fails worker creation."},
 
     // --- Verbs transport (docs/verbs.md) -----------------------------------------------------
     {"VERBS_SEG_SIZE", kSize, "8K",

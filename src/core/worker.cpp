@@ -95,8 +95,19 @@ Status Worker::open_interfaces(std::string* why) {
         shm_ = shm.get();
         ifaces_.push_back(std::move(shm));
     }
+    // Checked even without tcp: a key that cannot be used is a mistake worth stopping for.
+    common::AuthKey key;
+    if (const std::string hex = cfg.get_string("AUTH_KEY"); !hex.empty()) {
+        std::string key_why;
+        if (common::AuthKey::from_hex(hex, &key, &key_why) != Status::kOk) {
+            *why = "SWY_AUTH_KEY: " + key_why;
+            return Status::kInvalidParam;
+        }
+    }
     if (context_->transport_enabled("tcp")) {
         tl::tcp::TcpConfig tc;
+        tc.connect_timeout_ns = cfg.get_time_ns("TCP_CONNECT_TIMEOUT");
+        tc.auth_key = key;
         tc.devices = cfg.get_list("NET_DEVICES");
         tc.sndbuf_limit = cfg.get_size("TCP_SNDBUF_LIMIT");
         tc.keepalive_ns = cfg.get_time_ns("TCP_KEEPALIVE");
@@ -595,6 +606,11 @@ void Worker::drop_reassembly(const std::function<bool(uint64_t, const Reassembly
             }
         }
     }
+}
+
+Status Worker::set_auth_key(const common::AuthKey& key) {
+    if (tcp_ != nullptr) tcp_->set_auth_key(key);
+    return Status::kOk;
 }
 
 void Worker::on_remote_failure(uint16_t iface, uint64_t peer_key, Status why) {

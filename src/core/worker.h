@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/auth.h"
 #include "core/context.h"
 #include "core/endpoint.h"
 #include "core/request.h"
@@ -87,6 +88,12 @@ public:
     Status wait(int timeout_ms);
     void disarm();
     void query(swy_worker_attr_t* attr) const;
+    /// Installs @p key (empty: none) as the shared key authenticating tcp connections, as
+    /// SWY_AUTH_KEY does at creation (a bootstrap's per-job key): connections made or accepted
+    /// from now on need it, and open ones not authenticated with it are closed (their peers
+    /// reported failed). Call with the lock held, like every worker call. Always kOk today;
+    /// a Status so a transport that cannot switch keys can say so.
+    Status set_auth_key(const common::AuthKey& key);
 
     // ---- endpoints ----
     /// @p wire_into: wire this endpoint (made by add_unwired_endpoint) instead of a new one.

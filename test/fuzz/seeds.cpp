@@ -69,7 +69,8 @@ void frame(Bytes* out, tl::AmId id, const Bytes& body) {
 
 Bytes hello() {
     Bytes body(tl::tcp::kHelloSize);
-    tl::tcp::encode_hello(body.data(), 0xfeedface);
+    const uint8_t nonce[tl::tcp::kNonceSize] = {1, 2, 3};
+    tl::tcp::encode_hello(body.data(), 0xfeedface, nonce);
     Bytes out;
     frame(&out, tl::tcp::kTcpControlAm, body);
     return out;

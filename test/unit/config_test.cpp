@@ -58,6 +58,8 @@ TEST(ConfigTable, DeclaresEveryDocumentedVariableWithItsTypeAndDefault) {
         {"NET_DEVICES", ConfigType::kList, "all"},
         {"TCP_SNDBUF_LIMIT", ConfigType::kSize, "4M"},
         {"TCP_KEEPALIVE", ConfigType::kTime, "2s"},
+        {"TCP_CONNECT_TIMEOUT", ConfigType::kTime, "10s"},
+        {"AUTH_KEY", ConfigType::kString, ""},
         {"VERBS_SEG_SIZE", ConfigType::kSize, "8K"},
         {"VERBS_RX_CREDITS", ConfigType::kUnsigned, "64"},
         {"VERBS_MAX_INLINE", ConfigType::kSize, "256"},

@@ -114,19 +114,113 @@ TEST(TcpFrame, RandomHeadersNeverPassWithAnOversizedLength) {
 // ---- Hello ----------------------------------------------------------------------------------
 
 TEST(TcpFrame, HelloRoundTripsAndRejectsEveryTruncation) {
+    uint8_t nonce[kNonceSize];
+    for (size_t i = 0; i < kNonceSize; ++i) nonce[i] = static_cast<uint8_t>(0xA0 + i);
     uint8_t buf[kHelloSize];
-    encode_hello(buf, 0x1122334455667788ull);
+    encode_hello(buf, 0x1122334455667788ull, nonce);
     uint64_t uid = 0;
-    ASSERT_TRUE(decode_hello(buf, sizeof(buf), &uid));
+    uint8_t got[kNonceSize] = {};
+    ASSERT_TRUE(decode_hello(buf, sizeof(buf), &uid, got));
     EXPECT_EQ(uid, 0x1122334455667788ull);
-    for (size_t n = 0; n < kHelloSize; ++n) EXPECT_FALSE(decode_hello(buf, n, &uid)) << n;
+    EXPECT_EQ(std::memcmp(got, nonce, kNonceSize), 0);
+    for (size_t n = 0; n < kHelloSize; ++n) EXPECT_FALSE(decode_hello(buf, n, &uid, got)) << n;
+    EXPECT_FALSE(decode_hello(nullptr, kHelloSize, &uid, got));
     uint8_t longer[kHelloSize + 1] = {};
     std::memcpy(longer, buf, kHelloSize);
-    EXPECT_FALSE(decode_hello(longer, sizeof(longer), &uid));
+    EXPECT_FALSE(decode_hello(longer, sizeof(longer), &uid, got));
     buf[1] = kHelloVersion + 1;
-    EXPECT_FALSE(decode_hello(buf, sizeof(buf), &uid));
-    encode_hello(buf, 0);
-    EXPECT_FALSE(decode_hello(buf, sizeof(buf), &uid)) << "uid 0 means unknown";
+    EXPECT_FALSE(decode_hello(buf, sizeof(buf), &uid, got));
+    buf[1] = 1;
+    EXPECT_FALSE(decode_hello(buf, sizeof(buf), &uid, got)) << "hello version 1 is gone";
+    encode_hello(buf, 0x55, nonce);
+    buf[0] = static_cast<uint8_t>(TcpControl::kHelloAck);
+    EXPECT_FALSE(decode_hello(buf, sizeof(buf), &uid, got)) << "wrong kind";
+    encode_hello(buf, 0, nonce);
+    EXPECT_FALSE(decode_hello(buf, sizeof(buf), &uid, got)) << "uid 0 means unknown";
+}
+
+TEST(TcpFrame, HelloAckRoundTripsWithAndWithoutProofAndRejectsEveryTruncation) {
+    uint8_t nonce[kNonceSize], proof[kProofSize];
+    for (size_t i = 0; i < kNonceSize; ++i) nonce[i] = static_cast<uint8_t>(i * 3 + 1);
+    for (size_t i = 0; i < kProofSize; ++i) proof[i] = static_cast<uint8_t>(0xF0 - i);
+    for (bool with_proof : {false, true}) {
+        SCOPED_TRACE(with_proof);
+        uint8_t buf[kHelloAckMaxSize + 1] = {};
+        const size_t n = encode_hello_ack(buf, 0xABCDEF, nonce, with_proof ? proof : nullptr);
+        ASSERT_EQ(n, with_proof ? kHelloAckMaxSize : kHelloAckSize);
+        HelloAck ack;
+        ASSERT_TRUE(decode_hello_ack(buf, n, &ack));
+        EXPECT_EQ(ack.uid, 0xABCDEFu);
+        EXPECT_EQ(ack.has_proof, with_proof);
+        EXPECT_EQ(std::memcmp(ack.nonce, nonce, kNonceSize), 0);
+        if (with_proof) {
+            EXPECT_EQ(std::memcmp(ack.proof, proof, kProofSize), 0);
+        }
+        for (size_t k = 0; k < n; ++k) EXPECT_FALSE(decode_hello_ack(buf, k, &ack)) << k;
+        EXPECT_FALSE(decode_hello_ack(buf, n + 1, &ack)) << "trailing byte";
+        EXPECT_FALSE(decode_hello_ack(nullptr, n, &ack));
+        uint8_t bad[kHelloAckMaxSize + 1];
+        std::memcpy(bad, buf, sizeof(bad));
+        bad[1] = kHelloVersion + 1;
+        EXPECT_FALSE(decode_hello_ack(bad, n, &ack)) << "version";
+        std::memcpy(bad, buf, sizeof(bad));
+        bad[2] |= 0x80;
+        EXPECT_FALSE(decode_hello_ack(bad, n, &ack)) << "unknown flag";
+        std::memcpy(bad, buf, sizeof(bad));
+        bad[2] ^= kHelloAckProof;
+        EXPECT_FALSE(decode_hello_ack(bad, n, &ack)) << "flag and length disagree";
+        std::memcpy(bad, buf, sizeof(bad));
+        bad[0] = static_cast<uint8_t>(TcpControl::kHello);
+        EXPECT_FALSE(decode_hello_ack(bad, n, &ack)) << "wrong kind";
+    }
+    uint8_t zero[kHelloAckSize];
+    encode_hello_ack(zero, 0, nonce, nullptr);
+    HelloAck ack;
+    EXPECT_FALSE(decode_hello_ack(zero, sizeof(zero), &ack)) << "uid 0 means unknown";
+}
+
+TEST(TcpFrame, ProofRoundTripsAndRejectsEveryTruncation) {
+    uint8_t proof[kProofSize];
+    for (size_t i = 0; i < kProofSize; ++i) proof[i] = static_cast<uint8_t>(i);
+    uint8_t buf[kProofFrameSize + 1] = {};
+    encode_proof(buf, proof);
+    uint8_t got[kProofSize] = {};
+    ASSERT_TRUE(decode_proof(buf, kProofFrameSize, got));
+    EXPECT_EQ(std::memcmp(got, proof, kProofSize), 0);
+    for (size_t k = 0; k < kProofFrameSize; ++k) EXPECT_FALSE(decode_proof(buf, k, got)) << k;
+    EXPECT_FALSE(decode_proof(buf, kProofFrameSize + 1, got));
+    EXPECT_FALSE(decode_proof(nullptr, kProofFrameSize, got));
+    buf[1] = kHelloVersion + 1;
+    EXPECT_FALSE(decode_proof(buf, kProofFrameSize, got));
+    buf[1] = kHelloVersion;
+    buf[0] = static_cast<uint8_t>(TcpControl::kGoodbye);
+    EXPECT_FALSE(decode_proof(buf, kProofFrameSize, got));
+}
+
+TEST(TcpFrame, RandomHandshakeBodiesNeverDecodeWithBadLengths) {
+    uint32_t x = 12345;
+    uint8_t buf[kHelloAckMaxSize + 8];
+    for (int round = 0; round < 20000; ++round) {
+        const size_t n = x % sizeof(buf);
+        for (auto& b : buf) {
+            x = x * 1664525u + 1013904223u;
+            b = static_cast<uint8_t>(x >> 24);
+        }
+        buf[0] = static_cast<uint8_t>(1 + round % 4);
+        buf[1] = kHelloVersion;
+        uint64_t uid;
+        uint8_t nonce[kNonceSize], proof[kProofSize];
+        HelloAck ack;
+        if (decode_hello(buf, n, &uid, nonce)) {
+            EXPECT_EQ(n, kHelloSize);
+        }
+        if (decode_hello_ack(buf, n, &ack)) {
+            EXPECT_EQ(n, ack.has_proof ? kHelloAckMaxSize : kHelloAckSize);
+        }
+        if (decode_proof(buf, n, proof)) {
+            EXPECT_EQ(n, kProofFrameSize);
+        }
+    }
 }
 
 // ---- Address section ------------------------------------------------------------------------

@@ -236,7 +236,8 @@ TEST_F(TcpPlacement, TruncatedPlacedFrameThenCloseIsAResetWithNothingReported) {
     int fd = raw_connect();
     ASSERT_GE(fd, 0);
     std::vector<uint8_t> hello(kHelloSize);
-    encode_hello(hello.data(), 0x77);
+    const uint8_t nonce[kNonceSize] = {};
+    encode_hello(hello.data(), 0x77, nonce);
     send_all(fd, frame(kTcpControlAm, hello));
     std::vector<uint8_t> f = frame(kPlacedId, placed_body(4096, pattern(200000, 6)));
     f.resize(kFrameHeaderSize + kHeader + 70000);  // 70000 of 200000 payload bytes come

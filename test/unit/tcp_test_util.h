@@ -2,10 +2,16 @@
 // progress loop over several interfaces.
 #pragma once
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <thread>
 #include <vector>
 
 #include "transports/tcp/tcp_iface.h"
@@ -36,5 +42,53 @@ inline bool progress_until(std::initializer_list<TcpInterface*> ifaces,
     }
     return true;
 }
+
+/// Loopback addresses where a TCP connect hangs without an answer, as towards a blackholed
+/// host: listeners with a backlog of 0 whose one queue slot a connection already holds, so
+/// the kernel drops every further SYN. Deterministic, unlike unroutable addresses (which
+/// some sandboxes refuse at once, and some proxy).
+class Blackholes {
+public:
+    explicit Blackholes(size_t count) {
+        for (size_t i = 0; i < count; ++i) {
+            int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            sockaddr_in sin{};
+            sin.sin_family = AF_INET;
+            sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            socklen_t len = sizeof(sin);
+            if (l < 0 || bind(l, reinterpret_cast<sockaddr*>(&sin), sizeof(sin)) != 0 ||
+                listen(l, 0) != 0 || getsockname(l, reinterpret_cast<sockaddr*>(&sin), &len) != 0) {
+                if (l >= 0) close(l);
+                continue;
+            }
+            fds_.push_back(l);
+            // Fill the accept queue: these connect (the queue holds one), later SYNs are dropped.
+            for (int k = 0; k < 2; ++k) {
+                int f = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+                (void)::connect(f, reinterpret_cast<sockaddr*>(&sin), sizeof(sin));
+                fds_.push_back(f);
+            }
+            TcpAddressEntry e;
+            e.family = 4;
+            e.port = ntohs(sin.sin_port);
+            e.ip[0] = 127;
+            e.ip[3] = 1;
+            entries_.push_back(e);
+        }
+        // Let the fillers' handshakes complete before anyone else knocks.
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ~Blackholes() {
+        for (int fd : fds_) close(fd);
+    }
+    Blackholes(const Blackholes&) = delete;
+    Blackholes& operator=(const Blackholes&) = delete;
+    const std::vector<TcpAddressEntry>& entries() const { return entries_; }
+    std::vector<uint8_t> section() const { return encode_tcp_address(entries_); }
+
+private:
+    std::vector<int> fds_;
+    std::vector<TcpAddressEntry> entries_;
+};
 
 }  // namespace swy::tl::tcp::test

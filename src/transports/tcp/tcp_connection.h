@@ -1,9 +1,13 @@
 // Internal to the tcp transport: one connection's state and its byte buffers.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string>
+#include <vector>
 
 #include "transports/tcp/tcp_iface.h"
 
@@ -12,6 +16,15 @@ namespace swy::tl::tcp {
 /// epoll data of a listening socket: this bit | index into listen_fds_. Connections use
 /// (generation << 16) | index, so a stale event for a reused slot is recognised.
 inline constexpr uint64_t kListenTag = uint64_t{1} << 63;
+/// epoll data of the connect-deadline timer.
+inline constexpr uint64_t kTimerTag = uint64_t{1} << 62;
+
+/// sockaddr for an address entry with the given port.
+socklen_t to_sockaddr(const TcpAddressEntry& e, uint16_t port, sockaddr_storage* ss);
+/// "1.2.3.4:5" / "[::1]:5", for log lines.
+std::string entry_text(const TcpAddressEntry& e);
+/// CLOCK_MONOTONIC in nanoseconds (connect deadlines).
+uint64_t monotonic_ns();
 
 /// A contiguous FIFO of bytes: append at the tail, consume at the head. Storage grows by
 /// doubling and is compacted (one memmove of what is left) only when the tail needs room, so
@@ -92,13 +105,19 @@ struct TcpPlacement {
 };
 
 struct TcpInterface::Connection {
-    enum class State : uint8_t { kOpen, kClosed };
+    /// kConnecting: an outgoing connection still trying the peer's addresses (fd is the
+    /// current attempt's socket, or -1 between attempts). kOpen: connected; frames flow once
+    /// handshake_done.
+    enum class State : uint8_t { kConnecting, kOpen, kClosed };
     int fd = -1;
     uint16_t index = 0;
     uint32_t generation = 0;  ///< bumped when the slot is reused; endpoints check it
     State state = State::kClosed;
     bool outgoing = false;          ///< we connected (the owner endpoint lives in the worker)
-    bool hello_seen = false;        ///< the peer's hello arrived (frames may be delivered)
+    /// The handshake is complete on our side: the peer is who it claimed (and proved it, with
+    /// a key). Before this nothing is delivered to the sink and no data frame is written.
+    bool handshake_done = false;
+    bool hello_received = false;    ///< acceptor: the connector's hello arrived (proof next)
     bool goodbye_sent = false;      ///< our owner endpoint disconnected: orderly close
     bool goodbye_received = false;  ///< the peer's endpoint disconnected: orderly close
     bool write_shut = false;        ///< shutdown(SHUT_WR) done after the goodbye
@@ -110,7 +129,22 @@ struct TcpInterface::Connection {
     /// next frame only, so that when it too is placed, none of its payload takes the
     /// receive buffer's detour (0: read as much as fits).
     uint8_t expect_header = 0;
-    uint64_t peer_uid = 0;
+    uint64_t peer_uid = 0;          ///< acceptor: only set once the handshake is done
+    uint64_t claimed_uid = 0;       ///< acceptor: the uid the hello claimed, until verified
+    uint64_t key_epoch = 0;         ///< the interface's key epoch the handshake started under
+    uint8_t own_nonce[kNonceSize] = {};
+    uint8_t peer_nonce[kNonceSize] = {};
+    /// Handshake frames, written before the send queue (which holds data frames queued
+    /// while connecting; they must not overtake the proof). One frame at a time fits.
+    uint8_t hs_buf[2 * (kFrameHeaderSize + kHelloAckMaxSize)] = {};
+    uint8_t hs_len = 0;
+    uint8_t hs_off = 0;
+    /// kConnecting: the addresses to try, in order, and the deadlines (CLOCK_MONOTONIC ns).
+    std::vector<TcpAddressEntry> targets;
+    size_t next_target = 0;
+    uint64_t attempt_deadline_ns = 0;
+    uint64_t connect_deadline_ns = 0;
+    std::string tried;              ///< "address: error, ..." for the failure's log line
     uint64_t send_epoch = 0;        ///< progress pass of the last direct send (burst detection)
     ByteQueue sendq;
     ByteQueue recvq;
@@ -118,7 +152,13 @@ struct TcpInterface::Connection {
     std::unique_ptr<TcpEndpoint> reply_ep;
     TcpEndpoint* owner_ep = nullptr;  ///< the endpoint connect() returned, while it exists
 
-    bool sendable() const { return state == State::kOpen && !goodbye_sent; }
+    /// Sends are accepted (queued while connecting or handshaking).
+    bool sendable() const { return state != State::kClosed && !goodbye_sent; }
+    /// Data frames may be written to the socket now, straight behind the send queue.
+    bool writable_now() const {
+        return state == State::kOpen && handshake_done && !goodbye_sent && hs_off == hs_len;
+    }
+    bool has_output() const { return hs_off != hs_len || !sendq.empty(); }
     /// Failed, and the sink has not been told yet (the slot must not be reused before).
     bool awaiting_report() const {
         return failure != Status::kOk && !reported && peer_uid != 0;

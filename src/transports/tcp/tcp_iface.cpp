@@ -6,9 +6,9 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,10 +26,9 @@ using common::LogLevel;
 using common::log_printf;
 
 namespace {
-
 constexpr size_t kMaxConnections = 0xFFFF;  // sender indices 0..65534
+}  // namespace
 
-/// sockaddr for an address entry with the given port.
 socklen_t to_sockaddr(const TcpAddressEntry& e, uint16_t port, sockaddr_storage* ss) {
     std::memset(ss, 0, sizeof(*ss));
     if (e.family == 4) {
@@ -58,6 +57,14 @@ std::string entry_text(const TcpAddressEntry& e) {
     out.append(std::to_string(e.port));
     return out;
 }
+
+uint64_t monotonic_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+namespace {
 
 uint16_t bound_port(int fd) {
     sockaddr_storage ss{};
@@ -188,10 +195,26 @@ Status TcpInterface::open(const TcpConfig& config, uint64_t worker_uid, uint16_t
         *why = "tcp: SWY_TCP_SNDBUF_LIMIT must be at least 1 byte";
         return Status::kInvalidParam;
     }
+    if (config.connect_timeout_ns == 0) {
+        *why = "tcp: SWY_TCP_CONNECT_TIMEOUT must be longer than 0";
+        return Status::kInvalidParam;
+    }
     std::unique_ptr<TcpInterface> iface(new TcpInterface(config, worker_uid, iface_index, sink));
     iface->epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     if (iface->epoll_fd_ < 0) {
         *why = std::string("tcp: epoll_create1: ") + std::strerror(errno);
+        return Status::kIoError;
+    }
+    iface->timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (iface->timer_fd_ < 0) {
+        *why = std::string("tcp: timerfd_create: ") + std::strerror(errno);
+        return Status::kIoError;
+    }
+    epoll_event tev{};
+    tev.events = EPOLLIN;
+    tev.data.u64 = kTimerTag;
+    if (epoll_ctl(iface->epoll_fd_, EPOLL_CTL_ADD, iface->timer_fd_, &tev) != 0) {
+        *why = std::string("tcp: epoll_ctl: ") + std::strerror(errno);
         return Status::kIoError;
     }
     Status s = iface->listen_on_devices(why);
@@ -287,12 +310,15 @@ TcpInterface::~TcpInterface() {
         if (c->fd >= 0) close(c->fd);
     }
     for (int fd : listen_fds_) close(fd);
+    if (timer_fd_ >= 0) close(timer_fd_);
     if (epoll_fd_ >= 0) close(epoll_fd_);
 }
 
 std::vector<uint8_t> TcpInterface::address() const { return encode_tcp_address(addresses_); }
 
-size_t TcpInterface::open_connections() const { return live_.size(); }
+size_t TcpInterface::open_connections() const {
+    return live_.size() + connecting_.size();
+}
 
 void TcpInterface::setup_socket(int fd) const {
     int one = 1;
@@ -313,8 +339,7 @@ void TcpInterface::setup_socket(int fd) const {
     setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout));
 }
 
-TcpInterface::Connection* TcpInterface::add_connection(int fd, bool outgoing, uint64_t peer_uid,
-                                                       uint16_t* index) {
+TcpInterface::Connection* TcpInterface::new_slot() {
     // Indices are not reused until all 65535 have been handed out once: the worker may still
     // hold a sender index of a closed connection (queued control replies), and a late reply
     // must find a closed connection, not a stranger.
@@ -323,24 +348,31 @@ TcpInterface::Connection* TcpInterface::add_connection(int fd, bool outgoing, ui
         conns_.push_back(std::make_unique<Connection>());
         c = conns_.back().get();
         c->index = static_cast<uint16_t>(conns_.size() - 1);
-    } else {
-        for (size_t n = 0; n < conns_.size() && c == nullptr; ++n) {
-            Connection* cand = conns_[reuse_cursor_].get();
-            reuse_cursor_ = (reuse_cursor_ + 1) % conns_.size();
-            if (cand->state == Connection::State::kClosed && !cand->awaiting_report() &&
-                cand != delivering_) {
-                c = cand;
-            }
-        }
-        if (c == nullptr) return nullptr;
-        const uint16_t idx = c->index;
-        const uint32_t gen = c->generation + 1;
-        if (c->owner_ep != nullptr) c->owner_ep->generation_ = UINT32_MAX;  // can never match
-        conns_[idx] = std::make_unique<Connection>();
-        c = conns_[idx].get();
-        c->index = idx;
-        c->generation = gen == UINT32_MAX ? 0 : gen;
+        return c;
     }
+    for (size_t n = 0; n < conns_.size() && c == nullptr; ++n) {
+        Connection* cand = conns_[reuse_cursor_].get();
+        reuse_cursor_ = (reuse_cursor_ + 1) % conns_.size();
+        if (cand->state == Connection::State::kClosed && !cand->awaiting_report() &&
+            cand != delivering_) {
+            c = cand;
+        }
+    }
+    if (c == nullptr) return nullptr;
+    const uint16_t idx = c->index;
+    const uint32_t gen = c->generation + 1;
+    if (c->owner_ep != nullptr) c->owner_ep->generation_ = UINT32_MAX;  // can never match
+    conns_[idx] = std::make_unique<Connection>();
+    c = conns_[idx].get();
+    c->index = idx;
+    c->generation = gen == UINT32_MAX ? 0 : gen;
+    return c;
+}
+
+TcpInterface::Connection* TcpInterface::add_connection(int fd, bool outgoing, uint64_t peer_uid,
+                                                       uint16_t* index) {
+    Connection* c = new_slot();
+    if (c == nullptr) return nullptr;
     c->fd = fd;
     c->state = Connection::State::kOpen;
     c->outgoing = outgoing;
@@ -356,11 +388,8 @@ TcpInterface::Connection* TcpInterface::add_connection(int fd, bool outgoing, ui
     }
     *index = c->index;
     live_.push_back(c->index);
-    // Our hello goes first in both directions: the acceptor learns who connected, the
-    // connector checks that it reached the worker it meant to.
-    uint8_t hello[kHelloSize];
-    encode_hello(hello, uid_);
-    (void)send_control(c, hello, sizeof(hello));
+    // The connector speaks first; an accepted connection waits for its hello. No deadline:
+    // a connector busy computing sends it at its next progress call.
     return c;
 }
 
@@ -371,82 +400,15 @@ TcpInterface::Connection* TcpInterface::lookup(uint16_t index, uint32_t generati
 }
 
 // ------------------------------------------------------------------------------------------
-// Interface: connecting to peers
+// Interface: senders (connecting to peers: tcp_connect.cpp)
 // ------------------------------------------------------------------------------------------
-
-Status TcpInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t length,
-                             bool /*want_pio: tcp has no PIO*/, std::unique_ptr<Endpoint>* out,
-                             std::string* why) {
-    std::vector<TcpAddressEntry> entries;
-    if (!decode_tcp_address(section, length, &entries)) {
-        *why = "tcp: malformed address section";
-        return Status::kMalformed;
-    }
-    // Families we have addresses of first (an IPv6 entry is hopeless from an IPv4-only host);
-    // otherwise the peer's order, which puts its loopback addresses last. We cannot tell here
-    // whether the peer shares our host, so a loopback entry is simply tried in turn; the hello
-    // answer catches the case where it leads to some other worker.
-    bool have4 = false, have6 = false;
-    for (const TcpAddressEntry& e : addresses_) (e.family == 4 ? have4 : have6) = true;
-    std::stable_partition(entries.begin(), entries.end(), [&](const TcpAddressEntry& e) {
-        return e.family == 4 ? have4 : have6;
-    });
-
-    std::string tried;
-    int fd = -1;
-    for (const TcpAddressEntry& e : entries) {
-        sockaddr_storage ss{};
-        socklen_t len = to_sockaddr(e, e.port, &ss);
-        int s = socket(e.family == 4 ? AF_INET : AF_INET6,
-                       SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        int err = 0;
-        if (s < 0) {
-            err = errno;
-        } else if (::connect(s, reinterpret_cast<sockaddr*>(&ss), len) != 0) {
-            err = errno;
-            if (err == EINPROGRESS || err == EINTR) {
-                pollfd pfd{s, POLLOUT, 0};
-                int rc;
-                do {
-                    rc = poll(&pfd, 1, kConnectTimeoutMs);
-                } while (rc < 0 && errno == EINTR);
-                err = ETIMEDOUT;
-                if (rc > 0) {
-                    socklen_t elen = sizeof(err);
-                    if (getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &elen) != 0) err = errno;
-                }
-            }
-        }
-        if (s >= 0 && err == 0) {
-            fd = s;
-            break;
-        }
-        if (s >= 0) close(s);
-        if (!tried.empty()) tried.append(", ");
-        tried.append(entry_text(e)).append(": ").append(std::strerror(err));
-    }
-    if (fd < 0) {
-        *why = "tcp: cannot connect to any address of the peer (" + tried + ")";
-        return Status::kUnreachable;
-    }
-    setup_socket(fd);
-    uint16_t index = 0;
-    Connection* c = add_connection(fd, true, remote_uid, &index);
-    if (c == nullptr) {
-        close(fd);
-        *why = "tcp: too many connections";
-        return Status::kNoResource;
-    }
-    auto ep = std::make_unique<TcpEndpoint>(this, index, c->generation, remote_uid, true);
-    c->owner_ep = ep.get();
-    *out = std::move(ep);
-    return Status::kOk;
-}
 
 Endpoint* TcpInterface::reply_endpoint(uint16_t sender) {
     if (sender >= conns_.size()) return nullptr;
     Connection* c = conns_[sender].get();
-    if (!c->sendable() || !c->hello_seen) return nullptr;
+    if (c->state != Connection::State::kOpen || c->goodbye_sent || !c->handshake_done) {
+        return nullptr;
+    }
     if (!c->reply_ep) {
         c->reply_ep = std::make_unique<TcpEndpoint>(this, c->index, c->generation, c->peer_uid,
                                                     false);
@@ -457,13 +419,13 @@ Endpoint* TcpInterface::reply_endpoint(uint16_t sender) {
 uint64_t TcpInterface::sender_uid(uint16_t sender) const {
     if (sender >= conns_.size()) return 0;
     const Connection* c = conns_[sender].get();
-    return c->hello_seen ? c->peer_uid : 0;
+    return c->handshake_done ? c->peer_uid : 0;
 }
 
 uint64_t TcpInterface::sender_key(uint16_t sender) const {
     if (sender >= conns_.size()) return 0;
     const Connection* c = conns_[sender].get();
-    return c->hello_seen ? connection_key(c->index, c->generation) : 0;
+    return c->handshake_done ? connection_key(c->index, c->generation) : 0;
 }
 
 }  // namespace swy::tl::tcp

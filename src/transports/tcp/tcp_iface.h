@@ -1,18 +1,25 @@
 // TCP transport (inter-node): non-blocking sockets driven by the interface's own epoll set,
 // messages framed with a validated 8-byte header (tcp_wire.h).
 //
-// Connections. connect() opens one TCP connection to the peer and says hello {uid}; the peer
-// accepts it from progress(), answers with its own hello, and from then on the connection is
-// a "sender" on both sides: messages arriving on it carry AmSource{iface, sender}, and
-// reply_endpoint(sender) writes on the same socket (TCP is bidirectional, so a reply never
-// needs a second connection). Two workers that connect to each other at the same time simply
-// get two connections, one per direction of endpoint creation; that is correct (each endpoint
-// keeps its order) and only costs a socket, so no tie-breaking is attempted for now.
+// Connections. connect() returns at once with an endpoint whose connection is connecting:
+// non-blocking connect() attempts on the peer's addresses proceed from progress() (EPOLLOUT,
+// SO_ERROR), one address after the other, each attempt bounded and all of them bounded by
+// TcpConfig::connect_timeout_ns; sends meanwhile queue (up to sndbuf_limit). Once connected
+// the two sides run the hello handshake (tcp_wire.h; authenticated when the interface has a
+// key, docs/security-tcp.md), and from then on the connection is a "sender" on both sides:
+// messages arriving on it carry AmSource{iface, sender}, and reply_endpoint(sender) writes
+// on the same socket (TCP is bidirectional, so a reply never needs a second connection).
+// Two workers that connect to each other at the same time simply get two connections, one
+// per direction of endpoint creation; that is correct (each endpoint keeps its order) and
+// only costs a socket, so no tie-breaking is attempted for now.
 //
-// Failures. EOF without a goodbye, ECONNRESET, EPIPE, a keepalive or user timeout, or a frame
-// that fails validation close the connection and report on_remote_failure(peer uid, ...)
-// exactly once per connection, from progress() (never from inside a send). Sends on that
-// connection then return kConnectionReset.
+// Failures. Every address failing, or the connect deadline passing (kUnreachable /
+// kTimedOut, with a log line listing the addresses tried), EOF without a goodbye,
+// ECONNRESET, EPIPE, a keepalive or user timeout, or a frame that fails validation close
+// the connection and report on_remote_failure(iface, connection key, ...) exactly once per
+// connection, from progress() (never from inside a send). Sends on that connection then return
+// kConnectionReset. A connection whose peer fails authentication is closed and logged; it is
+// reported only when we made it (an unverified acceptor-side peer has no identity to blame).
 //
 // Threading: like every transport, not thread-safe; the worker serialises calls.
 #pragma once
@@ -22,12 +29,14 @@
 #include <string>
 #include <vector>
 
+#include "common/auth.h"
 #include "transports/tcp/tcp_wire.h"
 #include "transports/transport.h"
 
 namespace swy::tl::tcp {
 
-/// Settings of the tcp transport (from SWY_NET_DEVICES, SWY_TCP_SNDBUF_LIMIT, SWY_TCP_KEEPALIVE).
+/// Settings of the tcp transport (from SWY_NET_DEVICES, SWY_TCP_SNDBUF_LIMIT, SWY_TCP_KEEPALIVE,
+/// SWY_TCP_CONNECT_TIMEOUT, SWY_AUTH_KEY).
 struct TcpConfig {
     /// Interface names to listen on (e.g. "eth0", "lo"); "all" or empty: every interface that
     /// is up, through one wildcard listening socket.
@@ -42,6 +51,10 @@ struct TcpConfig {
     /// nothing else competes with); more when shm shares the poll loop, whose hot path a
     /// system call per call would dominate.
     uint32_t busy_poll_every = 4;
+    /// Total time connecting to one peer may take, over all of its addresses.
+    uint64_t connect_timeout_ns = 10'000'000'000;
+    /// Shared key: when not empty, every connection is authenticated with it (both ways).
+    common::AuthKey auth_key;
 };
 
 class TcpInterface;
@@ -86,9 +99,11 @@ private:
 
 class TcpInterface final : public Interface {
 public:
-    /// Connect timeout per peer address (connect() blocks in poll() for at most this long
-    /// on each address it tries; setup time, not the hot path).
-    static constexpr int kConnectTimeoutMs = 2000;
+    /// Longest single connect attempt; an attempt also gets no more than an even share of
+    /// what is left of the total deadline (but at least kMinAttemptNs), so that one
+    /// blackholed address cannot use up the time of those after it.
+    static constexpr uint64_t kMaxAttemptNs = 2'000'000'000;
+    static constexpr uint64_t kMinAttemptNs = 250'000'000;
     static constexpr uint32_t kIdlePollEvery = 4096;  // powers of two
     /// Up to this many open connections, progress reads each socket directly (one recv
     /// instead of epoll_wait + recv); epoll then only runs every kEpollEvery passes, for new
@@ -106,7 +121,7 @@ public:
     /// @param iface_index  this interface's index in the worker (goes into AmSource::iface)
     /// @param sink         receives messages and failures; must outlive the interface
     /// Errors: kNotFound (no usable address on the devices), kIoError (socket calls),
-    /// kInvalidParam (sndbuf_limit of 0); @p why says which.
+    /// kInvalidParam (sndbuf_limit or connect_timeout_ns of 0); @p why says which.
     static Status open(const TcpConfig& config, uint64_t worker_uid, uint16_t iface_index,
                        AmSink* sink, std::unique_ptr<TcpInterface>* out, std::string* why);
     ~TcpInterface() override;
@@ -120,10 +135,13 @@ public:
     unsigned progress() override;
     /// The tcp section (tcp_wire.h): every listening address; loopback entries last.
     std::vector<uint8_t> address() const override;
-    /// Connects to the first address in @p section that answers (same-family entries first,
-    /// kConnectTimeoutMs each). @p want_pio is ignored (tcp has no PIO).
-    /// Errors: kMalformed (bad section), kUnreachable (no address answered; @p why lists them),
-    /// kNoResource (65535 connections in use).
+    /// Starts connecting to the addresses in @p section (same-family entries first) and
+    /// returns at once: the endpoint queues sends until the connection is up and the
+    /// handshake done. When every address fails or the connect deadline passes, progress()
+    /// reports on_remote_failure(iface, the endpoint's peer_key(), kUnreachable or kTimedOut). @p want_pio is
+    /// ignored (tcp has no PIO).
+    /// Errors: kMalformed (bad section), kUnreachable (every address refused at once; @p why
+    /// lists them), kNoResource (65535 connections in use), kIoError (no nonce).
     Status connect(uint64_t remote_uid, const uint8_t* section, size_t length, bool want_pio,
                    std::unique_ptr<Endpoint>* out, std::string* why) override;
     /// Lane on the connection messages from @p sender arrived on; null once it is closed.
@@ -142,9 +160,15 @@ public:
         epoll_tick_ = 0;                   // and an epoll pass: a new peer may have woken us
     }
 
+    /// Installs a shared key (empty: none) for connections made or accepted from now on, and
+    /// closes every connection not authenticated with exactly this key (those with a known
+    /// peer are reported as failed, kConnectionReset). A no-op if the key is unchanged.
+    void set_auth_key(const common::AuthKey& key);
+    bool authenticated() const { return !config_.auth_key.empty(); }
+
     /// Listening addresses actually bound (decoded form of address()), for tools and tests.
     const std::vector<TcpAddressEntry>& listen_addresses() const { return addresses_; }
-    /// Connections currently open (tests and swy-info).
+    /// Connections currently open or being connected (tests and swy-info).
     size_t open_connections() const;
 
 private:
@@ -156,6 +180,18 @@ private:
     Status listen_on_devices(std::string* why);
     void setup_socket(int fd) const;
     Connection* add_connection(int fd, bool outgoing, uint64_t peer_uid, uint16_t* index);
+    Connection* new_slot();
+    Status start_attempts(Connection* c);
+    void end_attempt(Connection* c, const char* error);
+    void check_connecting();
+    void connect_event(Connection* c);
+    void connected(Connection* c);
+    void update_timer();
+    Status handle_hello(Connection* c, const uint8_t* data, size_t length);
+    Status handle_hello_ack(Connection* c, const uint8_t* data, size_t length);
+    Status handle_proof(Connection* c, const uint8_t* data, size_t length);
+    Status auth_failure(Connection* c, const char* what);
+    Status send_handshake(Connection* c, const uint8_t* body, size_t length);
     Connection* lookup(uint16_t index, uint32_t generation) const;
     unsigned accept_all(int listen_fd);
     unsigned poll_epoll();
@@ -188,6 +224,10 @@ private:
     uint16_t index_;
     AmSink* sink_;
     int epoll_fd_ = -1;
+    int timer_fd_ = -1;             // wakes a blocking wait at the next connect deadline
+    bool timer_set_ = false;
+    uint64_t key_epoch_ = 0;        // bumped by set_auth_key
+    std::vector<uint16_t> connecting_;  // indices of connections in State::kConnecting
     std::vector<int> listen_fds_;
     std::vector<TcpAddressEntry> addresses_;
     std::vector<std::unique_ptr<Connection>> conns_;  // index = sender

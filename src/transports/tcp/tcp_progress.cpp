@@ -55,7 +55,7 @@ unsigned TcpInterface::progress() {
     // new peer can arrive (set-up time): look every kIdlePollEvery calls. With connections,
     // every busy_poll_every calls (1 when tcp is the only network). A wake-up from the event
     // fd makes the next call look (disarm()).
-    const uint32_t mask = live_.empty() ? kIdlePollEvery - 1 : busy_mask_;
+    const uint32_t mask = live_.empty() && connecting_.empty() ? kIdlePollEvery - 1 : busy_mask_;
     if ((++idle_polls_ & mask) != 0 && to_report_.empty()) return 0;
     in_progress_ = true;
     unsigned n = 0;
@@ -63,9 +63,11 @@ unsigned TcpInterface::progress() {
     // With one or two connections a recv() on each is cheaper than epoll_wait + recv, and
     // finds the data in one system call instead of two. epoll still runs now and then, for
     // listening sockets (new peers) and EPOLLOUT.
-    const bool direct =
-        live_.size() <= kDirectPollMax && (epoll_tick_++ & (kEpollEvery - 1)) != 0;
+    // Connections being set up are watched through epoll only (EPOLLOUT, deadlines).
+    const bool direct = connecting_.empty() && live_.size() <= kDirectPollMax &&
+                        (epoll_tick_++ & (kEpollEvery - 1)) != 0;
     n += direct ? poll_direct() : poll_epoll();
+    if (__builtin_expect(!connecting_.empty(), 0)) check_connecting();
     if (!to_report_.empty()) report_failures();
     in_progress_ = false;
     return n;
@@ -77,6 +79,11 @@ unsigned TcpInterface::poll_epoll() {
     const int k = epoll_wait(epoll_fd_, events, kMaxEvents, 0);
     for (int i = 0; i < k; ++i) {
         const uint64_t tag = events[i].data.u64;
+        if (tag == kTimerTag) {
+            uint64_t expirations;
+            (void)!read(timer_fd_, &expirations, sizeof(expirations));  // deadlines: below
+            continue;
+        }
         if (tag & kListenTag) {
             const size_t li = static_cast<size_t>(tag & 0xFFFF);
             if (li < listen_fds_.size()) n += accept_all(listen_fds_[li]);
@@ -84,6 +91,10 @@ unsigned TcpInterface::poll_epoll() {
         }
         Connection* c = lookup(static_cast<uint16_t>(tag & 0xFFFF),
                                static_cast<uint32_t>(tag >> 16));
+        if (c != nullptr && c->state == Connection::State::kConnecting) {
+            connect_event(c);
+            continue;
+        }
         if (c == nullptr || c->state != Connection::State::kOpen) continue;  // stale event
         if (events[i].events & EPOLLOUT) (void)flush(c);
         if (c->state == Connection::State::kOpen &&
@@ -106,7 +117,7 @@ unsigned TcpInterface::poll_direct() {
         // A queue the kernel had no room for: retry here rather than wait for the epoll pass.
         // (A watch left on an empty queue, after a refused large send, stays until the epoll
         // pass: switching it off and on again per retry would cost two system calls.)
-        if (c->watching_out && !c->sendq.empty()) (void)flush(c);
+        if (c->watching_out && c->has_output()) (void)flush(c);
         if (c->state == Connection::State::kOpen) n += receive(c);
     }
     return n;
@@ -280,10 +291,28 @@ unsigned TcpInterface::deliver_frames(Connection* c) {
             fail(c, Status::kMalformed);
             return n;
         }
+        if (__builtin_expect(!c->handshake_done, 0) && h.am_id != kTcpControlAm) {
+            // Refused on its header: an unauthenticated peer cannot make us buffer a body.
+            if (c->hello_received && authenticated()) {
+                fail(c, auth_failure(c, "a message before the proof"));
+            } else {
+                log_printf(LogLevel::kError,
+                           "tcp: message before the handshake on connection %u: closing",
+                           c->index);
+                fail(c, Status::kMalformed);
+            }
+            return n;
+        }
+        if (h.am_id == kTcpControlAm && h.length > kHelloAckMaxSize) {
+            log_printf(LogLevel::kError, "tcp: control frame of %u bytes on connection %u: "
+                       "closing", h.length, c->index);
+            fail(c, Status::kMalformed);
+            return n;
+        }
         const size_t total = kFrameHeaderSize + h.length;
         if (c->recvq.size() < total) {
             // The rest is still on its way: into the sink's memory if it names a place.
-            if (c->hello_seen && place_header_[h.am_id] != 0) (void)start_placement(c, h);
+            if (c->handshake_done && place_header_[h.am_id] != 0) (void)start_placement(c, h);
             return n;
         }
         const uint8_t* body = c->recvq.data() + kFrameHeaderSize;
@@ -293,11 +322,7 @@ unsigned TcpInterface::deliver_frames(Connection* c) {
                 fail(c, s);
                 return n;
             }
-        } else if (!c->hello_seen) {
-            log_printf(LogLevel::kError, "tcp: message before hello on connection %u: closing",
-                       c->index);
-            fail(c, Status::kMalformed);
-            return n;
+            if (c->state != Connection::State::kOpen) return n;  // a flush in it failed
         } else {
             // The body stays in the receive buffer during the call; a send from inside the
             // callback that fails this connection must not free it under the sink.
@@ -309,33 +334,6 @@ unsigned TcpInterface::deliver_frames(Connection* c) {
         }
         c->recvq.consume(total);
     }
-}
-
-Status TcpInterface::handle_control(Connection* c, const uint8_t* data, size_t length) {
-    if (length < 1) return Status::kMalformed;
-    switch (static_cast<TcpControl>(data[0])) {
-    case TcpControl::kHello: {
-        uint64_t uid = 0;
-        if (c->hello_seen || !decode_hello(data, length, &uid)) return Status::kMalformed;
-        if (c->outgoing && uid != c->peer_uid) {
-            // The address led to some other worker (a stale address, or a loopback entry of a
-            // peer on another host): this is not the peer we were asked to reach.
-            log_printf(LogLevel::kError,
-                       "tcp: connected to worker %016llx, expected %016llx: closing",
-                       static_cast<unsigned long long>(uid),
-                       static_cast<unsigned long long>(c->peer_uid));
-            return Status::kUnreachable;
-        }
-        c->peer_uid = uid;
-        c->hello_seen = true;
-        return Status::kOk;
-    }
-    case TcpControl::kGoodbye:
-        if (length != 1 || !c->hello_seen) return Status::kMalformed;
-        c->goodbye_received = true;
-        return Status::kOk;
-    }
-    return Status::kMalformed;
 }
 
 void TcpInterface::on_eof(Connection* c) {
@@ -355,6 +353,7 @@ void TcpInterface::on_eof(Connection* c) {
 
 void TcpInterface::close_connection(Connection* c) {
     std::erase(live_, c->index);
+    if (c->state == Connection::State::kConnecting) std::erase(connecting_, c->index);
     c->place.active = false;
     if (c->fd >= 0) {
         epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
@@ -408,6 +407,7 @@ bool TcpInterface::arm() {
     // kernel does not take is watched with EPOLLOUT, which wakes us.
     if (!corked_.empty()) flush_corked();
     if (!to_report_.empty()) return false;
+    update_timer();  // a connect deadline must wake a blocking wait
     // receive() delivers every complete frame before it returns, so this only finds something
     // when a callback interrupted it (or its read budget ran out); the epoll fd covers
     // everything still in the kernel.

@@ -25,7 +25,26 @@ void TcpInterface::watch_writable(Connection* c, bool on) {
 }
 
 bool TcpInterface::flush(Connection* c) {
-    while (!c->sendq.empty()) {
+    if (c->state != Connection::State::kOpen) return true;  // connecting: nothing to write yet
+    while (c->hs_off != c->hs_len) {
+        ssize_t n = ::send(c->fd, c->hs_buf + c->hs_off, c->hs_len - c->hs_off,
+                           MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            c->hs_off = static_cast<uint8_t>(c->hs_off + n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            watch_writable(c, true);
+            return true;
+        }
+        fail(c, Status::kConnectionReset);
+        return false;
+    }
+    c->hs_off = c->hs_len = 0;
+    // Data frames (queued while connecting) wait for the handshake: with a key, nothing may
+    // reach the peer before its proof checked out.
+    while (c->handshake_done && !c->sendq.empty()) {
         ssize_t n = ::send(c->fd, c->sendq.data(), c->sendq.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) {
             c->sendq.consume(static_cast<size_t>(n));
@@ -36,9 +55,9 @@ bool TcpInterface::flush(Connection* c) {
         fail(c, Status::kConnectionReset);
         return false;
     }
-    if (c->sendq.empty()) {
+    if (c->sendq.empty() || !c->handshake_done) {
         watch_writable(c, false);
-        if (c->goodbye_sent && !c->write_shut) {
+        if (c->goodbye_sent && !c->write_shut && c->sendq.empty()) {
             shutdown(c->fd, SHUT_WR);
             c->write_shut = true;
         }
@@ -74,8 +93,14 @@ Status TcpInterface::queue_frame(Connection* c, AmId id, const void* hdr, size_t
 
 Status TcpInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_len,
                           const void* payload, size_t length) {
-    if (__builtin_expect(!c->sendable(), 0)) return Status::kConnectionReset;
     const size_t body = hdr_len + length;
+    if (__builtin_expect(!c->writable_now(), 0)) {
+        if (!c->sendable()) return Status::kConnectionReset;
+        if (body > kMaxFrameBody) return Status::kInvalidParam;
+        // Connecting, or the handshake not done: the frame waits in the queue (within the
+        // limit) and leaves once the handshake is done.
+        return queue_frame(c, id, hdr, hdr_len, payload, length);
+    }
     if (__builtin_expect(body > kMaxFrameBody, 0)) return Status::kInvalidParam;
     const size_t frame = kFrameHeaderSize + body;
     if (frame <= kCorkMax) {

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "transports/transport.h"
@@ -29,14 +30,36 @@ inline constexpr uint32_t kMaxFrameBody = 256 * 1024;
 
 /// Internal control frames (never delivered to the sink). The worker's AM ids are small
 /// (protocols/wire.h), so the top id is free, as in the shm transport.
+///
+/// Handshake (hello version 2), three control frames before anything else on a connection:
+///   connector -> acceptor   kHello     {kind, version, uint64 uid, client nonce}
+///   acceptor  -> connector  kHelloAck  {kind, version, flags, uint64 uid, server nonce,
+///                                       [server proof: flags & kHelloAckProof]}
+///   connector -> acceptor   kProof     {kind, version, client proof}   (keyed only)
+/// Proofs are common::auth_proof over both nonces with the context hello_context(client uid,
+/// server uid) and the labels kClientLabel / kServerLabel. With a key (SWY_AUTH_KEY or a
+/// bootstrap's per-job key) neither side delivers a frame or sends a data frame before the
+/// other's proof checked out; without one the nonces are still exchanged (one format), the
+/// acceptor answers without a proof and the connector sends no kProof. docs/security-tcp.md.
 inline constexpr AmId kTcpControlAm = 0xFF;
 enum class TcpControl : uint8_t {
-    kHello = 1,    ///< first frame in each direction: {kind, uint8 version, uint64 uid}
+    kHello = 1,    ///< connector's opening frame
     kGoodbye = 2,  ///< the connecting side's endpoint is going away: the close that follows
                    ///< is orderly, not a failure
+    kHelloAck = 3, ///< acceptor's answer to a hello
+    kProof = 4,    ///< connector's proof (keyed handshakes only)
 };
-inline constexpr uint8_t kHelloVersion = 1;
-inline constexpr size_t kHelloSize = 1 + 1 + 8;
+inline constexpr uint8_t kHelloVersion = 2;
+inline constexpr size_t kNonceSize = 16;   ///< common::kAuthNonceSize
+inline constexpr size_t kProofSize = 32;   ///< common::kAuthProofSize
+inline constexpr size_t kHelloSize = 1 + 1 + 8 + kNonceSize;
+inline constexpr uint8_t kHelloAckProof = 1;  ///< flags bit: a server proof follows
+inline constexpr size_t kHelloAckSize = 1 + 1 + 1 + 8 + kNonceSize;  ///< without the proof
+inline constexpr size_t kHelloAckMaxSize = kHelloAckSize + kProofSize;
+inline constexpr size_t kProofFrameSize = 1 + 1 + kProofSize;
+inline constexpr const char* kClientLabel = "swy-tcp-client";
+inline constexpr const char* kServerLabel = "swy-tcp-server";
+inline constexpr size_t kHelloContextSize = 16;
 
 struct FrameHeader {
     uint16_t magic;
@@ -81,24 +104,102 @@ inline FrameCheck decode_frame_header(const uint8_t* data, size_t avail, FrameHe
     return FrameCheck::kOk;
 }
 
-/// Body of a hello frame (control kind, version, worker uid).
-inline void encode_hello(uint8_t* out, uint64_t uid) {
+namespace wire_detail {
+inline void put_u64(uint8_t* out, uint64_t v) {
+    for (int i = 0; i < 8; ++i) out[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+inline uint64_t get_u64(const uint8_t* in) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= uint64_t{in[i]} << (8 * i);
+    return v;
+}
+}  // namespace wire_detail
+
+/// Body of a hello frame (kHelloSize bytes): control kind, version, connector's uid, nonce.
+inline void encode_hello(uint8_t* out, uint64_t uid, const uint8_t* nonce) {
     out[0] = static_cast<uint8_t>(TcpControl::kHello);
     out[1] = kHelloVersion;
-    for (int i = 0; i < 8; ++i) out[2 + i] = static_cast<uint8_t>(uid >> (8 * i));
+    wire_detail::put_u64(out + 2, uid);
+    std::memcpy(out + 10, nonce, kNonceSize);
 }
 
-/// False unless @p data is exactly a hello body of our version with a non-zero uid.
-inline bool decode_hello(const uint8_t* data, size_t length, uint64_t* uid) {
+/// False unless @p data is exactly a hello body of our version with a non-zero uid; fills
+/// @p uid and @p nonce (kNonceSize bytes) only then.
+inline bool decode_hello(const uint8_t* data, size_t length, uint64_t* uid, uint8_t* nonce) {
     if (data == nullptr || length != kHelloSize ||
         data[0] != static_cast<uint8_t>(TcpControl::kHello) || data[1] != kHelloVersion) {
         return false;
     }
-    uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= uint64_t{data[2 + i]} << (8 * i);
+    const uint64_t v = wire_detail::get_u64(data + 2);
     if (v == 0) return false;
     *uid = v;
+    std::memcpy(nonce, data + 10, kNonceSize);
     return true;
+}
+
+/// The acceptor's answer, decoded.
+struct HelloAck {
+    uint64_t uid = 0;
+    uint8_t nonce[kNonceSize] = {};
+    bool has_proof = false;
+    uint8_t proof[kProofSize] = {};
+};
+
+/// Body of a hello answer: kHelloAckSize bytes, or kHelloAckMaxSize with @p proof (non-null).
+/// Returns the length written.
+inline size_t encode_hello_ack(uint8_t* out, uint64_t uid, const uint8_t* nonce,
+                               const uint8_t* proof) {
+    out[0] = static_cast<uint8_t>(TcpControl::kHelloAck);
+    out[1] = kHelloVersion;
+    out[2] = proof != nullptr ? kHelloAckProof : 0;
+    wire_detail::put_u64(out + 3, uid);
+    std::memcpy(out + 11, nonce, kNonceSize);
+    if (proof == nullptr) return kHelloAckSize;
+    std::memcpy(out + kHelloAckSize, proof, kProofSize);
+    return kHelloAckMaxSize;
+}
+
+/// False unless @p data is exactly a hello answer of our version: known flags only, a length
+/// that matches them, a non-zero uid. Fills @p out only on success.
+inline bool decode_hello_ack(const uint8_t* data, size_t length, HelloAck* out) {
+    if (data == nullptr || length < kHelloAckSize ||
+        data[0] != static_cast<uint8_t>(TcpControl::kHelloAck) || data[1] != kHelloVersion ||
+        (data[2] & ~kHelloAckProof) != 0) {
+        return false;
+    }
+    const bool has_proof = (data[2] & kHelloAckProof) != 0;
+    if (length != (has_proof ? kHelloAckMaxSize : kHelloAckSize)) return false;
+    const uint64_t v = wire_detail::get_u64(data + 3);
+    if (v == 0) return false;
+    out->uid = v;
+    std::memcpy(out->nonce, data + 11, kNonceSize);
+    out->has_proof = has_proof;
+    if (has_proof) std::memcpy(out->proof, data + kHelloAckSize, kProofSize);
+    return true;
+}
+
+/// Body of the connector's proof frame (kProofFrameSize bytes).
+inline void encode_proof(uint8_t* out, const uint8_t* proof) {
+    out[0] = static_cast<uint8_t>(TcpControl::kProof);
+    out[1] = kHelloVersion;
+    std::memcpy(out + 2, proof, kProofSize);
+}
+
+/// False unless @p data is exactly a proof body of our version; fills @p proof then.
+inline bool decode_proof(const uint8_t* data, size_t length, uint8_t* proof) {
+    if (data == nullptr || length != kProofFrameSize ||
+        data[0] != static_cast<uint8_t>(TcpControl::kProof) || data[1] != kHelloVersion) {
+        return false;
+    }
+    std::memcpy(proof, data + 2, kProofSize);
+    return true;
+}
+
+/// The context both proofs are bound to: {uint64 client uid, uint64 server uid}, so a proof
+/// made for one pair of workers is worthless for any other.
+inline void hello_context(uint64_t client_uid, uint64_t server_uid, uint8_t* out) {
+    wire_detail::put_u64(out, client_uid);
+    wire_detail::put_u64(out + 8, server_uid);
 }
 
 // ---- Address section ------------------------------------------------------------------------

@@ -35,12 +35,24 @@ typedef struct swy_bootstrap *swy_bootstrap_h; /**< One worker's membership in a
  * Calls PMIx_Init (reference-counted by PMIx, so an MPI library in the same process is not
  * disturbed), reads this process's rank and the job size, and puts the worker address under
  * a Switchyard key with global scope. No fence: peers fetch it on demand.
+ *
+ * Per-job authentication key: rank 0 draws a random 32-byte key and puts it (hex, global
+ * scope) before its address; every other rank fetches rank 0's key (waiting for rank 0 as
+ * swy_bootstrap_ep() waits for an address, up to 120 s) and every rank installs it on
+ * @p worker before publishing its own address. From then on the worker's tcp connections are
+ * authenticated with it both ways (HMAC-SHA256 challenge-response, docs/security-tcp.md): a
+ * process outside the job cannot deliver a message to the worker or connect to it, and it
+ * replaces a key set with SWY_AUTH_KEY. Connections the worker had open before that were not
+ * authenticated with the job key are closed. The key lives in the job's PMIx key-value store,
+ * so it is as secret as that store (readable by the job's processes and the launcher).
  * @param worker     the worker whose address is published; must outlive the bootstrap.
  * @param[out] bootstrap  receives the handle; release with swy_bootstrap_finalize().
  * @return SWY_OK; SWY_ERR_INVALID_PARAM (NULL argument); SWY_ERR_UNREACHABLE (no PMIx server:
  *         the process was not started by a PMIx launcher); SWY_ERR_IO (the server refused
- *         the put or commit; the log has PMIx's reason); SWY_ERR_NO_MEMORY;
- *         SWY_ERR_UNSUPPORTED (built without PMIx).
+ *         the put or commit, or no random bytes for the key; the log has the reason);
+ *         SWY_ERR_TIMED_OUT (rank 0 published no key within 120 s); SWY_ERR_MALFORMED (rank
+ *         0's key is not a valid key); SWY_ERR_NO_MEMORY; SWY_ERR_UNSUPPORTED (built
+ *         without PMIx).
  */
 swy_status_t swy_bootstrap_pmix_init(swy_worker_h worker, swy_bootstrap_h *bootstrap);
 

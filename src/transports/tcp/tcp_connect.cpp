@@ -1,0 +1,214 @@
+// Connecting side of the tcp transport: connect() returns at once, and non-blocking connect()
+// attempts on the peer's addresses proceed from progress() under one total deadline, so a
+// peer whose addresses hang never stalls the worker (issue #12). Also the key switch.
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "common/log.h"
+#include "transports/tcp/tcp_connection.h"
+
+namespace swy::tl::tcp {
+
+using common::LogLevel;
+using common::log_printf;
+
+Status TcpInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t length,
+                             bool /*want_pio: tcp has no PIO*/, std::unique_ptr<Endpoint>* out,
+                             std::string* why) {
+    std::vector<TcpAddressEntry> entries;
+    if (!decode_tcp_address(section, length, &entries)) {
+        *why = "tcp: malformed address section";
+        return Status::kMalformed;
+    }
+    // Families we have addresses of first (an IPv6 entry is hopeless from an IPv4-only host);
+    // otherwise the peer's order, which puts its loopback addresses last. We cannot tell here
+    // whether the peer shares our host, so a loopback entry is simply tried in turn; the hello
+    // answer catches the case where it leads to some other worker.
+    bool have4 = false, have6 = false;
+    for (const TcpAddressEntry& e : addresses_) (e.family == 4 ? have4 : have6) = true;
+    std::stable_partition(entries.begin(), entries.end(), [&](const TcpAddressEntry& e) {
+        return e.family == 4 ? have4 : have6;
+    });
+
+    Connection* c = new_slot();
+    if (c == nullptr) {
+        *why = "tcp: too many connections";
+        return Status::kNoResource;
+    }
+    c->state = Connection::State::kConnecting;
+    c->outgoing = true;
+    c->peer_uid = remote_uid;
+    c->targets = std::move(entries);
+    c->connect_deadline_ns = monotonic_ns() + config_.connect_timeout_ns;
+    // Our hello waits in the handshake buffer until a connection is up.
+    uint8_t hello[kHelloSize];
+    if (common::auth_nonce(c->own_nonce) != Status::kOk) {
+        c->state = Connection::State::kClosed;
+        *why = "tcp: no random bytes for the hello nonce";
+        return Status::kIoError;
+    }
+    encode_hello(hello, uid_, c->own_nonce);
+    (void)send_handshake(c, hello, sizeof(hello));
+    connecting_.push_back(c->index);
+    const Status s = start_attempts(c);
+    if (s != Status::kInProgress && s != Status::kOk) {
+        // Every address refused at once (nothing listens there): say so now rather than
+        // hand out an endpoint that can only fail.
+        std::erase(connecting_, c->index);
+        c->state = Connection::State::kClosed;
+        *why = "tcp: cannot connect to any address of the peer (" + c->tried + ")";
+        c->targets.clear();
+        c->tried.clear();
+        return Status::kUnreachable;
+    }
+    auto ep = std::make_unique<TcpEndpoint>(this, c->index, c->generation, remote_uid, true);
+    c->owner_ep = ep.get();
+    *out = std::move(ep);
+    return Status::kOk;
+}
+
+Status TcpInterface::start_attempts(Connection* c) {
+    while (c->next_target < c->targets.size()) {
+        const uint64_t now = monotonic_ns();
+        if (now >= c->connect_deadline_ns) return Status::kTimedOut;
+        const TcpAddressEntry& e = c->targets[c->next_target++];
+        sockaddr_storage ss{};
+        const socklen_t len = to_sockaddr(e, e.port, &ss);
+        int fd = socket(e.family == 4 ? AF_INET : AF_INET6,
+                        SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        int err = fd < 0 ? errno : 0;
+        if (fd >= 0) {
+            // Watched before connect(): completion (or failure) always arrives as EPOLLOUT.
+            epoll_event ev{};
+            ev.events = EPOLLIN | EPOLLOUT;
+            ev.data.u64 = (uint64_t{c->generation} << 16) | c->index;
+            if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) err = errno;
+        }
+        if (err == 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) {
+            err = errno == EINTR ? EINPROGRESS : errno;
+        }
+        if (err == 0 || err == EINPROGRESS) {
+            c->fd = fd;
+            c->watching_out = true;
+            // An even share of what is left, within [kMinAttemptNs, kMaxAttemptNs], and never
+            // past the total deadline.
+            const uint64_t left = c->connect_deadline_ns - now;
+            const uint64_t share = left / (c->targets.size() - c->next_target + 1);
+            const uint64_t budget =
+                std::min({std::max(share, kMinAttemptNs), kMaxAttemptNs, left});
+            c->attempt_deadline_ns = now + budget;
+            if (err == 0) {
+                connected(c);
+                return Status::kOk;
+            }
+            return Status::kInProgress;
+        }
+        if (fd >= 0) {
+            epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+            close(fd);
+        }
+        if (!c->tried.empty()) c->tried.append(", ");
+        c->tried.append(entry_text(e)).append(": ").append(std::strerror(err));
+    }
+    return Status::kUnreachable;
+}
+
+void TcpInterface::end_attempt(Connection* c, const char* error) {
+    if (c->fd >= 0) {
+        epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
+        close(c->fd);
+        c->fd = -1;
+    }
+    c->watching_out = false;
+    if (!c->tried.empty()) c->tried.append(", ");
+    c->tried.append(entry_text(c->targets[c->next_target - 1])).append(": ").append(error);
+    const Status s = start_attempts(c);
+    if (s == Status::kOk || s == Status::kInProgress) return;
+    log_printf(LogLevel::kWarn, "tcp: cannot connect to worker %016llx (%s): %s",
+               static_cast<unsigned long long>(c->peer_uid),
+               s == Status::kTimedOut ? "connect timeout" : "no address answered",
+               c->tried.c_str());
+    fail(c, s);
+}
+
+void TcpInterface::connect_event(Connection* c) {
+    // An event of an attempt that ended earlier in the same epoll batch carries the same tag
+    // as the current one: act only if this socket really is done.
+    pollfd pfd{c->fd, POLLOUT, 0};
+    if (c->fd < 0 || poll(&pfd, 1, 0) <= 0) return;
+    int err = 0;
+    socklen_t elen = sizeof(err);
+    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0) err = errno;
+    if (err == 0) {
+        connected(c);
+    } else {
+        end_attempt(c, std::strerror(err));
+    }
+}
+
+void TcpInterface::connected(Connection* c) {
+    setup_socket(c->fd);
+    std::erase(connecting_, c->index);
+    c->state = Connection::State::kOpen;
+    c->targets.clear();
+    c->targets.shrink_to_fit();
+    c->tried.clear();
+    live_.push_back(c->index);
+    (void)flush(c);  // the hello; flush() also stops watching EPOLLOUT once it is out
+}
+
+void TcpInterface::check_connecting() {
+    const uint64_t now = monotonic_ns();
+    // end_attempt() changes the list: walk a copy.
+    std::vector<uint16_t> snapshot = connecting_;
+    for (uint16_t index : snapshot) {
+        Connection* c = conns_[index].get();
+        if (c->state == Connection::State::kConnecting && now >= c->attempt_deadline_ns) {
+            end_attempt(c, "timed out");
+        }
+    }
+}
+
+void TcpInterface::update_timer() {
+    uint64_t next = UINT64_MAX;
+    for (uint16_t index : connecting_) next = std::min(next, conns_[index]->attempt_deadline_ns);
+    if (next == UINT64_MAX && !timer_set_) return;
+    itimerspec its{};
+    if (next != UINT64_MAX) {
+        next = std::max<uint64_t>(next, 1);
+        its.it_value.tv_sec = static_cast<time_t>(next / 1'000'000'000u);
+        its.it_value.tv_nsec = static_cast<long>(next % 1'000'000'000u);
+    }
+    timer_set_ = next != UINT64_MAX;
+    timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &its, nullptr);
+}
+
+void TcpInterface::set_auth_key(const common::AuthKey& key) {
+    if (key.bytes() == config_.auth_key.bytes()) return;
+    config_.auth_key = key;
+    ++key_epoch_;
+    log_printf(LogLevel::kInfo, "tcp: %s", key.empty() ? "authentication off"
+                                                       : "authentication key installed");
+    // Connections whose handshake used the old key (or none) are not authenticated with this
+    // one: close them. Those still before any key-dependent step go on with the new key.
+    for (auto& owned : conns_) {
+        Connection* c = owned.get();
+        if (c->state == Connection::State::kClosed) continue;
+        if (!c->handshake_done && !c->hello_received) continue;
+        if (c->key_epoch == key_epoch_) continue;
+        log_printf(LogLevel::kInfo,
+                   "tcp: new authentication key: closing connection %u (worker %016llx)",
+                   c->index, static_cast<unsigned long long>(c->peer_uid));
+        fail(c, Status::kConnectionReset);
+    }
+}
+
+}  // namespace swy::tl::tcp

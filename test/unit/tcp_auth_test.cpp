@@ -1,0 +1,378 @@
+// Specification of the tcp transport's connection set-up (issue #12): connect() never blocks
+// (addresses are tried from progress under SWY_TCP_CONNECT_TIMEOUT), and with a shared key
+// nothing a peer sends is delivered before it proved that it holds the key.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/auth.h"
+#include "transports/tcp/tcp_iface.h"
+#include "transports/tcp/tcp_wire.h"
+#include "tcp_test_util.h"
+
+namespace swy::tl::tcp {
+namespace {
+
+using test::Blackholes;
+using test::pattern;
+using test::progress_until;
+using Clock = std::chrono::steady_clock;
+
+struct Sink final : AmSink {
+    std::vector<std::vector<uint8_t>> msgs;
+    std::vector<std::pair<uint64_t, Status>> failures;
+    void on_am(AmId, AmSource, const uint8_t* data, size_t length) override {
+        msgs.emplace_back(data, data + length);
+    }
+    /// (peer key, status): the key names the connection, never just a claimed uid.
+    void on_remote_failure(uint16_t, uint64_t key, Status why) override {
+        failures.emplace_back(key, why);
+    }
+};
+
+constexpr uint64_t kUidA = 0xA0000000000000A1ull;
+constexpr uint64_t kUidB = 0xB0000000000000B2ull;
+constexpr uint64_t kUidC = 0xC0000000000000C3ull;
+
+common::AuthKey key_of(const char* hex) {
+    common::AuthKey k;
+    std::string why;
+    EXPECT_EQ(common::AuthKey::from_hex(hex, &k, &why), Status::kOk) << why;
+    return k;
+}
+const char* const kKey1 = "00112233445566778899aabbccddeeff";
+const char* const kKey2 = "ffeeddccbbaa99887766554433221100";
+
+TcpConfig config(const char* key_hex = nullptr, uint64_t connect_timeout_ns = 10'000'000'000) {
+    TcpConfig c;
+    c.devices = {"lo"};
+    c.connect_timeout_ns = connect_timeout_ns;
+    if (key_hex != nullptr) c.auth_key = key_of(key_hex);
+    return c;
+}
+
+class TcpSetup : public ::testing::Test {
+protected:
+    void open(std::unique_ptr<TcpInterface>* out, Sink* sink, uint64_t uid, const TcpConfig& c) {
+        std::string why;
+        if (TcpInterface::open(c, uid, 1, sink, out, &why) != Status::kOk) {
+            GTEST_SKIP() << "no loopback interface: " << why;
+        }
+    }
+    std::unique_ptr<Endpoint> connect(TcpInterface* from, uint64_t to_uid,
+                                      const std::vector<uint8_t>& section) {
+        std::unique_ptr<Endpoint> ep;
+        std::string why;
+        EXPECT_EQ(from->connect(to_uid, section.data(), section.size(), false, &ep, &why),
+                  Status::kOk)
+            << why;
+        return ep;
+    }
+    /// A plain socket connected to @p to's IPv4 loopback address.
+    static int raw_connect(const TcpInterface& to) {
+        for (const TcpAddressEntry& e : to.listen_addresses()) {
+            if (e.family != 4) continue;
+            int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            sockaddr_in sin{};
+            sin.sin_family = AF_INET;
+            sin.sin_port = htons(e.port);
+            std::memcpy(&sin.sin_addr, e.ip, 4);
+            if (::connect(fd, reinterpret_cast<sockaddr*>(&sin), sizeof(sin)) == 0) return fd;
+            close(fd);
+        }
+        return -1;
+    }
+    static std::vector<uint8_t> frame(AmId id, const uint8_t* body, size_t n) {
+        std::vector<uint8_t> out(kFrameHeaderSize + n);
+        encode_frame_header(out.data(), id, static_cast<uint32_t>(n));
+        if (n != 0) std::memcpy(out.data() + kFrameHeaderSize, body, n);
+        return out;
+    }
+    static void send_all(int fd, const std::vector<uint8_t>& bytes) {
+        ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL),
+                  static_cast<ssize_t>(bytes.size()));
+    }
+    /// True once @p fd sees EOF or a reset.
+    static bool closed(int fd) {
+        uint8_t buf[512];
+        for (;;) {
+            const ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+            if (n > 0) continue;  // the hello answer
+            return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+        }
+    }
+
+    Sink sink_a_, sink_b_, sink_c_;
+    std::unique_ptr<TcpInterface> a_, b_, c_;
+};
+
+// ---- Asynchronous connect --------------------------------------------------------------------
+
+TEST_F(TcpSetup, ThirtyTwoBlackholedAddressesNeitherBlockNorStopOtherPeers) {
+    constexpr uint64_t kTimeout = 600'000'000;  // 0.6 s for all 32 addresses
+    open(&a_, &sink_a_, kUidA, config(nullptr, kTimeout));
+    open(&b_, &sink_b_, kUidB, config());
+    Blackholes holes(kMaxTcpAddresses);
+    ASSERT_EQ(holes.entries().size(), kMaxTcpAddresses);
+
+    const auto t0 = Clock::now();
+    auto dead = connect(a_.get(), kUidC, holes.section());
+    const auto connect_time = Clock::now() - t0;
+    ASSERT_TRUE(dead);
+    EXPECT_LT(connect_time, std::chrono::milliseconds(100)) << "connect() must not wait";
+    // Sends to it queue meanwhile.
+    const uint8_t x = 1;
+    EXPECT_EQ(dead->am_send(1, &x, 1, nullptr, 0), Status::kOk);
+
+    // Meanwhile a live peer on the same interface is served, both ways.
+    auto live = connect(a_.get(), kUidB, b_->address());
+    ASSERT_TRUE(live);
+    for (uint32_t i = 0; i < 20; ++i) {
+        std::vector<uint8_t> p = pattern(1000 + i, i);
+        ASSERT_EQ(live->am_send(2, &i, 4, p.data(), p.size()), Status::kOk);
+    }
+    ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] { return sink_b_.msgs.size() == 20; }));
+    EXPECT_LT(Clock::now() - t0, std::chrono::milliseconds(500))
+        << "the live peer waited for the blackholed one";
+    EXPECT_TRUE(sink_a_.failures.empty()) << "not failed yet: within the deadline";
+    for (uint32_t i = 0; i < 20; ++i) {
+        std::vector<uint8_t> want(4 + 1000 + i);
+        std::memcpy(want.data(), &i, 4);
+        std::vector<uint8_t> p = pattern(1000 + i, i);
+        std::memcpy(want.data() + 4, p.data(), p.size());
+        ASSERT_EQ(sink_b_.msgs[i], want) << i;
+    }
+
+    // Then the blackholed peer fails, once, within the deadline (plus progress slack).
+    ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] { return !sink_a_.failures.empty(); }));
+    const auto fail_time = Clock::now() - t0;
+    EXPECT_LT(fail_time, std::chrono::milliseconds(600 + 400));
+    EXPECT_GE(fail_time, std::chrono::milliseconds(550));
+    ASSERT_EQ(sink_a_.failures.size(), 1u);
+    EXPECT_EQ(sink_a_.failures[0].first, dead->peer_key());
+    EXPECT_EQ(sink_a_.failures[0].second, Status::kTimedOut);
+    EXPECT_EQ(dead->am_send(1, &x, 1, nullptr, 0), Status::kConnectionReset);
+    for (int i = 0; i < 1000; ++i) a_->progress();
+    EXPECT_EQ(sink_a_.failures.size(), 1u) << "reported once";
+    // The live one still works.
+    uint32_t last = 99;
+    ASSERT_EQ(live->am_send(2, &last, 4, nullptr, 0), Status::kOk);
+    ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] { return sink_b_.msgs.size() == 21; }));
+}
+
+TEST_F(TcpSetup, ABlackholedFirstAddressLeavesTimeForTheNextOne) {
+    // One hanging address, then the real one: each attempt gets a share of the deadline.
+    open(&a_, &sink_a_, kUidA, config(nullptr, 2'000'000'000));
+    open(&b_, &sink_b_, kUidB, config());
+    Blackholes hole(1);
+    ASSERT_EQ(hole.entries().size(), 1u);
+    std::vector<TcpAddressEntry> entries = hole.entries();
+    std::vector<TcpAddressEntry> real;
+    ASSERT_TRUE(decode_tcp_address(b_->address().data(), b_->address().size(), &real));
+    entries.insert(entries.end(), real.begin(), real.end());
+    auto ep = connect(a_.get(), kUidB, encode_tcp_address(entries));
+    ASSERT_TRUE(ep);
+    const uint8_t x = 7;
+    ASSERT_EQ(ep->am_send(1, &x, 1, nullptr, 0), Status::kOk);
+    ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] { return sink_b_.msgs.size() == 1; }));
+    EXPECT_EQ(sink_b_.msgs[0], std::vector<uint8_t>{7});
+    EXPECT_TRUE(sink_a_.failures.empty());
+}
+
+TEST_F(TcpSetup, SendsWhileConnectingQueueWithinTheLimitAndLeaveInOrder) {
+    TcpConfig ca = config();
+    ca.sndbuf_limit = 64 * 1024;
+    open(&a_, &sink_a_, kUidA, ca);
+    open(&b_, &sink_b_, kUidB, config());
+    auto ep = connect(a_.get(), kUidB, b_->address());
+    ASSERT_TRUE(ep);
+    // Nothing progressed: not connected yet, so everything queues, up to the limit.
+    uint32_t accepted = 0;
+    Status last = Status::kOk;
+    while (last == Status::kOk && accepted < 1000) {
+        std::vector<uint8_t> p = pattern(10000, accepted);
+        last = ep->am_send(3, &accepted, 4, p.data(), p.size());
+        if (last == Status::kOk) ++accepted;
+    }
+    EXPECT_EQ(last, Status::kNoResource);
+    EXPECT_GE(accepted, 6u);
+    EXPECT_LE(accepted * 10012u, 64u * 1024u + 10012u);
+    ASSERT_TRUE(progress_until({a_.get(), b_.get()},
+                               [&] { return sink_b_.msgs.size() == accepted; }));
+    for (uint32_t i = 0; i < accepted; ++i) {
+        uint32_t seq = 0;
+        std::memcpy(&seq, sink_b_.msgs[i].data(), 4);
+        ASSERT_EQ(seq, i);
+        ASSERT_EQ(std::vector<uint8_t>(sink_b_.msgs[i].begin() + 4, sink_b_.msgs[i].end()),
+                  pattern(10000, i));
+    }
+}
+
+TEST_F(TcpSetup, APeerBusyLongerThanTheConnectTimeoutIsNotAFailure) {
+    // The timeout bounds the TCP connect only: the handshake waits for the other side's
+    // progress, however long it computes.
+    constexpr uint64_t kTimeout = 200'000'000;
+    open(&a_, &sink_a_, kUidA, config(kKey1, kTimeout));
+    open(&b_, &sink_b_, kUidB, config(kKey1, kTimeout));
+    auto ep = connect(a_.get(), kUidB, b_->address());
+    ASSERT_TRUE(ep);
+    const uint8_t x = 3;
+    ASSERT_EQ(ep->am_send(1, &x, 1, nullptr, 0), Status::kOk);
+    // The acceptor computes (no progress) while the connector waits for its answer...
+    const auto t0 = Clock::now();
+    while (Clock::now() - t0 < std::chrono::milliseconds(500)) a_->progress();
+    // ...and the acceptor waits while the connector computes.
+    while (Clock::now() - t0 < std::chrono::milliseconds(1000)) b_->progress();
+    ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] { return sink_b_.msgs.size() == 1; }));
+    EXPECT_TRUE(sink_a_.failures.empty());
+    EXPECT_TRUE(sink_b_.failures.empty());
+}
+
+// ---- Authentication --------------------------------------------------------------------------
+
+TEST_F(TcpSetup, KeyedPeersExchangeMessagesByteExactBothWays) {
+    open(&a_, &sink_a_, kUidA, config(kKey1));
+    open(&b_, &sink_b_, kUidB, config(kKey1));
+    auto ep = connect(a_.get(), kUidB, b_->address());
+    ASSERT_TRUE(ep);
+    const size_t sizes[] = {0, 1, 100, 4096, 65536, kMaxFrameBody - 4};
+    uint32_t i = 0;
+    for (size_t n : sizes) {
+        std::vector<uint8_t> p = pattern(n, i);
+        Status s;
+        ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] {
+            s = ep->am_send(4, &i, 4, p.data(), p.size());
+            return s != Status::kNoResource;
+        }));
+        ASSERT_EQ(s, Status::kOk);
+        ++i;
+    }
+    ASSERT_TRUE(progress_until({a_.get(), b_.get()},
+                               [&] { return sink_b_.msgs.size() == std::size(sizes); }));
+    for (i = 0; i < std::size(sizes); ++i) {
+        ASSERT_EQ(sink_b_.msgs[i].size(), 4 + sizes[i]);
+        ASSERT_EQ(std::vector<uint8_t>(sink_b_.msgs[i].begin() + 4, sink_b_.msgs[i].end()),
+                  pattern(sizes[i], i));
+    }
+    EXPECT_EQ(b_->sender_uid(0), kUidA) << "identity known once proven";
+    Endpoint* back = b_->reply_endpoint(0);
+    ASSERT_NE(back, nullptr);
+    const uint8_t r = 42;
+    ASSERT_EQ(back->am_send(5, &r, 1, nullptr, 0), Status::kOk);
+    ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] { return sink_a_.msgs.size() == 1; }));
+    EXPECT_EQ(sink_a_.msgs[0], std::vector<uint8_t>{42});
+    EXPECT_TRUE(sink_a_.failures.empty());
+    EXPECT_TRUE(sink_b_.failures.empty());
+}
+
+TEST_F(TcpSetup, RawPeerWithoutProofGetsNothingDeliveredAndIsClosed) {
+    open(&b_, &sink_b_, kUidB, config(kKey1));
+    for (int variant = 0; variant < 3; ++variant) {
+        SCOPED_TRACE(variant);
+        int fd = raw_connect(*b_);
+        ASSERT_GE(fd, 0);
+        uint8_t nonce[kNonceSize] = {1, 2, 3};
+        uint8_t hello[kHelloSize];
+        encode_hello(hello, 0x5555, nonce);
+        send_all(fd, frame(kTcpControlAm, hello, sizeof(hello)));
+        if (variant == 1) {
+            // A made-up proof.
+            uint8_t proof[kProofSize] = {9, 9, 9};
+            uint8_t body[kProofFrameSize];
+            encode_proof(body, proof);
+            send_all(fd, frame(kTcpControlAm, body, sizeof(body)));
+        } else if (variant == 2) {
+            // A proof under another key (right protocol, wrong secret).
+            uint8_t ack_buf[kFrameHeaderSize + kHelloAckMaxSize];
+            ssize_t got = -1;
+            ASSERT_TRUE(progress_until({b_.get()}, [&] {
+                got = recv(fd, ack_buf, sizeof(ack_buf), MSG_DONTWAIT);
+                return got != -1;
+            }));
+            ASSERT_EQ(got, static_cast<ssize_t>(sizeof(ack_buf)));
+            HelloAck ack;
+            ASSERT_TRUE(decode_hello_ack(ack_buf + kFrameHeaderSize, kHelloAckMaxSize, &ack));
+            EXPECT_TRUE(ack.has_proof);
+            uint8_t ctx[kHelloContextSize], proof[kProofSize], body[kProofFrameSize];
+            hello_context(0x5555, kUidB, ctx);
+            common::auth_proof(key_of(kKey2), kClientLabel, nonce, ack.nonce, ctx, sizeof(ctx),
+                               proof);
+            encode_proof(body, proof);
+            send_all(fd, frame(kTcpControlAm, body, sizeof(body)));
+        }
+        const uint8_t data[] = {1, 2, 3, 4};
+        send_all(fd, frame(1, data, sizeof(data)));
+        EXPECT_TRUE(progress_until({b_.get()}, [&] { return closed(fd); }));
+        for (int i = 0; i < 1000; ++i) b_->progress();
+        close(fd);
+        EXPECT_TRUE(sink_b_.msgs.empty()) << "delivered without a proof";
+        EXPECT_TRUE(sink_b_.failures.empty()) << "an unproven uid must not be blamed";
+        EXPECT_EQ(b_->open_connections(), 0u);
+    }
+}
+
+TEST_F(TcpSetup, DifferentKeysFailTheEndpointAndDeliverNothing) {
+    // Keyed/keyed with different keys, keyed connector/unkeyed acceptor, and the reverse.
+    const char* keys[][2] = {{kKey1, kKey2}, {kKey1, nullptr}, {nullptr, kKey2}};
+    for (auto& k : keys) {
+        SCOPED_TRACE(std::string(k[0] ? k[0] : "-") + " / " + (k[1] ? k[1] : "-"));
+        sink_a_ = Sink{};
+        sink_b_ = Sink{};
+        open(&a_, &sink_a_, kUidA, config(k[0]));
+        open(&b_, &sink_b_, kUidB, config(k[1]));
+        auto ep = connect(a_.get(), kUidB, b_->address());
+        ASSERT_TRUE(ep);
+        const uint8_t x = 1;
+        ASSERT_EQ(ep->am_send(1, &x, 1, nullptr, 0), Status::kOk);
+        ASSERT_TRUE(
+            progress_until({a_.get(), b_.get()}, [&] { return !sink_a_.failures.empty(); }));
+        for (int i = 0; i < 1000; ++i) {
+            a_->progress();
+            b_->progress();
+        }
+        ASSERT_EQ(sink_a_.failures.size(), 1u);
+        EXPECT_EQ(sink_a_.failures[0].first, ep->peer_key());
+        EXPECT_NE(sink_a_.failures[0].second, Status::kOk);
+        EXPECT_TRUE(sink_b_.msgs.empty());
+        EXPECT_TRUE(sink_a_.msgs.empty());
+        EXPECT_EQ(ep->am_send(1, &x, 1, nullptr, 0), Status::kConnectionReset);
+        if (k[1] != nullptr) {
+            EXPECT_TRUE(sink_b_.failures.empty());
+        }
+        ep.reset();
+        a_.reset();
+        b_.reset();
+    }
+}
+
+TEST_F(TcpSetup, SettingAKeyClosesConnectionsNotAuthenticatedWithIt) {
+    open(&a_, &sink_a_, kUidA, config());
+    open(&b_, &sink_b_, kUidB, config());
+    auto ep = connect(a_.get(), kUidB, b_->address());
+    const uint8_t x = 1;
+    ASSERT_EQ(ep->am_send(1, &x, 1, nullptr, 0), Status::kOk);
+    ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] { return sink_b_.msgs.size() == 1; }));
+    b_->set_auth_key(key_of(kKey1));
+    ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] { return !sink_a_.failures.empty(); }));
+    EXPECT_EQ(b_->open_connections(), 0u);
+    // With the key on both sides, a new connection works.
+    a_->set_auth_key(key_of(kKey1));
+    auto ep2 = connect(a_.get(), kUidB, b_->address());
+    ASSERT_EQ(ep2->am_send(1, &x, 1, nullptr, 0), Status::kOk);
+    ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] { return sink_b_.msgs.size() == 2; }));
+    // The same key again changes nothing.
+    b_->set_auth_key(key_of(kKey1));
+    EXPECT_EQ(b_->open_connections(), 1u);
+}
+
+}  // namespace
+}  // namespace swy::tl::tcp
