@@ -243,7 +243,11 @@ typedef struct swy_ep_params {
 /**
  * @brief Connect to a remote worker.
  *
- * From an address (no flag): the endpoint is wired before this returns.
+ * From an address (no flag): the endpoint is wired before this returns, without blocking on
+ * the network: a tcp lane makes its TCP connection (and, with SWY_AUTH_KEY, its authenticated
+ * hello) from swy_worker_progress(), its sends queued meanwhile. If no address of the peer
+ * answers within SWY_TCP_CONNECT_TIMEOUT, the endpoint fails (err_cb) with SWY_ERR_TIMED_OUT
+ * or SWY_ERR_UNREACHABLE; SWY_ERR_UNREACHABLE at once if every address refused already.
  *
  * From a sockaddr (SWY_EP_FLAG_SOCKADDR): non-blocking. The endpoint is usable at once; sends
  * posted before the connection is established wait on the endpoint (SWY_INPROGRESS) and go
