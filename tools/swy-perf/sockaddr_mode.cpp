@@ -156,11 +156,22 @@ bool Bootstrap::barrier_sockaddr(const std::function<void()>& idle) {
     swy_request_h rreq = nullptr, sreq = nullptr;
     swy_status_t rs = swy_tag_recv_nb(worker_, &in, 1, kTagBarrier, ~swy_tag_t{0}, &params, &rreq);
     swy_status_t ss = swy_tag_send_nb(ep_, &out, 1, kTagBarrier, &params, &sreq);
+    // A peer that met the barrier may exit right after its last send, and its lanes are two
+    // connections with no order between them: the close of one can be seen before the data
+    // still in flight on the other. Once it is gone, keep progressing a short while.
+    std::chrono::steady_clock::time_point gone_deadline{};
     while ((rs == SWY_INPROGRESS && swy_request_test(rreq) == SWY_INPROGRESS) ||
            (ss == SWY_INPROGRESS && swy_request_test(sreq) == SWY_INPROGRESS)) {
         if (idle) idle();
         swy_worker_progress(worker_);
-        if (!peer_alive()) break;
+        if (!peer_alive()) {
+            const auto now = std::chrono::steady_clock::now();
+            if (gone_deadline == std::chrono::steady_clock::time_point{}) {
+                gone_deadline = now + std::chrono::milliseconds(500);
+            } else if (now > gone_deadline) {
+                break;
+            }
+        }
     }
     if (rs == SWY_INPROGRESS) {
         rs = swy_request_test(rreq);
@@ -171,7 +182,13 @@ bool Bootstrap::barrier_sockaddr(const std::function<void()>& idle) {
         ss = swy_request_test(sreq);
         swy_request_free(sreq);
     }
-    return rs == SWY_OK && ss == SWY_OK && in == 'b';
+    const bool ok = rs == SWY_OK && ss == SWY_OK && in == 'b';
+    if (!ok) {
+        std::fprintf(stderr, "swy-perf: barrier failed: receive %s, send %s, peer %s\n",
+                     swy_status_string(rs), swy_status_string(ss),
+                     peer_alive_sockaddr() ? "alive" : "gone");
+    }
+    return ok;
 }
 
 bool Bootstrap::peer_alive_sockaddr() const {

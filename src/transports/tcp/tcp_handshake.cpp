@@ -93,6 +93,8 @@ Status TcpInterface::handle_hello(Connection* c, const uint8_t* data, size_t len
         n = encode_hello_ack(ack, uid_, c->own_nonce, nullptr);
         c->peer_uid = uid;
         c->handshake_done = true;
+        log_printf(LogLevel::kDebug, "tcp: connection %u accepted from worker %016llx",
+                   c->index, static_cast<unsigned long long>(uid));
     }
     return send_handshake(c, ack, n);
 }
@@ -131,6 +133,8 @@ Status TcpInterface::handle_hello_ack(Connection* c, const uint8_t* data, size_t
         return auth_failure(c, "the peer requires a key (SWY_AUTH_KEY) and we have none");
     }
     c->handshake_done = true;
+    log_printf(LogLevel::kDebug, "tcp: connection %u to worker %016llx is up", c->index,
+               static_cast<unsigned long long>(c->peer_uid));
     // What the endpoint queued while we connected leaves now, behind the proof.
     return flush(c) ? Status::kOk : Status::kConnectionReset;
 }

@@ -368,6 +368,9 @@ void TcpInterface::close_connection(Connection* c) {
 
 void TcpInterface::fail(Connection* c, Status why) {
     if (c->state == Connection::State::kClosed) return;
+    log_printf(LogLevel::kDebug, "tcp: connection %u (%s, peer %016llx) failed: %s", c->index,
+               c->outgoing ? "ours" : "accepted", static_cast<unsigned long long>(c->peer_uid),
+               status_text(why));
     c->failure = why;
     close_connection(c);
     if (c->peer_uid == 0) {
