@@ -25,6 +25,7 @@ namespace {
 using test::Blackholes;
 using test::pattern;
 using test::progress_until;
+using test::raw_connect;
 using Clock = std::chrono::steady_clock;
 
 struct Sink final : AmSink {
@@ -76,20 +77,6 @@ protected:
                   Status::kOk)
             << why;
         return ep;
-    }
-    /// A plain socket connected to @p to's IPv4 loopback address.
-    static int raw_connect(const TcpInterface& to) {
-        for (const TcpAddressEntry& e : to.listen_addresses()) {
-            if (e.family != 4) continue;
-            int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-            sockaddr_in sin{};
-            sin.sin_family = AF_INET;
-            sin.sin_port = htons(e.port);
-            std::memcpy(&sin.sin_addr, e.ip, 4);
-            if (::connect(fd, reinterpret_cast<sockaddr*>(&sin), sizeof(sin)) == 0) return fd;
-            close(fd);
-        }
-        return -1;
     }
     static std::vector<uint8_t> frame(AmId id, const uint8_t* body, size_t n) {
         std::vector<uint8_t> out(kFrameHeaderSize + n);

@@ -114,19 +114,7 @@ protected:
         }));
     }
 
-    int raw_connect() {
-        for (const TcpAddressEntry& e : b_->listen_addresses()) {
-            if (e.family != 4) continue;
-            int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-            sockaddr_in sin{};
-            sin.sin_family = AF_INET;
-            sin.sin_port = htons(e.port);
-            std::memcpy(&sin.sin_addr, e.ip, 4);
-            if (::connect(fd, reinterpret_cast<sockaddr*>(&sin), sizeof(sin)) == 0) return fd;
-            close(fd);
-        }
-        return -1;
-    }
+    int raw_connect() { return test::raw_connect(*b_); }
 
     static std::vector<uint8_t> frame(AmId id, const std::vector<uint8_t>& body) {
         std::vector<uint8_t> out(kFrameHeaderSize + body.size());

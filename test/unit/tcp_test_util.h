@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <initializer_list>
 #include <thread>
@@ -41,6 +42,22 @@ inline bool progress_until(std::initializer_list<TcpInterface*> ifaces,
         }
     }
     return true;
+}
+
+/// A plain socket connected to @p to's IPv4 loopback address (-1 if none answers): how the
+/// tests play a peer that speaks the wire format by hand.
+inline int raw_connect(const TcpInterface& to) {
+    for (const TcpAddressEntry& e : to.listen_addresses()) {
+        if (e.family != 4) continue;
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in sin{};
+        sin.sin_family = AF_INET;
+        sin.sin_port = htons(e.port);
+        std::memcpy(&sin.sin_addr, e.ip, 4);
+        if (::connect(fd, reinterpret_cast<sockaddr*>(&sin), sizeof(sin)) == 0) return fd;
+        close(fd);
+    }
+    return -1;
 }
 
 /// Loopback addresses where a TCP connect hangs without an answer, as towards a blackholed

@@ -26,6 +26,7 @@ namespace {
 
 using test::pattern;
 using test::progress_until;
+using test::raw_connect;
 
 struct FakeSink final : AmSink {
     struct Msg {
@@ -94,19 +95,7 @@ protected:
     }
 
     /// A plain socket connected to B's IPv4 loopback address.
-    int raw_connect_to_b() {
-        for (const TcpAddressEntry& e : b_->listen_addresses()) {
-            if (e.family != 4) continue;
-            int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-            sockaddr_in sin{};
-            sin.sin_family = AF_INET;
-            sin.sin_port = htons(e.port);
-            std::memcpy(&sin.sin_addr, e.ip, 4);
-            if (::connect(fd, reinterpret_cast<sockaddr*>(&sin), sizeof(sin)) == 0) return fd;
-            close(fd);
-        }
-        return -1;
-    }
+    int raw_connect_to_b() { return raw_connect(*b_); }
 
     /// Progresses B until the raw socket sees the connection closed (EOF or reset).
     bool closed_by_b(int fd) {
