@@ -165,8 +165,12 @@ void Worker::handle_rts(tl::AmSource src, const uint8_t* data, size_t length) {
         log_printf(LogLevel::kError, "dropping malformed RTS (%zu bytes)", length);
         return;
     }
+    const PeerRef peer = peer_of(src);
+    // The process CMA may read is the one the lane verified (0 on network lanes): the RTS's
+    // address then names the sender's own memory, or nothing.
+    const int pid = ifaces_[src.iface]->sender_pid(src.sender);
     if (proto::PostedReceive* p = matcher_.match_posted(h.tag)) {
-        start_rndv_receive(static_cast<Request*>(p), h, src);
+        start_rndv_receive(static_cast<Request*>(p), h, src, peer, pid);
         return;
     }
     auto* d = new UnexpectedDesc;
@@ -176,12 +180,14 @@ void Worker::handle_rts(tl::AmSource src, const uint8_t* data, size_t length) {
     d->rndv = true;
     d->rts = h;
     d->source = src;
-    d->peer = peer_of(src);
+    d->peer = peer;
+    d->remote_pid = pid;
     matcher_.add_unexpected(d);
     unexpected_rts_.push_back(d);
 }
 
-void Worker::start_rndv_receive(Request* r, const proto::RtsHeader& rts, tl::AmSource src) {
+void Worker::start_rndv_receive(Request* r, const proto::RtsHeader& rts, tl::AmSource src,
+                                const PeerRef& peer, int pid) {
     r->matched = true;
     r->info.sender_tag = rts.tag;
     r->info.length = rts.total_length;
@@ -191,10 +197,8 @@ void Worker::start_rndv_receive(Request* r, const proto::RtsHeader& rts, tl::AmS
     r->peer_request = rts.sender_request;
     r->remote_address = rts.address;
     r->source = src;
-    r->peer = peer_of(src);
-    // The process CMA may read from is the one the lane verified (0 on network lanes): the
-    // RTS's address then names the sender's own memory, or nothing.
-    r->remote_pid = ifaces_[src.iface]->sender_pid(src.sender);
+    r->peer = peer;
+    r->remote_pid = pid;
     auto scheme = static_cast<RndvScheme>(rts.scheme);
     // A scheme the lane cannot carry (CMA from a peer we could not verify) becomes the
     // pipeline, which every lane carries and which touches only our own buffer.

@@ -576,6 +576,11 @@ void Worker::retry_control() {
 }
 
 void Worker::on_sender_released(tl::AmSource src) {
+    // Its sender index may now go to another process: an RTS it left unmatched can never be
+    // served (nor may its address be read in whoever takes the index next).
+    for (UnexpectedDesc* d : unexpected_rts_) {
+        if (d->source.iface == src.iface && d->source.sender == src.sender) d->sender_failed = true;
+    }
     const uint64_t prefix = reassembly_key(src, 0);
     drop_reassembly([prefix](uint64_t key, const Reassembly&) {
         return (key & ~uint64_t{0xFFFFFFFF}) == prefix;

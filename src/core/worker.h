@@ -58,6 +58,7 @@ struct UnexpectedDesc : proto::UnexpectedMessage {
     bool rndv = false;            ///< an RTS: the data is still in the sender's buffer
     bool sender_failed = false;   ///< RTS whose sender died: matching it fails the receive
     proto::RtsHeader rts{};
+    int remote_pid = 0;           ///< RTS: the sender's pid as its lane verified it on arrival
 };
 
 /// Fragmented message being reassembled: goes either to a request or an unexpected desc.
@@ -254,7 +255,10 @@ private:
     /// fits none (or @p src is not the peer that receive waits for).
     Request* rndv_data_target(tl::AmSource src, const proto::RndvDataHeader& h, size_t size);
     void rndv_data_arrived(Request* r, size_t size);
-    void start_rndv_receive(Request* r, const proto::RtsHeader& rts, tl::AmSource src);
+    /// @p peer and @p pid: who sent the RTS and the process CMA may read, both as the lane
+    /// vouched for them when the RTS arrived (a sender slot may be reused later).
+    void start_rndv_receive(Request* r, const proto::RtsHeader& rts, tl::AmSource src,
+                            const PeerRef& peer, int pid);
     void send_rtr(Request* r, proto::RndvScheme scheme);
     void finish_rndv_receive(Request* r, Status status);
     void split_request(Request* r);

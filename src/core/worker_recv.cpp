@@ -333,7 +333,7 @@ void Worker::bind_unexpected(Request* r, UnexpectedDesc* d) {
         if (d->sender_failed) {
             complete(r, Status::kConnectionReset);
         } else {
-            start_rndv_receive(r, d->rts, d->source);
+            start_rndv_receive(r, d->rts, d->source, d->peer, d->remote_pid);
         }
         delete d;
         return;
