@@ -105,7 +105,10 @@ protected:
 // ---- Asynchronous connect --------------------------------------------------------------------
 
 TEST_F(TcpSetup, ThirtyTwoBlackholedAddressesNeitherBlockNorStopOtherPeers) {
-    constexpr uint64_t kTimeout = 600'000'000;  // 0.6 s for all 32 addresses
+    // 3 s for all 32 addresses: long enough that the live exchange below finishes first even
+    // on a loaded machine or under a sanitizer (the test checks the order of events; the old
+    // code took 2 s per address, 64 s in all).
+    constexpr uint64_t kTimeout = 3'000'000'000;
     open(&a_, &sink_a_, kUidA, config(nullptr, kTimeout));
     open(&b_, &sink_b_, kUidB, config());
     Blackholes holes(kMaxTcpAddresses);
@@ -115,7 +118,7 @@ TEST_F(TcpSetup, ThirtyTwoBlackholedAddressesNeitherBlockNorStopOtherPeers) {
     auto dead = connect(a_.get(), kUidC, holes.section());
     const auto connect_time = Clock::now() - t0;
     ASSERT_TRUE(dead);
-    EXPECT_LT(connect_time, std::chrono::milliseconds(100)) << "connect() must not wait";
+    EXPECT_LT(connect_time, std::chrono::seconds(1)) << "connect() must not wait";
     // Sends to it queue meanwhile.
     const uint8_t x = 1;
     EXPECT_EQ(dead->am_send(1, &x, 1, nullptr, 0), Status::kOk);
@@ -128,9 +131,8 @@ TEST_F(TcpSetup, ThirtyTwoBlackholedAddressesNeitherBlockNorStopOtherPeers) {
         ASSERT_EQ(live->am_send(2, &i, 4, p.data(), p.size()), Status::kOk);
     }
     ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] { return sink_b_.msgs.size() == 20; }));
-    EXPECT_LT(Clock::now() - t0, std::chrono::milliseconds(500))
-        << "the live peer waited for the blackholed one";
-    EXPECT_TRUE(sink_a_.failures.empty()) << "not failed yet: within the deadline";
+    EXPECT_TRUE(sink_a_.failures.empty())
+        << "failed before its deadline, or the live peer waited for the blackholed one";
     for (uint32_t i = 0; i < 20; ++i) {
         std::vector<uint8_t> want(4 + 1000 + i);
         std::memcpy(want.data(), &i, 4);
@@ -142,8 +144,8 @@ TEST_F(TcpSetup, ThirtyTwoBlackholedAddressesNeitherBlockNorStopOtherPeers) {
     // Then the blackholed peer fails, once, within the deadline (plus progress slack).
     ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] { return !sink_a_.failures.empty(); }));
     const auto fail_time = Clock::now() - t0;
-    EXPECT_LT(fail_time, std::chrono::milliseconds(600 + 400));
-    EXPECT_GE(fail_time, std::chrono::milliseconds(550));
+    EXPECT_LT(fail_time, std::chrono::seconds(3 + 3)) << "not failed at its deadline";
+    EXPECT_GE(fail_time, std::chrono::milliseconds(2900)) << "failed before its deadline";
     ASSERT_EQ(sink_a_.failures.size(), 1u);
     EXPECT_EQ(sink_a_.failures[0].first, dead->peer_key());
     EXPECT_EQ(sink_a_.failures[0].second, Status::kTimedOut);

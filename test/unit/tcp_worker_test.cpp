@@ -103,7 +103,9 @@ void on_error(void* arg, swy_ep_h, swy_status_t status) {
 }
 
 TEST(TcpWorker, BlackholedPeerBlocksNeitherEpCreateNorOtherEndpoints) {
-    swy_context_h ctx = tcp_context({{"TCP_CONNECT_TIMEOUT", "700ms"}});
+    // Long enough that the live exchange below finishes first even on a loaded machine or
+    // under a sanitizer: what is checked is the order of events, not a speed.
+    swy_context_h ctx = tcp_context({{"TCP_CONNECT_TIMEOUT", "3s"}});
     ASSERT_NE(ctx, nullptr);
     swy_worker_h a = nullptr, b = nullptr;
     ASSERT_EQ(swy_worker_create(ctx, nullptr, &a), SWY_OK);
@@ -125,7 +127,7 @@ TEST(TcpWorker, BlackholedPeerBlocksNeitherEpCreateNorOtherEndpoints) {
     Errors errors;
     const auto t0 = Clock::now();
     swy_ep_h dead = make_ep(a, hole_address, &on_error, &errors);
-    EXPECT_LT(Clock::now() - t0, std::chrono::seconds(1)) << "swy_ep_create waited";
+    EXPECT_LT(Clock::now() - t0, std::chrono::seconds(2)) << "swy_ep_create waited";
     ASSERT_NE(dead, nullptr);
     // A rendezvous-size send waits for the peer (an eager one would complete locally).
     std::vector<uint8_t> msg(1u << 20, 0x77);
@@ -146,19 +148,19 @@ TEST(TcpWorker, BlackholedPeerBlocksNeitherEpCreateNorOtherEndpoints) {
         ASSERT_EQ(recv.status(), SWY_OK);
         ASSERT_EQ(std::vector<uint8_t>(in.begin(), in.begin() + out.size()), out);
     }
-    EXPECT_LT(Clock::now() - t0, std::chrono::milliseconds(600))
-        << "the live peer waited for the blackholed one";
-    EXPECT_EQ(errors.calls, 0) << "failed before its deadline";
+    EXPECT_EQ(errors.calls, 0) << "failed before its deadline, or the live peer waited for it";
 
     // Then the blackholed endpoint fails within the deadline, once.
-    ASSERT_TRUE(progress_until({a, b}, [&] { return errors.calls != 0; }, 5));
+    ASSERT_TRUE(progress_until({a, b}, [&] { return errors.calls != 0; }, 10));
     const auto elapsed = Clock::now() - t0;
-    EXPECT_LT(elapsed, std::chrono::milliseconds(700 + 500));
+    EXPECT_GE(elapsed, std::chrono::milliseconds(2900)) << "failed before its deadline";
+    EXPECT_LT(elapsed, std::chrono::seconds(3 + 3)) << "not failed at its deadline";
     EXPECT_EQ(errors.status, SWY_ERR_TIMED_OUT);
     EXPECT_EQ(to_dead.status(), SWY_ERR_TIMED_OUT);
     for (int i = 0; i < 1000; ++i) swy_worker_progress(a);
     EXPECT_EQ(errors.calls, 1);
 
+    swy_request_free(std::exchange(to_dead.req, nullptr));  // before its worker goes
     close_ep(a, dead);
     close_ep(a, live);
     swy_worker_destroy(a);
