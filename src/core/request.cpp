@@ -7,28 +7,20 @@
 
 namespace swy::core {
 
-uint32_t RequestPool::next_generation(uint32_t previous) {
-    for (;;) {
-        if (nonces_left_ == 0) {
-            ssize_t n = getrandom(nonces_, sizeof(nonces_), 0);
-            if (n == static_cast<ssize_t>(sizeof(nonces_))) {
-                nonces_left_ = kNonceBatch;
-            } else {
-                // Not expected on Linux; still never a plain counter (splitmix64 of the
-                // clock and a running state).
-                timespec ts{};
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                uint64_t z = (fallback_state_ += 0x9E3779B97F4A7C15ull) ^
-                             static_cast<uint64_t>(ts.tv_nsec);
-                z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-                z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-                nonces_[0] = static_cast<uint32_t>(z ^ (z >> 31));
-                nonces_left_ = 1;
-            }
-        }
-        const uint32_t g = nonces_[--nonces_left_];
-        if (g != previous) return g;
+void RequestPool::refill_nonces() {
+    if (getrandom(nonces_, sizeof(nonces_), 0) == static_cast<ssize_t>(sizeof(nonces_))) {
+        nonces_left_ = kNonceBatch;
+        return;
     }
+    // Not expected on Linux; still never a plain counter (splitmix64 of the clock and a
+    // running state).
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t z = (fallback_state_ += 0x9E3779B97F4A7C15ull) ^ static_cast<uint64_t>(ts.tv_nsec);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    nonces_[0] = static_cast<uint32_t>(z ^ (z >> 31));
+    nonces_left_ = 1;
 }
 
 Request* RequestPool::get(Worker* worker) {

@@ -119,8 +119,16 @@ public:
 
 private:
     static void reset(Request* r);
-    /// A random generation for a new use of @p r, different from its last one.
-    uint32_t next_generation(uint32_t previous);
+    /// A random generation for a new use of a request, different from its last one. Inline
+    /// (every request takes one): one load from the batch; refill_nonces() once per batch.
+    uint32_t next_generation(uint32_t previous) {
+        for (;;) {
+            if (__builtin_expect(nonces_left_ == 0, 0)) refill_nonces();
+            const uint32_t g = nonces_[--nonces_left_];
+            if (__builtin_expect(g != previous, 1)) return g;
+        }
+    }
+    void refill_nonces();
     static constexpr size_t kChunk = 256;
     /// Nonces from the kernel's random pool, fetched kNonceBatch at a time: one getrandom()
     /// per kNonceBatch requests instead of one per request.

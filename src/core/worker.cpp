@@ -53,6 +53,7 @@ Status Worker::create(Context* context, const swy_worker_params_t* params, Worke
     w->unexpected_peer_max_ = cfg.get_size("UNEXPECTED_PEER_MAX");
     Status s = w->open_interfaces(why);
     if (s != Status::kOk) return s;
+    w->unexpected_by_sender_.resize(w->ifaces_.size());  // never again: descs point into it
     *out = w.release();
     return Status::kOk;
 }

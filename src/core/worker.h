@@ -45,6 +45,7 @@ struct UnexpectedDesc : proto::UnexpectedMessage {
     /// Bytes of `data`: grows with what arrives, never with what a header announces, so a
     /// peer makes us hold only as much as it really sent (and at most the worker's caps).
     size_t capacity = 0;
+    size_t* account = nullptr;  ///< the per-sender count `capacity` is charged to
     std::unique_ptr<uint8_t[]> data;
     /// Over the unexpected-memory caps: its bytes were dropped, and the receive that matches
     /// it fails with kNoResource (a synchronous sender learns it from the ack).
@@ -228,16 +229,39 @@ private:
     void send_sync_ack(tl::AmSource src, uint64_t sender_request, Status status = Status::kOk);
     // Unexpected-message memory, capped per peer and per worker (SWY_UNEXPECTED_*_MAX).
     /// Grow @p d's buffer to hold @p need bytes; false (and @p d lost, its bytes freed) if
-    /// that would pass a cap.
-    bool reserve_unexpected(UnexpectedDesc* d, size_t need);
+    /// that would pass a cap. Inline: every unexpected message comes through here.
+    bool reserve_unexpected(UnexpectedDesc* d, size_t need) {
+        return need <= d->capacity ? !d->lost : grow_unexpected(d, need);
+    }
+    bool grow_unexpected(UnexpectedDesc* d, size_t need);
     /// Return @p d's buffer to the accounts and free it (before deleting or handing it over).
-    void release_unexpected(UnexpectedDesc* d);
-    struct PeerRefHash {
-        size_t operator()(const PeerRef& p) const {
-            return std::hash<uint64_t>()(p.key * 0x9E3779B97F4A7C15ull ^ p.iface);
+    void release_unexpected(UnexpectedDesc* d) {
+        if (d->capacity != 0) {
+            unexpected_bytes_ -= d->capacity;
+            *d->account -= d->capacity;
+            d->capacity = 0;
         }
-    };
-    std::unordered_map<PeerRef, size_t, PeerRefHash> unexpected_by_peer_;
+        d->data.reset();
+    }
+    /// The account an unexpected message from @p src is charged to: its sender index (a
+    /// connection on network transports, a sender lane on shm). An index that a new peer
+    /// takes over inherits what the old one left unconsumed (the cap stays safe). Deques, so
+    /// that a desc can keep a pointer to its account while others are added.
+    size_t* unexpected_account(tl::AmSource src) {
+        // Unexpected messages come in runs from one sender: remember the last account.
+        if (__builtin_expect(last_account_ != nullptr && src.iface == last_account_src_.iface &&
+                                 src.sender == last_account_src_.sender,
+                             1)) {
+            return last_account_;
+        }
+        std::deque<size_t>& v = unexpected_by_sender_[src.iface];
+        if (src.sender >= v.size()) v.resize(size_t{src.sender} + 1, 0);
+        last_account_src_ = src;
+        return last_account_ = &v[src.sender];
+    }
+    std::vector<std::deque<size_t>> unexpected_by_sender_;  // [iface][sender index]
+    tl::AmSource last_account_src_{};
+    size_t* last_account_ = nullptr;
     size_t unexpected_bytes_ = 0;
     size_t unexpected_max_ = size_t{1} << 30;
     size_t unexpected_peer_max_ = size_t{256} << 20;

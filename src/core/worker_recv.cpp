@@ -119,19 +119,19 @@ void Worker::send_sync_ack(tl::AmSource src, uint64_t sender_request, Status sta
     send_control(src, proto::kAmSyncAck, &ack, sizeof(ack));
 }
 
-bool Worker::reserve_unexpected(UnexpectedDesc* d, size_t need) {
+bool Worker::grow_unexpected(UnexpectedDesc* d, size_t need) {
     if (d->lost) return false;
-    if (need <= d->capacity) return true;
     // Grow by doubling (bounded by the message) so a long message is copied O(1) times per
     // byte, while a header that announces gigabytes costs nothing until the bytes arrive.
     size_t grow = std::min(d->length, std::max(need, d->capacity * 2));
-    size_t& peer_bytes = unexpected_by_peer_[d->peer];
+    if (d->account == nullptr) d->account = unexpected_account(d->source);
+    size_t& peer_bytes = *d->account;
     const size_t extra = grow - d->capacity;
     std::unique_ptr<uint8_t[]> bigger;
     if (unexpected_bytes_ + extra <= unexpected_max_ && peer_bytes + extra <= unexpected_peer_max_) {
         bigger.reset(new (std::nothrow) uint8_t[grow]);
     }
-    if (!bigger) {
+    if (__builtin_expect(!bigger, 0)) {
         ++unexpected_lost_;
         log_printf(LogLevel::kError,
                    "dropping an unexpected message of %zu bytes (tag %016llx): buffering it would "
@@ -148,19 +148,6 @@ bool Worker::reserve_unexpected(UnexpectedDesc* d, size_t need) {
     unexpected_bytes_ += extra;
     peer_bytes += extra;
     return true;
-}
-
-void Worker::release_unexpected(UnexpectedDesc* d) {
-    if (d->capacity != 0) {
-        unexpected_bytes_ -= d->capacity;
-        auto it = unexpected_by_peer_.find(d->peer);
-        if (it != unexpected_by_peer_.end()) {
-            it->second -= d->capacity;
-            if (it->second == 0) unexpected_by_peer_.erase(it);
-        }
-    }
-    d->data.reset();
-    d->capacity = 0;
 }
 
 void Worker::handle_eager_only(tl::AmSource src, const uint8_t* data, size_t length, bool sync) {
@@ -186,7 +173,6 @@ void Worker::handle_eager_only(tl::AmSource src, const uint8_t* data, size_t len
     d->sync = sync;
     d->sender_request = sender_request;
     d->source = src;
-    d->peer = peer_of(src);
     if (size != 0 && reserve_unexpected(d, size)) std::memcpy(d->data.get(), payload, size);
     d->received = size;
     matcher_.add_unexpected(d);
