@@ -62,8 +62,9 @@ constexpr ConfigVar kTable[] = {
      "posted. A message that would pass it is dropped, and the receive that matches it fails "
      "with SWY_ERR_NO_RESOURCE (a synchronous sender's send fails too); \"inf\": no limit."},
     {"UNEXPECTED_PEER_MAX", kSize, "256M",
-     "The same limit for the messages of one peer (one connection on network transports), so "
-     "that one sender cannot take the whole worker's allowance; \"inf\": no limit."},
+     "The same limit for the messages of one sender lane (a connection on network transports, "
+     "a sender's lane into our segment on shm), so that one peer cannot take the whole "
+     "worker's allowance; \"inf\": no limit."},
 
     // --- Shared-memory transport -------------------------------------------------------------
     {"PIO_MAX_EPS", kUnsigned, "16",
