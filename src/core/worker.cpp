@@ -97,7 +97,7 @@ Status Worker::open_interfaces(std::string* why) {
         ifaces_.push_back(std::move(shm));
     }
     // Checked even without tcp: a key that cannot be used is a mistake worth stopping for.
-    common::AuthKey key;
+    common::AuthKey& key = auth_key_;
     if (const std::string hex = cfg.get_string("AUTH_KEY"); !hex.empty()) {
         std::string key_why;
         if (common::AuthKey::from_hex(hex, &key, &key_why) != Status::kOk) {
@@ -158,6 +158,7 @@ Status Worker::open_interfaces(std::string* why) {
 Status Worker::open_verbs(std::string* why) {
     const common::Config& cfg = context_->config();
     tl::verbs::VerbsConfig vc;
+    vc.auth_key = auth_key_;
     vc.devices = cfg.get_list("NET_DEVICES");
     vc.seg_size = cfg.get_size("VERBS_SEG_SIZE");
     vc.rx_credits = static_cast<uint32_t>(
@@ -615,7 +616,9 @@ void Worker::drop_reassembly(const std::function<bool(uint64_t, const Reassembly
 }
 
 Status Worker::set_auth_key(const common::AuthKey& key) {
+    auth_key_ = key;
     if (tcp_ != nullptr) tcp_->set_auth_key(key);
+    if (verbs_ != nullptr) tl::verbs::set_auth_key(verbs_, key);
     return Status::kOk;
 }
 

@@ -90,10 +90,10 @@ public:
     Status wait(int timeout_ms);
     void disarm();
     void query(swy_worker_attr_t* attr) const;
-    /// Installs @p key (empty: none) as the shared key authenticating tcp connections, as
-    /// SWY_AUTH_KEY does at creation (a bootstrap's per-job key): connections made or accepted
-    /// from now on need it, and open ones not authenticated with it are closed (their peers
-    /// reported failed). Call with the lock held, like every worker call. Always kOk today;
+    /// Installs @p key (empty: none) as the shared key authenticating tcp and verbs
+    /// connections, as SWY_AUTH_KEY does at creation (a bootstrap's per-job key): connections
+    /// made or accepted from now on need it; open tcp connections not authenticated with it
+    /// are closed (their peers reported failed), verbs lanes already set up stay. Call with the lock held, like every worker call. Always kOk today;
     /// a Status so a transport that cannot switch keys can say so.
     Status set_auth_key(const common::AuthKey& key);
 
@@ -361,6 +361,7 @@ private:
     size_t pio_max_eps_ = 16;
     size_t pio_reserved_ = 4;
     std::unique_ptr<ConnManager> conn_;  // null until a listener or sockaddr endpoint exists
+    common::AuthKey auth_key_;  // SWY_AUTH_KEY or set_auth_key(); handed to tcp and verbs
 };
 
 }  // namespace swy::core

@@ -58,3 +58,14 @@ TEST(VerbsImmediate, RoundTripsIdAndCredits) {
     EXPECT_EQ(imm_freed(imm), 0xBEEF);
     EXPECT_EQ(imm_am_id(encode_imm(1, 0xFFFF)), 1);
 }
+
+TEST(VerbsHandshake, CarriesANonceAndAProofAfterTheSignedFields) {
+    // Version 2: the proof covers every connection field and nothing after them.
+    EXPECT_EQ(kCmVersion, 2);
+    EXPECT_EQ(sizeof(CmMessage), 112u);
+    EXPECT_EQ(offsetof(CmMessage, nonce), kCmSignedBytes);
+    EXPECT_EQ(offsetof(CmMessage, proof), kCmSignedBytes + 16);
+    CmMessage old = valid(CmType::kRequest);
+    old.version = 1;
+    EXPECT_NE(validate(old, CmType::kRequest), nullptr) << "a version-1 handshake is refused";
+}

@@ -23,6 +23,8 @@ Status open(const VerbsConfig& /*config*/, uint64_t /*worker_uid*/, uint16_t /*i
 
 SendStats send_stats(const Interface* /*verbs*/) { return {}; }
 
+void set_auth_key(Interface* /*verbs*/, const common::AuthKey& /*key*/) {}
+
 Status connect(Interface* /*verbs*/, uint64_t /*remote_uid*/, const uint8_t* /*section*/,
                size_t /*length*/, bool /*want_pio*/, bool /*pio_first*/,
                std::unique_ptr<Endpoint>* /*out*/, std::string* why) {

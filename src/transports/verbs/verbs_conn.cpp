@@ -11,8 +11,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <random>
+#include <string_view>
 
 #include "common/log.h"
 #include "transports/verbs/verbs_connection.h"
@@ -51,6 +53,33 @@ bool write_all(int fd, const void* data, size_t length, int timeout_ms) {
 }
 
 ibv_mtu mtu_enum(uint8_t v) { return static_cast<ibv_mtu>(v); }
+
+// Authentication of the handshake with a shared key, in its one exchange (no extra round
+// trip): the request's proof covers its connection fields under the connector's nonce; the
+// reply's covers the reply's fields under both nonces, so it is fresh for this handshake.
+// A replayed request gains nothing: the QP it makes talks only to the QPN and GID in it.
+constexpr uint8_t kZeroNonce[16] = {};
+constexpr std::string_view kRequestLabel = "swy-verbs-request";
+constexpr std::string_view kReplyLabel = "swy-verbs-reply";
+
+void sign(const common::AuthKey& key, std::string_view label, const uint8_t* client_nonce,
+          const uint8_t* server_nonce, CmMessage* m) {
+    common::auth_proof(key, label, client_nonce, server_nonce, m, kCmSignedBytes, m->proof);
+}
+
+bool signed_by(const common::AuthKey& key, std::string_view label, const uint8_t* client_nonce,
+               const uint8_t* server_nonce, const CmMessage& m) {
+    uint8_t expect[sizeof(m.proof)];
+    common::auth_proof(key, label, client_nonce, server_nonce, &m, kCmSignedBytes, expect);
+    return common::auth_proof_equal(expect, m.proof);
+}
+
+bool has_proof(const CmMessage& m) {
+    for (uint8_t b : m.proof) {
+        if (b != 0) return true;
+    }
+    return false;
+}
 
 }  // namespace
 
@@ -263,7 +292,13 @@ Status VerbsInterface::connect_lane(uint64_t remote_uid, const uint8_t* section,
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    const CmMessage request = local_half(c, CmType::kRequest);
+    CmMessage request = local_half(c, CmType::kRequest);
+    if (common::auth_nonce(c->cm_nonce) != Status::kOk) {
+        *why = "verbs: no random nonce for the handshake (getrandom failed)";
+        return abandon(Status::kIoError);
+    }
+    std::memcpy(request.nonce, c->cm_nonce, sizeof(request.nonce));
+    if (!config_.auth_key.empty()) sign(config_.auth_key, kRequestLabel, c->cm_nonce, kZeroNonce, &request);
     if (!write_all(fd, &request, sizeof(request), static_cast<int>(config_.connect_timeout_ms))) {
         *why = std::string("verbs: sending the handshake to ") + text + ": " + std::strerror(errno);
         return abandon(Status::kUnreachable);
@@ -386,8 +421,25 @@ void VerbsInterface::on_cm_readable(Connection* c) {
     if (bad != nullptr) {
         why = std::string("verbs: handshake: ") + bad;
         s = Status::kMalformed;
-    } else if (m.max_message < (accepting ? 64 : 64)) {
+    } else if (m.max_message < 64) {
         s = Status::kMalformed;
+    } else if (!config_.auth_key.empty()) {
+        // Checked before a QP is made for it (acceptor) or moved to RTS (connector).
+        const bool ok = accepting
+                            ? signed_by(config_.auth_key, kRequestLabel, m.nonce, kZeroNonce, m)
+                            : signed_by(config_.auth_key, kReplyLabel, c->cm_nonce, m.nonce, m);
+        if (!ok) {
+            char uid[20];
+            std::snprintf(uid, sizeof(uid), "%016llx", static_cast<unsigned long long>(m.uid));
+            why = std::string("verbs: authentication failed (") +
+                  (accepting ? "claimed worker " : "worker ") + uid +
+                  (has_proof(m) ? "): its proof does not match our key"
+                                : "): it sent no proof (it has no key)");
+            s = accepting ? Status::kConnectionReset : Status::kUnreachable;
+        }
+    } else if (!accepting && has_proof(m)) {
+        why = "verbs: the peer requires a key (SWY_AUTH_KEY) and we have none";
+        s = Status::kUnreachable;
     }
     if (s == Status::kOk && accepting) {
         c->peer_uid = m.uid;
@@ -396,14 +448,24 @@ void VerbsInterface::on_cm_readable(Connection* c) {
     }
     if (s == Status::kOk) s = qp_to_rts(c, m, &why);
     if (s == Status::kOk && accepting) {
-        const CmMessage reply = local_half(c, CmType::kReply);
-        if (!write_all(c->cm_fd, &reply, sizeof(reply), 1000)) {
-            why = "verbs: cannot answer the handshake";
-            s = Status::kConnectionReset;
+        CmMessage reply = local_half(c, CmType::kReply);
+        if (common::auth_nonce(reply.nonce) != Status::kOk) {
+            why = "verbs: no random nonce for the handshake (getrandom failed)";
+            s = Status::kIoError;
+        } else {
+            if (!config_.auth_key.empty()) {
+                sign(config_.auth_key, kReplyLabel, m.nonce, reply.nonce, &reply);
+            }
+            if (!write_all(c->cm_fd, &reply, sizeof(reply), 1000)) {
+                why = "verbs: cannot answer the handshake";
+                s = Status::kConnectionReset;
+            }
         }
     }
     if (s != Status::kOk) {
-        log_printf(LogLevel::kWarn, "%s", why.c_str());
+        log_printf(why.find("authentication") != std::string::npos ? LogLevel::kError
+                                                                   : LogLevel::kWarn,
+                   "%s", why.c_str());
         if (accepting) {
             close_connection(c);
         } else {

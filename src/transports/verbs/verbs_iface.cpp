@@ -479,6 +479,10 @@ SendStats send_stats(const Interface* verbs) {
     return static_cast<const VerbsInterface*>(verbs)->send_stats();
 }
 
+void set_auth_key(Interface* verbs, const common::AuthKey& key) {
+    static_cast<VerbsInterface*>(verbs)->set_auth_key(key);
+}
+
 Status connect(Interface* verbs, uint64_t remote_uid, const uint8_t* section, size_t length,
                bool want_pio, bool pio_first, std::unique_ptr<Endpoint>* out, std::string* why) {
     // open() made every verbs interface there is.

@@ -125,6 +125,8 @@ public:
                         bool want_pio, bool pio_first, std::unique_ptr<Endpoint>* out,
                         std::string* why);
     Endpoint* reply_endpoint(uint16_t sender) override;
+    /// Handshakes from now on carry proofs under @p key and refuse peers without it.
+    void set_auth_key(const common::AuthKey& key) { config_.auth_key = key; }
     uint64_t sender_uid(uint16_t sender) const override;
     /// The connection (slot and generation); 0 for unknown slots.
     uint64_t sender_key(uint16_t sender) const override;

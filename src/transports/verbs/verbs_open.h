@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/auth.h"
 #include "transports/transport.h"
 #include "transports/verbs/lane_costs.h"
 #include "transports/verbs/reg_cache.h"
@@ -29,6 +30,8 @@ struct VerbsConfig {
     uint32_t dm_reserved = 4;                 ///< of those, kept for SWY_EP_FLAG_PIO_FIRST
     bool dm_emulate = false;                  ///< testing aid: host memory stands in for DM
     uint64_t connect_timeout_ms = 2000;
+    /// Shared key: handshakes carry proofs and a peer without the key is refused (empty: none).
+    common::AuthKey auth_key;
     bool rcache = true;                       ///< SWY_VERBS_RCACHE: auto (true) or off
     RegCacheLimits rcache_limits;             ///< SWY_VERBS_RCACHE_MAX, SWY_VERBS_RCACHE_ENTRIES
     /// Cost figures reported in the lanes' attributes (the worker fills them from the
@@ -96,6 +99,10 @@ Status open(const VerbsConfig& config, uint64_t worker_uid, uint16_t iface_index
 /// built without libibverbs.
 Status connect(Interface* verbs, uint64_t remote_uid, const uint8_t* section, size_t length,
                bool want_pio, bool pio_first, std::unique_ptr<Endpoint>* out, std::string* why);
+
+/// Use @p key for the handshakes of @p verbs from now on (empty: none). A connection set up
+/// before keeps its lane. No-op when built without libibverbs.
+void set_auth_key(Interface* verbs, const common::AuthKey& key);
 
 /// Messages an interface sent, by the path they took (tests and diagnostics).
 struct SendStats {

@@ -17,7 +17,8 @@
 namespace swy::tl::verbs {
 
 inline constexpr uint32_t kCmMagic = 0x56595753;  // "SWYV"
-inline constexpr uint8_t kCmVersion = 1;
+/// 2: a nonce and a proof follow the connection fields (authentication with a shared key).
+inline constexpr uint8_t kCmVersion = 2;
 
 enum class CmType : uint8_t { kRequest = 1, kReply = 2, kBye = 3 };
 
@@ -38,8 +39,17 @@ struct CmMessage {
     uint64_t credit_addr;  ///< where the peer RDMA-writes its freed-buffer counter
     uint32_t credit_rkey;
     uint32_t max_message;  ///< size of each receive buffer
+    /// Fresh random bytes of the side that sent this message (the request's bind the
+    /// reply's proof to this handshake).
+    uint8_t nonce[16];
+    /// With a shared key (SWY_AUTH_KEY or the PMIx job key): HMAC-SHA256 over the fields above
+    /// (kCmSignedBytes), see verbs_conn.cpp; all zero without a key.
+    uint8_t proof[32];
 };
-static_assert(sizeof(CmMessage) == 64);
+static_assert(sizeof(CmMessage) == 112);
+/// The bytes of a CmMessage a proof covers: every connection field, up to the nonce.
+inline constexpr size_t kCmSignedBytes = 64;
+static_assert(offsetof(CmMessage, nonce) == kCmSignedBytes);
 
 /// Validate a received handshake message; @return null if valid, else the reason.
 inline const char* validate(const CmMessage& m, CmType expected) {
