@@ -127,8 +127,8 @@ constexpr ConfigVar kTable[] = {
 
     // --- Security (docs/security-tcp.md) ------------------------------------------------------
     {"AUTH_KEY", kString, "",
-     "Shared secret, in hex (16 to 256 bytes): every tcp connection is then authenticated "
-     "both ways with an HMAC-SHA256 challenge-response, and peers without the key are "
+     "Shared secret, in hex (16 to 256 bytes): every tcp connection and verbs handshake is "
+     "then authenticated both ways with HMAC-SHA256 proofs, and peers without the key are "
      "refused. Empty: no authentication (a PMIx bootstrap installs a per-job key itself). "
      "An invalid value fails worker creation."},
 

@@ -39,8 +39,8 @@ typedef struct swy_bootstrap *swy_bootstrap_h; /**< One worker's membership in a
  * Per-job authentication key: rank 0 draws a random 32-byte key and puts it (hex, global
  * scope) before its address; every other rank fetches rank 0's key (waiting for rank 0 as
  * swy_bootstrap_ep() waits for an address, up to 120 s) and every rank installs it on
- * @p worker before publishing its own address. From then on the worker's tcp connections are
- * authenticated with it both ways (HMAC-SHA256 challenge-response, docs/security-tcp.md): a
+ * @p worker before publishing its own address. From then on the worker's tcp connections and
+ * verbs handshakes are authenticated with it both ways (HMAC-SHA256, docs/security.md): a
  * process outside the job cannot deliver a message to the worker or connect to it, and it
  * replaces a key set with SWY_AUTH_KEY. Connections the worker had open before that were not
  * authenticated with the job key are closed. The key lives in the job's PMIx key-value store,
