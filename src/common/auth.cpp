@@ -107,4 +107,12 @@ bool auth_proof_equal(const uint8_t* a, const uint8_t* b) {
     return CRYPTO_memcmp(a, b, kAuthProofSize) == 0;
 }
 
+bool auth_proof_matches(const AuthKey& key, std::string_view label, const uint8_t* client_nonce,
+                        const uint8_t* server_nonce, const void* context, size_t context_length,
+                        const uint8_t* proof) {
+    uint8_t expect[kAuthProofSize];
+    auth_proof(key, label, client_nonce, server_nonce, context, context_length, expect);
+    return auth_proof_equal(expect, proof);
+}
+
 }  // namespace swy::common

@@ -59,4 +59,10 @@ void auth_proof(const AuthKey& key, std::string_view label, const uint8_t* clien
 /// Constant-time comparison of two kAuthProofSize-byte proofs.
 bool auth_proof_equal(const uint8_t* a, const uint8_t* b);
 
+/// Whether @p proof is auth_proof() of the same arguments (constant time): what each side of
+/// a handshake asks of the other's proof.
+bool auth_proof_matches(const AuthKey& key, std::string_view label, const uint8_t* client_nonce,
+                        const uint8_t* server_nonce, const void* context, size_t context_length,
+                        const uint8_t* proof);
+
 }  // namespace swy::common

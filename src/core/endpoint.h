@@ -49,6 +49,9 @@ public:
     tl::Endpoint* lane() const { return lane_.get(); }
     /// Index of the lane's interface in the worker.
     uint16_t iface_index() const { return iface_index_; }
+    /// The peer the lane sends to, in the form messages from it are checked against
+    /// (Worker::peer_of); {iface, 0} (nobody) before wire-up.
+    PeerRef peer() const { return {iface_index_, lane_ ? lane_->peer_key() : 0}; }
     /// The lane's attributes; before wire-up, empty ones (transport "").
     const tl::LaneAttr& lane_attr() const { return lane_ ? lane_->attr() : kUnwiredAttr; }
     /// 0 before wire-up (no worker has uid 0).

@@ -631,9 +631,7 @@ void Worker::on_remote_failure(uint16_t iface, uint64_t peer_key, Status why) {
     // snapshot and skip the ones closed meanwhile.
     std::vector<Endpoint*> eps;
     for (Endpoint* ep = endpoints_; ep != nullptr; ep = ep->next_in_worker) {
-        if (ep->wired() && ep->iface_index() == iface && ep->lane()->peer_key() == peer_key) {
-            eps.push_back(ep);
-        }
+        if (ep->wired() && ep->peer() == peer) eps.push_back(ep);
     }
     ++progress_depth_;
     for (Endpoint* ep : eps) {

@@ -53,7 +53,7 @@ struct UnexpectedDesc : proto::UnexpectedMessage {
     bool sync = false;
     uint64_t sender_request = 0;
     tl::AmSource source{};
-    PeerRef peer;                 ///< who sent it, as its lane vouches
+    PeerRef peer;                 ///< RTS: who sent it, as its lane vouches (failures)
     uint64_t reassembly_key = 0;  ///< 0 when complete
     bool probed_out = false;      ///< removed by a matched probe, owned by a swy_message
     bool rndv = false;            ///< an RTS: the data is still in the sender's buffer

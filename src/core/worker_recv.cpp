@@ -213,7 +213,6 @@ void Worker::handle_eager_first(tl::AmSource src, const uint8_t* data, size_t le
     d->sync = sync;
     d->sender_request = h.sender_request;
     d->source = src;
-    d->peer = entry.peer;
     // Only what arrived is buffered (a first fragment may announce far more than it brings).
     if (size != 0 && reserve_unexpected(d, size)) std::memcpy(d->data.get(), payload, size);
     d->received = size;
@@ -268,8 +267,7 @@ void Worker::handle_eager_middle(tl::AmSource src, const uint8_t* data, size_t l
 Request* Worker::send_request_from(tl::AmSource src, uint64_t wire_id, const char* what) {
     Request* r = pool_.find(wire_id);
     if (r == nullptr || r->kind != RequestKind::kSend || r->ep == nullptr || !r->ep->wired() ||
-        src.iface != r->ep->iface_index() ||
-        ifaces_[src.iface]->sender_key(src.sender) != r->ep->lane()->peer_key()) {
+        r->ep->peer() != peer_of(src)) {
         reject_control(what);
         return nullptr;
     }

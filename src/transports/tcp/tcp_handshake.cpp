@@ -115,11 +115,9 @@ Status TcpInterface::handle_hello_ack(Connection* c, const uint8_t* data, size_t
     if (authenticated()) {
         if (!ack.has_proof) return auth_failure(c, "the peer sent no proof (it has no key)");
         uint8_t ctx[kHelloContextSize];
-        uint8_t expect[kProofSize];
         hello_context(uid_, c->peer_uid, ctx);
-        common::auth_proof(config_.auth_key, kServerLabel, c->own_nonce, ack.nonce, ctx,
-                           sizeof(ctx), expect);
-        if (!common::auth_proof_equal(expect, ack.proof)) {
+        if (!common::auth_proof_matches(config_.auth_key, kServerLabel, c->own_nonce, ack.nonce,
+                                        ctx, sizeof(ctx), ack.proof)) {
             return auth_failure(c, "the peer's proof does not match our key");
         }
         uint8_t proof[kProofSize];
@@ -143,11 +141,9 @@ Status TcpInterface::handle_proof(Connection* c, const uint8_t* data, size_t len
     uint8_t proof[kProofSize];
     if (!decode_proof(data, length, proof)) return auth_failure(c, "malformed proof");
     uint8_t ctx[kHelloContextSize];
-    uint8_t expect[kProofSize];
     hello_context(c->claimed_uid, uid_, ctx);
-    common::auth_proof(config_.auth_key, kClientLabel, c->peer_nonce, c->own_nonce, ctx,
-                       sizeof(ctx), expect);
-    if (!common::auth_proof_equal(expect, proof)) {
+    if (!common::auth_proof_matches(config_.auth_key, kClientLabel, c->peer_nonce, c->own_nonce,
+                                    ctx, sizeof(ctx), proof)) {
         return auth_failure(c, "the peer's proof does not match our key");
     }
     c->peer_uid = c->claimed_uid;

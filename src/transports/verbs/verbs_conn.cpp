@@ -58,7 +58,9 @@ ibv_mtu mtu_enum(uint8_t v) { return static_cast<ibv_mtu>(v); }
 // trip): the request's proof covers its connection fields under the connector's nonce; the
 // reply's covers the reply's fields under both nonces, so it is fresh for this handshake.
 // A replayed request gains nothing: the QP it makes talks only to the QPN and GID in it.
-constexpr uint8_t kZeroNonce[16] = {};
+static_assert(sizeof(CmMessage::nonce) == common::kAuthNonceSize);
+static_assert(sizeof(CmMessage::proof) == common::kAuthProofSize);
+constexpr uint8_t kZeroNonce[common::kAuthNonceSize] = {};
 constexpr std::string_view kRequestLabel = "swy-verbs-request";
 constexpr std::string_view kReplyLabel = "swy-verbs-reply";
 
@@ -69,9 +71,8 @@ void sign(const common::AuthKey& key, std::string_view label, const uint8_t* cli
 
 bool signed_by(const common::AuthKey& key, std::string_view label, const uint8_t* client_nonce,
                const uint8_t* server_nonce, const CmMessage& m) {
-    uint8_t expect[sizeof(m.proof)];
-    common::auth_proof(key, label, client_nonce, server_nonce, &m, kCmSignedBytes, expect);
-    return common::auth_proof_equal(expect, m.proof);
+    return common::auth_proof_matches(key, label, client_nonce, server_nonce, &m,
+                                      kCmSignedBytes, m.proof);
 }
 
 bool has_proof(const CmMessage& m) {
@@ -298,7 +299,9 @@ Status VerbsInterface::connect_lane(uint64_t remote_uid, const uint8_t* section,
         return abandon(Status::kIoError);
     }
     std::memcpy(request.nonce, c->cm_nonce, sizeof(request.nonce));
-    if (!config_.auth_key.empty()) sign(config_.auth_key, kRequestLabel, c->cm_nonce, kZeroNonce, &request);
+    if (!config_.auth_key.empty()) {
+        sign(config_.auth_key, kRequestLabel, c->cm_nonce, kZeroNonce, &request);
+    }
     if (!write_all(fd, &request, sizeof(request), static_cast<int>(config_.connect_timeout_ms))) {
         *why = std::string("verbs: sending the handshake to ") + text + ": " + std::strerror(errno);
         return abandon(Status::kUnreachable);
@@ -418,6 +421,7 @@ void VerbsInterface::on_cm_readable(Connection* c) {
     const char* bad = validate(m, accepting ? CmType::kRequest : CmType::kReply);
     std::string why;
     Status s = Status::kOk;
+    bool auth_failed = false;  // logged as an error: someone without our key knocked
     if (bad != nullptr) {
         why = std::string("verbs: handshake: ") + bad;
         s = Status::kMalformed;
@@ -436,6 +440,7 @@ void VerbsInterface::on_cm_readable(Connection* c) {
                   (has_proof(m) ? "): its proof does not match our key"
                                 : "): it sent no proof (it has no key)");
             s = accepting ? Status::kConnectionReset : Status::kUnreachable;
+            auth_failed = true;
         }
     } else if (!accepting && has_proof(m)) {
         why = "verbs: the peer requires a key (SWY_AUTH_KEY) and we have none";
@@ -463,9 +468,7 @@ void VerbsInterface::on_cm_readable(Connection* c) {
         }
     }
     if (s != Status::kOk) {
-        log_printf(why.find("authentication") != std::string::npos ? LogLevel::kError
-                                                                   : LogLevel::kWarn,
-                   "%s", why.c_str());
+        log_printf(auth_failed ? LogLevel::kError : LogLevel::kWarn, "%s", why.c_str());
         if (accepting) {
             close_connection(c);
         } else {

@@ -37,7 +37,7 @@ struct VerbsInterface::Connection {
     uint32_t psn = 0;
     int cm_fd = -1;
     uint8_t cm_in[sizeof(CmMessage)] = {};
-    uint8_t cm_nonce[16] = {};       ///< connector: the nonce of our request
+    uint8_t cm_nonce[sizeof(CmMessage::nonce)] = {};  ///< connector: our request's nonce
     size_t cm_in_len = 0;
     bool bye_received = false;       ///< the peer's goodbye came through the QP
     bool closing = false;            ///< our goodbye is posted; close once it completed
