@@ -27,6 +27,7 @@
 #include "core/worker.h"
 #include "protocols/wire.h"
 #include "transports/shm/shm_address.h"
+#include "test_context.h"
 #include "transports/tcp/tcp_iface.h"
 
 namespace swy::core {
@@ -48,21 +49,13 @@ struct Node {
     }
 };
 
-std::unique_ptr<Node> make_node(
-    const char* tls, const char* rndv_thresh = "auto",
-    const std::vector<std::pair<const char*, const char*>>& extra = {}) {
+std::unique_ptr<Node> make_node(const char* tls, const char* rndv_thresh = "auto",
+                                const test::Settings& extra = {}) {
     auto n = std::make_unique<Node>();
-    swy_config_h cfg = nullptr;
-    EXPECT_EQ(swy_config_read(&cfg), SWY_OK);
-    EXPECT_EQ(swy_config_set(cfg, "TLS", tls), SWY_OK);
-    EXPECT_EQ(swy_config_set(cfg, "NET_DEVICES", "lo"), SWY_OK);
-    EXPECT_EQ(swy_config_set(cfg, "RNDV_THRESH", rndv_thresh), SWY_OK);
-    EXPECT_EQ(swy_config_set(cfg, "LOG_LEVEL", "error"), SWY_OK);
-    for (const auto& [name, value] : extra) EXPECT_EQ(swy_config_set(cfg, name, value), SWY_OK);
-    swy_context_params_t cp{};
-    cp.config = cfg;
-    EXPECT_EQ(swy_context_create(&cp, &n->ctx), SWY_OK);
-    swy_config_release(cfg);
+    test::Settings settings{
+        {"TLS", tls}, {"NET_DEVICES", "lo"}, {"RNDV_THRESH", rndv_thresh}, {"LOG_LEVEL", "error"}};
+    settings.insert(settings.end(), extra.begin(), extra.end());
+    n->ctx = test::make_context(settings);
     EXPECT_EQ(swy_worker_create(n->ctx, nullptr, &n->worker), SWY_OK);
     return n;
 }

@@ -18,6 +18,7 @@
 #include "core/address.h"
 #include "protocols/wire.h"
 #include "tcp_test_util.h"
+#include "test_context.h"
 #include "transports/tcp/tcp_wire.h"
 
 namespace swy::tl::tcp {
@@ -28,19 +29,10 @@ using Clock = std::chrono::steady_clock;
 const char* const kKey1 = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 const char* const kKey2 = "1f1e1d1c1b1a191817161514131211100f0e0d0c0b0a09080706050403020100";
 
-swy_context_h tcp_context(std::vector<std::pair<const char*, const char*>> extra = {}) {
-    swy_config_h cfg = nullptr;
-    EXPECT_EQ(swy_config_read(&cfg), SWY_OK);
-    if (cfg == nullptr) return nullptr;
-    EXPECT_EQ(swy_config_set(cfg, "TLS", "tcp,self"), SWY_OK);
-    EXPECT_EQ(swy_config_set(cfg, "NET_DEVICES", "lo"), SWY_OK);
-    for (auto& [k, v] : extra) EXPECT_EQ(swy_config_set(cfg, k, v), SWY_OK) << k;
-    swy_context_params_t cp{};
-    cp.config = cfg;
-    swy_context_h ctx = nullptr;
-    EXPECT_EQ(swy_context_create(&cp, &ctx), SWY_OK);
-    swy_config_release(cfg);
-    return ctx;
+swy_context_h tcp_context(const swy::test::Settings& extra = {}) {
+    swy::test::Settings all{{"TLS", "tcp,self"}, {"NET_DEVICES", "lo"}};
+    all.insert(all.end(), extra.begin(), extra.end());
+    return swy::test::make_context(all);
 }
 
 std::vector<uint8_t> address_of(swy_worker_h w) {
@@ -171,7 +163,7 @@ TEST(TcpWorker, BlackholedPeerBlocksNeitherEpCreateNorOtherEndpoints) {
 /// Two workers, each in its own context with its own SWY_AUTH_KEY (null: none).
 struct KeyedPair {
     KeyedPair(const char* key_a, const char* key_b) {
-        std::vector<std::pair<const char*, const char*>> ea, eb;
+        swy::test::Settings ea, eb;
         if (key_a != nullptr) ea.push_back({"AUTH_KEY", key_a});
         if (key_b != nullptr) eb.push_back({"AUTH_KEY", key_b});
         ctx_a = tcp_context(ea);

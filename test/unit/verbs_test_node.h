@@ -13,11 +13,12 @@
 #include <switchyard/switchyard.h>
 
 #include "core/address.h"
+#include "test_context.h"
 
 namespace swy::test {
 
 /// Settings by name without SWY_ ({"VERBS_SQ_DEPTH", "16"}), applied after TLS=verbs,self.
-using VerbsSettings = std::vector<std::pair<std::string, std::string>>;
+using VerbsSettings = Settings;
 
 struct VerbsNode {
     swy_context_h ctx = nullptr;
@@ -25,16 +26,9 @@ struct VerbsNode {
     std::vector<uint8_t> address;  ///< empty when the context or worker could not be made
 
     explicit VerbsNode(const VerbsSettings& settings = {}) {
-        swy_config_h cfg = nullptr;
-        EXPECT_EQ(swy_config_read(&cfg), SWY_OK);
-        if (cfg == nullptr) return;
-        swy_config_set(cfg, "TLS", "verbs,self");
-        for (const auto& [name, value] : settings) {
-            EXPECT_EQ(swy_config_set(cfg, name.c_str(), value.c_str()), SWY_OK) << name;
-        }
-        swy_context_params_t cp{cfg};
-        EXPECT_EQ(swy_context_create(&cp, &ctx), SWY_OK);
-        swy_config_release(cfg);
+        VerbsSettings all{{"TLS", "verbs,self"}};
+        all.insert(all.end(), settings.begin(), settings.end());
+        ctx = make_context(all);
         if (ctx == nullptr) return;
         swy_worker_params_t wp{SWY_THREAD_MODE_SINGLE};
         EXPECT_EQ(swy_worker_create(ctx, &wp, &worker), SWY_OK);

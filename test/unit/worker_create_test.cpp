@@ -5,25 +5,16 @@
 #include <switchyard/switchyard.h>
 
 #include "core/context.h"
+#include "test_context.h"
 
 namespace swy::core {
 namespace {
 
 /// A context with SWY_TLS=self and, when @p cma is given, SWY_CMA=@p cma; null on failure.
 swy_context_h self_context(const char* cma = nullptr) {
-    swy_config_h cfg = nullptr;
-    EXPECT_EQ(swy_config_read(&cfg), SWY_OK);
-    if (cfg == nullptr) return nullptr;
-    EXPECT_EQ(swy_config_set(cfg, "TLS", "self"), SWY_OK);
-    if (cma != nullptr) {
-        EXPECT_EQ(swy_config_set(cfg, "CMA", cma), SWY_OK);
-    }
-    swy_context_params_t cp{};
-    cp.config = cfg;
-    swy_context_h ctx = nullptr;
-    EXPECT_EQ(swy_context_create(&cp, &ctx), SWY_OK);
-    swy_config_release(cfg);
-    return ctx;
+    test::Settings settings{{"TLS", "self"}};
+    if (cma != nullptr) settings.emplace_back("CMA", cma);
+    return test::make_context(settings);
 }
 
 TEST(WorkerCreate, FailureHalfWayLeavesTheLiveWorkerCountAlone) {
