@@ -1,4 +1,5 @@
-// Endpoint set-up, its protocol table, and the eager send path.
+// Endpoint set-up, its protocol table, and the send path down to the protocols (eager/,
+// rndv/): the fast path for one-packet sends, protocol choice, the pending queue.
 #include "core/endpoint.h"
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include "core/rdma_register.h"
 #include "core/worker.h"
 #include "memtypes/registry.h"
+#include "protocols/eager/eager_send.h"
 #include "protocols/select.h"
 #include "protocols/wire.h"
 
@@ -242,7 +244,7 @@ Status Endpoint::push(Request* r) {
         case ProtoId::kRndvPipeline:
         case ProtoId::kRndvGetZcopy:
         case ProtoId::kRndvPutZcopy: return send_rts(r);
-        default: return r->length <= single_packet_max_ ? send_single(r) : send_fragments(r);
+        default: return proto::eager::start(r);
     }
 }
 
@@ -264,40 +266,6 @@ Status Endpoint::send_payload(Request* r, tl::AmId id, const void* hdr, size_t h
     StageArgs a{&worker_->context()->memtypes(), static_cast<mem::MemType>(r->memtype),
                 r->send_buffer + offset};
     return lane_->am_send_packed(id, hdr, hdr_len, stage_to_cell, &a, length);
-}
-
-Status Endpoint::send_single(Request* r) {
-    if (r->remote_done) {
-        proto::EagerOnlyHeader h{r->send_tag};
-        return send_payload(r, proto::kAmEagerOnly, &h, sizeof(h), 0, r->length);
-    }
-    proto::EagerSyncHeader h{r->send_tag, r->wire_id()};
-    return send_payload(r, proto::kAmEagerSyncOnly, &h, sizeof(h), 0, r->length);
-}
-
-Status Endpoint::send_fragments(Request* r) {
-    if (!r->rts_sent) {
-        proto::EagerFirstHeader h{};
-        h.tag = r->send_tag;
-        h.total_length = r->length;
-        h.message_id = r->message_id;
-        const bool sync = !r->remote_done;
-        h.sender_request = sync ? r->wire_id() : 0;
-        h.flags = sync ? proto::kEagerFlagSync : 0;
-        const size_t chunk = std::min(fragment_max_, r->length);
-        Status s = send_payload(r, proto::kAmEagerFirst, &h, sizeof(h), 0, chunk);
-        if (s != Status::kOk) return s;
-        r->rts_sent = true;
-        r->offset = chunk;
-    }
-    while (r->offset < r->length) {
-        proto::EagerMiddleHeader h{r->offset, r->message_id, 0};
-        const size_t chunk = std::min(fragment_max_, r->length - r->offset);
-        Status s = send_payload(r, proto::kAmEagerMiddle, &h, sizeof(h), r->offset, chunk);
-        if (s != Status::kOk) return s;
-        r->offset += chunk;
-    }
-    return Status::kOk;
 }
 
 bool Endpoint::progress_pending() {

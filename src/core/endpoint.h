@@ -111,8 +111,6 @@ private:
     /// Send as much of @p r as the lane accepts now. kOk: all handed over; kNoResource: rest
     /// later; error: failed.
     Status push(Request* r);
-    Status send_single(Request* r);
-    Status send_fragments(Request* r);
     Status send_rts(Request* r);
 
     Worker* worker_;

@@ -76,7 +76,6 @@ void RequestPool::reset(Request* r) {
     r->cpu_buffer = true;
     r->local_done = false;
     r->remote_done = true;
-    r->rts_sent = false;
     r->queue = 0;
     r->link = {};
     r->recv_buffer = nullptr;

@@ -65,7 +65,6 @@ struct Request : proto::PostedReceive {
     bool cpu_buffer = true;   ///< the CPU may load/store the user buffer directly
     bool local_done = false;  ///< every byte handed over (buffer reusable)
     bool remote_done = true;  ///< ack / ATS received (sync and rendezvous)
-    bool rts_sent = false;
     int queue = 0;            ///< which endpoint list it is on (0 none, 1 pending, 2 in flight)
     RequestLink link;
 
@@ -102,6 +101,13 @@ struct Request : proto::PostedReceive {
     bool rtr_received = false;   ///< sender: a second RTR for one request is ignored
     Status fin_status = Status::kOk;
     tl::AmSource source{};       ///< where the RTS came from (receiver side)
+
+    /// Final status of a receive whose data all arrived: a failed memory-type copy, else
+    /// truncation, else kOk.
+    Status receive_status() const {
+        if (copy_failed) return Status::kIoError;
+        return truncated ? Status::kMessageTruncated : Status::kOk;
+    }
 
     /// Wire id: generation (a random nonce) in the high half, index in the low half.
     uint64_t wire_id() const { return (uint64_t{generation} << 32) | index; }

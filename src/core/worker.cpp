@@ -223,11 +223,7 @@ Worker::~Worker() {
     rdma_regs_.clear();  // verbs registrations go before the interface that holds their PD
     ifaces_.clear();
     if (epoll_fd_ >= 0) close(epoll_fd_);
-    // An incomplete unexpected message is also in the matcher (deleted below) unless a matched
-    // probe took it out.
-    for (auto& [key, r] : reassembly_) {
-        if (r.desc != nullptr && r.desc->probed_out) delete r.desc;
-    }
+    // (An incomplete message a matched probe took out is freed by eager_'s destructor.)
     while (proto::UnexpectedMessage* m = matcher_.match_unexpected(0, 0, true)) {
         delete static_cast<UnexpectedDesc*>(m);
     }
@@ -583,36 +579,7 @@ void Worker::on_sender_released(tl::AmSource src) {
     for (UnexpectedDesc* d : unexpected_rts_) {
         if (d->source.iface == src.iface && d->source.sender == src.sender) d->sender_failed = true;
     }
-    const uint64_t prefix = reassembly_key(src, 0);
-    drop_reassembly([prefix](uint64_t key, const Reassembly&) {
-        return (key & ~uint64_t{0xFFFFFFFF}) == prefix;
-    }, Status::kConnectionReset);
-}
-
-void Worker::drop_reassembly(const std::function<bool(uint64_t, const Reassembly&)>& which,
-                             Status why) {
-    // Take the entries out first: completion callbacks may add new ones.
-    std::vector<Reassembly> dropped;
-    for (auto it = reassembly_.begin(); it != reassembly_.end();) {
-        if (which(it->first, it->second)) {
-            dropped.push_back(it->second);
-            it = reassembly_.erase(it);
-        } else {
-            ++it;
-        }
-    }
-    for (const Reassembly& e : dropped) {
-        if (e.request != nullptr && !e.request->completed) {
-            complete(e.request, why);
-        } else if (e.desc != nullptr) {
-            e.desc->reassembly_key = 0;  // a receive that matches it later fails
-            if (!e.desc->probed_out) {
-                matcher_.remove_unexpected(e.desc);
-                release_unexpected(e.desc);
-                delete e.desc;
-            }
-        }
-    }
+    eager_.drop_sender(src, Status::kConnectionReset);
 }
 
 Status Worker::set_auth_key(const common::AuthKey& key) {
@@ -640,7 +607,7 @@ void Worker::on_remote_failure(uint16_t iface, uint64_t peer_key, Status why) {
     --progress_depth_;
     fail_rndv(peer, why);
     // Messages it had only partly sent can never complete.
-    drop_reassembly([peer](uint64_t, const Reassembly& e) { return e.peer == peer; }, why);
+    eager_.drop_peer(peer, why);
 }
 
 }  // namespace swy::core

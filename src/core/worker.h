@@ -17,6 +17,7 @@
 #include "core/context.h"
 #include "core/endpoint.h"
 #include "core/request.h"
+#include "protocols/eager/eager_recv.h"
 #include "protocols/tag/matcher.h"
 #include "memtypes/registry.h"
 #include "protocols/wire.h"
@@ -60,15 +61,6 @@ struct UnexpectedDesc : proto::UnexpectedMessage {
     bool sender_failed = false;   ///< RTS whose sender died: matching it fails the receive
     proto::RtsHeader rts{};
     int remote_pid = 0;           ///< RTS: the sender's pid as its lane verified it on arrival
-};
-
-/// Fragmented message being reassembled: goes either to a request or an unexpected desc.
-struct Reassembly {
-    Request* request = nullptr;
-    UnexpectedDesc* desc = nullptr;
-    PeerRef peer;
-    size_t total = 0;
-    size_t received = 0;
 };
 
 class Worker final : public tl::AmSink {
@@ -150,9 +142,6 @@ public:
     uint8_t* place_payload(tl::AmId id, tl::AmSource src, const uint8_t* hdr, size_t done,
                            size_t length) override;
     void on_am_placed(tl::AmId id, tl::AmSource src, const uint8_t* hdr, size_t length) override;
-    /// Remove the reassembly entries @p which selects; their receives fail with @p why.
-    void drop_reassembly(const std::function<bool(uint64_t, const Reassembly&)>& which,
-                         Status why);
 
     size_t pio_granted() const { return pio_granted_; }
     /// Control messages (acks, RTR, ATS, FIN, pipeline fragments) dropped because they named
@@ -201,15 +190,7 @@ public:
     /// comes (start_rdma_put), so a failure here is logged, never returned.
     void register_put_source(Request* r);
 
-private:
-    Worker(Context* context, const swy_worker_params_t* params);
-    Status open_interfaces(std::string* why);
-
-    // Receive path (worker_recv.cpp).
-    void handle_eager_only(tl::AmSource src, const uint8_t* data, size_t length, bool sync);
-    void handle_eager_first(tl::AmSource src, const uint8_t* data, size_t length);
-    void handle_eager_middle(tl::AmSource src, const uint8_t* data, size_t length);
-    void handle_ack(tl::AmSource src, const uint8_t* data, size_t length);
+    // ---- plumbing the protocols (src/protocols/) use ----
     // Identity checks: everything a peer sends is matched against the lane it came on.
     /// The peer behind a received message, as its transport vouches for it.
     PeerRef peer_of(tl::AmSource src) const {
@@ -220,13 +201,10 @@ private:
     Request* send_request_from(tl::AmSource src, uint64_t wire_id, const char* what);
     /// The same for a matched receive: @p src must be the peer its RTS came from.
     Request* receive_request_from(tl::AmSource src, uint64_t wire_id, const char* what);
+    /// Count (and log, at a bounded rate) a control message dropped for @p why.
     void reject_control(const char* why);
-    uint64_t rejected_controls_ = 0;
-    void deliver_to_request(Request* r, uint64_t tag, size_t total, const uint8_t* payload,
-                            size_t length);
-    void bind_unexpected(Request* r, UnexpectedDesc* desc);
-    Status set_receive_memtype(Request* r, const swy_request_params_t* params);
-    void send_sync_ack(tl::AmSource src, uint64_t sender_request, Status status = Status::kOk);
+    /// The tag matcher: posted receives and unexpected messages.
+    proto::TagMatcher& matcher() { return matcher_; }
     // Unexpected-message memory, capped per peer and per worker (SWY_UNEXPECTED_*_MAX).
     /// Grow @p d's buffer to hold @p need bytes; false (and @p d lost, its bytes freed) if
     /// that would pass a cap. Inline: every unexpected message comes through here.
@@ -243,6 +221,14 @@ private:
         }
         d->data.reset();
     }
+
+private:
+    Worker(Context* context, const swy_worker_params_t* params);
+    Status open_interfaces(std::string* why);
+
+    uint64_t rejected_controls_ = 0;
+    void bind_unexpected(Request* r, UnexpectedDesc* desc);
+    Status set_receive_memtype(Request* r, const swy_request_params_t* params);
     /// The account an unexpected message from @p src is charged to: its sender index (a
     /// connection on network transports, a sender lane on shm). An index that a new peer
     /// takes over inherits what the old one left unconsumed (the cap stays safe). Deques, so
@@ -266,9 +252,6 @@ private:
     size_t unexpected_max_ = size_t{1} << 30;
     size_t unexpected_peer_max_ = size_t{256} << 20;
     uint64_t unexpected_lost_ = 0;
-    uint64_t reassembly_key(tl::AmSource src, uint32_t message_id) const {
-        return (uint64_t{src.iface} << 48) | (uint64_t{src.sender} << 32) | message_id;
-    }
     // Rendezvous (rndv.cpp).
     void handle_rts(tl::AmSource src, const uint8_t* data, size_t length);
     void handle_ats(tl::AmSource src, const uint8_t* data, size_t length);
@@ -341,8 +324,8 @@ private:
     tl::tcp::TcpInterface* tcp_ = nullptr;
     int epoll_fd_ = -1;
     proto::TagMatcher matcher_;
+    proto::eager::EagerReceiver eager_{this};  // eager receive half (src/protocols/eager/)
     RequestPool pool_;
-    std::unordered_map<uint64_t, Reassembly> reassembly_;
     Endpoint* endpoints_ = nullptr;  // intrusive list of every endpoint
     std::vector<Endpoint*> pending_eps_;
     std::vector<Endpoint*> pending_scratch_;

@@ -1,5 +1,6 @@
-// Receive side of the worker: active-message handlers, tag matching, reassembly of
-// fragmented messages, probes and synchronous-send acknowledgements.
+// Receive side of the worker: dispatch of active messages to the protocols (eager/, rndv/),
+// memory types of receive buffers, unexpected-message memory, the identity checks of
+// control messages, and the receives the application posts (tag_recv, probe, msg_recv).
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -13,26 +14,13 @@ namespace swy::core {
 using common::LogLevel;
 using common::log_printf;
 
-namespace {
-
-Status final_status(const Request* r) {
-    if (r->copy_failed) return Status::kIoError;
-    return r->truncated ? Status::kMessageTruncated : Status::kOk;
-}
-
-void malformed(const char* what, size_t length) {
-    log_printf(LogLevel::kError, "dropping malformed %s packet (%zu bytes)", what, length);
-}
-
-}  // namespace
-
 void Worker::on_am(tl::AmId id, tl::AmSource src, const uint8_t* data, size_t length) {
     switch (id) {
-        case proto::kAmEagerOnly: handle_eager_only(src, data, length, false); return;
-        case proto::kAmEagerSyncOnly: handle_eager_only(src, data, length, true); return;
-        case proto::kAmEagerFirst: handle_eager_first(src, data, length); return;
-        case proto::kAmEagerMiddle: handle_eager_middle(src, data, length); return;
-        case proto::kAmSyncAck: handle_ack(src, data, length); return;
+        case proto::kAmEagerOnly: eager_.on_only(src, data, length, false); return;
+        case proto::kAmEagerSyncOnly: eager_.on_only(src, data, length, true); return;
+        case proto::kAmEagerFirst: eager_.on_first(src, data, length); return;
+        case proto::kAmEagerMiddle: eager_.on_middle(src, data, length); return;
+        case proto::kAmSyncAck: eager_.on_ack(src, data, length); return;
         case proto::kAmRndvRts: handle_rts(src, data, length); return;
         case proto::kAmRndvAts: handle_ats(src, data, length); return;
         case proto::kAmRndvRtr: handle_rtr(src, data, length); return;
@@ -103,22 +91,6 @@ Status Worker::copy_in(Request* r, size_t offset, const uint8_t* src, size_t len
                                                r->recv_buffer + offset, src, length);
 }
 
-void Worker::deliver_to_request(Request* r, uint64_t tag, size_t total, const uint8_t* payload,
-                                size_t length) {
-    r->matched = true;
-    r->info.sender_tag = tag;
-    r->info.length = total;
-    r->truncated = total > r->capacity;
-    const size_t n = std::min(length, r->capacity);
-    if (copy_in(r, 0, payload, n) != Status::kOk) r->copy_failed = true;
-    r->received = length;
-}
-
-void Worker::send_sync_ack(tl::AmSource src, uint64_t sender_request, Status status) {
-    proto::AckHeader ack{sender_request, static_cast<int32_t>(status), 0};
-    send_control(src, proto::kAmSyncAck, &ack, sizeof(ack));
-}
-
 bool Worker::grow_unexpected(UnexpectedDesc* d, size_t need) {
     if (d->lost) return false;
     // Grow by doubling (bounded by the message) so a long message is copied O(1) times per
@@ -148,120 +120,6 @@ bool Worker::grow_unexpected(UnexpectedDesc* d, size_t need) {
     unexpected_bytes_ += extra;
     peer_bytes += extra;
     return true;
-}
-
-void Worker::handle_eager_only(tl::AmSource src, const uint8_t* data, size_t length, bool sync) {
-    uint64_t tag = 0;
-    uint64_t sender_request = 0;
-    size_t header = sync ? sizeof(proto::EagerSyncHeader) : sizeof(proto::EagerOnlyHeader);
-    if (length < header) return malformed("eager", length);
-    std::memcpy(&tag, data, sizeof(tag));
-    if (sync) std::memcpy(&sender_request, data + 8, sizeof(sender_request));
-    const uint8_t* payload = data + header;
-    const size_t size = length - header;
-
-    if (proto::PostedReceive* p = matcher_.match_posted(tag)) {
-        auto* r = static_cast<Request*>(p);
-        deliver_to_request(r, tag, size, payload, size);
-        if (sync) send_sync_ack(src, sender_request);
-        complete(r, final_status(r));
-        return;
-    }
-    auto* d = new UnexpectedDesc;
-    d->tag = tag;
-    d->length = size;
-    d->sync = sync;
-    d->sender_request = sender_request;
-    d->source = src;
-    if (size != 0 && reserve_unexpected(d, size)) std::memcpy(d->data.get(), payload, size);
-    d->received = size;
-    matcher_.add_unexpected(d);
-}
-
-void Worker::handle_eager_first(tl::AmSource src, const uint8_t* data, size_t length) {
-    proto::EagerFirstHeader h{};
-    if (!proto::read_header(data, length, &h)) return malformed("first fragment", length);
-    const uint8_t* payload = data + sizeof(h);
-    const size_t size = length - sizeof(h);
-    const uint64_t key = reassembly_key(src, h.message_id);
-    // No machine buffers half a terabyte: a larger total is a corrupt header, not a message.
-    constexpr uint64_t kMaxEagerMessage = uint64_t{1} << 39;
-    if (size > h.total_length || h.total_length > kMaxEagerMessage || reassembly_.count(key) != 0) {
-        return malformed("first fragment (length or duplicate id)", length);
-    }
-    const bool sync = (h.flags & proto::kEagerFlagSync) != 0;
-    Reassembly entry;
-    entry.peer = peer_of(src);
-    entry.total = h.total_length;
-    entry.received = size;
-
-    if (proto::PostedReceive* p = matcher_.match_posted(h.tag)) {
-        auto* r = static_cast<Request*>(p);
-        deliver_to_request(r, h.tag, h.total_length, payload, size);
-        if (sync) send_sync_ack(src, h.sender_request);
-        if (size == h.total_length) {
-            complete(r, final_status(r));
-            return;
-        }
-        entry.request = r;
-        reassembly_.emplace(key, entry);
-        return;
-    }
-    auto* d = new UnexpectedDesc;
-    d->tag = h.tag;
-    d->length = h.total_length;
-    d->sync = sync;
-    d->sender_request = h.sender_request;
-    d->source = src;
-    // Only what arrived is buffered (a first fragment may announce far more than it brings).
-    if (size != 0 && reserve_unexpected(d, size)) std::memcpy(d->data.get(), payload, size);
-    d->received = size;
-    d->reassembly_key = size == h.total_length ? 0 : key;
-    matcher_.add_unexpected(d);
-    if (d->reassembly_key != 0) {
-        entry.desc = d;
-        reassembly_.emplace(key, entry);
-    }
-}
-
-void Worker::handle_eager_middle(tl::AmSource src, const uint8_t* data, size_t length) {
-    proto::EagerMiddleHeader h{};
-    if (!proto::read_header(data, length, &h)) return malformed("fragment", length);
-    const uint8_t* payload = data + sizeof(h);
-    const size_t size = length - sizeof(h);
-    auto it = reassembly_.find(reassembly_key(src, h.message_id));
-    if (it == reassembly_.end()) return malformed("fragment of an unknown message", length);
-    Reassembly& e = it->second;
-    if (h.offset != e.received || size > e.total - e.received) {
-        return malformed("fragment (offset out of sequence)", length);
-    }
-    if (Request* r = e.request) {
-        if (h.offset < r->capacity &&
-            copy_in(r, h.offset, payload, std::min(size, r->capacity - h.offset)) != Status::kOk) {
-            r->copy_failed = true;
-        }
-        e.received += size;
-        r->received = e.received;
-        if (e.received == e.total) {
-            reassembly_.erase(it);
-            complete(r, final_status(r));
-        }
-        return;
-    }
-    UnexpectedDesc* d = e.desc;
-    if (d == nullptr) {  // a lost message whose receive already failed
-        e.received += size;
-        if (e.received == e.total) reassembly_.erase(it);
-        return;
-    }
-    // A lost message still takes its fragments (to keep the stream in step), but keeps none.
-    if (reserve_unexpected(d, h.offset + size)) std::memcpy(d->data.get() + h.offset, payload, size);
-    e.received += size;
-    d->received = e.received;
-    if (e.received == e.total) {
-        d->reassembly_key = 0;
-        reassembly_.erase(it);
-    }
 }
 
 Request* Worker::send_request_from(tl::AmSource src, uint64_t wire_id, const char* what) {
@@ -294,19 +152,6 @@ void Worker::reject_control(const char* what) {
     }
 }
 
-void Worker::handle_ack(tl::AmSource src, const uint8_t* data, size_t length) {
-    proto::AckHeader h{};
-    if (!proto::read_header(data, length, &h)) return malformed("ack", length);
-    Request* r = send_request_from(src, h.sender_request, "sync ack");
-    if (r == nullptr) return;
-    if (r->remote_done) {
-        log_printf(LogLevel::kDebug, "ignoring an ack for a finished send");
-        return;
-    }
-    r->remote_done = true;
-    if (r->local_done) complete(r, status_from_wire(h.status));
-}
-
 // ------------------------------------------------------------------------------------------
 // Receives posted by the application
 // ------------------------------------------------------------------------------------------
@@ -322,35 +167,7 @@ void Worker::bind_unexpected(Request* r, UnexpectedDesc* d) {
         delete d;
         return;
     }
-    r->matched = true;
-    r->info.sender_tag = d->tag;
-    r->info.length = d->length;
-    r->truncated = d->length > r->capacity;
-    if (d->lost) {
-        // Matched in its place, so order is kept; its bytes were never kept.
-        if (d->sync) send_sync_ack(d->source, d->sender_request, Status::kNoResource);
-        // The rest of its fragments still arrive: the entry stays, with no owner, and
-        // swallows them.
-        if (d->reassembly_key != 0) reassembly_[d->reassembly_key].desc = nullptr;
-        complete(r, Status::kNoResource);
-        delete d;
-        return;
-    }
-    const size_t n = std::min(d->received, r->capacity);
-    if (n != 0 && copy_in(r, 0, d->data.get(), n) != Status::kOk) r->copy_failed = true;
-    r->received = d->received;
-    release_unexpected(d);
-    if (d->sync) send_sync_ack(d->source, d->sender_request);
-    if (d->received == d->length) {
-        complete(r, final_status(r));
-    } else if (d->reassembly_key == 0) {
-        complete(r, Status::kConnectionReset);  // its sender died before finishing it
-    } else {
-        Reassembly& e = reassembly_[d->reassembly_key];
-        e.request = r;
-        e.desc = nullptr;
-    }
-    delete d;
+    eager_.bind_unexpected(r, d);
 }
 
 /// Shared tail of tag_recv and msg_recv: immediate completion or a handle for later.
@@ -434,7 +251,7 @@ Status Worker::msg_recv(void* buffer, size_t length, UnexpectedDesc* message,
         pool_.put(r);
         return ms;
     }
-    if (message->reassembly_key != 0) reassembly_[message->reassembly_key].desc = message;
+    eager_.track_probed(message);
     bind_unexpected(r, message);
     return finish_receive(this, r, params, out);
 }
