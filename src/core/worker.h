@@ -5,6 +5,7 @@
 #include <switchyard/switchyard.h>
 
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -176,7 +177,16 @@ public:
                            mem::MemType* type, bool* cpu_buffer) const;
     /// Copy received bytes into a receive request's buffer at @p offset (plugin copy for
     /// memory the CPU must not touch). Clamps nothing: the caller checks capacity.
-    Status copy_in(Request* r, size_t offset, const uint8_t* src, size_t length) const;
+    /// Inline: every eager receive comes through here with a host buffer.
+    Status copy_in(Request* r, size_t offset, const uint8_t* src, size_t length) const {
+        if (__builtin_expect(r->cpu_buffer, 1)) {
+            if (length != 0) std::memcpy(r->recv_buffer + offset, src, length);
+            return Status::kOk;
+        }
+        return copy_in_device(r, offset, src, length);
+    }
+    /// copy_in() into memory the CPU must not touch: the memory type's copy routine.
+    Status copy_in_device(Request* r, size_t offset, const uint8_t* src, size_t length) const;
     tl::cma::CmaMode cma_mode() const { return cma_mode_; }
 
     /// A rendezvous send whose peer answered with RTR (put or pipeline): move the data.

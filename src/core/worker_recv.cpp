@@ -81,12 +81,9 @@ Status Worker::resolve_memtype(const void* buffer, size_t length, swy_memtype_t 
     return Status::kOk;
 }
 
-Status Worker::copy_in(Request* r, size_t offset, const uint8_t* src, size_t length) const {
+Status Worker::copy_in_device(Request* r, size_t offset, const uint8_t* src,
+                              size_t length) const {
     if (length == 0) return Status::kOk;
-    if (r->cpu_buffer) {
-        std::memcpy(r->recv_buffer + offset, src, length);
-        return Status::kOk;
-    }
     return context_->memtypes().copy_from_host(static_cast<mem::MemType>(r->memtype),
                                                r->recv_buffer + offset, src, length);
 }
