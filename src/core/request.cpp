@@ -71,6 +71,7 @@ void RequestPool::reset(Request* r) {
     r->send_tag = 0;
     r->message_id = 0;
     r->proto = 0;
+    r->stage = 0;
     r->memtype = 1;
     r->cpu_buffer = true;
     r->local_done = false;

@@ -59,6 +59,8 @@ struct Request : proto::PostedReceive {
     uint64_t send_tag = 0;
     uint32_t message_id = 0;
     uint8_t proto = 0;        ///< proto::ProtoId chosen at send time
+    /// The running protocol's own stage enum (protocols/protocol.h; 0: not started).
+    uint8_t stage = 0;
     uint8_t memtype = 1;      ///< mem::MemType of the user buffer (send or receive)
     bool cpu_buffer = true;   ///< the CPU may load/store the user buffer directly
     bool local_done = false;  ///< every byte handed over (buffer reusable)

@@ -3,20 +3,16 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "protocols/protocol.h"
+
 namespace swy::proto {
 
-namespace {
-constexpr const char* kNames[kProtoCount] = {"eager_short", "eager_bcopy", "rndv_get_cma",
-                                             "rndv_put_cma", "rndv_pipeline",
-                                             "rndv_get_zcopy", "rndv_put_zcopy"};
-}
-
-const char* proto_name(ProtoId id) { return kNames[static_cast<size_t>(id)]; }
+const char* proto_name(ProtoId id) { return proto_info(id).name; }
 
 bool proto_from_name(const std::string& name, ProtoId* out) {
-    for (size_t i = 0; i < kProtoCount; ++i) {
-        if (name == kNames[i]) {
-            *out = static_cast<ProtoId>(i);
+    for (const ProtoInfo& info : kProtoInfo) {
+        if (name == info.name) {
+            *out = info.id;
             return true;
         }
     }
