@@ -113,7 +113,6 @@ private:
     Status push(Request* r);
     Status send_single(Request* r);
     Status send_fragments(Request* r);
-    Status send_rts(Request* r);
 
     Worker* worker_;
     std::unique_ptr<tl::Endpoint> lane_;
