@@ -220,8 +220,12 @@ void Rendezvous::on_rtr(tl::AmSource src, const uint8_t* data, size_t length) {
     const auto scheme = static_cast<RndvScheme>(h.scheme);
     const bool pipeline = scheme == RndvScheme::kPipeline;
     const bool split = h.split != 0 && scheme == RndvScheme::kPut && info.zcopy == ZcopyNeed::kGet;
-    const bool put = h.split == 0 && info.zcopy == ZcopyNeed::kPut && scheme == info.scheme;
+    // A put RTR is taken whatever the RTS offered: the receiver may only ask us to write into
+    // its own memory (the lane reaches nobody else), and a put we cannot make fails the send
+    // and tells the receiver with the FIN, where ignoring it would leave the send hanging.
+    const bool put = h.split == 0 && (scheme == RndvScheme::kPut || scheme == RndvScheme::kPutRdma);
     if (!pipeline && !split && !put) return worker_->reject_control("RTR out of place");
+    if (put) r->proto = static_cast<uint8_t>(proto_for_scheme(scheme));
     r->peer_request = h.receive_request;
     r->remote_address = h.address;
     r->remote_key = h.rkey;
