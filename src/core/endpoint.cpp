@@ -5,10 +5,11 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/rdma_register.h"
 #include "core/worker.h"
 #include "memtypes/registry.h"
 #include "protocols/eager/eager_send.h"
+#include "protocols/protocol.h"
+#include "protocols/rndv/zcopy_register.h"
 #include "protocols/select.h"
 #include "protocols/wire.h"
 
@@ -110,8 +111,8 @@ void Endpoint::wire(std::unique_ptr<tl::Endpoint> lane, uint16_t iface_index) {
         device_caps.pio_max = 0;
         device_caps.cma = false;
         // RDMA reaches device memory only through dma-buf registration (verbs probes it),
-        // and only memory types whose plugin exports a dma-buf (rdma_register.h).
-        device_caps.rdma = caps.rdma && rdma_reaches_device_memory(a, type, attr);
+        // and only memory types whose plugin exports a dma-buf (protocols/rndv/zcopy_register.h).
+        device_caps.rdma = caps.rdma && proto::rndv::rdma_reaches_device_memory(a, type, attr);
         device_caps.stage_fixed_s = attr.copy_latency_s;
         device_caps.stage_per_byte_s = 1.0 / attr.copy_bw_Bps;
         tables_[t] = proto::select_protocols(device_caps, costs, o);
@@ -231,21 +232,17 @@ Status Endpoint::tag_send(const void* buffer, size_t length, uint64_t tag,
 void Endpoint::choose_protocol(Request* r) {
     const size_t length = r->length;
     r->proto = static_cast<uint8_t>(tables_[r->memtype].lookup(length));
-    const bool rndv = r->proto >= static_cast<uint8_t>(ProtoId::kRndvGetCma);
+    const bool rndv = proto::is_rendezvous(static_cast<ProtoId>(r->proto));
     // Rendezvous completes on ATS/FIN, which already implies a matched receive (sync).
     r->remote_done = !rndv && (r->flags & SWY_REQ_FLAG_SYNC) == 0;
     if (!rndv && length > single_packet_max_) r->message_id = next_message_id();
 }
 
 Status Endpoint::push(Request* r) {
-    switch (static_cast<ProtoId>(r->proto)) {
-        case ProtoId::kRndvGetCma:
-        case ProtoId::kRndvPutCma:
-        case ProtoId::kRndvPipeline:
-        case ProtoId::kRndvGetZcopy:
-        case ProtoId::kRndvPutZcopy: return send_rts(r);
-        default: return proto::eager::start(r);
-    }
+    const auto id = static_cast<ProtoId>(r->proto);
+    // Eager by a direct call (the common case); rendezvous through its Protocol entry.
+    if (!proto::is_rendezvous(id)) return proto::eager::start(r);
+    return proto::rndv::protocol(id).start(r);
 }
 
 namespace {

@@ -111,7 +111,6 @@ private:
     /// Send as much of @p r as the lane accepts now. kOk: all handed over; kNoResource: rest
     /// later; error: failed.
     Status push(Request* r);
-    Status send_rts(Request* r);
 
     Worker* worker_;
     std::unique_ptr<tl::Endpoint> lane_;

@@ -77,29 +77,17 @@ struct Request : proto::PostedReceive {
     bool truncated = false;
     bool copy_failed = false;    ///< a memory-type copy into the buffer failed
 
-    // ---- rendezvous state (both sides) ----
+    // ---- rendezvous state (both sides; the stage is in `stage`, src/protocols/rndv/) ----
     uint64_t peer_request = 0;   ///< the other side's request id
     uint64_t remote_address = 0; ///< peer buffer (get: sender's, put: receiver's)
-    int remote_pid = 0;          ///< CMA target, verified by the lane (0: no CMA)
+    uint64_t remote_key = 0;     ///< its zero-copy key (RDMA rkey; CMA: unused, the lane's pid)
     PeerRef peer;                ///< receiver: who sent the RTS (controls must come from it)
     size_t rndv_length = 0;      ///< bytes to move (clamped to the receive buffer)
     size_t rndv_done = 0;        ///< bytes moved so far
-    uint8_t rndv_scheme = 0;     ///< proto::RndvScheme
     Status rndv_status = Status::kOk;  ///< status the peer told us (truncation)
     size_t rndv_offset = 0;      ///< start of our part in the message (split transfers)
     size_t split_offset = 0;     ///< receiver: where the sender's pushed part starts
-    // Split GET state. Sender: `split` set by the split RTR; it completes on the ATS, which the
-    // receiver sends only after its own pull and the sender's FIN. Receiver: `split_wanted`
-    // until the first chunk was pulled (so a refused pull never leaves a split behind),
-    // `own_done` when its share is pulled, `fin_received` when the sender's FIN arrived.
-    bool split = false;
-    bool split_wanted = false;
-    bool own_done = false;
-    bool fin_received = false;
-    bool fin_pending = false;    ///< sender: FIN still to be sent (the lane was full)
-    bool rdma_pending = false;   ///< sender: verbs RDMA WRITEs not yet completed locally
-    bool rtr_received = false;   ///< sender: a second RTR for one request is ignored
-    Status fin_status = Status::kOk;
+    Status fin_status = Status::kOk;   ///< what our FIN says (sender) or the peer's said
     tl::AmSource source{};       ///< where the RTS came from (receiver side)
 
     /// Final status of a receive whose data all arrived: a failed memory-type copy, else

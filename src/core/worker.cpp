@@ -47,8 +47,7 @@ Status Worker::create(Context* context, const swy_worker_params_t* params, Worke
         return Status::kInvalidParam;
     }
     if (!context->transport_enabled("cma")) w->cma_mode_ = tl::cma::CmaMode::kOff;
-    w->rndv_chunk_ = std::max<size_t>(cfg.get_size("RNDV_FRAG_SIZE"), 4096);
-    w->rndv_split_min_ = std::max<size_t>(cfg.get_size("RNDV_SPLIT_MIN"), 8192);
+    w->rndv_.set_split_min(std::max<size_t>(cfg.get_size("RNDV_SPLIT_MIN"), 8192));
     w->unexpected_max_ = cfg.get_size("UNEXPECTED_MAX");
     w->unexpected_peer_max_ = cfg.get_size("UNEXPECTED_PEER_MAX");
     Status s = w->open_interfaces(why);
@@ -220,7 +219,7 @@ Worker::~Worker() {
     run_deferred();
     reap_endpoints();
     // Receives still posted are canceled too.
-    rdma_regs_.clear();  // verbs registrations go before the interface that holds their PD
+    rndv_.release_all();  // registrations go before the interface that holds their PD
     ifaces_.clear();
     if (epoll_fd_ >= 0) close(epoll_fd_);
     // (An incomplete message a matched probe took out is freed by eager_'s destructor.)
@@ -265,7 +264,7 @@ unsigned Worker::progress() {
         }
     }
     if (__builtin_expect(!control_backlog_.empty(), 0)) retry_control();
-    if (__builtin_expect(!rndv_gets_.empty() || !rndv_sends_.empty(), 0)) n += progress_rndv();
+    if (__builtin_expect(rndv_.busy(), 0)) n += rndv_.progress();
     if (__builtin_expect(!closing_.empty(), 0)) {
         for (size_t i = 0; i < closing_.size();) {
             Request* r = closing_[i];
@@ -576,9 +575,7 @@ void Worker::retry_control() {
 void Worker::on_sender_released(tl::AmSource src) {
     // Its sender index may now go to another process: an RTS it left unmatched can never be
     // served (nor may its address be read in whoever takes the index next).
-    for (UnexpectedDesc* d : unexpected_rts_) {
-        if (d->source.iface == src.iface && d->source.sender == src.sender) d->sender_failed = true;
-    }
+    rndv_.sender_released(src);
     eager_.drop_sender(src, Status::kConnectionReset);
 }
 
@@ -605,7 +602,7 @@ void Worker::on_remote_failure(uint16_t iface, uint64_t peer_key, Status why) {
         if (!ep->closed) ep->fail(why);
     }
     --progress_depth_;
-    fail_rndv(peer, why);
+    rndv_.fail_peer(peer, why);
     // Messages it had only partly sent can never complete.
     eager_.drop_peer(peer, why);
 }

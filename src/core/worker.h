@@ -21,10 +21,10 @@
 #include "protocols/eager/eager_recv.h"
 #include "protocols/tag/matcher.h"
 #include "memtypes/registry.h"
+#include "protocols/rndv/rendezvous.h"
 #include "protocols/wire.h"
 #include "transports/cma/cma.h"
 #include "transports/transport.h"
-#include "transports/verbs/rdma.h"
 
 namespace swy::tl::shm {
 class ShmInterface;
@@ -61,7 +61,6 @@ struct UnexpectedDesc : proto::UnexpectedMessage {
     bool rndv = false;            ///< an RTS: the data is still in the sender's buffer
     bool sender_failed = false;   ///< RTS whose sender died: matching it fails the receive
     proto::RtsHeader rts{};
-    int remote_pid = 0;           ///< RTS: the sender's pid as its lane verified it on arrival
 };
 
 class Worker final : public tl::AmSink {
@@ -139,10 +138,16 @@ public:
     void on_remote_failure(uint16_t iface, uint64_t peer_key, Status why) override;
     void on_sender_released(tl::AmSource src) override;
     /// Zero-copy receive of rendezvous fragments (tcp): straight into the user's buffer.
-    size_t placement_header(tl::AmId id) const override;
+    size_t placement_header(tl::AmId id) const override {
+        return id == proto::kAmRndvData ? sizeof(proto::RndvDataHeader) : 0;
+    }
     uint8_t* place_payload(tl::AmId id, tl::AmSource src, const uint8_t* hdr, size_t done,
-                           size_t length) override;
-    void on_am_placed(tl::AmId id, tl::AmSource src, const uint8_t* hdr, size_t length) override;
+                           size_t length) override {
+        return id == proto::kAmRndvData ? rndv_.place_data(src, hdr, done, length) : nullptr;
+    }
+    void on_am_placed(tl::AmId id, tl::AmSource src, const uint8_t* hdr, size_t length) override {
+        if (id == proto::kAmRndvData) rndv_.on_data_placed(src, hdr, length);
+    }
 
     size_t pio_granted() const { return pio_granted_; }
     /// Control messages (acks, RTR, ATS, FIN, pipeline fragments) dropped because they named
@@ -189,16 +194,9 @@ public:
     Status copy_in_device(Request* r, size_t offset, const uint8_t* src, size_t length) const;
     tl::cma::CmaMode cma_mode() const { return cma_mode_; }
 
-    /// A rendezvous send whose peer answered with RTR (put or pipeline): move the data.
-    void start_rndv_send(Request* r);
-    /// Verbs rendezvous (rndv_verbs.cpp): put the RDMA scheme into the RTS of @p r when its
-    /// lane can do RDMA. GET also registers the send buffer (the RTS carries its rkey) and
-    /// leaves the RTS a pipeline one if that fails; a retried RTS reuses the registration.
-    void prepare_rdma_rts(Endpoint* ep, Request* r, proto::RtsHeader* rts);
-    /// Verbs PUT (rndv_verbs.cpp): register the send buffer of @p r, called right after its
-    /// RTS was handed to the lane. If that fails the data goes through the lane when the RTR
-    /// comes (start_rdma_put), so a failure here is logged, never returned.
-    void register_put_source(Request* r);
+    // ---- rendezvous (src/protocols/rndv/) ----
+    /// The rendezvous protocols' state in this worker.
+    proto::rndv::Rendezvous& rndv() { return rndv_; }
 
     // ---- plumbing the protocols (src/protocols/) use ----
     // Identity checks: everything a peer sends is matched against the lane it came on.
@@ -262,57 +260,9 @@ private:
     size_t unexpected_max_ = size_t{1} << 30;
     size_t unexpected_peer_max_ = size_t{256} << 20;
     uint64_t unexpected_lost_ = 0;
-    // Rendezvous (rndv.cpp).
-    void handle_rts(tl::AmSource src, const uint8_t* data, size_t length);
-    void handle_ats(tl::AmSource src, const uint8_t* data, size_t length);
-    void handle_rtr(tl::AmSource src, const uint8_t* data, size_t length);
-    void handle_fin(tl::AmSource src, const uint8_t* data, size_t length);
-    void handle_rndv_data(tl::AmSource src, const uint8_t* data, size_t length);
-    /// The receive a pipeline fragment of @p size bytes from @p src belongs to, or null if it
-    /// fits none (or @p src is not the peer that receive waits for).
-    Request* rndv_data_target(tl::AmSource src, const proto::RndvDataHeader& h, size_t size);
-    void rndv_data_arrived(Request* r, size_t size);
-    /// @p peer and @p pid: who sent the RTS and the process CMA may read, both as the lane
-    /// vouched for them when the RTS arrived (a sender slot may be reused later).
-    void start_rndv_receive(Request* r, const proto::RtsHeader& rts, tl::AmSource src,
-                            const PeerRef& peer, int pid);
-    void send_rtr(Request* r, proto::RndvScheme scheme);
-    void finish_rndv_receive(Request* r, Status status);
-    void split_request(Request* r);
-    void finish_split(Request* r, Status own_status);
-    unsigned progress_rndv();
-    void fail_rndv(const PeerRef& peer, Status why);
-    // Verbs rendezvous (rndv_verbs.cpp): RDMA READ (GET) and RDMA WRITE + FIN (PUT) on
-    // per-transfer registrations, held here until the transfer's request completes.
-    void start_rdma_receive(Request* r, const proto::RtsHeader& rts, proto::RndvScheme scheme);
-    void start_rdma_put(Request* r, uint32_t rkey);
-    void release_rdma(Request* r);
-    Status register_rdma_buffer(tl::Endpoint* lane, const Request* r, const void* buffer,
-                                size_t length, unsigned access,
-                                std::unique_ptr<tl::MemoryRegistration>* out, std::string* why);
-    static void on_rdma_get_done(void* arg, uint64_t cookie, Status status);
-    static void on_rdma_put_done(void* arg, uint64_t cookie, Status status);
-    static void on_rdma_put_posted(void* arg, uint64_t cookie, Status status);
-    void send_put_fin(Request* r);
-    struct RdmaRegistration {
-        Request* request;
-        uint64_t id;
-        std::unique_ptr<tl::MemoryRegistration> reg;
-    };
-    std::vector<RdmaRegistration> rdma_regs_;
-    /// A request id captured with its pointer, so a reused request is never mistaken.
-    struct TrackedRequest {
-        Request* request;
-        uint64_t id;
-        bool live() const { return !request->completed && request->wire_id() == id; }
-    };
-    std::vector<UnexpectedDesc*> unexpected_rts_;  // for failure handling
-    std::vector<TrackedRequest> rndv_gets_;     // receiver: pulling with CMA
-    std::vector<TrackedRequest> rndv_waiting_;  // receiver: waiting for put/pipeline data
-    std::vector<TrackedRequest> rndv_sends_;    // sender: pushing put/pipeline data
+    // Rendezvous: state and protocols in src/protocols/rndv/ (the worker only plumbs).
+    proto::rndv::Rendezvous rndv_{this};
     tl::cma::CmaMode cma_mode_ = tl::cma::CmaMode::kAuto;
-    size_t rndv_chunk_ = 512 * 1024;
-    size_t rndv_split_min_ = 128 * 1024;
 
     void run_deferred();
     void retry_control();

@@ -21,11 +21,11 @@ void Worker::on_am(tl::AmId id, tl::AmSource src, const uint8_t* data, size_t le
         case proto::kAmEagerFirst: eager_.on_first(src, data, length); return;
         case proto::kAmEagerMiddle: eager_.on_middle(src, data, length); return;
         case proto::kAmSyncAck: eager_.on_ack(src, data, length); return;
-        case proto::kAmRndvRts: handle_rts(src, data, length); return;
-        case proto::kAmRndvAts: handle_ats(src, data, length); return;
-        case proto::kAmRndvRtr: handle_rtr(src, data, length); return;
-        case proto::kAmRndvFin: handle_fin(src, data, length); return;
-        case proto::kAmRndvData: handle_rndv_data(src, data, length); return;
+        case proto::kAmRndvRts: rndv_.on_rts(src, data, length); return;
+        case proto::kAmRndvAts: rndv_.on_ats(src, data, length); return;
+        case proto::kAmRndvRtr: rndv_.on_rtr(src, data, length); return;
+        case proto::kAmRndvFin: rndv_.on_fin(src, data, length); return;
+        case proto::kAmRndvData: rndv_.on_data(src, data, length); return;
         default:
             log_printf(LogLevel::kError, "dropping packet with unknown message id %u", id);
             return;
@@ -155,12 +155,7 @@ void Worker::reject_control(const char* what) {
 
 void Worker::bind_unexpected(Request* r, UnexpectedDesc* d) {
     if (d->rndv) {
-        std::erase(unexpected_rts_, d);
-        if (d->sender_failed) {
-            complete(r, Status::kConnectionReset);
-        } else {
-            start_rndv_receive(r, d->rts, d->source, d->peer, d->remote_pid);
-        }
+        rndv_.bind_unexpected(r, *d);
         delete d;
         return;
     }

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "protocols/protocol.h"
+
 namespace swy::proto {
 namespace {
 
@@ -21,7 +23,7 @@ bool allowed(const SelectOverrides& o, ProtoId id) {
     return false;
 }
 
-bool is_rndv(ProtoId id) { return id >= ProtoId::kRndvGetCma; }
+bool is_rndv(ProtoId id) { return is_rendezvous(id); }
 
 std::string format_time(double s) {
     char buf[32];

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "transports/zcopy.h"
 
 namespace swy::tl {
 
@@ -29,6 +30,7 @@ struct LinearCost {
 /// What one lane (transport endpoint) can do. Filled at connect time; never changes.
 struct LaneAttr {
     const char* transport = "";
+    uint32_t caps = 0;             ///< cap:: bits (transports/zcopy.h): what the lane can do
     bool pio = false;              ///< holds a dedicated PIO window (mapped cells it owns)
     uint32_t credits = 0;          ///< cells it may have in flight
     bool credits_shared = false;   ///< credits are shared with other senders
@@ -127,6 +129,9 @@ public:
     virtual uint64_t peer_key() const = 0;
     /// Tell the peer this endpoint is going away (releases its resources there). Best effort.
     virtual void disconnect() = 0;
+    /// The lane's zero-copy operations (transports/zcopy.h), or null if it has none. Lives as
+    /// long as this endpoint.
+    virtual ZcopyLane* zcopy() { return nullptr; }
 };
 
 /// One transport instance inside a worker.

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "transports/verbs/rdma.h"
+#include "transports/zcopy.h"
 #include "transports/verbs/reg_cache.h"
 
 using swy::Status;

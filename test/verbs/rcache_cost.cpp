@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "transports/verbs/rdma.h"
+#include "transports/zcopy.h"
 #include "transports/verbs/reg_cache.h"
 #include "transports/verbs/verbs_registrar.h"
 

@@ -48,6 +48,7 @@ ShmEndpoint::ShmEndpoint(ShmInterface* iface, std::shared_ptr<RemoteSegment> rem
     attr_.transport = "shm";
     attr_.remote_pid = remote_->pid;
     attr_.rndv = true;
+    attr_.caps = cap::kAmBcopy;
     ring_ = RingView(remote_->base + h->fifo_offset, h->fifo_cells, h->fifo_cell_size);
     attr_.pio = false;
     attr_.credits = h->fifo_cells;
@@ -72,6 +73,7 @@ void ShmEndpoint::use_pio_ring(uint32_t pio_slot) {
     // it sleeps (membarrier); otherwise publish with a full fence.
     publish_fence_ = h->publish_fence != 0 || !iface_->membarrier_registered();
     attr_.pio = true;
+    attr_.caps |= cap::kAmShort;
     // Credits in the smallest record (one cache line): how many small messages fit.
     attr_.credits = static_cast<uint32_t>(pio_bytes_ / kCacheLine);
     attr_.credits_shared = false;
@@ -456,7 +458,7 @@ Status ShmInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t
         std::string cma_why;
         bool ok = cma::probe(config_.cma_mode, remote->pid, probe, &remote_uid,
                              sizeof(remote_uid), &cma_why) == Status::kOk;
-        ep->set_cma(ok, cma_why);
+        ep->set_cma(config_.cma_mode, ok, cma_why);
     }
     *out = std::move(ep);
     return Status::kOk;

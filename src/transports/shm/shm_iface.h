@@ -14,6 +14,7 @@
 #include "transports/shm/shm_address.h"
 #include "transports/shm/segment_layout.h"
 #include "transports/cma/cma.h"
+#include "transports/cma/cma_lane.h"
 #include "transports/transport.h"
 
 namespace swy::tl::shm {
@@ -61,11 +62,16 @@ public:
     void disconnect() override;
     /// Move this lane onto dedicated PIO ring @p pio_slot (after announcing it).
     void use_pio_ring(uint32_t pio_slot);
-    /// Record the CMA probe result (rendezvous zero-copy to this peer).
-    void set_cma(bool ok, const std::string& why) {
+    /// Record the CMA probe result (rendezvous zero-copy to this peer): when it passed, the
+    /// lane's zero-copy operations reach the peer's verified pid in @p mode.
+    void set_cma(cma::CmaMode mode, bool ok, const std::string& why) {
         attr_.zcopy_cma = ok;
         attr_.cma_reason = ok ? "" : why;
+        cma_.set(mode, ok ? attr_.remote_pid : 0);
+        attr_.caps = (attr_.caps & ~(cap::kGetZcopy | cap::kPutZcopy)) | cma_.caps();
     }
+    /// CMA to the peer's verified process, once the probe passed (null before or if not).
+    ZcopyLane* zcopy() override { return cma_.pid() > 0 ? &cma_ : nullptr; }
 
 private:
     void wake_peer();
@@ -87,6 +93,7 @@ private:
     bool publish_fence_ = true;  // publish with seq_cst (the receiver cannot flush us)
     bool disconnected_ = false;
     LaneAttr attr_;
+    cma::CmaLane cma_;
 };
 
 class ShmInterface final : public Interface {

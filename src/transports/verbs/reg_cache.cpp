@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "transports/verbs/rdma.h"
+#include "transports/zcopy.h"
 
 namespace swy::tl::verbs {
 

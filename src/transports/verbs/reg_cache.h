@@ -49,7 +49,7 @@ struct RegisteredRange {
 class Registrar {
 public:
     virtual ~Registrar() = default;
-    /// Register [address, address + length) (length >= 1) with @p access (tl::RdmaAccess bits).
+    /// Register [address, address + length) (length >= 1) with @p access (tl::ZcopyAccess bits).
     /// Errors: kNoMemory (pinning limit or memory), kIoError (the device refused); @p why says
     /// which.
     virtual Status register_range(uintptr_t address, size_t length, unsigned access,
@@ -121,7 +121,7 @@ public:
     RegCache& operator=(const RegCache&) = delete;
 
     /// A registration covering [address, address + length) (length 0 is taken as 1) with at
-    /// least @p access (tl::RdmaAccess bits; remote write implies local write): a validated
+    /// least @p access (tl::ZcopyAccess bits; remote write implies local write): a validated
     /// cached entry, a new cached entry, or a per-transfer registration.
     /// Errors: kInvalidParam (the range wraps around the address space), and the registrar's
     /// (kNoMemory, kIoError; @p why says why). On error @p out is left empty.

@@ -9,7 +9,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "transports/verbs/rdma.h"
+#include "transports/zcopy.h"
 #include "transports/verbs/reg_cache.h"
 #include "transports/verbs/verbs_device.h"
 #include "transports/verbs/verbs_registrar.h"

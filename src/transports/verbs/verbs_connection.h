@@ -22,8 +22,8 @@ struct RdmaOp {
     size_t posted = 0;        ///< bytes handed to the send queue
     uint32_t outstanding = 0; ///< WRs posted and not yet retired
     Status status = Status::kOk;
-    RdmaCallback cb = nullptr;
-    RdmaCallback posted_cb = nullptr;  ///< WRITE: runs once the last chunk is posted
+    ZcopyCallback cb = nullptr;
+    ZcopyCallback posted_cb = nullptr;  ///< WRITE: runs once the last chunk is posted
     void* arg = nullptr;
     uint64_t cookie = 0;
 };

@@ -61,7 +61,7 @@ private:
     size_t length_;
 };
 
-/// ibv_access_flags for RdmaAccess bits.
+/// ibv_access_flags for ZcopyAccess bits.
 int ibv_access(unsigned access) {
     int flags = 0;
     if ((access & kRdmaLocalWrite) != 0) flags |= IBV_ACCESS_LOCAL_WRITE;
@@ -145,24 +145,47 @@ Status VerbsEndpoint::register_dmabuf(int fd, uint64_t offset, size_t length, ui
     return Status::kOk;
 }
 
-Status VerbsEndpoint::get(const MemoryRegistration& local, size_t local_offset,
-                          uint64_t remote_address, uint32_t rkey, size_t length, RdmaCallback cb,
-                          void* arg, uint64_t cookie) {
-    if (iface_ == nullptr || disconnected_) return Status::kConnectionReset;
-    VerbsInterface::Connection* c = iface_->lookup(conn_, generation_);
-    if (c == nullptr) return Status::kConnectionReset;
-    return iface_->start_rdma(c, true, local, local_offset, remote_address, rkey, length, cb,
-                              nullptr, arg, cookie);
+namespace {
+
+/// Offset of @p local in @p reg, or false if [local, local + length) is not inside it.
+bool offset_in(const MemoryRegistration* reg, const void* local, size_t length, size_t* offset) {
+    if (reg == nullptr) return false;
+    const auto address = reinterpret_cast<uint64_t>(local);
+    if (address < reg->address() || address - reg->address() > reg->length()) return false;
+    *offset = static_cast<size_t>(address - reg->address());
+    return length <= reg->length() - *offset;
 }
 
-Status VerbsEndpoint::put(const MemoryRegistration& local, size_t local_offset,
-                          uint64_t remote_address, uint32_t rkey, size_t length, RdmaCallback cb,
-                          RdmaCallback posted, void* arg, uint64_t cookie) {
+}  // namespace
+
+Status VerbsEndpoint::get_zcopy(void* local, const MemoryRegistration* local_reg,
+                                RemoteKey remote, size_t length,
+                                const ZcopyCompletion& completion) {
     if (iface_ == nullptr || disconnected_) return Status::kConnectionReset;
+    size_t offset = 0;
+    if (!offset_in(local_reg, local, length, &offset)) return Status::kInvalidParam;
     VerbsInterface::Connection* c = iface_->lookup(conn_, generation_);
     if (c == nullptr) return Status::kConnectionReset;
-    return iface_->start_rdma(c, false, local, local_offset, remote_address, rkey, length, cb,
-                              posted, arg, cookie);
+    const Status s = iface_->start_rdma(c, true, *local_reg, offset, remote.address,
+                                        static_cast<uint32_t>(remote.key), length,
+                                        completion.done, nullptr, completion.arg,
+                                        completion.cookie);
+    return s == Status::kOk ? Status::kInProgress : s;
+}
+
+Status VerbsEndpoint::put_zcopy(const void* local, const MemoryRegistration* local_reg,
+                                RemoteKey remote, size_t length,
+                                const ZcopyCompletion& completion) {
+    if (iface_ == nullptr || disconnected_) return Status::kConnectionReset;
+    size_t offset = 0;
+    if (!offset_in(local_reg, local, length, &offset)) return Status::kInvalidParam;
+    VerbsInterface::Connection* c = iface_->lookup(conn_, generation_);
+    if (c == nullptr) return Status::kConnectionReset;
+    const Status s = iface_->start_rdma(c, false, *local_reg, offset, remote.address,
+                                        static_cast<uint32_t>(remote.key), length,
+                                        completion.done, completion.posted, completion.arg,
+                                        completion.cookie);
+    return s == Status::kOk ? Status::kInProgress : s;
 }
 
 // ------------------------------------------------------------------------------------------
@@ -287,6 +310,9 @@ Status VerbsInterface::setup(std::string* why) {
     const LaneCosts& costs = config_.costs;
     attr_.send_cost = costs.send;
     attr_.rdma = true;
+    attr_.caps = cap::kAmBcopy | cap::kGetZcopy | cap::kPutZcopy | cap::kRemoteKeys |
+                 (max_inline_ > 0 ? cap::kAmShort : 0) |
+                 (port_.dmabuf_mr ? cap::kDeviceMemory : 0);
     attr_.rdma_cost = costs.rdma;
     // Buffers that rendezvous reuses cost a validated hit while the cache is on.
     attr_.reg_cost = costs.expected_reg(reg_cache_->active());
@@ -408,7 +434,7 @@ VerbsInterface::~VerbsInterface() {
     if (reg_cache_ != nullptr) {
         reg_cache_->flush();
         if (reg_cache_.use_count() > 1) {
-            // A registration outlives its interface (rdma.h says it must not): the PD stays
+            // A registration outlives its interface (zcopy.h says it must not): the PD stays
             // allocated (ibv_dealloc_pd fails while MRs exist) and the cache deregisters later.
             log_printf(LogLevel::kDebug, "verbs: registrations still in use at close");
         }

@@ -33,7 +33,7 @@
 #include "transports/transport.h"
 #include "transports/verbs/credit_window.h"
 #include "transports/verbs/dm_cells.h"
-#include "transports/verbs/rdma.h"
+#include "transports/zcopy.h"
 #include "transports/verbs/reg_cache.h"
 #include "transports/verbs/verbs_device.h"
 #include "transports/verbs/verbs_open.h"
@@ -45,8 +45,9 @@ class VerbsInterface;
 struct RdmaOp;
 
 /// A lane on one RC connection. The endpoint returned by connect() owns the connection
-/// (disconnect() says goodbye and closes it); reply endpoints only borrow it.
-class VerbsEndpoint final : public Endpoint, public RdmaEndpoint {
+/// (disconnect() says goodbye and closes it); reply endpoints only borrow it. Its zero-copy
+/// operations (ZcopyLane) are RDMA READ and WRITE of registered memory.
+class VerbsEndpoint final : public Endpoint, public ZcopyLane {
 public:
     VerbsEndpoint(VerbsInterface* iface, uint16_t conn, uint32_t generation, uint64_t remote_uid,
                   bool owner, const LaneAttr& attr);
@@ -62,24 +63,35 @@ public:
     uint64_t remote_uid() const override { return remote_uid_; }
     uint64_t peer_key() const override { return connection_key(conn_, generation_); }
     void disconnect() override;
+    ZcopyLane* zcopy() override { return this; }
 
+    // ---- ZcopyLane: RDMA ----
+    uint32_t caps() const override { return attr_.caps; }
+    /// The whole range is posted at once (fragmented into WRs by the interface).
+    size_t max_zcopy() const override { return SIZE_MAX; }
     /// Through the interface's registration cache (reg_cache.h): the registration returned
     /// holds a use of a validated cached entry, or is a per-transfer one; destroying it drops
     /// the use. Its address() and length() are the requested range.
     Status register_memory(const void* address, size_t length, unsigned access,
                            std::unique_ptr<MemoryRegistration>* out, std::string* why) override;
-    Status get(const MemoryRegistration& local, size_t local_offset, uint64_t remote_address,
-               uint32_t rkey, size_t length, RdmaCallback cb, void* arg,
-               uint64_t cookie) override;
-    Status put(const MemoryRegistration& local, size_t local_offset, uint64_t remote_address,
-               uint32_t rkey, size_t length, RdmaCallback cb, RdmaCallback posted, void* arg,
-               uint64_t cookie) override;
     /// ibv_reg_dmabuf_mr(pd, offset, length, iova, fd, access): kUnsupported when the device
     /// has no dma-buf MRs (attr().rdma_device_memory false), kIoError / kNoMemory when the
     /// registration fails. @p fd stays the caller's.
     Status register_dmabuf(int fd, uint64_t offset, size_t length, uint64_t iova,
                            unsigned access, std::unique_ptr<MemoryRegistration>* out,
                            std::string* why) override;
+    /// RDMA READ (remote.key: the peer's rkey). kInProgress: completion.done runs once every
+    /// chunk completed; kConnectionReset: the connection failed; kInvalidParam: @p local is
+    /// not inside @p local_reg (or no registration given).
+    Status get_zcopy(void* local, const MemoryRegistration* local_reg, RemoteKey remote,
+                     size_t length, const ZcopyCompletion& completion) override;
+    /// RDMA WRITE, the mirror of get_zcopy. completion.posted runs once the last WR is in the
+    /// send queue (before this returns if the queue had room for every chunk, else from
+    /// progress once the backlog drained): a SEND made on this endpoint after that is
+    /// executed by the peer after the WRITE's data is placed (an RC responder executes
+    /// requests in order).
+    Status put_zcopy(const void* local, const MemoryRegistration* local_reg, RemoteKey remote,
+                     size_t length, const ZcopyCompletion& completion) override;
 
 private:
     friend class VerbsInterface;
@@ -200,7 +212,7 @@ private:
     void return_credits(Connection* c);
     Status start_rdma(Connection* c, bool read, const MemoryRegistration& local,
                       size_t local_offset, uint64_t remote_address, uint32_t rkey,
-                      size_t length, RdmaCallback cb, RdmaCallback posted, void* arg,
+                      size_t length, ZcopyCallback cb, ZcopyCallback posted, void* arg,
                       uint64_t cookie);
     bool post_rdma(Connection* c, RdmaOp* op);
     void progress_rdma_backlog();
@@ -254,7 +266,7 @@ private:
     std::string dm_reason_;            // why there is no pool
     SendStats stats_;
     // Shared with the registrations handed out, so one that outlives the interface (against
-    // the rule in rdma.h) still releases safely.
+    // the rule in zcopy.h) still releases safely.
     std::shared_ptr<RegCache> reg_cache_;
     std::string rcache_reason_;
 };

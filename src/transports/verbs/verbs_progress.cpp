@@ -174,7 +174,7 @@ void VerbsInterface::return_credits(Connection* c) {
 
 Status VerbsInterface::start_rdma(Connection* c, bool read, const MemoryRegistration& local,
                                   size_t local_offset, uint64_t remote_address, uint32_t rkey,
-                                  size_t length, RdmaCallback cb, RdmaCallback posted,
+                                  size_t length, ZcopyCallback cb, ZcopyCallback posted,
                                   void* arg, uint64_t cookie) {
     if (c->state != State::kReady || c->closing) return Status::kConnectionReset;
     if (length == 0 || local_offset > local.length() || length > local.length() - local_offset) {
@@ -224,7 +224,7 @@ bool VerbsInterface::post_rdma(Connection* c, RdmaOp* op) {
     // the loop above, and a backlogged op leaves the backlog here).
     if (op->posted_cb != nullptr && op->status == Status::kOk && c->state == State::kReady &&
         !quiet_) {
-        const RdmaCallback posted = op->posted_cb;
+        const ZcopyCallback posted = op->posted_cb;
         op->posted_cb = nullptr;
         posted(op->arg, op->cookie, Status::kOk);
     }
@@ -269,7 +269,7 @@ void VerbsInterface::retire_sends(Connection* c, uint32_t through, Status status
     // Take the operations out before calling back: a callback may start new ones on this
     // connection, or close it.
     struct Done {
-        RdmaCallback cb;
+        ZcopyCallback cb;
         void* arg;
         uint64_t cookie;
         Status status;
@@ -399,7 +399,7 @@ unsigned VerbsInterface::progress() {
                     if (op->outstanding == 0) unposted.push_back(op.get());
                 }
                 for (RdmaOp* op : unposted) {
-                    const RdmaCallback cb = op->cb;
+                    const ZcopyCallback cb = op->cb;
                     void* arg = op->arg;
                     const uint64_t cookie = op->cookie;
                     std::erase_if(c->ops, [op](const std::unique_ptr<RdmaOp>& p) {

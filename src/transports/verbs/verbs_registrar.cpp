@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "transports/verbs/rdma.h"
+#include "transports/zcopy.h"
 
 namespace swy::tl::verbs {
 namespace {

@@ -1,10 +1,10 @@
-#include "core/rdma_register.h"
+#include "protocols/rndv/zcopy_register.h"
 
 #include <unistd.h>
 
 #include "memtypes/registry.h"
 
-namespace swy::core {
+namespace swy::proto::rndv {
 
 Status RegistryDmabufExporter::export_dmabuf(const void* ptr, size_t length, int* fd,
                                              uint64_t* offset) const {
@@ -28,11 +28,12 @@ bool rdma_reaches_device_memory(const tl::LaneAttr& lane, mem::MemType type,
     return lane.rdma && lane.rdma_device_memory && dmabuf_exported_type(type, attr);
 }
 
-Status register_for_rdma(tl::RdmaEndpoint& lane, const tl::LaneAttr& attr,
-                         const DmabufExporter& exporter, const void* buffer, size_t length,
-                         mem::MemType type, bool cpu_buffer, unsigned access,
-                         std::unique_ptr<tl::MemoryRegistration>* out, std::string* why) {
-    if (exported_kind(type) && attr.rdma_device_memory) {
+Status register_zcopy_buffer(tl::ZcopyLane& lane, const DmabufExporter& exporter,
+                             const void* buffer, size_t length, mem::MemType type,
+                             bool cpu_buffer, unsigned access,
+                             std::unique_ptr<tl::MemoryRegistration>* out, std::string* why) {
+    const bool device_memory = (lane.caps() & tl::cap::kDeviceMemory) != 0;
+    if (exported_kind(type) && device_memory) {
         int fd = -1;
         uint64_t offset = 0;
         Status s = exporter.export_dmabuf(buffer, length, &fd, &offset);
@@ -53,10 +54,10 @@ Status register_for_rdma(tl::RdmaEndpoint& lane, const tl::LaneAttr& attr,
     }
     if (cpu_buffer) return lane.register_memory(buffer, length, access, out, why);
     *why = std::string(mem::memtype_name(type)) + " memory: " +
-           (attr.rdma_device_memory
+           (device_memory
                 ? "its memory type exports no dma-buf"
                 : "the device takes no dma-buf MRs, and the CPU must not touch it");
     return Status::kUnsupported;
 }
 
-}  // namespace swy::core
+}  // namespace swy::proto::rndv

@@ -1,4 +1,4 @@
-// How a rendezvous buffer is registered for RDMA (core/rdma_register.h), with a fake lane and a
+// How a rendezvous buffer is registered for RDMA (protocols/rndv/zcopy_register.h), with a fake lane and a
 // fake dma-buf exporter: which path each memory type takes, the exact arguments of the dma-buf
 // registration (fd, offset, iova, access), that the exported fd is closed, and the reasons
 // given when RDMA cannot reach the memory (rxe: no dma-buf MRs).
@@ -10,11 +10,11 @@
 #include <memory>
 #include <string>
 
-#include "core/rdma_register.h"
+#include "protocols/rndv/zcopy_register.h"
 
 using swy::Status;
-using swy::core::DmabufExporter;
-using swy::core::register_for_rdma;
+using swy::proto::rndv::DmabufExporter;
+using swy::proto::rndv::register_zcopy_buffer;
 using swy::mem::MemType;
 using swy::mem::MemTypeAttr;
 
@@ -29,7 +29,7 @@ public:
 };
 
 /// Records the calls a lane gets.
-class FakeLane final : public swy::tl::RdmaEndpoint {
+class FakeLane final : public swy::tl::ZcopyLane {
 public:
     int host_calls = 0, dmabuf_calls = 0;
     const void* host_address = nullptr;
@@ -67,12 +67,17 @@ public:
         out->reset(new FakeRegistration);
         return Status::kOk;
     }
-    Status get(const swy::tl::MemoryRegistration&, size_t, uint64_t, uint32_t, size_t,
-               swy::tl::RdmaCallback, void*, uint64_t) override {
+    bool device_memory = false;  ///< reports cap::kDeviceMemory (dma-buf MRs)
+    uint32_t caps() const override {
+        return swy::tl::cap::kRemoteKeys | (device_memory ? swy::tl::cap::kDeviceMemory : 0);
+    }
+    size_t max_zcopy() const override { return SIZE_MAX; }
+    Status get_zcopy(void*, const swy::tl::MemoryRegistration*, swy::tl::RemoteKey, size_t,
+                     const swy::tl::ZcopyCompletion&) override {
         return Status::kUnsupported;
     }
-    Status put(const swy::tl::MemoryRegistration&, size_t, uint64_t, uint32_t, size_t,
-               swy::tl::RdmaCallback, swy::tl::RdmaCallback, void*, uint64_t) override {
+    Status put_zcopy(const void*, const swy::tl::MemoryRegistration*, swy::tl::RemoteKey, size_t,
+                     const swy::tl::ZcopyCompletion&) override {
         return Status::kUnsupported;
     }
 };
@@ -99,6 +104,16 @@ swy::tl::LaneAttr lane_attr(bool dmabuf) {
     a.rdma = true;
     a.rdma_device_memory = dmabuf;
     return a;
+}
+
+/// register_zcopy_buffer on @p lane, which reports dma-buf MRs as @p attr says.
+Status register_for_rdma(FakeLane& lane, const swy::tl::LaneAttr& attr,
+                         const DmabufExporter& exporter, const void* buffer, size_t length,
+                         MemType type, bool cpu_buffer, unsigned access,
+                         std::unique_ptr<swy::tl::MemoryRegistration>* out, std::string* why) {
+    lane.device_memory = attr.rdma_device_memory;
+    return register_zcopy_buffer(lane, exporter, buffer, length, type, cpu_buffer, access, out,
+                                 why);
 }
 
 }  // namespace
@@ -156,16 +171,16 @@ TEST(RdmaRegister, SimdevIsNeverRegisteredAsADmabuf) {
     EXPECT_EQ(lane.dmabuf_calls + lane.host_calls, 0);
     MemTypeAttr capable;
     capable.dmabuf_capable = true;
-    EXPECT_FALSE(swy::core::rdma_reaches_device_memory(lane_attr(true), MemType::kSimdev,
+    EXPECT_FALSE(swy::proto::rndv::rdma_reaches_device_memory(lane_attr(true), MemType::kSimdev,
                                                        capable));
-    EXPECT_TRUE(swy::core::rdma_reaches_device_memory(lane_attr(true), MemType::kDmabuf,
+    EXPECT_TRUE(swy::proto::rndv::rdma_reaches_device_memory(lane_attr(true), MemType::kDmabuf,
                                                       capable));
-    EXPECT_TRUE(swy::core::rdma_reaches_device_memory(lane_attr(true), MemType::kCuda, capable));
-    EXPECT_FALSE(swy::core::rdma_reaches_device_memory(lane_attr(false), MemType::kCuda,
+    EXPECT_TRUE(swy::proto::rndv::rdma_reaches_device_memory(lane_attr(true), MemType::kCuda, capable));
+    EXPECT_FALSE(swy::proto::rndv::rdma_reaches_device_memory(lane_attr(false), MemType::kCuda,
                                                        capable))
         << "rxe: no dma-buf MRs, so the table keeps the staged pipeline";
     MemTypeAttr not_exported;  // e.g. CUDA on a driver without dma-buf export
-    EXPECT_FALSE(swy::core::rdma_reaches_device_memory(lane_attr(true), MemType::kCuda,
+    EXPECT_FALSE(swy::proto::rndv::rdma_reaches_device_memory(lane_attr(true), MemType::kCuda,
                                                        not_exported));
 }
 

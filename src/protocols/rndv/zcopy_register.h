@@ -1,11 +1,11 @@
-// Registering a rendezvous buffer for RDMA: host memory through the lane's ibv_reg_mr, device
-// memory (the dmabuf memory type, CUDA) through its plugin's dma-buf export and the lane's
-// ibv_reg_dmabuf_mr, so RDMA moves it with no staging. Everything else, or a lane whose device
+// Registering a rendezvous buffer on a zero-copy lane that needs it (tl::cap::kRemoteKeys:
+// RDMA): host memory through the lane's ibv_reg_mr, device memory (the dmabuf memory type,
+// CUDA) through its plugin's dma-buf export and the lane's ibv_reg_dmabuf_mr, so RDMA moves it with no staging. Everything else, or a lane whose device
 // does not take dma-buf MRs (rxe), is refused with a reason and the rendezvous uses the staged
 // pipeline instead.
 //
 // The decision and the arguments of the registration live here, apart from libibverbs and the
-// memory-type registry, so unit tests drive them with fakes (test/unit/rdma_register_test.cpp).
+// memory-type registry, so unit tests drive them with fakes (test/unit/zcopy_register_test.cpp).
 #pragma once
 
 #include <cstddef>
@@ -16,13 +16,13 @@
 #include "common/status.h"
 #include "memtypes/memtype.h"
 #include "transports/transport.h"
-#include "transports/verbs/rdma.h"
+#include "transports/zcopy.h"
 
 namespace swy::mem {
 class MemTypeRegistry;
 }
 
-namespace swy::core {
+namespace swy::proto::rndv {
 
 /// Exports device memory as a dma-buf (the memory-type registry; a fake in tests).
 class DmabufExporter {
@@ -55,17 +55,17 @@ bool dmabuf_exported_type(mem::MemType type, const mem::MemTypeAttr& attr);
 bool rdma_reaches_device_memory(const tl::LaneAttr& lane, mem::MemType type,
                                 const mem::MemTypeAttr& attr);
 
-/// Register [buffer, buffer + length) of memory type @p type for RDMA on @p lane (@p attr: its
-/// attributes) with @p access (tl::RdmaAccess bits).
-///  * dmabuf / cuda memory on a lane with rdma_device_memory: @p exporter exports it, then
+/// Register [buffer, buffer + length) of memory type @p type on zero-copy lane @p lane with
+/// @p access (tl::ZcopyAccess bits).
+///  * dmabuf / cuda memory on a lane with tl::cap::kDeviceMemory: @p exporter exports it, then
 ///    lane.register_dmabuf(fd, offset, length, iova = buffer, access); the fd is closed
 ///    afterwards, success or not (the registration keeps its own reference to the dma-buf).
 ///  * otherwise memory the CPU may touch (@p cpu_buffer): lane.register_memory().
 ///  * otherwise kUnsupported, @p why saying why (the caller then uses the staged pipeline).
 /// Errors from the export or the lane are passed on with @p why filled.
-Status register_for_rdma(tl::RdmaEndpoint& lane, const tl::LaneAttr& attr,
-                         const DmabufExporter& exporter, const void* buffer, size_t length,
-                         mem::MemType type, bool cpu_buffer, unsigned access,
-                         std::unique_ptr<tl::MemoryRegistration>* out, std::string* why);
+Status register_zcopy_buffer(tl::ZcopyLane& lane, const DmabufExporter& exporter,
+                             const void* buffer, size_t length, mem::MemType type,
+                             bool cpu_buffer, unsigned access,
+                             std::unique_ptr<tl::MemoryRegistration>* out, std::string* why);
 
-}  // namespace swy::core
+}  // namespace swy::proto::rndv
