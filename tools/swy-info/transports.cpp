@@ -10,6 +10,7 @@
 #include "text.h"
 #include "transports/shm/ring.h"
 #include "transports/shm/segment_layout.h"
+#include "transports/registry.h"
 
 namespace swy::info {
 namespace {
@@ -24,17 +25,12 @@ constexpr size_t kFragmentHeaderBytes = sizeof(proto::EagerFirstHeader);
 static_assert(kCellHeaderBytes == 16 && kTagHeaderBytes == 16 && kFragmentHeaderBytes == 32,
               "update the text below");
 
-/// Whether @p name works on this host, as text ("yes", "no: ...", "not built yet").
-std::string availability(const char* name, const common::Config& config) {
-    std::string n = name;
-    if (n == "self" || n == "shm") return "yes";
-    if (n == "cma") {
-        if (config.get_string("CMA") == "n") return "no: disabled by SWY_CMA=n";
-        CmaProbe probe = probe_cma();
-        return probe.works ? "yes" : "no: " + probe.why;
-    }
-    if (n == "verbs") return verbs_availability(config);
-    return "not built yet";
+/// Whether cross-memory attach works on this host. CMA is not an interface of its own (it
+/// serves shm and self rendezvous), so it has no registry entry but SWY_TLS still names it.
+std::string cma_availability(const common::Config& config) {
+    if (config.get_string("CMA") == "n") return "no: disabled by SWY_CMA=n";
+    CmaProbe probe = probe_cma();
+    return probe.works ? "yes" : "no: " + probe.why;
 }
 
 /// One "name  value  (source)" line of the shm attribute list.
@@ -84,15 +80,20 @@ void print_shm_attributes(const common::Config& config) {
 }  // namespace
 
 void print_transports(const common::Config& config, const core::Context& context) {
-    static const char* const kTransports[] = {"self", "shm", "cma", "tcp", "verbs"};
     std::string tls;
     config.get_text("TLS", &tls);
     std::printf("\nTransports (SWY_TLS=%s)\n", tls.c_str());
     std::printf("  %-9s %-8s %s\n", "name", "enabled", "available on this host");
-    for (const char* name : kTransports) {
-        std::printf("  %-9s %-8s %s\n", name, yes_no(context.transport_enabled(name)),
-                    availability(name, config).c_str());
+    // Every registered transport, as the worker would open them, then CMA.
+    for (const tl::TransportEntry* t : tl::transports()) {
+        const std::string name(t->name);
+        const std::string available =
+            t->availability != nullptr ? t->availability(config) : "yes";
+        std::printf("  %-9s %-8s %s\n", name.c_str(),
+                    yes_no(context.transport_enabled(name.c_str())), available.c_str());
     }
+    std::printf("  %-9s %-8s %s\n", "cma", yes_no(context.transport_enabled("cma")),
+                cma_availability(config).c_str());
     print_shm_attributes(config);
     if (context.transport_enabled("verbs")) print_verbs_ports(config);
 }
