@@ -3,14 +3,9 @@
 #include <string>
 
 #include "cma_probe.h"
-#include "common/config.h"
-#include "core/context.h"
-#include "protocols/wire.h"
+#include "introspect/introspect.h"
 #include "sections.h"
 #include "text.h"
-#include "transports/shm/ring.h"
-#include "transports/shm/segment_layout.h"
-#include "transports/registry.h"
 
 namespace swy::info {
 namespace {
@@ -40,25 +35,26 @@ void attr_line(const char* name, const std::string& value, const std::string& so
 
 /// The shm transport's limits as the configuration makes them.
 void print_shm_attributes(const common::Config& config) {
-    uint64_t fifo_cells = config.get_unsigned("SHM_FIFO_CELLS");
-    size_t cell_size = config.get_size("SHM_CELL_SIZE");
-    uint64_t pio_slots = config.get_unsigned("SHM_PIO_SLOTS");
-    uint64_t pio_credits = config.get_unsigned("SHM_PIO_CREDITS");
-    size_t pio_cell_size = config.get_size("SHM_PIO_CELL_SIZE");
-
-    // Sizes that do not fit the 32-bit header fields are rejected by the transport itself;
-    // here they would only make the arithmetic below meaningless.
-    if (cell_size <= kCellHeaderBytes + kFragmentHeaderBytes || pio_cell_size <= kCellHeaderBytes + kTagHeaderBytes ||
-        cell_size > UINT32_MAX || pio_cell_size > UINT32_MAX || fifo_cells > UINT32_MAX ||
-        pio_slots > UINT32_MAX || pio_credits > UINT32_MAX) {
+    // The settings as the shm transport reads them when a worker opens it.
+    tl::shm::ShmConfig sc;
+    std::string why;
+    if (tl::shm::read_settings(config, &sc, &why) != Status::kOk) {
+        std::printf("  shm attributes: %s\n", why.c_str());
+        return;
+    }
+    const tl::shm::SegmentGeometry& geometry = sc.geometry;
+    const uint64_t fifo_cells = geometry.fifo_cells;
+    const size_t cell_size = geometry.fifo_cell_size;
+    const uint64_t pio_slots = geometry.pio_slots;
+    const uint64_t pio_credits = geometry.pio_credits;
+    const size_t pio_cell_size = geometry.pio_cell_size;
+    // Cells too small for their headers are rejected by the transport itself; here they would
+    // only make the arithmetic below meaningless.
+    if (cell_size <= kCellHeaderBytes + kFragmentHeaderBytes ||
+        pio_cell_size <= kCellHeaderBytes + kTagHeaderBytes) {
         std::printf("  shm attributes: configuration out of range (see swy-info -c)\n");
         return;
     }
-    tl::shm::SegmentGeometry geometry{static_cast<uint32_t>(fifo_cells),
-                                      static_cast<uint32_t>(cell_size),
-                                      static_cast<uint32_t>(pio_slots),
-                                      static_cast<uint32_t>(pio_credits),
-                                      static_cast<uint32_t>(pio_cell_size)};
 
     std::printf("\n  shm attributes (from the configuration)\n");
     attr_line("receive FIFO cells", std::to_string(fifo_cells), "SWY_SHM_FIFO_CELLS");

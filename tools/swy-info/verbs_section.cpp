@@ -5,10 +5,8 @@
 #include <cstdio>
 #include <string>
 
-#include "common/config.h"
+#include "introspect/introspect.h"
 #include "sections.h"
-#include "transports/verbs/verbs_open.h"
-#include "transports/verbs/verbs_transport.h"
 
 namespace swy::info {
 
