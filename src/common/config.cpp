@@ -11,7 +11,7 @@
 #include "common/config.h"
 
 #include <algorithm>
-#include <cassert>
+#include <cstdlib>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -198,15 +198,24 @@ void warn_unknown(std::string_view full_name) {
     }
 }
 
-/// Index of @p name if it is declared with @p type. A mismatch is a programming error.
+/// Index of @p name if it is declared with @p type. A mismatch is a library bug: reading
+/// a default 0 instead would hide it, so it stops the process with the name.
 size_t typed_index(std::string_view name, ConfigType type) {
     size_t i = find_index(name);
-    bool ok = i != kNotDeclared && config_table()[i].type == type;
-    assert(ok && "config variable not declared, or declared with another type");
-    return ok ? i : kNotDeclared;
+    if (i != kNotDeclared && config_table()[i].type == type) return i;
+    log_printf(LogLevel::kError, "configuration variable SWY_%.*s read as a %.*s: %s",
+               static_cast<int>(name.size()), name.data(),
+               static_cast<int>(config_type_name(type).size()), config_type_name(type).data(),
+               i == kNotDeclared ? "not declared" : "declared with another type");
+    std::abort();
 }
 
 }  // namespace
+
+const ConfigVar* find_config_var(std::string_view name) {
+    const size_t i = find_index(name);
+    return i == kNotDeclared ? nullptr : &config_table()[i];
+}
 
 Config::Config() {
     auto table = config_table();
@@ -283,40 +292,32 @@ Status Config::get_text(std::string_view name, std::string* out) const {
 }
 
 bool Config::get_bool(std::string_view name) const {
-    size_t i = typed_index(name, ConfigType::kBool);
-    return i != kNotDeclared && parse_bool(values_[i]).value_or(false);
+    return parse_bool(values_[typed_index(name, ConfigType::kBool)]).value_or(false);
 }
 
 uint64_t Config::get_unsigned(std::string_view name) const {
-    size_t i = typed_index(name, ConfigType::kUnsigned);
-    return i == kNotDeclared ? 0 : parse_unsigned(values_[i]).value_or(0);
+    return parse_unsigned(values_[typed_index(name, ConfigType::kUnsigned)]).value_or(0);
 }
 
 size_t Config::get_size(std::string_view name) const {
-    size_t i = typed_index(name, ConfigType::kSize);
-    return i == kNotDeclared ? 0 : parse_size(values_[i]).value_or(0);
+    return parse_size(values_[typed_index(name, ConfigType::kSize)]).value_or(0);
 }
 
 double Config::get_double(std::string_view name) const {
-    size_t i = typed_index(name, ConfigType::kDouble);
-    return i == kNotDeclared ? 0.0 : parse_double(values_[i]).value_or(0.0);
+    return parse_double(values_[typed_index(name, ConfigType::kDouble)]).value_or(0.0);
 }
 
 uint64_t Config::get_time_ns(std::string_view name) const {
-    size_t i = typed_index(name, ConfigType::kTime);
-    return i == kNotDeclared ? 0 : parse_time_ns(values_[i]).value_or(0);
+    return parse_time_ns(values_[typed_index(name, ConfigType::kTime)]).value_or(0);
 }
 
 std::string Config::get_string(std::string_view name) const {
-    size_t i = typed_index(name, ConfigType::kString);
-    return i == kNotDeclared ? std::string() : values_[i];
+    return values_[typed_index(name, ConfigType::kString)];
 }
 
 std::vector<std::string> Config::get_list(std::string_view name) const {
     std::vector<std::string> items;
-    size_t i = typed_index(name, ConfigType::kList);
-    if (i == kNotDeclared) return items;
-    std::string_view rest = values_[i];
+    std::string_view rest = values_[typed_index(name, ConfigType::kList)];
     while (!rest.empty()) {
         size_t comma = rest.find(',');
         std::string_view item = trim(rest.substr(0, comma));

@@ -31,8 +31,16 @@ struct ConfigVar {
     std::string_view help;
 };
 
-/// Every variable Switchyard knows, in a stable order (defined in config_table.cpp).
+/// Every variable Switchyard knows, in a stable order: the common ones (config_table.cpp),
+/// then each transport's, in registry order (transport_config_table()).
 std::span<const ConfigVar> config_table();
+
+/// The variables the transports declare in their folders, in registry order. Defined by the
+/// transport registry (transports/registry.cpp), so that common/ names no transport.
+std::span<const ConfigVar> transport_config_table();
+
+/// The declaration of @p name (with or without "SWY_"), or null if there is none.
+const ConfigVar* find_config_var(std::string_view name);
 
 /// Text name of a type ("bool", "size", ...), for swy-info -c.
 std::string_view config_type_name(ConfigType type);
@@ -53,8 +61,9 @@ public:
     /// Current value as text (kNotFound for unknown names).
     Status get_text(std::string_view name, std::string* out) const;
 
-    // Typed getters. The name must be declared in the table with that type (checked with an
-    // assertion in debug builds; release builds return the type's zero value).
+    // Typed getters. The name must be declared in the table with that type: anything else is
+    // a library bug, logged and aborted on in every build (never a silent 0). Code that reads
+    // a group of settings uses common::ConfigReader, which reports such a bug as an error.
     bool get_bool(std::string_view name) const;
     uint64_t get_unsigned(std::string_view name) const;
     size_t get_size(std::string_view name) const;  ///< "auto" → 0, "inf" → SIZE_MAX

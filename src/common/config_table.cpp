@@ -1,9 +1,12 @@
-// The one declaration of every SWY_* variable. `swy-info -c` prints this table and
-// docs/configuration.md mirrors it: change both together. Help texts are user documentation;
+// The declaration of every SWY_* variable that is not one transport's own (those are declared
+// in the transport's folder, <name>_transport.cpp, and appended here in registry order).
+// `swy-info -c` prints the whole table and docs/configuration.md mirrors it: change both
+// together. Help texts are user documentation;
 // keep them to one to three sentences and list the accepted values of enumerated strings.
 #include "common/config.h"
 
-#include <array>
+#include <iterator>
+#include <vector>
 
 namespace swy::common {
 namespace {
@@ -66,26 +69,13 @@ constexpr ConfigVar kTable[] = {
      "a sender's lane into our segment on shm), so that one peer cannot take the whole "
      "worker's allowance; \"inf\": no limit."},
 
-    // --- Shared-memory transport -------------------------------------------------------------
+    // --- PIO lanes and segment placement (shm, verbs) ------------------------------------------
     {"PIO_MAX_EPS", kUnsigned, "16",
      "Most endpoints of one worker that hold a PIO lane at the same time; further endpoints "
      "send through the shared FIFO."},
     {"PIO_RESERVED", kUnsigned, "4",
      "Of SWY_PIO_MAX_EPS, lanes kept for endpoints created with SWY_EP_FLAG_PIO_FIRST; other "
      "endpoints may take only the rest."},
-    {"SHM_FIFO_CELLS", kUnsigned, "256",
-     "Cells in the shared multi-producer receive FIFO of each worker."},
-    {"SHM_CELL_SIZE", kSize, "8K",
-     "Bytes per receive-FIFO cell, header included. Bounds the fragment size of eager "
-     "bcopy sends."},
-    {"SHM_PIO_SLOTS", kUnsigned, "8",
-     "Dedicated PIO rings that a worker's receive window offers to senders."},
-    {"SHM_PIO_CREDITS", kUnsigned, "64",
-     "Size of each dedicated PIO ring, in units of SHM_PIO_CELL_SIZE (the ring holds "
-     "SHM_PIO_CREDITS x SHM_PIO_CELL_SIZE bytes of packed, cache-line aligned records)."},
-    {"SHM_PIO_CELL_SIZE", kSize, "4K",
-     "Largest record of a dedicated PIO ring, its 16-byte header included: bounds the "
-     "largest PIO message and the fragment size of endpoints that hold a PIO ring."},
     {"NUMA_PLACEMENT", kBool, "y",
      "Place shared receive segments on the NUMA node of the receiving worker."},
 
@@ -107,23 +97,12 @@ constexpr ConfigVar kTable[] = {
      "Make simdev copies take as long as SWY_SIMDEV_BW and SWY_SIMDEV_LATENCY say (busy-wait), "
      "to emulate a slow device link in tests and benchmarks."},
 
-    // --- TCP transport -----------------------------------------------------------------------
+    // --- Network devices (tcp, verbs) ----------------------------------------------------------
     {"NET_DEVICES", kList, "all",
      "Network interfaces the tcp transport listens on and publishes (\"eth0,ib0\"), and RDMA "
      "device ports the verbs transport may use (\"rxe0:1\" or \"mlx5_0\": the first ACTIVE "
      "one listed is opened). Each transport ignores the entries it does not know. \"all\": "
      "every interface that is up, and the first RDMA port that is ACTIVE."},
-    {"TCP_SNDBUF_LIMIT", kSize, "4M",
-     "Bytes one tcp connection may hold queued beyond what the kernel accepted; further sends "
-     "are retried from progress. Also sets the lane's credits (this / 256K)."},
-    {"TCP_KEEPALIVE", kTime, "2s",
-     "Idle time before TCP keepalive probes start on tcp connections; a peer that vanished "
-     "without closing its connections is reported failed after about 3x this."},
-    {"TCP_CONNECT_TIMEOUT", kTime, "10s",
-     "Total time the tcp transport spends connecting to one peer, over all of its addresses "
-     "(each attempt gets a share of it). Connecting never blocks the worker; when every "
-     "address failed or this passed, the endpoint fails (SWY_ERR_UNREACHABLE or "
-     "SWY_ERR_TIMED_OUT)."},
 
     // --- Security (docs/security-tcp.md) ------------------------------------------------------
     {"AUTH_KEY", kString, "",
@@ -132,50 +111,20 @@ constexpr ConfigVar kTable[] = {
      "refused. Empty: no authentication (a PMIx bootstrap installs a per-job key itself). "
      "An invalid value fails worker creation."},
 
-    // --- Verbs transport (docs/verbs.md) -----------------------------------------------------
-    {"VERBS_SEG_SIZE", kSize, "8K",
-     "Size of each registered receive and send bounce buffer of the verbs transport: the "
-     "largest message sent in one SEND (larger ones are fragmented or use rendezvous)."},
-    {"VERBS_RX_CREDITS", kUnsigned, "64",
-     "Receive buffers the verbs transport posts (in its shared receive queue) for each "
-     "connection; a sender never has more messages in flight, so no receiver-not-ready occurs."},
-    {"VERBS_MAX_INLINE", kSize, "256",
-     "Largest header+payload the verbs transport asks a QP to send inline (the CPU writes it "
-     "into the work request: PIO); the device may grant less. 0 disables inline sends."},
-    {"VERBS_SQ_DEPTH", kUnsigned, "256",
-     "Send queue depth (work requests) of each verbs queue pair, at least 16. RDMA chunks "
-     "that find it full wait in a backlog and are posted from progress."},
-    {"VERBS_GID_INDEX", kString, "auto",
-     "GID table index of the verbs port. \"auto\": a RoCE v2 GID with an IPv4-mapped "
-     "address first, then any RoCE v2, RoCE v1 or InfiniBand GID."},
-    {"VERBS_DM_CELL_SIZE", kSize, "2K",
-     "Device-memory PIO of the verbs transport: size of one message cell (a multiple of 64 B, "
-     "at most SWY_VERBS_SEG_SIZE). An endpoint holding a slot stores messages above the inline "
-     "limit and up to this size into device memory; a slot has 4 cells."},
-    {"VERBS_DM_SLOTS", kUnsigned, "16",
-     "Device-memory PIO of the verbs transport: endpoints that get a slot of the adapter's "
-     "memory (first come first served; SWY_PIO_RESERVED of them only for endpoints created "
-     "with SWY_EP_FLAG_PIO_FIRST). Fewer if the device has less memory."},
-    {"VERBS_DM_EMULATE", kBool, "n",
-     "Testing aid, not for production: where the device has no device memory (rxe), host "
-     "memory registered like a bounce buffer stands in for it, so the device-memory send path "
-     "runs (all but ibv_memcpy_to_dm). swy-info and swy_ep_query say \"emulated\"."},
-    {"VERBS_RCACHE", kString, "auto",
-     "Registration cache of the verbs transport: \"auto\" caches registrations and checks "
-     "on every reuse, in /proc/self/pagemap, that the same physical pages still back the "
-     "buffer (needs CAP_SYS_ADMIN to see them; without it, as with \"off\", every rendezvous "
-     "registers its buffer per transfer)."},
-    {"VERBS_RCACHE_MAX", kSize, "256M",
-     "Bytes the verbs registration cache may keep pinned; unused registrations are evicted "
-     "least recently used first, and a transfer that does not fit is registered on its own."},
-    {"VERBS_RCACHE_ENTRIES", kUnsigned, "128",
-     "Registrations the verbs registration cache may keep, at most (evicted as for "
-     "SWY_VERBS_RCACHE_MAX)."},
 };
 
 }  // namespace
 
-std::span<const ConfigVar> config_table() { return kTable; }
+std::span<const ConfigVar> config_table() {
+    // Built once and never changed: the common variables, then each transport's.
+    static const std::vector<ConfigVar> table = [] {
+        std::vector<ConfigVar> all(std::begin(kTable), std::end(kTable));
+        const std::span<const ConfigVar> tl = transport_config_table();
+        all.insert(all.end(), tl.begin(), tl.end());
+        return all;
+    }();
+    return table;
+}
 
 std::string_view config_type_name(ConfigType type) {
     switch (type) {

@@ -65,7 +65,7 @@ std::vector<uint8_t> encode_address(const WorkerAddress& address) {
     std::vector<uint8_t> out(sizeof(h));
     std::memcpy(out.data(), &h, sizeof(h));
     for (const auto& s : address.sections) {
-        WireSection ws{static_cast<uint8_t>(s.transport), 0, static_cast<uint16_t>(s.bytes.size())};
+        WireSection ws{s.transport, 0, static_cast<uint16_t>(s.bytes.size())};
         size_t at = out.size();
         out.resize(at + sizeof(ws) + s.bytes.size());
         std::memcpy(out.data() + at, &ws, sizeof(ws));
@@ -112,7 +112,7 @@ Status decode_address(const void* data, size_t length, WorkerAddress* out, std::
             return Status::kMalformed;
         }
         AddressSection s;
-        s.transport = static_cast<TransportId>(ws.transport);
+        s.transport = ws.transport;
         s.bytes.assign(p + at, p + at + ws.length);
         at += ws.length;
         a.sections.push_back(std::move(s));

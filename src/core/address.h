@@ -1,7 +1,8 @@
 // Worker address: the opaque blob an application passes between processes so that one worker
 // can create an endpoint to another. It names the worker (a random 64-bit id), the host it
 // runs on (boot id + network namespace: "same host" is never guessed from a hostname), and one
-// section per transport that can reach it.
+// section per transport that can reach it, tagged with the id the transport declares in its
+// registry entry (TransportEntry::address_section): the address format knows no transport.
 #pragma once
 
 #include <array>
@@ -14,8 +15,6 @@
 
 namespace swy::core {
 
-enum class TransportId : uint8_t { kSelf = 1, kShm = 2, kTcp = 3, kVerbs = 4 };
-
 /// Identity of the machine (and network namespace) a worker runs in.
 struct HostIdentity {
     std::array<uint8_t, 16> boot_id{};
@@ -26,7 +25,7 @@ struct HostIdentity {
 };
 
 struct AddressSection {
-    TransportId transport;
+    uint8_t transport;  ///< TransportEntry::address_section of the transport it belongs to
     std::vector<uint8_t> bytes;
 };
 
@@ -35,7 +34,8 @@ struct WorkerAddress {
     HostIdentity host;
     std::vector<AddressSection> sections;
 
-    const AddressSection* find(TransportId id) const {
+    /// The first section with transport id @p id, or null.
+    const AddressSection* find(uint8_t id) const {
         for (const auto& s : sections) {
             if (s.transport == id) return &s;
         }

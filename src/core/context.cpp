@@ -1,6 +1,7 @@
 #include "core/context.h"
 
 #include "core/topology.h"
+#include "transports/registry.h"
 
 #include <sys/random.h>
 #include <unistd.h>
@@ -18,17 +19,19 @@ Status Context::create(const common::Config& config, Context** out, std::string*
     // warning and leaves the built-in figures, it never fails the context (issue #12).
     ctx->costs_ = proto::CostFigures::load_configured(config.get_string("CALIBRATION_FILE"));
     std::vector<std::string> tls = config.get_list("TLS");
-    static const char* kKnown[] = {"self", "shm", "cma", "tcp", "verbs"};
     ctx->tls_all_ = tls.empty() || (tls.size() == 1 && tls[0] == "all");
     if (!ctx->tls_all_) {
         if (!tls.empty() && !tls[0].empty() && tls[0][0] == '^') {
             ctx->tls_exclude_ = true;
             tls[0] = tls[0].substr(1);
         }
+        // Every registered transport, and cma (the zero-copy helper of shm and self).
+        std::string known;
+        for (const tl::TransportEntry* e : tl::transports()) known += std::string(e->name) + ", ";
+        known += "cma";
         for (const auto& t : tls) {
-            if (std::find_if(std::begin(kKnown), std::end(kKnown),
-                             [&](const char* k) { return t == k; }) == std::end(kKnown)) {
-                *why = "SWY_TLS: unknown transport '" + t + "' (known: self, shm, cma, tcp, verbs)";
+            if (t != "cma" && tl::find_transport(t) == nullptr) {
+                *why = "SWY_TLS: unknown transport '" + t + "' (known: " + known + ")";
                 delete ctx;
                 return Status::kInvalidParam;
             }

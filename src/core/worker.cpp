@@ -1,7 +1,5 @@
 #include "core/worker.h"
 
-#include "core/verbs_costs.h"
-
 #include <algorithm>
 
 #include <poll.h>
@@ -16,10 +14,7 @@
 #include "core/listener.h"
 #include "core/topology.h"
 #include "protocols/wire.h"
-#include "transports/self/self_iface.h"
-#include "transports/shm/shm_iface.h"
-#include "transports/tcp/tcp_iface.h"
-#include "transports/verbs/verbs_open.h"
+#include "transports/registry.h"
 
 namespace swy::core {
 
@@ -64,85 +59,52 @@ Status Worker::open_interfaces(std::string* why) {
         return Status::kIoError;
     }
     const common::Config& cfg = context_->config();
-    if (context_->transport_enabled("self")) {
-        self_index_ = static_cast<int>(ifaces_.size());
-        ifaces_.push_back(std::make_unique<tl::self::SelfInterface>(
-            uid_, static_cast<uint16_t>(self_index_), this));
-        self_ = static_cast<tl::self::SelfInterface*>(ifaces_.back().get());
-    }
-    if (context_->transport_enabled("shm")) {
-        tl::shm::ShmConfig sc;
-        sc.geometry.fifo_cells = static_cast<uint32_t>(cfg.get_unsigned("SHM_FIFO_CELLS"));
-        sc.geometry.fifo_cell_size = static_cast<uint32_t>(cfg.get_size("SHM_CELL_SIZE"));
-        sc.geometry.pio_slots = static_cast<uint32_t>(cfg.get_unsigned("SHM_PIO_SLOTS"));
-        sc.geometry.pio_credits = static_cast<uint32_t>(cfg.get_unsigned("SHM_PIO_CREDITS"));
-        sc.geometry.pio_cell_size = static_cast<uint32_t>(cfg.get_size("SHM_PIO_CELL_SIZE"));
-        sc.keepalive_ns = cfg.get_time_ns("KEEPALIVE_INTERVAL");
-        sc.cma_mode = cma_mode_;
-        if (cfg.get_bool("NUMA_PLACEMENT")) {
-            sc.place_segment = [ctx = context_](void* base, size_t size) {
-                const Topology* topo = ctx->topology();
-                if (topo == nullptr || topo->numa_node_count() < 2) return;
-                int node = topo->numa_node_of_caller();
-                if (node >= 0) (void)topo->bind_to_numa_node(base, size, node);
-            };
-        }
-        std::unique_ptr<tl::shm::ShmInterface> shm;
-        shm_index_ = static_cast<int>(ifaces_.size());
-        Status s = tl::shm::ShmInterface::open(sc, uid_, static_cast<uint16_t>(shm_index_), this,
-                                                &shm, why);
-        if (s != Status::kOk) return s;
-        shm_ = shm.get();
-        ifaces_.push_back(std::move(shm));
-    }
-    // Checked even without tcp: a key that cannot be used is a mistake worth stopping for.
-    common::AuthKey& key = auth_key_;
+    // Checked even without a transport that uses it: a key that cannot be used is a mistake
+    // worth stopping for.
     if (const std::string hex = cfg.get_string("AUTH_KEY"); !hex.empty()) {
         std::string key_why;
-        if (common::AuthKey::from_hex(hex, &key, &key_why) != Status::kOk) {
+        if (common::AuthKey::from_hex(hex, &auth_key_, &key_why) != Status::kOk) {
             *why = "SWY_AUTH_KEY: " + key_why;
             return Status::kInvalidParam;
         }
     }
-    if (context_->transport_enabled("tcp")) {
-        tl::tcp::TcpConfig tc;
-        tc.connect_timeout_ns = cfg.get_time_ns("TCP_CONNECT_TIMEOUT");
-        tc.auth_key = key;
-        tc.devices = cfg.get_list("NET_DEVICES");
-        tc.sndbuf_limit = cfg.get_size("TCP_SNDBUF_LIMIT");
-        tc.keepalive_ns = cfg.get_time_ns("TCP_KEEPALIVE");
-        // Alone, tcp looks at its sockets on every progress call; next to shm (whose hot path
-        // a system call per call would dominate) every 8th, as tcp peers are then remote.
-        tc.busy_poll_every = shm_ != nullptr ? 8 : 1;
-        std::unique_ptr<tl::tcp::TcpInterface> tcp;
-        tcp_index_ = static_cast<int>(ifaces_.size());
-        Status s = tl::tcp::TcpInterface::open(tc, uid_, static_cast<uint16_t>(tcp_index_), this,
-                                               &tcp, why);
-        // SWY_NET_DEVICES=rxe0:1 (or mlx5_0) names RDMA devices only: the user chose verbs as
-        // the network, so tcp stays closed (as with UCX_NET_DEVICES) instead of failing the
-        // worker. A list of network interfaces none of which exists is still an error.
-        const auto is_rdma_device = [](const std::string& d) {
-            const std::string name = d.substr(0, d.find(':'));
-            return d.find(':') != std::string::npos ||
-                   access(("/sys/class/infiniband/" + name).c_str(), F_OK) == 0;
+    std::function<void(void*, size_t)> place_local_memory;
+    if (cfg.get_bool("NUMA_PLACEMENT")) {
+        place_local_memory = [ctx = context_](void* base, size_t size) {
+            const Topology* topo = ctx->topology();
+            if (topo == nullptr || topo->numa_node_count() < 2) return;
+            int node = topo->numa_node_of_caller();
+            if (node >= 0) (void)topo->bind_to_numa_node(base, size, node);
         };
-        const bool only_rdma_ports =
-            !tc.devices.empty() && std::all_of(tc.devices.begin(), tc.devices.end(), is_rdma_device);
-        if (s == Status::kNotFound && only_rdma_ports) {
-            log_printf(LogLevel::kInfo, "%s: tcp not used", why->c_str());
-            why->clear();
-            tcp_index_ = -1;
-        } else if (s != Status::kOk) {
-            return s;
-        } else {
-            tcp_ = tcp.get();
-            ifaces_.push_back(std::move(tcp));
-        }
     }
-    if (context_->transport_enabled("verbs")) {
-        Status s = open_verbs(why);
+    bool host_memory_lane_open = false;
+    polled_.clear();  // the end mark goes after the interfaces
+    for (const tl::TransportEntry* entry : tl::transports()) {
+        if (!context_->transport_enabled(std::string(entry->name).c_str())) continue;
+        const auto index = static_cast<uint16_t>(ifaces_.size());
+        const tl::OpenParams params{.config = cfg,
+                                    .costs = context_->costs(),
+                                    .worker_uid = uid_,
+                                    .iface_index = index,
+                                    .sink = this,
+                                    .auth_key = auth_key_,
+                                    .cma_mode = cma_mode_,
+                                    .place_local_memory = place_local_memory,
+                                    .host_memory_lane_open = host_memory_lane_open};
+        std::unique_ptr<tl::Interface> iface;
+        Status s = entry->open(params, &iface, why);
         if (s != Status::kOk) return s;
+        if (iface == nullptr) continue;  // not here (no device, not built): the transport said why
+        host_memory_lane_open = host_memory_lane_open || entry->polls_host_memory;
+        transports_.push_back({entry, index});
+        polled_.push_back(iface.get());
+        ifaces_.push_back(std::move(iface));
     }
+    polled_.push_back(nullptr);  // the poll loop's end mark
+    std::stable_sort(transports_.begin(), transports_.end(),
+                     [](const OpenTransport& a, const OpenTransport& b) {
+                         return a.entry->priority > b.entry->priority;
+                     });
     for (auto& iface : ifaces_) {
         int fd = iface->event_fd();
         if (fd < 0) continue;
@@ -154,59 +116,11 @@ Status Worker::open_interfaces(std::string* why) {
     return Status::kOk;
 }
 
-Status Worker::open_verbs(std::string* why) {
-    const common::Config& cfg = context_->config();
-    tl::verbs::VerbsConfig vc;
-    vc.auth_key = auth_key_;
-    vc.devices = cfg.get_list("NET_DEVICES");
-    vc.seg_size = cfg.get_size("VERBS_SEG_SIZE");
-    vc.rx_credits = static_cast<uint32_t>(
-        std::min<uint64_t>(cfg.get_unsigned("VERBS_RX_CREDITS"), UINT32_MAX));
-    vc.max_inline = static_cast<uint32_t>(std::min<size_t>(cfg.get_size("VERBS_MAX_INLINE"), 4096));
-    vc.costs = verbs_lane_costs(context_->costs());
-    // Clamped, not wrapped: open() rejects a depth below 16 with a clear message.
-    vc.sq_depth = static_cast<uint32_t>(
-        std::min<uint64_t>(cfg.get_unsigned("VERBS_SQ_DEPTH"), 1u << 20));
-    vc.dm_cell_size = cfg.get_size("VERBS_DM_CELL_SIZE");
-    vc.dm_slots = static_cast<uint32_t>(std::min<uint64_t>(cfg.get_unsigned("VERBS_DM_SLOTS"), 4096));
-    vc.dm_reserved = static_cast<uint32_t>(std::min<uint64_t>(cfg.get_unsigned("PIO_RESERVED"), 4096));
-    vc.dm_emulate = cfg.get_bool("VERBS_DM_EMULATE");
-    const std::string gid = cfg.get_string("VERBS_GID_INDEX");
-    if (gid != "auto") {
-        char* end = nullptr;
-        const long v = std::strtol(gid.c_str(), &end, 10);
-        if (gid.empty() || *end != '\0' || v < 0 || v > 0xFFFF) {
-            *why = "SWY_VERBS_GID_INDEX must be auto or a GID table index";
-            return Status::kInvalidParam;
-        }
-        vc.gid_index = static_cast<int>(v);
+tl::Interface* Worker::interface_named(std::string_view name) const {
+    for (const OpenTransport& t : transports_) {
+        if (t.entry->name == name) return ifaces_[t.index].get();
     }
-    const std::string rcache = cfg.get_string("VERBS_RCACHE");
-    if (rcache != "auto" && rcache != "off") {
-        *why = "SWY_VERBS_RCACHE must be auto or off";
-        return Status::kInvalidParam;
-    }
-    vc.rcache = rcache == "auto";
-    vc.rcache_limits.max_bytes = cfg.get_size("VERBS_RCACHE_MAX");
-    vc.rcache_limits.max_entries = cfg.get_unsigned("VERBS_RCACHE_ENTRIES");
-    std::unique_ptr<tl::Interface> verbs;
-    const auto index = static_cast<uint16_t>(ifaces_.size());
-    std::string reason;
-    Status s = tl::verbs::open(vc, uid_, index, this, &verbs, &reason);
-    if (s == Status::kInvalidParam) {
-        *why = reason;
-        return s;
-    }
-    if (s != Status::kOk) {
-        // No device, no active port, or built without verbs: the other transports carry on.
-        log_printf(s == Status::kIoError ? LogLevel::kWarn : LogLevel::kDebug,
-                   "verbs transport not opened: %s", reason.c_str());
-        return Status::kOk;
-    }
-    verbs_index_ = index;
-    verbs_ = verbs.get();
-    ifaces_.push_back(std::move(verbs));
-    return Status::kOk;
+    return nullptr;
 }
 
 Worker::~Worker() {
@@ -244,13 +158,13 @@ unsigned Worker::progress() {
         run_deferred();
     }
     // The poll loop's length is latency: a message that lands waits on average half a loop.
-    // So the typed transports are called directly (no virtual dispatch), self only when it
-    // has something queued, and tcp every call (it throttles its system calls itself, and
-    // must write what sends corked since the last call).
-    if (shm_ != nullptr) n += shm_->progress();
-    if (self_ != nullptr && !self_->idle()) n += self_->progress();
-    if (tcp_ != nullptr) n += tcp_->progress();
-    if (verbs_ != nullptr) n += verbs_->progress();
+    // So a transport that knows it is idle (self with nothing queued) costs no call, and the
+    // others are called in a plain walk (tcp throttles its system calls itself, and must
+    // write what sends corked since the last call).
+    // Null-terminated: the walk keeps one pointer live, no end.
+    for (tl::Interface* const* p = polled_.data(); *p != nullptr; ++p) {
+        if ((*p)->wants_progress()) n += (*p)->progress();
+    }
     if (__builtin_expect(conn_ != nullptr, 0)) n += conn_->progress();
     if (__builtin_expect(!pending_eps_.empty(), 0)) {
         // Swap with a scratch vector kept across calls: no allocation on this path.
@@ -342,11 +256,10 @@ std::vector<uint8_t> Worker::address() const {
     WorkerAddress a;
     a.worker_uid = uid_;
     a.host = context_->host();
-    if (self_index_ >= 0) a.sections.push_back({TransportId::kSelf, {}});
-    if (shm_index_ >= 0) a.sections.push_back({TransportId::kShm, ifaces_[shm_index_]->address()});
-    if (tcp_index_ >= 0) a.sections.push_back({TransportId::kTcp, ifaces_[tcp_index_]->address()});
-    if (verbs_index_ >= 0) {
-        a.sections.push_back({TransportId::kVerbs, ifaces_[verbs_index_]->address()});
+    for (const tl::TransportEntry* entry : tl::transports()) {  // registry order, as before
+        for (const OpenTransport& t : transports_) {
+            if (t.entry == entry) a.sections.push_back({entry->address_section, ifaces_[t.index]->address()});
+        }
     }
     return encode_address(a);
 }
@@ -356,9 +269,12 @@ void Worker::query(swy_worker_attr_t* attr) const {
     attr->pio_endpoints_max = static_cast<unsigned>(pio_max_eps_);
     attr->pio_window_slots = 0;
     attr->pio_window_free = 0;
-    if (shm_ != nullptr) {
-        attr->pio_window_slots = shm_->pio_window_slots();
-        attr->pio_window_free = shm_->pio_window_free();
+    for (const OpenTransport& t : transports_) {  // the first transport with a PIO window
+        if (t.entry->pio_window != nullptr &&
+            t.entry->pio_window(ifaces_[t.index].get(), &attr->pio_window_slots,
+                                &attr->pio_window_free)) {
+            break;
+        }
     }
 }
 
@@ -374,41 +290,35 @@ Status Worker::create_endpoint(const swy_ep_params_t& params, Endpoint** out, st
 
     std::unique_ptr<tl::Endpoint> lane;
     int iface_index = -1;
-    if (remote.worker_uid == uid_ && self_index_ >= 0 && remote.find(TransportId::kSelf)) {
-        iface_index = self_index_;
-        s = ifaces_[self_index_]->connect(remote.worker_uid, nullptr, 0, false, &lane, why);
-    } else if (shm_index_ >= 0 && remote.host == context_->host() &&
-               remote.find(TransportId::kShm) != nullptr) {
-        // PIO policy: first come, first served up to PIO_MAX_EPS - PIO_RESERVED; the reserved
-        // rest only for endpoints that ask for low latency first.
-        const bool asks_first = (params.flags & SWY_EP_FLAG_PIO_FIRST) != 0;
-        const size_t limit = asks_first ? pio_max_eps_ : pio_max_eps_ - pio_reserved_;
-        const bool want_pio = (params.flags & SWY_EP_FLAG_NO_PIO) == 0 && pio_granted_ < limit;
-        const AddressSection* sec = remote.find(TransportId::kShm);
-        iface_index = shm_index_;
-        s = ifaces_[shm_index_]->connect(remote.worker_uid, sec->bytes.data(), sec->bytes.size(),
-                                         want_pio, &lane, why);
-    } else if (verbs_index_ >= 0 && remote.find(TransportId::kVerbs) != nullptr) {
-        // Another host, or shm not enabled: RDMA before tcp. Inline sends are per QP (no
-        // shared window), so every verbs lane gets them; the device-memory PIO window is
-        // shared, handed out by the interface under the shm policy (reserved slots for
-        // SWY_EP_FLAG_PIO_FIRST, none for SWY_EP_FLAG_NO_PIO).
-        const AddressSection* sec = remote.find(TransportId::kVerbs);
-        iface_index = verbs_index_;
-        s = tl::verbs::connect(ifaces_[verbs_index_].get(), remote.worker_uid, sec->bytes.data(),
-                               sec->bytes.size(), (params.flags & SWY_EP_FLAG_NO_PIO) == 0,
-                               (params.flags & SWY_EP_FLAG_PIO_FIRST) != 0, &lane, why);
-    } else if (tcp_index_ >= 0 && remote.find(TransportId::kTcp) != nullptr) {
-        // Another host (or network namespace), or shm not enabled: the network.
-        const AddressSection* sec = remote.find(TransportId::kTcp);
-        iface_index = tcp_index_;
-        s = ifaces_[tcp_index_]->connect(remote.worker_uid, sec->bytes.data(), sec->bytes.size(),
-                                         false, &lane, why);
-    } else {
-        *why = remote.host == context_->host()
-                   ? "no enabled transport reaches the peer (check SWY_TLS)"
-                   : "the peer runs on another host (or network namespace) and no network "
-                     "transport is enabled";
+    const bool same_host = remote.host == context_->host();
+    // PIO policy: first come, first served up to PIO_MAX_EPS - PIO_RESERVED; the reserved
+    // rest only for endpoints that ask for low latency first.
+    const bool pio_first = (params.flags & SWY_EP_FLAG_PIO_FIRST) != 0;
+    const size_t pio_limit = pio_first ? pio_max_eps_ : pio_max_eps_ - pio_reserved_;
+    // The highest priority transport that reaches the peer carries the endpoint.
+    for (const OpenTransport& t : transports_) {
+        const AddressSection* sec = remote.find(t.entry->address_section);
+        if (sec == nullptr) continue;
+        const tl::ReachQuery q{.local_uid = uid_,
+                               .remote_uid = remote.worker_uid,
+                               .same_host = same_host,
+                               .section = sec->bytes.data(),
+                               .section_length = sec->bytes.size()};
+        if (!t.entry->can_reach(q)) continue;
+        const tl::ConnectParams cp{.remote_uid = remote.worker_uid,
+                                   .section = sec->bytes.data(),
+                                   .section_length = sec->bytes.size(),
+                                   .no_pio = (params.flags & SWY_EP_FLAG_NO_PIO) != 0,
+                                   .pio_first = pio_first,
+                                   .pio_quota_left = pio_granted_ < pio_limit};
+        iface_index = t.index;
+        s = t.entry->connect(ifaces_[t.index].get(), cp, &lane, why);
+        break;
+    }
+    if (iface_index < 0) {
+        *why = same_host ? "no enabled transport reaches the peer (check SWY_TLS)"
+                         : "the peer runs on another host (or network namespace) and no network "
+                           "transport is enabled";
         return Status::kUnreachable;
     }
     if (s != Status::kOk) return s;
@@ -581,8 +491,9 @@ void Worker::on_sender_released(tl::AmSource src) {
 
 Status Worker::set_auth_key(const common::AuthKey& key) {
     auth_key_ = key;
-    if (tcp_ != nullptr) tcp_->set_auth_key(key);
-    if (verbs_ != nullptr) tl::verbs::set_auth_key(verbs_, key);
+    for (const OpenTransport& t : transports_) {
+        if (t.entry->set_auth_key != nullptr) t.entry->set_auth_key(ifaces_[t.index].get(), key);
+    }
     return Status::kOk;
 }
 

@@ -24,17 +24,8 @@
 #include "protocols/rndv/rendezvous.h"
 #include "protocols/wire.h"
 #include "transports/cma/cma.h"
+#include "transports/registry.h"
 #include "transports/transport.h"
-
-namespace swy::tl::shm {
-class ShmInterface;
-}
-namespace swy::tl::self {
-class SelfInterface;
-}
-namespace swy::tl::tcp {
-class TcpInterface;
-}
 
 namespace swy::core {
 
@@ -161,8 +152,9 @@ public:
     tl::Interface* interface(uint16_t index) const {
         return index < ifaces_.size() ? ifaces_[index].get() : nullptr;
     }
-    /// The verbs interface, null when it did not open (tests, tools: its registration cache).
-    const tl::Interface* verbs_interface() const { return verbs_; }
+    /// The interface of the transport named @p name (as SWY_TLS names it), null when it is
+    /// not open (tests, tools).
+    tl::Interface* interface_named(std::string_view name) const;
 
     /// The memory type a caller stated (UNKNOWN when params is null).
     static swy_memtype_t stated_memtype(const swy_request_params_t* params) {
@@ -271,17 +263,17 @@ private:
     uint64_t uid_;
     swy_thread_mode_t thread_mode_;
     std::recursive_mutex lock_;
-    std::vector<std::unique_ptr<tl::Interface>> ifaces_;
-    int self_index_ = -1;
-    int shm_index_ = -1;
-    int tcp_index_ = -1;
-    int verbs_index_ = -1;
-    tl::Interface* verbs_ = nullptr;  // typed view of ifaces_[verbs_index_]
-    Status open_verbs(std::string* why);
-    // Typed views of ifaces_ for the poll loop (owned by ifaces_).
-    tl::shm::ShmInterface* shm_ = nullptr;
-    tl::self::SelfInterface* self_ = nullptr;
-    tl::tcp::TcpInterface* tcp_ = nullptr;
+    std::vector<std::unique_ptr<tl::Interface>> ifaces_;  // index: AmSource::iface
+    /// An open interface with the registry entry that opened it.
+    struct OpenTransport {
+        const tl::TransportEntry* entry;
+        uint16_t index;  ///< into ifaces_
+    };
+    std::vector<OpenTransport> transports_;  // highest TransportEntry::priority first
+    /// What the poll loop calls, in opening order, ending with a null (owned by ifaces_). A
+    /// plain array walk: no per-transport branch, and idle ones cost no call
+    /// (wants_progress()). Holds the null mark even before open_interfaces() ran.
+    std::vector<tl::Interface*> polled_{nullptr};
     int epoll_fd_ = -1;
     proto::TagMatcher matcher_;
     proto::eager::EagerReceiver eager_{this};  // eager receive half (src/protocols/eager/)

@@ -172,6 +172,15 @@ public:
     virtual bool arm() { return true; }
     /// Called after waking up from the event fd.
     virtual void disarm() {}
+
+    /// Whether the worker's poll loop must call progress() now. Not virtual, so an idle
+    /// transport costs the loop a load and a branch instead of a call: a transport that knows
+    /// when it has nothing to do (self: an empty queue) keeps it false meanwhile; one that
+    /// must look to find out (shared memory, sockets, completion queues) leaves it true.
+    bool wants_progress() const { return wants_progress_; }
+
+protected:
+    bool wants_progress_ = true;
 };
 
 }  // namespace swy::tl

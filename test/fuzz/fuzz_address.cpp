@@ -17,6 +17,8 @@
 #include "transports/tcp/tcp_wire.h"
 
 #include "targets.h"
+#include "transports/shm/shm_transport.h"
+#include "transports/tcp/tcp_transport.h"
 
 namespace {
 
@@ -69,8 +71,8 @@ void check_address(const uint8_t* data, size_t size) {
     std::vector<uint8_t> again = encode_address(a);
     if (again != expected) fail("address does not re-encode to its own bytes");
     for (const AddressSection& s : a.sections) {
-        if (s.transport == TransportId::kTcp) check_tcp(s.bytes.data(), s.bytes.size());
-        if (s.transport == TransportId::kShm) check_shm(s.bytes.data(), s.bytes.size());
+        if (s.transport == swy::tl::tcp::kAddressSection) check_tcp(s.bytes.data(), s.bytes.size());
+        if (s.transport == swy::tl::shm::kAddressSection) check_shm(s.bytes.data(), s.bytes.size());
     }
 }
 

@@ -10,6 +10,9 @@
 #include "targets.h"
 #include "transports/shm/shm_address.h"
 #include "transports/tcp/tcp_wire.h"
+#include "transports/self/self_transport.h"
+#include "transports/shm/shm_transport.h"
+#include "transports/tcp/tcp_transport.h"
 
 namespace swy::fuzz {
 namespace {
@@ -51,9 +54,9 @@ std::vector<Bytes> address_seeds() {
     a.host.boot_id[0] = 0xb0;
     a.host.netns_inode = 4026531840;
     std::vector<Bytes> out{with_mode(0, core::encode_address(a))};
-    a.sections.push_back({core::TransportId::kSelf, {}});
-    a.sections.push_back({core::TransportId::kShm, shm_section()});
-    a.sections.push_back({core::TransportId::kTcp, tcp_section()});
+    a.sections.push_back({tl::self::kAddressSection, {}});
+    a.sections.push_back({tl::shm::kAddressSection, shm_section()});
+    a.sections.push_back({tl::tcp::kAddressSection, tcp_section()});
     out.push_back(with_mode(0, core::encode_address(a)));
     out.push_back(with_mode(1, tcp_section()));
     out.push_back(with_mode(2, shm_section()));
@@ -149,7 +152,7 @@ std::vector<Bytes> worker_am_seeds() {
 std::vector<Bytes> conn_wire_seeds() {
     core::WorkerAddress a;
     a.worker_uid = 0x0123456789abcdef;
-    a.sections.push_back({core::TransportId::kShm, shm_section()});
+    a.sections.push_back({tl::shm::kAddressSection, shm_section()});
     const Bytes address = core::encode_address(a);
     const uint8_t nonce[core::kConnNonceSize] = {1, 2, 3};
     uint8_t proof[core::kConnProofSize] = {9, 8, 7};

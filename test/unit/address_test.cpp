@@ -14,6 +14,10 @@
 #include <vector>
 
 #include "transports/shm/shm_address.h"
+#include "transports/self/self_transport.h"
+#include "transports/shm/shm_transport.h"
+#include "transports/tcp/tcp_transport.h"
+#include "transports/verbs/verbs_transport.h"
 
 namespace swy::core {
 namespace {
@@ -31,9 +35,9 @@ WorkerAddress sample_address() {
     a.worker_uid = 0x0123456789abcdefull;
     for (size_t i = 0; i < a.host.boot_id.size(); ++i) a.host.boot_id[i] = static_cast<uint8_t>(i * 7 + 1);
     a.host.netns_inode = 4026531840ull;
-    a.sections.push_back({TransportId::kSelf, {}});
-    a.sections.push_back({TransportId::kShm, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}});
-    a.sections.push_back({TransportId::kTcp, {0xaa, 0xbb}});
+    a.sections.push_back({tl::self::kAddressSection, {}});
+    a.sections.push_back({tl::shm::kAddressSection, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}});
+    a.sections.push_back({tl::tcp::kAddressSection, {0xaa, 0xbb}});
     return a;
 }
 
@@ -70,9 +74,9 @@ TEST(WorkerAddress, RoundTripsThroughEncodeAndDecode) {
     std::string why;
     ASSERT_EQ(decode(bytes, &b, &why), Status::kOk) << why;
     expect_same(a, b);
-    ASSERT_NE(b.find(TransportId::kShm), nullptr);
-    EXPECT_EQ(b.find(TransportId::kShm)->bytes.size(), 17u);
-    EXPECT_EQ(b.find(TransportId::kVerbs), nullptr);
+    ASSERT_NE(b.find(tl::shm::kAddressSection), nullptr);
+    EXPECT_EQ(b.find(tl::shm::kAddressSection)->bytes.size(), 17u);
+    EXPECT_EQ(b.find(tl::verbs::kAddressSection), nullptr);
 }
 
 TEST(WorkerAddress, RoundTripsWithoutSections) {
@@ -89,7 +93,7 @@ TEST(WorkerAddress, RoundTripsWithoutSections) {
 TEST(WorkerAddress, RoundTripsMaximumSectionCountAndLength) {
     WorkerAddress a = sample_address();
     a.sections.clear();
-    for (int i = 0; i < 16; ++i) a.sections.push_back({TransportId::kTcp, std::vector<uint8_t>(i * 3, uint8_t(i))});
+    for (int i = 0; i < 16; ++i) a.sections.push_back({tl::tcp::kAddressSection, std::vector<uint8_t>(i * 3, uint8_t(i))});
     a.sections.back().bytes.assign(UINT16_MAX, 0x5a);  // longest section the format can carry
     const auto bytes = encode_address(a);
     WorkerAddress b;
@@ -143,7 +147,7 @@ TEST(WorkerAddress, ZeroWorkerUidIsRejected) {
 
 TEST(WorkerAddress, TooManySectionsIsRejected) {
     WorkerAddress a = sample_address();
-    a.sections.assign(17, AddressSection{TransportId::kSelf, {}});
+    a.sections.assign(17, AddressSection{tl::self::kAddressSection, {}});
     expect_malformed(encode_address(a), "17 well-formed sections");
 
     // A count far beyond the bytes present must be rejected, not trusted.
@@ -208,7 +212,7 @@ TEST(WorkerAddress, RandomCorruptionNeverCrashes) {
     empty.sections.clear();
     seeds.push_back(encode_address(empty));
     WorkerAddress many = sample_address();
-    many.sections.assign(16, AddressSection{TransportId::kShm, {9, 8, 7}});
+    many.sections.assign(16, AddressSection{tl::shm::kAddressSection, {9, 8, 7}});
     seeds.push_back(encode_address(many));
 
     int accepted = 0;

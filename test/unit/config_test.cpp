@@ -12,7 +12,10 @@
 #include <utility>
 #include <vector>
 
+#include "common/config_reader.h"
 #include "common/log.h"
+#include "core/context.h"
+#include "core/worker.h"
 
 namespace swy::common {
 namespace {
@@ -140,27 +143,70 @@ TEST(Config, DefaultsHaveTheirTypedValues) {
     for (const ConfigVar& var : config_table()) EXPECT_FALSE(cfg.is_set(var.name)) << var.name;
 }
 
-TEST(Config, GetterOnWrongTypeOrUnknownNameAssertsInDebugAndReturnsZero) {
+TEST(Config, GetterOnWrongTypeOrUnknownNameStopsTheProcessInEveryBuild) {
+    // A library bug must never read a silent 0: the getter logs the name and aborts.
     Config cfg;
-    size_t size = 1;
-    EXPECT_DEBUG_DEATH(size = cfg.get_size("TLS"), "");
-    uint64_t number = 1;
-    EXPECT_DEBUG_DEATH(number = cfg.get_unsigned("NO_SUCH_VARIABLE"), "");
-    bool flag = true;
-    EXPECT_DEBUG_DEATH(flag = cfg.get_bool("PIO_MAX_EPS"), "");
-#ifdef NDEBUG
-    EXPECT_EQ(size, 0u);
-    EXPECT_EQ(number, 0u);
-    EXPECT_FALSE(flag);
-    EXPECT_EQ(cfg.get_string("TLS"), "");
-    EXPECT_TRUE(cfg.get_list("LOG_LEVEL").empty());
-    EXPECT_EQ(cfg.get_time_ns("PIO_MAX"), 0u);
-    EXPECT_EQ(cfg.get_double("TLS"), 0.0);
-#else
-    (void)size;
-    (void)number;
-    (void)flag;
-#endif
+    EXPECT_DEATH((void)cfg.get_size("TLS"), "SWY_TLS read as a size");
+    EXPECT_DEATH((void)cfg.get_unsigned("NO_SUCH_VARIABLE"), "NO_SUCH_VARIABLE.*not declared");
+    EXPECT_DEATH((void)cfg.get_bool("PIO_MAX_EPS"), "declared with another type");
+}
+
+// ---- ConfigReader: typed settings at start-up ------------------------------------------------
+
+TEST(ConfigReader, MisspeltNameFailsWithItsNameInsteadOfReadingZero) {
+    Config cfg;
+    ConfigReader r(cfg);
+    EXPECT_EQ(r.get_unsigned("SHM_FIFO_CELS"), 0u);
+    EXPECT_FALSE(r.ok());
+    EXPECT_NE(r.error().find("SWY_SHM_FIFO_CELS is read but not declared"), std::string::npos)
+        << r.error();
+}
+
+TEST(ConfigReader, WrongTypeFailsNamingBothTypes) {
+    Config cfg;
+    ConfigReader r(cfg);
+    (void)r.get_size("SHM_FIFO_CELLS");
+    EXPECT_NE(r.error().find("read as a size but declared as a unsigned"), std::string::npos)
+        << r.error();
+}
+
+TEST(ConfigReader, ReportsEveryProblemAtOnce) {
+    Config cfg;
+    ASSERT_EQ(cfg.set("SHM_FIFO_CELLS", "0"), Status::kOk);
+    ConfigReader r(cfg);
+    (void)r.get_unsigned("SHM_FIFO_CELLS", 1, 1024);
+    (void)r.get_string("NOT_THERE");
+    EXPECT_NE(r.error().find("SWY_SHM_FIFO_CELLS=0 is out of range: 1 to 1024"),
+              std::string::npos)
+        << r.error();
+    EXPECT_NE(r.error().find("SWY_NOT_THERE"), std::string::npos) << r.error();
+}
+
+TEST(ConfigReader, ValuesInRangeAndChoicesReadAsDeclared) {
+    Config cfg;
+    ASSERT_EQ(cfg.set("VERBS_RCACHE", "off"), Status::kOk);
+    ConfigReader r(cfg);
+    EXPECT_EQ(r.get_unsigned("SHM_FIFO_CELLS", 1, 1024), 256u);
+    EXPECT_EQ(r.get_size("SHM_CELL_SIZE", 64), 8192u);
+    EXPECT_EQ(r.get_time_ns("TCP_KEEPALIVE"), 2'000'000'000u);
+    EXPECT_EQ(r.get_choice("VERBS_RCACHE", {"auto", "off"}), "off");
+    EXPECT_TRUE(r.ok()) << r.error();
+    EXPECT_EQ(r.get_choice("RNDV_SCHEME", {"get", "put"}), "");
+    EXPECT_NE(r.error().find("SWY_RNDV_SCHEME=auto is not one of: get, put"), std::string::npos)
+        << r.error();
+}
+
+TEST(ConfigReader, TransportSettingsOutOfRangeFailWorkerCreationWithTheName) {
+    Config cfg;
+    ASSERT_EQ(cfg.set("SHM_FIFO_CELLS", "8589934592"), Status::kOk);  // over 32 bits
+    swy::core::Context* ctx = nullptr;
+    std::string why;
+    ASSERT_EQ(swy::core::Context::create(cfg, &ctx, &why), Status::kOk) << why;
+    swy::core::Worker* w = nullptr;
+    EXPECT_EQ(swy::core::Worker::create(ctx, nullptr, &w, &why), Status::kInvalidParam);
+    EXPECT_EQ(w, nullptr);
+    EXPECT_NE(why.find("SWY_SHM_FIFO_CELLS=8589934592 is out of range"), std::string::npos) << why;
+    delete ctx;
 }
 
 // ---- set(), get_text(), is_set() ---------------------------------------------------------

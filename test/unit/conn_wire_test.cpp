@@ -15,6 +15,8 @@
 #include "core/address.h"
 #include "core/conn_socket.h"
 #include "core/conn_wire.h"
+#include "transports/self/self_transport.h"
+#include "transports/shm/shm_transport.h"
 
 namespace swy::core {
 namespace {
@@ -23,8 +25,8 @@ std::vector<uint8_t> sample_address() {
     WorkerAddress a;
     a.worker_uid = 0x1122334455667788ull;
     a.host.netns_inode = 42;
-    a.sections.push_back({TransportId::kSelf, {}});
-    a.sections.push_back({TransportId::kShm, {1, 2, 3, 4, 5}});
+    a.sections.push_back({tl::self::kAddressSection, {}});
+    a.sections.push_back({tl::shm::kAddressSection, {1, 2, 3, 4, 5}});
     return encode_address(a);
 }
 

@@ -29,6 +29,8 @@
 #include "transports/shm/shm_address.h"
 #include "test_context.h"
 #include "transports/tcp/tcp_iface.h"
+#include "transports/shm/shm_transport.h"
+#include "transports/tcp/tcp_transport.h"
 
 namespace swy::core {
 namespace {
@@ -333,7 +335,7 @@ TEST(HostilePeer, ATcpHelloWithAShmPeersUidThenAResetKeepsTheShmEndpoint) {
     std::string why;
     std::vector<uint8_t> raw = address_of(*victim);
     ASSERT_EQ(decode_address(raw.data(), raw.size(), &va, &why), Status::kOk) << why;
-    const AddressSection* tcp = va.find(TransportId::kTcp);
+    const AddressSection* tcp = va.find(tl::tcp::kAddressSection);
     ASSERT_NE(tcp, nullptr);
     tl::tcp::TcpInterface* victim_tcp = nullptr;
     for (uint16_t i = 0; victim->w()->interface(i) != nullptr; ++i) {
@@ -523,7 +525,7 @@ TEST(HostilePeer, AnotherUserCannotMapTheSegmentOrWakeTheWorker) {
     std::string why;
     std::vector<uint8_t> raw = address_of(*node);
     ASSERT_EQ(decode_address(raw.data(), raw.size(), &wa, &why), Status::kOk) << why;
-    const AddressSection* shm = wa.find(TransportId::kShm);
+    const AddressSection* shm = wa.find(tl::shm::kAddressSection);
     ASSERT_NE(shm, nullptr);
     tl::shm::ShmAddress a{};
     ASSERT_TRUE(tl::shm::decode_shm_address(shm->bytes.data(), shm->bytes.size(), &a));

@@ -20,6 +20,7 @@
 #include "tcp_test_util.h"
 #include "test_context.h"
 #include "transports/tcp/tcp_wire.h"
+#include "transports/tcp/tcp_transport.h"
 
 namespace swy::tl::tcp {
 namespace {
@@ -112,7 +113,7 @@ TEST(TcpWorker, BlackholedPeerBlocksNeitherEpCreateNorOtherEndpoints) {
     ASSERT_EQ(core::decode_address(b_address.data(), b_address.size(), &fake, &why), Status::kOk);
     fake.worker_uid ^= 0x5A5A;
     for (auto& s : fake.sections) {
-        if (s.transport == core::TransportId::kTcp) s.bytes = holes.section();
+        if (s.transport == tl::tcp::kAddressSection) s.bytes = holes.section();
     }
     const std::vector<uint8_t> hole_address = core::encode_address(fake);
 
@@ -250,7 +251,7 @@ TEST(TcpWorker, RawPeerWithoutTheProofNeverReachesAReceive) {
         const std::vector<uint8_t> addr = address_of(p.b);
         ASSERT_EQ(core::decode_address(addr.data(), addr.size(), &wa, &why), Status::kOk);
         std::vector<TcpAddressEntry> entries;
-        const core::AddressSection* sec = wa.find(core::TransportId::kTcp);
+        const core::AddressSection* sec = wa.find(tl::tcp::kAddressSection);
         ASSERT_NE(sec, nullptr);
         ASSERT_TRUE(decode_tcp_address(sec->bytes.data(), sec->bytes.size(), &entries));
         int fd = -1;

@@ -5,7 +5,7 @@
 
 #include "protocols/select.h"
 #include "protocols/wire.h"
-#include "core/verbs_costs.h"
+#include "transports/verbs/verbs_costs.h"
 
 using namespace swy;
 using proto::ProtoId;
@@ -15,7 +15,7 @@ namespace {
 /// The caps core::Endpoint derives for a verbs lane with a 256 B inline limit and 8 KiB buffers.
 proto::LaneCaps verbs_caps() {
     tl::LaneAttr a;
-    const tl::verbs::LaneCosts costs = core::verbs_lane_costs(proto::CostFigures{});
+    const tl::verbs::LaneCosts costs = tl::verbs::verbs_lane_costs(proto::CostFigures{});
     a.send_cost = costs.send;
     a.rdma = true;
     a.rdma_cost = costs.rdma;

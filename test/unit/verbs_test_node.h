@@ -14,6 +14,7 @@
 
 #include "core/address.h"
 #include "test_context.h"
+#include "transports/verbs/verbs_transport.h"
 
 namespace swy::test {
 
@@ -52,7 +53,7 @@ struct VerbsNode {
         std::string why;
         return !address.empty() &&
                core::decode_address(address.data(), address.size(), &a, &why) == Status::kOk &&
-               a.find(core::TransportId::kVerbs) != nullptr;
+               a.find(tl::verbs::kAddressSection) != nullptr;
     }
 };
 

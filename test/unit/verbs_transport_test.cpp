@@ -118,7 +118,7 @@ void transfer(swy_ep_h ep, Node& a, Node& b, size_t n, uint32_t seed, const char
 swy::tl::verbs::RegCacheReport rcache_of(const Node& n) {
     swy::tl::verbs::RegCacheReport r;
     EXPECT_TRUE(swy::tl::verbs::reg_cache_report(
-        reinterpret_cast<const swy::core::Worker*>(n.worker)->verbs_interface(), &r));
+        reinterpret_cast<const swy::core::Worker*>(n.worker)->interface_named("verbs"), &r));
     return r;
 }
 

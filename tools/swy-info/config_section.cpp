@@ -2,7 +2,7 @@
 #include <cstdio>
 #include <string>
 
-#include "common/config.h"
+#include "introspect/introspect.h"
 #include "sections.h"
 #include "text.h"
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "common/config.h"
+#include "introspect/introspect.h"
 #include "peer.h"
 
 namespace swy::info {

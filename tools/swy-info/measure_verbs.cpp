@@ -13,7 +13,7 @@
 
 #include "measure.h"
 #include "sections.h"
-#include "transports/verbs/verbs_open.h"
+#include "introspect/introspect.h"
 
 namespace swy::info {
 namespace {

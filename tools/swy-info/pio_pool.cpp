@@ -3,7 +3,7 @@
 
 #include <switchyard/switchyard.h>
 
-#include "common/config.h"
+#include "introspect/introspect.h"
 #include "sections.h"
 
 namespace swy::info {

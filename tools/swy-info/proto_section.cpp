@@ -17,7 +17,7 @@
 #include "text.h"
 #include "transports/cma/cma.h"
 #include "transports/shm/ring.h"
-#include "core/verbs_costs.h"
+#include "transports/verbs/verbs_costs.h"
 #include "transports/verbs/verbs_open.h"
 
 namespace swy::info {
@@ -207,7 +207,7 @@ int print_verbs_tables(const core::Context& context, const proto::SelectOverride
                                       .c_str());
     note_if_disabled(context, "verbs");
     tl::LaneAttr a;
-    const tl::verbs::LaneCosts costs = core::verbs_lane_costs(context.costs());
+    const tl::verbs::LaneCosts costs = tl::verbs::verbs_lane_costs(context.costs());
     a.send_cost = costs.send;
     a.rdma = true;
     a.rdma_cost = costs.rdma;

@@ -3,8 +3,7 @@
 
 #include <switchyard/switchyard.h>
 
-#include "common/config.h"
-#include "core/context.h"
+#include "introspect/introspect.h"
 #include "sections.h"
 
 namespace swy::info {

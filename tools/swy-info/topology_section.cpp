@@ -2,7 +2,7 @@
 #include <cstdio>
 #include <string>
 
-#include "core/topology.h"
+#include "introspect/introspect.h"
 #include "sections.h"
 
 namespace swy::info {

@@ -3,13 +3,9 @@
 #include <string>
 
 #include "cma_probe.h"
-#include "common/config.h"
-#include "core/context.h"
-#include "protocols/wire.h"
+#include "introspect/introspect.h"
 #include "sections.h"
 #include "text.h"
-#include "transports/shm/ring.h"
-#include "transports/shm/segment_layout.h"
 
 namespace swy::info {
 namespace {
@@ -24,17 +20,12 @@ constexpr size_t kFragmentHeaderBytes = sizeof(proto::EagerFirstHeader);
 static_assert(kCellHeaderBytes == 16 && kTagHeaderBytes == 16 && kFragmentHeaderBytes == 32,
               "update the text below");
 
-/// Whether @p name works on this host, as text ("yes", "no: ...", "not built yet").
-std::string availability(const char* name, const common::Config& config) {
-    std::string n = name;
-    if (n == "self" || n == "shm") return "yes";
-    if (n == "cma") {
-        if (config.get_string("CMA") == "n") return "no: disabled by SWY_CMA=n";
-        CmaProbe probe = probe_cma();
-        return probe.works ? "yes" : "no: " + probe.why;
-    }
-    if (n == "verbs") return verbs_availability(config);
-    return "not built yet";
+/// Whether cross-memory attach works on this host. CMA is not an interface of its own (it
+/// serves shm and self rendezvous), so it has no registry entry but SWY_TLS still names it.
+std::string cma_availability(const common::Config& config) {
+    if (config.get_string("CMA") == "n") return "no: disabled by SWY_CMA=n";
+    CmaProbe probe = probe_cma();
+    return probe.works ? "yes" : "no: " + probe.why;
 }
 
 /// One "name  value  (source)" line of the shm attribute list.
@@ -44,25 +35,26 @@ void attr_line(const char* name, const std::string& value, const std::string& so
 
 /// The shm transport's limits as the configuration makes them.
 void print_shm_attributes(const common::Config& config) {
-    uint64_t fifo_cells = config.get_unsigned("SHM_FIFO_CELLS");
-    size_t cell_size = config.get_size("SHM_CELL_SIZE");
-    uint64_t pio_slots = config.get_unsigned("SHM_PIO_SLOTS");
-    uint64_t pio_credits = config.get_unsigned("SHM_PIO_CREDITS");
-    size_t pio_cell_size = config.get_size("SHM_PIO_CELL_SIZE");
-
-    // Sizes that do not fit the 32-bit header fields are rejected by the transport itself;
-    // here they would only make the arithmetic below meaningless.
-    if (cell_size <= kCellHeaderBytes + kFragmentHeaderBytes || pio_cell_size <= kCellHeaderBytes + kTagHeaderBytes ||
-        cell_size > UINT32_MAX || pio_cell_size > UINT32_MAX || fifo_cells > UINT32_MAX ||
-        pio_slots > UINT32_MAX || pio_credits > UINT32_MAX) {
+    // The settings as the shm transport reads them when a worker opens it.
+    tl::shm::ShmConfig sc;
+    std::string why;
+    if (tl::shm::read_settings(config, &sc, &why) != Status::kOk) {
+        std::printf("  shm attributes: %s\n", why.c_str());
+        return;
+    }
+    const tl::shm::SegmentGeometry& geometry = sc.geometry;
+    const uint64_t fifo_cells = geometry.fifo_cells;
+    const size_t cell_size = geometry.fifo_cell_size;
+    const uint64_t pio_slots = geometry.pio_slots;
+    const uint64_t pio_credits = geometry.pio_credits;
+    const size_t pio_cell_size = geometry.pio_cell_size;
+    // Cells too small for their headers are rejected by the transport itself; here they would
+    // only make the arithmetic below meaningless.
+    if (cell_size <= kCellHeaderBytes + kFragmentHeaderBytes ||
+        pio_cell_size <= kCellHeaderBytes + kTagHeaderBytes) {
         std::printf("  shm attributes: configuration out of range (see swy-info -c)\n");
         return;
     }
-    tl::shm::SegmentGeometry geometry{static_cast<uint32_t>(fifo_cells),
-                                      static_cast<uint32_t>(cell_size),
-                                      static_cast<uint32_t>(pio_slots),
-                                      static_cast<uint32_t>(pio_credits),
-                                      static_cast<uint32_t>(pio_cell_size)};
 
     std::printf("\n  shm attributes (from the configuration)\n");
     attr_line("receive FIFO cells", std::to_string(fifo_cells), "SWY_SHM_FIFO_CELLS");
@@ -84,15 +76,20 @@ void print_shm_attributes(const common::Config& config) {
 }  // namespace
 
 void print_transports(const common::Config& config, const core::Context& context) {
-    static const char* const kTransports[] = {"self", "shm", "cma", "tcp", "verbs"};
     std::string tls;
     config.get_text("TLS", &tls);
     std::printf("\nTransports (SWY_TLS=%s)\n", tls.c_str());
     std::printf("  %-9s %-8s %s\n", "name", "enabled", "available on this host");
-    for (const char* name : kTransports) {
-        std::printf("  %-9s %-8s %s\n", name, yes_no(context.transport_enabled(name)),
-                    availability(name, config).c_str());
+    // Every registered transport, as the worker would open them, then CMA.
+    for (const tl::TransportEntry* t : tl::transports()) {
+        const std::string name(t->name);
+        const std::string available =
+            t->availability != nullptr ? t->availability(config) : "yes";
+        std::printf("  %-9s %-8s %s\n", name.c_str(),
+                    yes_no(context.transport_enabled(name.c_str())), available.c_str());
     }
+    std::printf("  %-9s %-8s %s\n", "cma", yes_no(context.transport_enabled("cma")),
+                cma_availability(config).c_str());
     print_shm_attributes(config);
     if (context.transport_enabled("verbs")) print_verbs_ports(config);
 }

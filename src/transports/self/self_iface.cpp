@@ -23,7 +23,7 @@ Status SelfEndpoint::am_send(AmId id, const void* hdr, size_t hdr_len, const voi
     bytes.resize(hdr_len + length);
     std::memcpy(bytes.data(), hdr, hdr_len);
     if (length != 0) std::memcpy(bytes.data() + hdr_len, payload, length);
-    iface_->queue_.push_back({id, std::move(bytes)});
+    iface_->enqueue(id, std::move(bytes));
     return Status::kOk;
 }
 
@@ -33,14 +33,21 @@ Status SelfEndpoint::am_send_packed(AmId id, const void* hdr, size_t hdr_len, Pa
     std::memcpy(bytes.data(), hdr, hdr_len);
     Status s = pack(arg, bytes.data() + hdr_len, length);
     if (s != Status::kOk) return s;
-    iface_->queue_.push_back({id, std::move(bytes)});
+    iface_->enqueue(id, std::move(bytes));
     return Status::kOk;
 }
 
 uint64_t SelfEndpoint::remote_uid() const { return iface_->uid_; }
 
 SelfInterface::SelfInterface(uint64_t worker_uid, uint16_t index, AmSink* sink)
-    : uid_(worker_uid), index_(index), sink_(sink), reply_ep_(this) {}
+    : uid_(worker_uid), index_(index), sink_(sink), reply_ep_(this) {
+    wants_progress_ = false;  // nothing queued yet
+}
+
+void SelfInterface::enqueue(AmId id, std::vector<uint8_t> bytes) {
+    queue_.push_back({id, std::move(bytes)});
+    wants_progress_ = true;
+}
 
 unsigned SelfInterface::progress() {
     // Deliver only what was queued before this call: handlers may queue replies.
@@ -51,6 +58,7 @@ unsigned SelfInterface::progress() {
         sink_->on_am(p.id, AmSource{index_, 0}, p.bytes.data(), p.bytes.size());
         if (spare_.size() < 64) spare_.push_back(std::move(p.bytes));
     }
+    wants_progress_ = !queue_.empty();  // replies queued by the handlers
     return static_cast<unsigned>(n);
 }
 

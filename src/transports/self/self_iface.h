@@ -46,7 +46,8 @@ public:
     /// This process: a message on the self lane never leaves it.
     int sender_pid(uint16_t sender) override;
     bool arm() override { return queue_.empty(); }
-    /// Nothing queued: progress would do nothing (checked inline by the worker's poll loop).
+    /// Nothing queued: progress would do nothing (wants_progress() says the same to the
+    /// worker's poll loop).
     bool idle() const { return queue_.empty(); }
     int event_fd() const override { return -1; }
 
@@ -59,6 +60,8 @@ private:
     uint64_t uid_;
     uint16_t index_;
     AmSink* sink_;
+    /// Queue a message for the next progress() (and have the worker call it).
+    void enqueue(AmId id, std::vector<uint8_t> bytes);
     std::deque<Packet> queue_;
     std::vector<std::vector<uint8_t>> spare_;  // recycled packet buffers
     SelfEndpoint reply_ep_;

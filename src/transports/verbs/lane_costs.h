@@ -1,6 +1,6 @@
 // Cost figures of a verbs lane, shared by the transport (LaneAttr) and swy-info (tables it
 // prints without opening an interface). The worker fills them from the context's cost figures
-// (core/verbs_costs.h: measured by `swy-info --calibrate`, or built-in placeholders).
+// (verbs_costs.h: measured by `swy-info --calibrate`, or built-in placeholders).
 #pragma once
 
 #include "transports/transport.h"

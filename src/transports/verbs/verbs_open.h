@@ -35,7 +35,7 @@ struct VerbsConfig {
     bool rcache = true;                       ///< SWY_VERBS_RCACHE: auto (true) or off
     RegCacheLimits rcache_limits;             ///< SWY_VERBS_RCACHE_MAX, SWY_VERBS_RCACHE_ENTRIES
     /// Cost figures reported in the lanes' attributes (the worker fills them from the
-    /// context's cost figures: core/verbs_costs.h).
+    /// context's cost figures: verbs_costs.h).
     LaneCosts costs;
 };
 

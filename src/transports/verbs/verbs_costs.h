@@ -5,9 +5,9 @@
 #include "protocols/cost_figures.h"
 #include "transports/verbs/lane_costs.h"
 
-namespace swy::core {
+namespace swy::tl::verbs {
 
 /// Convert @p figures (seconds and bytes per second) into a verbs lane's costs.
-tl::verbs::LaneCosts verbs_lane_costs(const proto::CostFigures& figures);
+LaneCosts verbs_lane_costs(const proto::CostFigures& figures);
 
-}  // namespace swy::core
+}  // namespace swy::tl::verbs

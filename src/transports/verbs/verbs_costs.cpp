@@ -1,9 +1,9 @@
-#include "core/verbs_costs.h"
+#include "transports/verbs/verbs_costs.h"
 
-namespace swy::core {
+namespace swy::tl::verbs {
 
-tl::verbs::LaneCosts verbs_lane_costs(const proto::CostFigures& f) {
-    tl::verbs::LaneCosts c;
+LaneCosts verbs_lane_costs(const proto::CostFigures& f) {
+    LaneCosts c;
     c.send = {f.verbs_latency_s, f.verbs_overhead_s, f.verbs_bw_Bps};
     c.rdma = {0, f.verbs_rdma_overhead_s, f.verbs_rdma_bw_Bps};
     c.reg = {0, f.verbs_reg_s, f.verbs_reg_Bps};
@@ -11,4 +11,4 @@ tl::verbs::LaneCosts verbs_lane_costs(const proto::CostFigures& f) {
     return c;
 }
 
-}  // namespace swy::core
+}  // namespace swy::tl::verbs

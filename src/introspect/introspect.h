@@ -1,0 +1,37 @@
+// Introspection: the one header through which tools (swy-info) look inside the library,
+// beyond the public API in <switchyard/switchyard.h>. Tools include this and public headers
+// only, so what they depend on is listed here, in one place, and they use the library's own
+// code instead of copies of it (a copied table drifts).
+//
+// What it exposes, and what for:
+//   - common::Config, config_table(), ConfigReader: the SWY_* table (swy-info -c) and
+//     parsed values;
+//   - core::Context: a context built from a configuration (cost figures, enabled transports,
+//     host identity);
+//   - core::Topology: the host's NUMA layout;
+//   - tl::transports(), TransportEntry: every transport, its variables, address section,
+//     priority and availability on this host (the Transports section);
+//   - tl::shm::read_settings (into ShmConfig), the shm segment layout and ring headers: shm
+//     attributes derived from the configuration;
+//   - tl::verbs::read_settings, probe(), measure_registration(), rcache_page_identity(): the
+//     RDMA ports start-up would see, with the same settings a worker reads;
+//   - proto wire headers and cost figures: header sizes and the tables the selector builds.
+//
+// Everything here is internal and may change between versions; applications use the public
+// API only. Additive: a tool that needs more adds it here, with a line above saying why.
+#pragma once
+
+#include "common/config.h"
+#include "common/config_reader.h"
+#include "core/context.h"
+#include "core/topology.h"
+#include "protocols/cost_figures.h"
+#include "protocols/wire.h"
+#include "transports/registry.h"
+#include "transports/shm/ring.h"
+#include "transports/shm/segment_layout.h"
+#include "transports/shm/shm_iface.h"
+#include "transports/shm/shm_transport.h"
+#include "transports/verbs/verbs_costs.h"
+#include "transports/verbs/verbs_open.h"
+#include "transports/verbs/verbs_transport.h"

@@ -1,0 +1,94 @@
+// The shm transport as the registry sees it: its variables, typed settings, open, reach
+// (same host: boot id and network namespace) and PIO policy (a shared window of dedicated
+// rings, granted within the worker's PIO quota).
+#include "transports/shm/shm_transport.h"
+
+#include "common/config_reader.h"
+#include "transports/shm/shm_iface.h"
+
+namespace swy::tl::shm {
+namespace {
+
+using enum common::ConfigType;
+
+constexpr common::ConfigVar kVars[] = {
+    {"SHM_FIFO_CELLS", kUnsigned, "256",
+     "Cells in the shared multi-producer receive FIFO of each worker."},
+    {"SHM_CELL_SIZE", kSize, "8K",
+     "Bytes per receive-FIFO cell, header included. Bounds the fragment size of eager "
+     "bcopy sends."},
+    {"SHM_PIO_SLOTS", kUnsigned, "8",
+     "Dedicated PIO rings that a worker's receive window offers to senders."},
+    {"SHM_PIO_CREDITS", kUnsigned, "64",
+     "Size of each dedicated PIO ring, in units of SHM_PIO_CELL_SIZE (the ring holds "
+     "SHM_PIO_CREDITS x SHM_PIO_CELL_SIZE bytes of packed, cache-line aligned records)."},
+    {"SHM_PIO_CELL_SIZE", kSize, "4K",
+     "Largest record of a dedicated PIO ring, its 16-byte header included: bounds the "
+     "largest PIO message and the fragment size of endpoints that hold a PIO ring."},
+};
+
+Status open_shm(const OpenParams& p, std::unique_ptr<Interface>* out, std::string* why) {
+    ShmConfig sc;
+    Status s = read_settings(p.config, &sc, why);
+    if (s != Status::kOk) return s;
+    sc.cma_mode = p.cma_mode;
+    sc.place_segment = p.place_local_memory;
+    std::unique_ptr<ShmInterface> shm;
+    s = ShmInterface::open(sc, p.worker_uid, p.iface_index, p.sink, &shm, why);
+    if (s == Status::kOk) *out = std::move(shm);
+    return s;
+}
+
+bool reaches(const ReachQuery& q) { return q.same_host; }
+
+Status connect_shm(Interface* iface, const ConnectParams& p, std::unique_ptr<Endpoint>* out,
+                   std::string* why) {
+    // The rings are a window shared by every endpoint of the worker: one only within the
+    // quota, and never for an endpoint that asked for none.
+    const bool want_pio = !p.no_pio && p.pio_quota_left;
+    return iface->connect(p.remote_uid, p.section, p.section_length, want_pio, out, why);
+}
+
+bool pio_window(const Interface* iface, unsigned* slots, unsigned* free) {
+    const auto* shm = static_cast<const ShmInterface*>(iface);
+    *slots = shm->pio_window_slots();
+    *free = shm->pio_window_free();
+    return true;
+}
+
+std::string always(const common::Config&) { return "yes"; }
+
+}  // namespace
+
+Status read_settings(const common::Config& config, ShmConfig* out, std::string* why) {
+    common::ConfigReader r(config);
+    // 32-bit fields of the segment header; ShmInterface::open() checks the geometry itself.
+    SegmentGeometry& g = out->geometry;
+    g.fifo_cells = static_cast<uint32_t>(r.get_unsigned("SHM_FIFO_CELLS", 1, UINT32_MAX));
+    g.fifo_cell_size = static_cast<uint32_t>(r.get_size("SHM_CELL_SIZE", 1, UINT32_MAX));
+    g.pio_slots = static_cast<uint32_t>(r.get_unsigned("SHM_PIO_SLOTS", 0, UINT32_MAX));
+    g.pio_credits = static_cast<uint32_t>(r.get_unsigned("SHM_PIO_CREDITS", 1, UINT32_MAX));
+    g.pio_cell_size = static_cast<uint32_t>(r.get_size("SHM_PIO_CELL_SIZE", 1, UINT32_MAX));
+    out->keepalive_ns = r.get_time_ns("KEEPALIVE_INTERVAL");
+    if (!r.ok()) {
+        *why = r.error();
+        return Status::kInvalidParam;
+    }
+    return Status::kOk;
+}
+
+const TransportEntry kTransport{
+    .name = "shm",
+    .config_prefix = "SHM_",
+    .address_section = kAddressSection,
+    .priority = 30,
+    .polls_host_memory = true,
+    .config_vars = kVars,
+    .open = open_shm,
+    .can_reach = reaches,
+    .connect = connect_shm,
+    .pio_window = pio_window,
+    .availability = always,
+};
+
+}  // namespace swy::tl::shm

@@ -1,0 +1,100 @@
+// The tcp transport as the registry sees it: its variables, typed settings, open (and when a
+// device list naming only other transports' devices leaves it closed), reach (any peer that
+// publishes a tcp section) and the shared key.
+#include "transports/tcp/tcp_transport.h"
+
+#include <algorithm>
+
+#include "common/config_reader.h"
+#include "common/log.h"
+#include "transports/tcp/tcp_iface.h"
+
+namespace swy::tl::tcp {
+namespace {
+
+using enum common::ConfigType;
+
+constexpr common::ConfigVar kVars[] = {
+    {"TCP_SNDBUF_LIMIT", kSize, "4M",
+     "Bytes one tcp connection may hold queued beyond what the kernel accepted; further sends "
+     "are retried from progress. Also sets the lane's credits (this / 256K)."},
+    {"TCP_KEEPALIVE", kTime, "2s",
+     "Idle time before TCP keepalive probes start on tcp connections; a peer that vanished "
+     "without closing its connections is reported failed after about 3x this."},
+    {"TCP_CONNECT_TIMEOUT", kTime, "10s",
+     "Total time the tcp transport spends connecting to one peer, over all of its addresses "
+     "(each attempt gets a share of it). Connecting never blocks the worker; when every "
+     "address failed or this passed, the endpoint fails (SWY_ERR_UNREACHABLE or "
+     "SWY_ERR_TIMED_OUT)."},
+};
+
+Status open_tcp(const OpenParams& p, std::unique_ptr<Interface>* out, std::string* why) {
+    TcpConfig tc;
+    Status s = read_settings(p.config, &tc, why);
+    if (s != Status::kOk) return s;
+    tc.auth_key = p.auth_key;
+    // Alone, tcp looks at its sockets on every progress call; next to shm (whose hot path a
+    // system call per call would dominate) every 8th, as tcp peers are then remote.
+    tc.busy_poll_every = p.host_memory_lane_open ? 8 : 1;
+    std::unique_ptr<TcpInterface> tcp;
+    s = TcpInterface::open(tc, p.worker_uid, p.iface_index, p.sink, &tcp, why);
+    // SWY_NET_DEVICES=rxe0:1 (or mlx5_0) names another transport's devices only: the user
+    // chose that network, so tcp stays closed (as with UCX_NET_DEVICES) instead of failing
+    // the worker. A list of network interfaces none of which exists is still an error.
+    const bool only_other_devices =
+        !tc.devices.empty() &&
+        std::all_of(tc.devices.begin(), tc.devices.end(), [](const std::string& d) {
+            return device_claimed_by_other(kTransport, d);
+        });
+    if (s == Status::kNotFound && only_other_devices) {
+        common::log_printf(common::LogLevel::kInfo, "%s: tcp not used", why->c_str());
+        why->clear();
+        return Status::kOk;
+    }
+    if (s == Status::kOk) *out = std::move(tcp);
+    return s;
+}
+
+bool reaches(const ReachQuery&) { return true; }
+
+Status connect_tcp(Interface* iface, const ConnectParams& p, std::unique_ptr<Endpoint>* out,
+                   std::string* why) {
+    return iface->connect(p.remote_uid, p.section, p.section_length, false, out, why);
+}
+
+void set_key(Interface* iface, const common::AuthKey& key) {
+    static_cast<TcpInterface*>(iface)->set_auth_key(key);
+}
+
+std::string always(const common::Config&) { return "yes"; }
+
+}  // namespace
+
+Status read_settings(const common::Config& config, TcpConfig* out, std::string* why) {
+    common::ConfigReader r(config);
+    out->devices = r.get_list("NET_DEVICES");
+    out->sndbuf_limit = r.get_size("TCP_SNDBUF_LIMIT");
+    out->keepalive_ns = r.get_time_ns("TCP_KEEPALIVE");
+    out->connect_timeout_ns = r.get_time_ns("TCP_CONNECT_TIMEOUT");
+    if (!r.ok()) {
+        *why = r.error();
+        return Status::kInvalidParam;
+    }
+    return Status::kOk;
+}
+
+const TransportEntry kTransport{
+    .name = "tcp",
+    .config_prefix = "TCP_",
+    .address_section = kAddressSection,
+    .priority = 10,
+    .polls_host_memory = false,
+    .config_vars = kVars,
+    .open = open_tcp,
+    .can_reach = reaches,
+    .connect = connect_tcp,
+    .set_auth_key = set_key,
+    .availability = always,
+};
+
+}  // namespace swy::tl::tcp
