@@ -1,6 +1,5 @@
 #include "core/worker.h"
 
-#include "core/verbs_costs.h"
 
 #include <algorithm>
 
@@ -16,9 +15,14 @@
 #include "core/listener.h"
 #include "core/topology.h"
 #include "protocols/wire.h"
+#include "transports/self/self_costs.h"
 #include "transports/self/self_iface.h"
+#include "transports/shm/shm_costs.h"
 #include "transports/shm/shm_iface.h"
+#include "transports/tcp/tcp_costs.h"
 #include "transports/tcp/tcp_iface.h"
+#include "transports/verbs/lane_costs.h"
+#include "transports/verbs/settings.h"
 #include "transports/verbs/verbs_open.h"
 
 namespace swy::core {
@@ -68,7 +72,8 @@ Status Worker::open_interfaces(std::string* why) {
     if (context_->transport_enabled("self")) {
         self_index_ = static_cast<int>(ifaces_.size());
         ifaces_.push_back(std::make_unique<tl::self::SelfInterface>(
-            uid_, static_cast<uint16_t>(self_index_), this));
+            uid_, static_cast<uint16_t>(self_index_), this,
+            tl::self::self_lane_costs(context_->costs())));
         self_ = static_cast<tl::self::SelfInterface*>(ifaces_.back().get());
     }
     if (context_->transport_enabled("shm")) {
@@ -80,6 +85,7 @@ Status Worker::open_interfaces(std::string* why) {
         sc.geometry.pio_cell_size = static_cast<uint32_t>(cfg.get_size("SHM_PIO_CELL_SIZE"));
         sc.keepalive_ns = cfg.get_time_ns("KEEPALIVE_INTERVAL");
         sc.cma_mode = cma_mode_;
+        sc.costs = tl::shm::shm_lane_costs(context_->costs());
         if (cfg.get_bool("NUMA_PLACEMENT")) {
             sc.place_segment = [ctx = context_](void* base, size_t size) {
                 const Topology* topo = ctx->topology();
@@ -112,6 +118,7 @@ Status Worker::open_interfaces(std::string* why) {
         tc.devices = cfg.get_list("NET_DEVICES");
         tc.sndbuf_limit = cfg.get_size("TCP_SNDBUF_LIMIT");
         tc.keepalive_ns = cfg.get_time_ns("TCP_KEEPALIVE");
+        tc.costs = tl::tcp::tcp_lane_costs(context_->costs());
         // Alone, tcp looks at its sockets on every progress call; next to shm (whose hot path
         // a system call per call would dominate) every 8th, as tcp peers are then remote.
         tc.busy_poll_every = shm_ != nullptr ? 8 : 1;
@@ -158,38 +165,10 @@ Status Worker::open_interfaces(std::string* why) {
 Status Worker::open_verbs(std::string* why) {
     const common::Config& cfg = context_->config();
     tl::verbs::VerbsConfig vc;
+    Status cs = tl::verbs::config_from(cfg, &vc, why);
+    if (cs != Status::kOk) return cs;
     vc.auth_key = auth_key_;
-    vc.devices = cfg.get_list("NET_DEVICES");
-    vc.seg_size = cfg.get_size("VERBS_SEG_SIZE");
-    vc.rx_credits = static_cast<uint32_t>(
-        std::min<uint64_t>(cfg.get_unsigned("VERBS_RX_CREDITS"), UINT32_MAX));
-    vc.max_inline = static_cast<uint32_t>(std::min<size_t>(cfg.get_size("VERBS_MAX_INLINE"), 4096));
-    vc.costs = verbs_lane_costs(context_->costs());
-    // Clamped, not wrapped: open() rejects a depth below 16 with a clear message.
-    vc.sq_depth = static_cast<uint32_t>(
-        std::min<uint64_t>(cfg.get_unsigned("VERBS_SQ_DEPTH"), 1u << 20));
-    vc.dm_cell_size = cfg.get_size("VERBS_DM_CELL_SIZE");
-    vc.dm_slots = static_cast<uint32_t>(std::min<uint64_t>(cfg.get_unsigned("VERBS_DM_SLOTS"), 4096));
-    vc.dm_reserved = static_cast<uint32_t>(std::min<uint64_t>(cfg.get_unsigned("PIO_RESERVED"), 4096));
-    vc.dm_emulate = cfg.get_bool("VERBS_DM_EMULATE");
-    const std::string gid = cfg.get_string("VERBS_GID_INDEX");
-    if (gid != "auto") {
-        char* end = nullptr;
-        const long v = std::strtol(gid.c_str(), &end, 10);
-        if (gid.empty() || *end != '\0' || v < 0 || v > 0xFFFF) {
-            *why = "SWY_VERBS_GID_INDEX must be auto or a GID table index";
-            return Status::kInvalidParam;
-        }
-        vc.gid_index = static_cast<int>(v);
-    }
-    const std::string rcache = cfg.get_string("VERBS_RCACHE");
-    if (rcache != "auto" && rcache != "off") {
-        *why = "SWY_VERBS_RCACHE must be auto or off";
-        return Status::kInvalidParam;
-    }
-    vc.rcache = rcache == "auto";
-    vc.rcache_limits.max_bytes = cfg.get_size("VERBS_RCACHE_MAX");
-    vc.rcache_limits.max_entries = cfg.get_unsigned("VERBS_RCACHE_ENTRIES");
+    vc.costs = tl::verbs::verbs_lane_costs(context_->costs());
     std::unique_ptr<tl::Interface> verbs;
     const auto index = static_cast<uint16_t>(ifaces_.size());
     std::string reason;

@@ -1,5 +1,7 @@
 // Cost figures of this machine: measured by `swy-info --calibrate` and read from a small
-// key = value file at context creation; sensible defaults when no file exists.
+// key = value file at context creation; sensible defaults when no file exists. Nothing reads
+// them directly to choose a protocol: each transport turns them into its lanes' costs
+// (tl::LaneAttr::costs, by transports/<name>/<name>_costs.h), and the selector reads those.
 //
 // The file is read by every context and written by a tool, so both sides treat its path as
 // possibly hostile (security issue #12): the reader never blocks, never follows a final
@@ -24,6 +26,12 @@ struct CostFigures {
     double cell_overhead_s = 0.06e-6;   ///< per-cell cost of claiming, publishing, dispatching
     double pio_overhead_s = 0.02e-6;    ///< send overhead of a PIO store (no atomic claim)
     double bcopy_overhead_s = 0.05e-6;  ///< send overhead of a shared-FIFO claim
+    // tcp lanes: measured by `swy-info --calibrate` over loopback (swy-perf, two processes).
+    // The defaults were measured so on the 2-vCPU reference VM (docs/protocols.md); a real
+    // network has a longer latency, which only moves rendezvous later.
+    double tcp_latency_s = 12e-6;       ///< one-way latency of a small message, less overhead
+    double tcp_overhead_s = 3e-6;       ///< CPU time per message (1 / message rate)
+    double tcp_bw_Bps = 0.6e9;          ///< bandwidth of a large eager_bcopy stream, end to end
     // Verbs lanes (RDMA): measured by `swy-info --calibrate` on the first usable port. The
     // defaults are placeholders of a 10 Gb/s-class RoCE adapter, not a measurement.
     double verbs_latency_s = 2e-6;        ///< one-way latency of a small SEND, less overhead

@@ -7,25 +7,18 @@
 
 #include "common/config.h"
 #include "sections.h"
+#include "transports/verbs/settings.h"
 #include "transports/verbs/verbs_open.h"
 
 namespace swy::info {
 
 tl::verbs::VerbsConfig verbs_config_from(const common::Config& config) {
     tl::verbs::VerbsConfig vc;
-    vc.devices = config.get_list("NET_DEVICES");
-    vc.seg_size = config.get_size("VERBS_SEG_SIZE");
-    vc.rx_credits = static_cast<uint32_t>(config.get_unsigned("VERBS_RX_CREDITS"));
-    vc.max_inline = static_cast<uint32_t>(config.get_size("VERBS_MAX_INLINE"));
-    vc.dm_cell_size = config.get_size("VERBS_DM_CELL_SIZE");
-    vc.dm_slots = static_cast<uint32_t>(config.get_unsigned("VERBS_DM_SLOTS"));
-    vc.dm_reserved = static_cast<uint32_t>(config.get_unsigned("PIO_RESERVED"));
-    vc.dm_emulate = config.get_bool("VERBS_DM_EMULATE");
-    const std::string gid = config.get_string("VERBS_GID_INDEX");
-    if (gid != "auto") vc.gid_index = std::atoi(gid.c_str());
-    vc.rcache = config.get_string("VERBS_RCACHE") != "off";
-    vc.rcache_limits.max_bytes = config.get_size("VERBS_RCACHE_MAX");
-    vc.rcache_limits.max_entries = config.get_unsigned("VERBS_RCACHE_ENTRIES");
+    std::string why;
+    // The transport's own reading of the settings (the one the worker opens with).
+    if (tl::verbs::config_from(config, &vc, &why) != Status::kOk) {
+        std::fprintf(stderr, "swy-info: %s (a worker would not open verbs)\n", why.c_str());
+    }
     return vc;
 }
 
