@@ -27,11 +27,12 @@ struct CostFigures {
     double pio_overhead_s = 0.02e-6;    ///< send overhead of a PIO store (no atomic claim)
     double bcopy_overhead_s = 0.05e-6;  ///< send overhead of a shared-FIFO claim
     // tcp lanes: measured by `swy-info --calibrate` over loopback (swy-perf, two processes).
-    // The defaults were measured so on the 2-vCPU reference VM (docs/protocols.md); a real
-    // network has a longer latency, which only moves rendezvous later.
-    double tcp_latency_s = 12e-6;       ///< one-way latency of a small message, less overhead
-    double tcp_overhead_s = 3e-6;       ///< CPU time per message (1 / message rate)
-    double tcp_bw_Bps = 0.6e9;          ///< bandwidth of a large eager_bcopy stream, end to end
+    // Defaults from such runs on the 2-vCPU reference VM (docs/protocols.md): a median
+    // one-way time of 9-13 us for 8 B, 0.4-0.8 GB/s for a 1 MiB eager stream. A real network
+    // has a longer latency, which only moves rendezvous later.
+    double tcp_latency_s = 6e-6;        ///< one-way latency of a small message, less overhead
+    double tcp_overhead_s = 4e-6;       ///< CPU time per message (system calls on both sides)
+    double tcp_bw_Bps = 0.75e9;         ///< bandwidth of a large eager_bcopy stream
     // Verbs lanes (RDMA): measured by `swy-info --calibrate` on the first usable port. The
     // defaults are placeholders of a 10 Gb/s-class RoCE adapter, not a measurement.
     double verbs_latency_s = 2e-6;        ///< one-way latency of a small SEND, less overhead
