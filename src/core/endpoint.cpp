@@ -8,9 +8,9 @@
 #include "core/worker.h"
 #include "memtypes/registry.h"
 #include "protocols/eager/eager_send.h"
+#include "protocols/lane_caps.h"
 #include "protocols/protocol.h"
 #include "protocols/rndv/zcopy_register.h"
-#include "protocols/select.h"
 #include "protocols/wire.h"
 
 namespace swy::core {
@@ -72,50 +72,26 @@ void Endpoint::wire(std::unique_ptr<tl::Endpoint> lane, uint16_t iface_index) {
     lane_ = std::move(lane);
     iface_index_ = iface_index;
     const tl::LaneAttr& a = lane_->attr();
-    single_packet_max_ = a.max_message - sizeof(proto::EagerSyncHeader);
-    fragment_max_ = a.max_message - sizeof(proto::EagerFirstHeader);
-    const common::Config& cfg = worker_->context()->config();
-    if (a.pio) {
-        size_t limit = cfg.get_size("PIO_MAX");
-        // A lane whose PIO sends are smaller than its messages (verbs inline) says so.
-        const size_t pio_packet = a.pio_max_message != 0 && a.pio_max_message < a.max_message
-                                      ? a.pio_max_message - std::min(a.pio_max_message,
-                                                                     sizeof(proto::EagerOnlyHeader))
-                                      : single_packet_max_;
-        pio_max_ = limit == 0 ? pio_packet : std::min(limit, pio_packet);
-    }
-    proto::LaneCaps caps;
-    caps.pio = a.pio;
-    caps.pio_max = pio_max_;
-    caps.fragment_max = fragment_max_;
-    caps.cma = a.zcopy_cma;
-    caps.split_min = a.zcopy_cma ? cfg.get_size("RNDV_SPLIT_MIN") : 0;
-    caps.rndv = a.rndv;
-    if (a.rdma) proto::set_rdma_lane_costs(a, &caps);  // verbs: the lane's own figures
-    proto::SelectOverrides o;
-    o.rndv_thresh = cfg.get_size("RNDV_THRESH");
-    o.zcopy_thresh = cfg.get_size("ZCOPY_THRESH");
-    o.rndv_scheme = cfg.get_string("RNDV_SCHEME");
-    o.allow = cfg.get_list("PROTO");
-    const proto::CostFigures& costs = worker_->context()->costs();
-    tables_[static_cast<size_t>(mem::MemType::kHost)] = proto::select_protocols(caps, costs, o);
-    // Other memory types: no PIO (the CPU does not store from them), no CMA (the kernel's
-    // page pinning does not reach device memory), and a staging copy per byte.
+    // Limits and tables through the same library path swy-info prints (protocols/lane_caps.h):
+    // the lane's own cost figures, the context's overrides.
+    const proto::SelectOverrides o = proto::overrides_from(worker_->context()->config());
+    const proto::EagerLimits limits = proto::eager_limits(a, o.pio_max);
+    single_packet_max_ = limits.single_packet_max;
+    fragment_max_ = limits.fragment_max;
+    pio_max_ = limits.pio_max;
+    tables_[static_cast<size_t>(mem::MemType::kHost)] = proto::table_for(a, o);
     const mem::MemTypeRegistry& memtypes = worker_->context()->memtypes();
     for (size_t t = 2; t < mem::kMemTypeCount; ++t) {
         const auto type = static_cast<mem::MemType>(t);
         if (!memtypes.loaded(type)) continue;
         const mem::MemTypeAttr attr = memtypes.attr(type);
-        proto::LaneCaps device_caps = caps;
-        device_caps.pio = false;
-        device_caps.pio_max = 0;
-        device_caps.cma = false;
+        proto::DeviceMemoryPath device;
+        device.stage_fixed_s = attr.copy_latency_s;
+        device.stage_per_byte_s = 1.0 / attr.copy_bw_Bps;
         // RDMA reaches device memory only through dma-buf registration (verbs probes it),
         // and only memory types whose plugin exports a dma-buf (protocols/rndv/zcopy_register.h).
-        device_caps.rdma = caps.rdma && proto::rndv::rdma_reaches_device_memory(a, type, attr);
-        device_caps.stage_fixed_s = attr.copy_latency_s;
-        device_caps.stage_per_byte_s = 1.0 / attr.copy_bw_Bps;
-        tables_[t] = proto::select_protocols(device_caps, costs, o);
+        device.zcopy_reaches = proto::rndv::rdma_reaches_device_memory(a, type, attr);
+        tables_[t] = proto::table_for(a, o, &device);
     }
     const proto::ProtoTable& host = tables_[static_cast<size_t>(mem::MemType::kHost)];
     // eager_short can only run up to pio_max_ (the selector already caps it there).

@@ -15,7 +15,10 @@
 //     attributes derived from the configuration;
 //   - tl::verbs::read_settings, probe(), measure_registration(), rcache_page_identity(): the
 //     RDMA ports start-up would see, with the same settings a worker reads;
-//   - proto wire headers and cost figures: header sizes and the tables the selector builds.
+//   - proto wire headers, cost figures, lane_caps()/table_for() and the selector: header
+//     sizes and the tables an endpoint builds, through the library's own code;
+//   - each transport's lane_attr() and cost function (self, shm, tcp, verbs): the lane
+//     attributes an endpoint would get, for tables printed without a peer.
 //
 // Everything here is internal and may change between versions; applications use the public
 // API only. Additive: a tool that needs more adds it here, with a line above saying why.
@@ -26,12 +29,20 @@
 #include "core/context.h"
 #include "core/topology.h"
 #include "protocols/cost_figures.h"
+#include "protocols/lane_caps.h"
+#include "protocols/select.h"
 #include "protocols/wire.h"
 #include "transports/registry.h"
 #include "transports/shm/ring.h"
 #include "transports/shm/segment_layout.h"
+#include "transports/self/self_costs.h"
+#include "transports/self/self_iface.h"
+#include "transports/shm/shm_costs.h"
 #include "transports/shm/shm_iface.h"
 #include "transports/shm/shm_transport.h"
-#include "transports/verbs/verbs_costs.h"
+#include "transports/tcp/tcp_costs.h"
+#include "transports/tcp/tcp_iface.h"
+#include "transports/verbs/lane_attr.h"
+#include "transports/verbs/lane_costs.h"
 #include "transports/verbs/verbs_open.h"
 #include "transports/verbs/verbs_transport.h"

@@ -1,5 +1,7 @@
 // Cost figures of this machine: measured by `swy-info --calibrate` and read from a small
-// key = value file at context creation; sensible defaults when no file exists.
+// key = value file at context creation; sensible defaults when no file exists. Nothing reads
+// them directly to choose a protocol: each transport turns them into its lanes' costs
+// (tl::LaneAttr::costs, by transports/<name>/<name>_costs.h), and the selector reads those.
 //
 // The file is read by every context and written by a tool, so both sides treat its path as
 // possibly hostile (security issue #12): the reader never blocks, never follows a final
@@ -24,6 +26,13 @@ struct CostFigures {
     double cell_overhead_s = 0.06e-6;   ///< per-cell cost of claiming, publishing, dispatching
     double pio_overhead_s = 0.02e-6;    ///< send overhead of a PIO store (no atomic claim)
     double bcopy_overhead_s = 0.05e-6;  ///< send overhead of a shared-FIFO claim
+    // tcp lanes: measured by `swy-info --calibrate` over loopback (swy-perf, two processes).
+    // Defaults from such runs on the 2-vCPU reference VM (docs/protocols.md): a median
+    // one-way time of 9-13 us for 8 B, 0.4-0.8 GB/s for a 1 MiB eager stream. A real network
+    // has a longer latency, which only moves rendezvous later.
+    double tcp_latency_s = 6e-6;        ///< one-way latency of a small message, less overhead
+    double tcp_overhead_s = 4e-6;       ///< CPU time per message (system calls on both sides)
+    double tcp_bw_Bps = 0.75e9;         ///< bandwidth of a large eager_bcopy stream
     // Verbs lanes (RDMA): measured by `swy-info --calibrate` on the first usable port. The
     // defaults are placeholders of a 10 Gb/s-class RoCE adapter, not a measurement.
     double verbs_latency_s = 2e-6;        ///< one-way latency of a small SEND, less overhead

@@ -28,7 +28,6 @@ struct Request;
 namespace swy::proto {
 
 struct LaneCaps;
-struct CostFigures;
 
 /// Which family a protocol belongs to: how a send's completion and its receive work.
 enum class ProtoFamily : uint8_t {
@@ -113,8 +112,8 @@ struct Protocol {
 };
 
 /// Cost hook: the time, in seconds, protocol @p id takes to move @p size bytes over a lane
-/// with @p lane, by the cost lines of the selector (select.cpp owns them; this forwards).
-/// A negative value when the lane does not offer @p id at that size.
-double protocol_cost(ProtoId id, const LaneCaps& lane, const CostFigures& costs, size_t size);
+/// with @p lane (its own cost figures, LaneAttr::costs), by the cost lines of the selector
+/// (select.cpp owns them; this forwards). Negative when the lane does not offer @p id there.
+double protocol_cost(ProtoId id, const LaneCaps& lane, size_t size);
 
 }  // namespace swy::proto

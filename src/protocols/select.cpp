@@ -49,46 +49,59 @@ std::string format_size(size_t n) {
 
 }  // namespace
 
-// A network lane (verbs): eager messages cost the lane's latency and bandwidth plus a copy
-// on each side (bounce buffer, receive buffer); inline sends skip the sender's copy; RDMA
-// rendezvous moves the bytes once, after a handshake and a registration on each side.
-std::vector<Candidate> network_candidates(const LaneCaps& lane, const CostFigures& c) {
-    std::vector<Candidate> out;
+// One model for every lane; only the figures differ (tl::LaneCosts, filled by the lane's
+// transport). Write L for the lane's latency and m for its per-message CPU time:
+//  * eager_short: one message, L + m + the PIO send's own fixed cost, its bytes once;
+//  * eager_bcopy: L + m + the fragment's fixed cost, and per byte the copies plus one
+//    message's fixed costs per fragment;
+//  * both eager flavours pay a share of a copy out of the unexpected buffer per byte;
+//  * a rendezvous starts with a handshake: the RTS (an eager message) and its reply (ATS or
+//    RTR, a control message): 2L + 2m + the fragment's fixed cost;
+//  * GET: the handshake, the zero-copy GET, a registration on each side (both on the
+//    critical path: the sender's before its RTS can carry the key, the receiver's when the
+//    RTS matched);
+//  * PUT: the handshake, the zero-copy PUT, the FIN's CPU time (its flight is part of the
+//    PUT's own fixed cost), one registration (the sender's is hidden behind RTS and RTR): it
+//    wins over GET whenever a registration costs more than a message;
+//  * split GET (CMA): both processes copy half, for one more zero-copy call and a FIN;
+//  * pipeline: the handshake, then fragments as eager_bcopy's, and no unexpected copy
+//    (rendezvous never buffers data: what makes it win for large messages even without
+//    zero-copy).
+std::vector<Candidate> candidates(const LaneCaps& lane) {
     constexpr size_t kMax = std::numeric_limits<size_t>::max();
-    const double L = lane.net_latency_s;
-    const double o = lane.net_overhead_s;
-    const double wire = 1.0 / lane.net_bw_Bps;
-    const double copy = 1.0 / c.memcpy_bw_Bps;
-    const double unexpected = kUnexpectedShare / c.memcpy_bw_Bps;
+    const tl::LaneCosts& c = lane.costs;
+    std::vector<Candidate> out;
+    const double L = c.latency_s;
+    const double m = c.message_s;
+    const double unexpected = kUnexpectedShare * c.unexpected_copy_per_byte_s;
     const double frag = static_cast<double>(std::max<size_t>(lane.fragment_max, 64));
+    const double fragment_fixed = m + c.am_bcopy.fixed_s;
+    const double fragment_per_byte = c.am_bcopy.per_byte_s + fragment_fixed / frag;
     if (lane.pio && lane.pio_max > 0) {
-        out.push_back({ProtoId::kEagerShort, 0, lane.pio_max, L + o, wire + copy + unexpected});
+        out.push_back({ProtoId::kEagerShort, 0, lane.pio_max, L + m + c.am_short.fixed_s,
+                       c.am_short.per_byte_s + unexpected});
     }
-    out.push_back({ProtoId::kEagerBcopy, 0, kMax, L + o + c.bcopy_overhead_s,
-                   wire + 2 * copy + o / frag + unexpected});
+    out.push_back({ProtoId::kEagerBcopy, 0, kMax, L + fragment_fixed,
+                   fragment_per_byte + unexpected});
     if (lane.rndv) {
-        const double handshake = 2 * L + 2 * o;  // RTS, and ATS or RTR
-        if (lane.rdma) {
-            const double wire_rdma = 1.0 / lane.rdma_bw_Bps;
-            // GET (docs/verbs.md, "Rendezvous"): the sender registers before its RTS can
-            // carry the key, the receiver registers when the RTS matched, READ request and
-            // response, ATS: both registrations are on the critical path.
-            out.push_back({ProtoId::kRndvGetZcopy, 0, kMax,
-                           handshake + 2 * L + lane.rdma_overhead_s + 2 * lane.reg_fixed_s,
-                           wire_rdma + 2 * lane.reg_per_byte_s});
-            // PUT: the RTS needs no key, so the sender registers while RTS and RTR fly
-            // (hidden: it takes no longer than the receiver's registration of the same size
-            // plus a round trip); RTR, WRITE and its acknowledgement, and a FIN posted right
-            // behind the WRITE on the same QP (placed in order), which costs one message
-            // overhead and no latency. One registration on the critical path instead of two,
-            // one message overhead more: PUT wins whenever a registration (or a validated
-            // cache hit) costs more than sending a message.
-            out.push_back({ProtoId::kRndvPutZcopy, 0, kMax,
-                           handshake + 2 * L + o + lane.rdma_overhead_s + lane.reg_fixed_s,
-                           wire_rdma + lane.reg_per_byte_s});
+        const double handshake = 2 * L + 2 * m + c.am_bcopy.fixed_s;
+        const double control = L + m;  // one more control message (FIN, ...)
+        if (lane.cma || lane.rdma) {
+            const double reg_fixed = c.reg.fixed_s;
+            const double reg_per_byte = c.reg.per_byte_s;
+            out.push_back({lane.rdma ? ProtoId::kRndvGetZcopy : ProtoId::kRndvGetCma, 0, kMax,
+                           handshake + c.get_zcopy.fixed_s + 2 * reg_fixed,
+                           c.get_zcopy.per_byte_s + 2 * reg_per_byte});
+            if (lane.cma && lane.split_min != 0 && lane.split_min != kMax) {
+                out.push_back({ProtoId::kRndvGetCma, lane.split_min, kMax,
+                               handshake + 2 * c.get_zcopy.fixed_s + control,
+                               c.get_zcopy.per_byte_s / 2});
+            }
+            out.push_back({lane.rdma ? ProtoId::kRndvPutZcopy : ProtoId::kRndvPutCma, 0, kMax,
+                           handshake + c.put_zcopy.fixed_s + m + reg_fixed,
+                           c.put_zcopy.per_byte_s + reg_per_byte});
         }
-        out.push_back({ProtoId::kRndvPipeline, 0, kMax, handshake + L + o,
-                       wire + 2 * copy + o / frag});
+        out.push_back({ProtoId::kRndvPipeline, 0, kMax, handshake + control, fragment_per_byte});
     }
     for (Candidate& cand : out) {
         cand.fixed_s += lane.stage_fixed_s;
@@ -97,69 +110,9 @@ std::vector<Candidate> network_candidates(const LaneCaps& lane, const CostFigure
     return out;
 }
 
-void set_rdma_lane_costs(const tl::LaneAttr& a, LaneCaps* caps) {
-    caps->network = true;
-    caps->net_latency_s = a.send_cost.latency_s;
-    caps->net_overhead_s = a.send_cost.overhead_s;
-    caps->net_bw_Bps = a.send_cost.bandwidth_Bps;
-    caps->rdma = a.rdma;
-    caps->rdma_overhead_s = a.rdma_cost.overhead_s;
-    caps->rdma_bw_Bps = a.rdma_cost.bandwidth_Bps;
-    caps->reg_fixed_s = a.reg_cost.latency_s + a.reg_cost.overhead_s;
-    caps->reg_per_byte_s = 1.0 / a.reg_cost.bandwidth_Bps;
-}
-
-std::vector<Candidate> candidates(const LaneCaps& lane, const CostFigures& c) {
-    if (lane.network) return network_candidates(lane, c);
-    std::vector<Candidate> out;
-    const double L = c.fifo_latency_s;
-    const double copy = 1.0 / c.shm_copy_bw_Bps;
-    const double unexpected = kUnexpectedShare / c.memcpy_bw_Bps;
-    const double frag = static_cast<double>(std::max<size_t>(lane.fragment_max, 64));
-    if (lane.pio && lane.pio_max > 0) {
-        out.push_back({ProtoId::kEagerShort, 0, lane.pio_max,
-                       L + c.pio_overhead_s + c.cell_overhead_s, copy + unexpected});
-    }
-    out.push_back({ProtoId::kEagerBcopy, 0, std::numeric_limits<size_t>::max(),
-                   L + c.bcopy_overhead_s + c.cell_overhead_s,
-                   copy + (c.bcopy_overhead_s + c.cell_overhead_s) / frag + unexpected});
-    if (!lane.rndv) {
-        for (Candidate& cand : out) {
-            cand.fixed_s += lane.stage_fixed_s;
-            cand.per_byte_s += lane.stage_per_byte_s;
-        }
-        return out;
-    }
-    const double handshake = 2 * L + 2 * c.cell_overhead_s + c.bcopy_overhead_s;
-    if (lane.cma) {
-        const double chunk = 512.0 * 1024;
-        const double cma = 1.0 / c.cma_bw_Bps + c.cma_call_s / chunk;
-        out.push_back({ProtoId::kRndvGetCma, 0, std::numeric_limits<size_t>::max(),
-                       handshake + c.cma_call_s, cma});
-        if (lane.split_min != 0 && lane.split_min != std::numeric_limits<size_t>::max()) {
-            // Split: the receiver pulls one half while the sender pushes the other, then a
-            // FIN: half the per-byte time, one more message and one more CMA call.
-            out.push_back({ProtoId::kRndvGetCma, lane.split_min,
-                           std::numeric_limits<size_t>::max(),
-                           handshake + 2 * c.cma_call_s + L + c.cell_overhead_s, cma / 2});
-        }
-        out.push_back({ProtoId::kRndvPutCma, 0, std::numeric_limits<size_t>::max(),
-                       handshake + L + c.cell_overhead_s + c.cma_call_s, cma});
-    }
-    out.push_back({ProtoId::kRndvPipeline, 0, std::numeric_limits<size_t>::max(),
-                   handshake + L + c.cell_overhead_s,
-                   copy + (c.bcopy_overhead_s + c.cell_overhead_s) / frag});
-    for (Candidate& cand : out) {
-        cand.fixed_s += lane.stage_fixed_s;
-        cand.per_byte_s += lane.stage_per_byte_s;
-    }
-    return out;
-}
-
-ProtoTable select_protocols(const LaneCaps& lane, const CostFigures& costs,
-                            const SelectOverrides& o) {
+ProtoTable select_protocols(const LaneCaps& lane, const SelectOverrides& o) {
     constexpr size_t kMax = std::numeric_limits<size_t>::max();
-    std::vector<Candidate> all = candidates(lane, costs);
+    std::vector<Candidate> all = candidates(lane);
     std::vector<Candidate> cands;
     for (Candidate c : all) {
         if (!allowed(o, c.proto)) continue;

@@ -10,37 +10,29 @@
 #include <string>
 #include <vector>
 
-#include "protocols/cost_figures.h"
 #include "protocols/proto_table.h"
 #include "transports/transport.h"
 
 namespace swy::proto {
 
-/// What the lane between two workers offers (from its attributes at connect time).
+/// What the lane between two workers offers, as the selector sees it: built from the lane's
+/// attributes by lane_caps() (protocols/lane_caps.h), never by hand outside tests.
 struct LaneCaps {
-    bool pio = false;          ///< dedicated PIO ring
+    bool pio = false;          ///< eager_short possible (a PIO ring, inline sends)
     size_t pio_max = 0;        ///< largest eager_short payload
-    size_t fragment_max = 0;   ///< bcopy payload per cell
-    bool cma = false;          ///< zero-copy get/put reaches the peer
+    size_t fragment_max = 0;   ///< bcopy payload per fragment
+    bool cma = false;          ///< zero-copy get/put by CMA reaches the peer (rndv_*_cma)
+    bool rdma = false;         ///< zero-copy get/put by RDMA reaches the peer (rndv_*_zcopy)
     bool rndv = true;          ///< rendezvous possible at all (false for self)
     /// GETs from this size are split between both processes (SWY_RNDV_SPLIT_MIN; 0: never):
-    /// two cores copy at once, for one more control message.
+    /// two cores copy at once, for one more control message. CMA lanes only.
     size_t split_min = 0;
     /// Staging through host memory for memory the CPU must not touch: added to every
     /// candidate (one plugin copy per byte on the sender, plus a fixed cost per message).
     double stage_fixed_s = 0;
     double stage_per_byte_s = 0;
-    /// A network lane (verbs): costs come from the lane's own figures below instead of the
-    /// shared-memory figures, and zero-copy rendezvous is RDMA (rndv_get/put_zcopy).
-    bool network = false;
-    double net_latency_s = 0;    ///< one-way latency of a message
-    double net_overhead_s = 0;   ///< sender overhead of a message
-    double net_bw_Bps = 1e9;     ///< bandwidth of eager messages
-    bool rdma = false;           ///< RDMA READ/WRITE of registered memory reaches the peer
-    double rdma_overhead_s = 0;  ///< posting one RDMA operation
-    double rdma_bw_Bps = 1e9;
-    double reg_fixed_s = 0;      ///< registering a buffer, per side
-    double reg_per_byte_s = 0;
+    /// The lane's own cost figures (tl::LaneAttr::costs): the only figures the selector reads.
+    tl::LaneCosts costs;
 };
 
 /// User overrides (0 / empty = automatic).
@@ -48,6 +40,7 @@ struct SelectOverrides {
     size_t rndv_thresh = 0;
     size_t zcopy_thresh = 0;
     size_t pio_max = 0;
+    size_t split_min = 0;              ///< SWY_RNDV_SPLIT_MIN (CMA lanes only; 0: never)
     std::string rndv_scheme = "auto";  ///< auto | get | put | pipeline
     std::vector<std::string> allow;    ///< SWY_PROTO; empty or {"all"}: every protocol
 };
@@ -62,16 +55,13 @@ struct Candidate {
     double at(size_t n) const { return fixed_s + per_byte_s * static_cast<double>(n); }
 };
 
-/// Mark @p caps as a network lane with RDMA and take its cost figures from the lane's
-/// attributes (send, RDMA and registration costs of a verbs lane).
-void set_rdma_lane_costs(const tl::LaneAttr& attr, LaneCaps* caps);
+/// The candidates the lane offers, before overrides, each costed from @p lane.costs alone
+/// (the formulas are in select.cpp; docs/protocols.md walks through them). Exposed for tests
+/// and swy-info.
+std::vector<Candidate> candidates(const LaneCaps& lane);
 
-/// The candidates the lane offers, before overrides. Exposed for tests and swy-info.
-std::vector<Candidate> candidates(const LaneCaps& lane, const CostFigures& costs);
-
-/// Build the table for host memory. Never empty: a size no allowed candidate covers falls to
-/// eager_bcopy, and the reason says so.
-ProtoTable select_protocols(const LaneCaps& lane, const CostFigures& costs,
-                            const SelectOverrides& overrides);
+/// Build the table for one memory type. Never empty: a size no allowed candidate covers falls
+/// to eager_bcopy, and the reason says so.
+ProtoTable select_protocols(const LaneCaps& lane, const SelectOverrides& overrides);
 
 }  // namespace swy::proto

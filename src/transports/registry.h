@@ -102,10 +102,9 @@ struct TransportEntry {
     /// True if @p device (a SWY_NET_DEVICES entry) names a device of this transport, so that
     /// another transport may ignore it ("rxe0:1" is an RDMA port, not a network interface).
     bool (*claims_device)(std::string_view device) = nullptr;
-    /// Fill the cost fields of @p attr with the figures this transport's lanes report, from
-    /// the context's @p figures: tools compute a lane's table without an interface. Null
-    /// until the transport's own figures are wired (the cost path, protocols/select.h).
-    void (*lane_costs)(const proto::CostFigures& figures, LaneAttr* attr) = nullptr;
+    /// The costs this transport's lanes report (LaneAttr::costs), from the context's
+    /// @p figures: the one place its figures come from (protocols/select.h reads only those).
+    LaneCosts (*lane_costs)(const proto::CostFigures& figures) = nullptr;
     /// "yes", or "no: <why>" for this transport on this host (swy-info; may probe devices).
     std::string (*availability)(const common::Config& config) = nullptr;
 };

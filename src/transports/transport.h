@@ -17,14 +17,43 @@ namespace swy::tl {
 /// Active-message identifiers (the protocol layer defines their meaning in protocols/wire.h).
 using AmId = uint8_t;
 
-/// Linear cost model: time(size) = latency + overhead + size / bandwidth (seconds, bytes/s).
-struct LinearCost {
+/// Cost of one operation on n bytes: fixed_s + n × per_byte_s (seconds).
+struct OpCost {
+    double fixed_s = 0;
+    double per_byte_s = 0;
+    double at(size_t n) const { return fixed_s + per_byte_s * static_cast<double>(n); }
+};
+
+/// What a lane's operations cost, in the terms the protocol selector models them with
+/// (src/protocols/select.cpp; docs/protocols.md, "Where a cost comes from"). Each transport
+/// fills these from the context's cost figures with its own cost function
+/// (<transport>/<transport>_costs.h), so a lane's table is computed from that lane's figures
+/// and nothing else. Fields of operations a lane does not offer stay 0 and are never read.
+struct LaneCosts {
+    /// One-way latency of a message: from the sender's call to the receiver's handler.
     double latency_s = 0;
-    double overhead_s = 0;
-    double bandwidth_Bps = 1e9;
-    double at(size_t size) const {
-        return latency_s + overhead_s + static_cast<double>(size) / bandwidth_Bps;
-    }
+    /// CPU time every message costs beyond its bytes, whichever way it is sent (shm: claiming,
+    /// publishing and dispatching a cell; tcp: a system call on each side; verbs: posting and
+    /// completing a work request). Control messages of a rendezvous cost this plus latency_s.
+    double message_s = 0;
+    /// An eager_short (PIO) message: fixed cost beyond message_s, and per byte everything
+    /// from the sender's copy to the receiver's (both copies and the wire).
+    OpCost am_short;
+    /// One fragment of eager_bcopy or of the rendezvous pipeline: fixed cost beyond message_s
+    /// (paid per fragment), and per byte from the sender's buffer to the receiver's.
+    OpCost am_bcopy;
+    /// The receiver's copy of a byte out of an unexpected-message buffer (eager messages that
+    /// arrive before their receive is posted pay it; the selector weighs it by how often).
+    double unexpected_copy_per_byte_s = 0;
+    /// A zero-copy GET of n bytes, until the data is in the initiator's buffer (CMA: one
+    /// process_vm_readv per chunk; RDMA: READ request and response).
+    OpCost get_zcopy;
+    /// A zero-copy PUT of n bytes, until the target may learn that it is done (CMA: the write
+    /// and the flight of the FIN; RDMA: WRITE and its acknowledgement).
+    OpCost put_zcopy;
+    /// Registering (and later deregistering) n bytes for zero-copy, per side; 0 where the
+    /// lane needs no registration (CMA).
+    OpCost reg;
 };
 
 /// What one lane (transport endpoint) can do. Filled at connect time; never changes.
@@ -35,7 +64,7 @@ struct LaneAttr {
     uint32_t credits = 0;          ///< cells it may have in flight
     bool credits_shared = false;   ///< credits are shared with other senders
     size_t max_message = 0;        ///< largest header+payload of one am_send
-    LinearCost send_cost;          ///< cost of one am_send of n bytes (copy into the cell)
+    LaneCosts costs;               ///< what its operations cost (the selector reads only these)
     bool zcopy_cma = false;        ///< process_vm_readv/writev reaches the peer (rendezvous)
     std::string cma_reason;        ///< why not, when zcopy_cma is false
     bool rndv = false;             ///< rendezvous makes sense on this lane
@@ -51,8 +80,6 @@ struct LaneAttr {
     std::string pio_window;        ///< what it got and why, in words ("" for other lanes)
     bool rdma = false;             ///< RDMA READ/WRITE of registered memory (verbs rendezvous)
     bool rdma_device_memory = false;  ///< device memory (dma-buf) can be registered for RDMA
-    LinearCost rdma_cost;          ///< one RDMA READ or WRITE of n bytes
-    LinearCost reg_cost;           ///< registering (and deregistering) n bytes, per side
 };
 
 /// Where a received message came from: the interface and its per-interface sender index.

@@ -1,7 +1,9 @@
-// Golden protocol tables: synthetic lanes × synthetic cost figures → the exact table the
-// selector prints. Every figure is set explicitly so a change of the built-in defaults does
-// not move these tables; a change of the cost *model* (a formula, a constant such as the
-// unexpected-message share) moves a threshold and fails a golden string here.
+// Golden protocol tables: a lane's attributes (tl::LaneAttr, its costs filled by the
+// transport's own cost function from synthetic cost figures) → the exact table the library
+// builds for it (proto::table_for, the path core::Endpoint::wire takes). Every figure is set
+// explicitly so a change of the built-in defaults does not move these tables; a change of the
+// cost *model* (a formula, a constant such as the unexpected-message share) or of what a
+// transport reports moves a threshold and fails a golden string here.
 //
 // The expected thresholds were derived by hand from the model documented in select.h /
 // select.cpp (t = fixed + size × per-byte for each candidate) with exact rational
@@ -21,8 +23,15 @@
 #include <vector>
 
 #include "protocols/cost_figures.h"
+#include "protocols/lane_caps.h"
 #include "protocols/proto_table.h"
 #include "protocols/select.h"
+#include "protocols/wire.h"
+#include "transports/shm/shm_costs.h"
+#include "transports/tcp/tcp_costs.h"
+#include "transports/tcp/tcp_iface.h"
+#include "transports/tcp/tcp_wire.h"
+#include "transports/verbs/lane_costs.h"
 
 namespace swy::proto {
 namespace {
@@ -52,14 +61,19 @@ CostFigures golden_figures() {
     return f;
 }
 
-LaneCaps lane(bool pio, bool cma, bool rndv = true) {
-    LaneCaps l;
-    l.pio = pio;
-    l.pio_max = pio ? 4000 : 0;
-    l.fragment_max = 8000;
-    l.cma = cma;
-    l.rndv = rndv;
-    return l;
+// A shm-costed lane shaped for round numbers: eager_short up to 4000 B (a PIO packet smaller
+// than the lane's messages, as verbs inline sends are), bcopy fragments of 8000 B.
+tl::LaneAttr lane(bool pio, bool cma, bool rndv = true,
+                  const CostFigures& figures = golden_figures()) {
+    tl::LaneAttr a;
+    a.transport = "shm";
+    a.max_message = 8000 + sizeof(EagerFirstHeader);
+    a.pio = pio;
+    a.pio_max_message = pio ? 4000 + sizeof(EagerOnlyHeader) : 0;
+    a.zcopy_cma = cma;
+    a.rndv = rndv;
+    a.costs = tl::shm::shm_lane_costs(figures);
+    return a;
 }
 
 SelectOverrides no_overrides() {
@@ -109,8 +123,13 @@ std::string ranges_of(const ProtoTable& t) {
     return out;
 }
 
-ProtoTable select(const LaneCaps& l, const SelectOverrides& o = no_overrides()) {
-    return select_protocols(l, golden_figures(), o);
+ProtoTable select(const tl::LaneAttr& l, const SelectOverrides& o = no_overrides()) {
+    return table_for(l, o);
+}
+
+std::vector<Candidate> candidates_of(const tl::LaneAttr& l,
+                                     const SelectOverrides& o = no_overrides()) {
+    return candidates(lane_caps(l, o));
 }
 
 bool starts_with(const std::string& s, const std::string& prefix) {
@@ -171,7 +190,7 @@ TEST(SelectGolden, SelfLikeLaneWithoutRendezvousIsEagerOnly) {
 }
 
 TEST(SelectGolden, CandidatesOfPioCmaLaneHaveModelCosts) {
-    std::vector<Candidate> c = candidates(lane(true, true), golden_figures());
+    std::vector<Candidate> c = candidates_of(lane(true, true));
     ASSERT_EQ(c.size(), 5u);
     EXPECT_EQ(c[0].proto, ProtoId::kEagerShort);
     EXPECT_EQ(c[0].max_size, 4000u);
@@ -360,6 +379,99 @@ TEST(SelectGolden, AllowAllIsTheSameAsNoList) {
 }
 
 // ------------------------------------------------------------------------------------------
+// Golden tables: tcp, from tcp's own figures
+// ------------------------------------------------------------------------------------------
+
+// tcp figures (the shm figures stay golden_figures(), which tcp must not read):
+//   eager_bcopy   fixed L + m = 14.083 us   per byte 1/1.9e9 + m/262112 + 0.25/7.3e9
+//   rndv_pipeline fixed 3 (L + m)           per byte 1/1.9e9 + m/262112
+// They cross where 2 (L + m) = n × 0.25 / memcpy: n = 8 × 14.083e-6 × 7.3e9 = 822447.2.
+CostFigures tcp_figures() {
+    CostFigures f = golden_figures();
+    f.tcp_latency_s = 11.37e-6;
+    f.tcp_overhead_s = 2.713e-6;
+    f.tcp_bw_Bps = 1.9e9;
+    return f;
+}
+
+// The lane a tcp interface reports (tl::tcp::lane_attr), costed by tcp_lane_costs().
+tl::LaneAttr tcp_lane(const CostFigures& figures = tcp_figures()) {
+    tl::tcp::TcpConfig config;
+    config.costs = tl::tcp::tcp_lane_costs(figures);
+    return tl::tcp::lane_attr(config);
+}
+
+TEST(SelectGoldenTcp, EagerBcopyThenPipelineWhereTcpFiguresCross) {
+    ProtoTable t = select(tcp_lane());
+    EXPECT_EQ(ranges_of(t),
+              "0..822447 eager_bcopy\n"
+              "822448..inf rndv_pipeline\n")
+        << t.print();
+    const LaneCaps caps = lane_caps(tcp_lane(), no_overrides());
+    EXPECT_FALSE(caps.pio);
+    EXPECT_FALSE(caps.cma);
+    EXPECT_FALSE(caps.rdma);
+    EXPECT_EQ(caps.fragment_max, tl::tcp::kMaxFrameBody - sizeof(EagerFirstHeader));
+}
+
+TEST(SelectGoldenTcp, CandidatesHaveTcpCosts) {
+    std::vector<Candidate> c = candidates_of(tcp_lane());
+    ASSERT_EQ(c.size(), 2u);
+    EXPECT_EQ(c[0].proto, ProtoId::kEagerBcopy);
+    EXPECT_NEAR(c[0].fixed_s, 14.083e-6, 1e-15);
+    EXPECT_NEAR(c[0].per_byte_s,
+                1 / 1.9e9 + 2.713e-6 / (tl::tcp::kMaxFrameBody - sizeof(EagerFirstHeader)) +
+                    0.25 / 7.3e9,
+                1e-22);
+    EXPECT_EQ(c[1].proto, ProtoId::kRndvPipeline);
+    EXPECT_NEAR(c[1].fixed_s, 3 * 14.083e-6, 1e-15);
+}
+
+TEST(SelectGoldenTcp, RndvThreshOverridesTheDerivedThreshold) {
+    SelectOverrides o = no_overrides();
+    o.rndv_thresh = 65536;
+    EXPECT_EQ(ranges_of(select(tcp_lane(), o)),
+              "0..65535 eager_bcopy\n"
+              "65536..inf rndv_pipeline\n");
+}
+
+// The tcp table is computed from tcp's figures, not shared memory's: the same lane costed with
+// the shm figures (what the selector used before tcp had figures of its own) crosses at
+// 2 (fifo latency + cell overhead) / (0.25 / memcpy) = 29024.8 instead.
+TEST(SelectGoldenTcp, TcpTableDiffersFromTheShmCostedOne) {
+    tl::LaneAttr shm_costed = tcp_lane();
+    shm_costed.costs = tl::shm::shm_lane_costs(tcp_figures());
+    EXPECT_EQ(ranges_of(select(shm_costed)),
+              "0..29024 eager_bcopy\n"
+              "29025..inf rndv_pipeline\n");
+    EXPECT_NE(ranges_of(select(tcp_lane())), ranges_of(select(shm_costed)));
+}
+
+TEST(SelectGoldenTcp, OnlyTcpFiguresMoveTheTcpTable) {
+    CostFigures f = tcp_figures();
+    const std::string base = ranges_of(select(tcp_lane(f)));
+    f.fifo_latency_s *= 10;  // shm figures: no effect on a tcp lane
+    f.cell_overhead_s *= 10;
+    f.shm_copy_bw_Bps /= 10;
+    f.verbs_latency_s *= 10;
+    EXPECT_EQ(ranges_of(select(tcp_lane(f))), base);
+    f.tcp_latency_s *= 2;  // tcp's own latency: rendezvous moves later
+    const ProtoTable slower = select(tcp_lane(f));
+    EXPECT_NE(ranges_of(slower), base);
+    EXPECT_GT(slower.ranges().front().max_size, 822447u) << slower.print();
+}
+
+// And the reverse: shm tables do not read the tcp figures.
+TEST(SelectGoldenTcp, TcpFiguresDoNotMoveShmTables) {
+    CostFigures f = golden_figures();
+    const std::string base = ranges_of(select(lane(true, true, true, f)));
+    f.tcp_latency_s *= 10;
+    f.tcp_overhead_s *= 10;
+    f.tcp_bw_Bps /= 10;
+    EXPECT_EQ(ranges_of(select(lane(true, true, true, f))), base);
+}
+
+// ------------------------------------------------------------------------------------------
 // Properties over random figures and lanes
 // ------------------------------------------------------------------------------------------
 
@@ -378,18 +490,42 @@ CostFigures random_figures(std::mt19937_64& rng) {
     f.cell_overhead_s = log_uniform(rng, 5e-9, 1e-6);
     f.pio_overhead_s = log_uniform(rng, 5e-9, 1e-6);
     f.bcopy_overhead_s = log_uniform(rng, 5e-9, 1e-6);
+    f.tcp_latency_s = log_uniform(rng, 1e-6, 1e-4);
+    f.tcp_overhead_s = log_uniform(rng, 1e-7, 2e-5);
+    f.tcp_bw_Bps = log_uniform(rng, 1e8, 1e10);
+    f.verbs_latency_s = log_uniform(rng, 5e-7, 2e-5);
+    f.verbs_overhead_s = log_uniform(rng, 5e-8, 5e-6);
+    f.verbs_bw_Bps = log_uniform(rng, 1e8, 5e10);
+    f.verbs_rdma_overhead_s = log_uniform(rng, 5e-8, 5e-6);
+    f.verbs_rdma_bw_Bps = log_uniform(rng, 1e8, 5e10);
+    f.verbs_reg_s = log_uniform(rng, 1e-7, 1e-4);
+    f.verbs_reg_Bps = log_uniform(rng, 1e9, 1e12);
     f.from_file = false;
     f.source = "random";
     return f;
 }
 
-LaneCaps random_lane(std::mt19937_64& rng) {
+// A random lane shape with the costs of a random transport (shm with or without CMA, tcp,
+// verbs with RDMA) under @p f: every transport's cost function feeds the properties.
+LaneCaps random_lane(std::mt19937_64& rng, const CostFigures& f) {
     LaneCaps l;
     l.pio = rng() % 2 == 0;
     l.pio_max = l.pio ? static_cast<size_t>(log_uniform(rng, 8, 65536)) : 0;
     l.fragment_max = static_cast<size_t>(log_uniform(rng, 32, 1 << 20));
-    l.cma = rng() % 2 == 0;
     l.rndv = rng() % 5 != 0;
+    switch (rng() % 3) {
+        case 0:
+            l.costs = tl::shm::shm_lane_costs(f);
+            l.cma = rng() % 2 == 0;
+            break;
+        case 1:
+            l.costs = tl::tcp::tcp_lane_costs(f);
+            break;
+        default:
+            l.costs = tl::verbs::verbs_lane_costs(f).rcache_off;
+            l.rdma = true;
+            break;
+    }
     return l;
 }
 
@@ -403,7 +539,8 @@ size_t random_size(std::mt19937_64& rng) {
 std::string describe(const LaneCaps& l, const CostFigures& f) {
     std::ostringstream s;
     s << "lane{pio=" << l.pio << " pio_max=" << l.pio_max << " frag=" << l.fragment_max
-      << " cma=" << l.cma << " rndv=" << l.rndv << "} figures{memcpy=" << f.memcpy_bw_Bps
+      << " cma=" << l.cma << " rdma=" << l.rdma << " rndv=" << l.rndv
+      << " L=" << l.costs.latency_s << " m=" << l.costs.message_s << "} figures{memcpy=" << f.memcpy_bw_Bps
       << " shm=" << f.shm_copy_bw_Bps << " cma_bw=" << f.cma_bw_Bps
       << " cma_call=" << f.cma_call_s << " L=" << f.fifo_latency_s
       << " cell=" << f.cell_overhead_s << " pio=" << f.pio_overhead_s
@@ -453,14 +590,14 @@ void expect_argmin(const ProtoTable& t, const std::vector<Candidate>& cands, siz
 TEST(SelectProperty, RangesAreContiguousAndIncreasing) {
     std::mt19937_64 rng(20240611);
     for (int trial = 0; trial < 500; ++trial) {
-        LaneCaps l = random_lane(rng);
         CostFigures f = random_figures(rng);
+        LaneCaps l = random_lane(rng, f);
         SelectOverrides o = no_overrides();
         if (trial % 3 == 1) o.rndv_thresh = random_size(rng) + 1;
         if (trial % 5 == 2) o.zcopy_thresh = random_size(rng) + 1;
         if (trial % 7 == 3) o.pio_max = random_size(rng) + 1;
         if (trial % 4 == 0) o.rndv_scheme = (trial / 4) % 2 ? "put" : "pipeline";
-        ProtoTable t = select_protocols(l, f, o);
+        ProtoTable t = select_protocols(l, o);
         expect_well_formed(t, describe(l, f));
         if (HasFailure()) return;
     }
@@ -469,10 +606,10 @@ TEST(SelectProperty, RangesAreContiguousAndIncreasing) {
 TEST(SelectProperty, ChosenProtocolIsTheCheapestCandidateAtEverySize) {
     std::mt19937_64 rng(77);
     for (int trial = 0; trial < 500; ++trial) {
-        LaneCaps l = random_lane(rng);
         CostFigures f = random_figures(rng);
-        ProtoTable t = select_protocols(l, f, no_overrides());
-        std::vector<Candidate> cands = candidates(l, f);
+        LaneCaps l = random_lane(rng, f);
+        ProtoTable t = select_protocols(l, no_overrides());
+        std::vector<Candidate> cands = candidates(l);
         const std::string ctx = describe(l, f);
         for (int k = 0; k < 200; ++k) expect_argmin(t, cands, random_size(rng), ctx);
         // Both sides of every boundary.
@@ -488,9 +625,9 @@ TEST(SelectProperty, ChosenProtocolIsTheCheapestCandidateAtEverySize) {
 TEST(SelectProperty, GoldenFiguresPickTheCheapestCandidateAroundEveryBoundary) {
     for (bool pio : {false, true}) {
         for (bool cma : {false, true}) {
-            LaneCaps l = lane(pio, cma);
+            const tl::LaneAttr l = lane(pio, cma);
             ProtoTable t = select(l);
-            std::vector<Candidate> cands = candidates(l, golden_figures());
+            std::vector<Candidate> cands = candidates_of(l);
             for (const ProtoRange& r : t.ranges()) {
                 if (r.max_size == kInf) continue;
                 for (size_t d : {0, 1, 2}) {
@@ -505,12 +642,12 @@ TEST(SelectProperty, GoldenFiguresPickTheCheapestCandidateAroundEveryBoundary) {
 TEST(SelectProperty, RndvThreshSplitsEagerFromRendezvousExactly) {
     std::mt19937_64 rng(4242);
     for (int trial = 0; trial < 300; ++trial) {
-        LaneCaps l = random_lane(rng);
-        l.rndv = true;
         CostFigures f = random_figures(rng);
+        LaneCaps l = random_lane(rng, f);
+        l.rndv = true;
         SelectOverrides o = no_overrides();
         o.rndv_thresh = random_size(rng) + 1;
-        ProtoTable t = select_protocols(l, f, o);
+        ProtoTable t = select_protocols(l, o);
         const std::string ctx = describe(l, f) + " rndv_thresh=" + std::to_string(o.rndv_thresh);
         auto is_rndv = [](ProtoId p) { return p >= ProtoId::kRndvGetCma; };
         EXPECT_FALSE(is_rndv(t.lookup(o.rndv_thresh - 1))) << ctx << "\n" << t.print();

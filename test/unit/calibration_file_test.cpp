@@ -34,7 +34,8 @@ bool same_figures(const CostFigures& a, const CostFigures& b) {
            a.cma_bw_Bps == b.cma_bw_Bps && a.cma_call_s == b.cma_call_s &&
            a.fifo_latency_s == b.fifo_latency_s && a.cell_overhead_s == b.cell_overhead_s &&
            a.pio_overhead_s == b.pio_overhead_s && a.bcopy_overhead_s == b.bcopy_overhead_s &&
-           a.verbs_latency_s == b.verbs_latency_s && a.verbs_overhead_s == b.verbs_overhead_s &&
+           a.tcp_latency_s == b.tcp_latency_s && a.tcp_overhead_s == b.tcp_overhead_s &&
+           a.tcp_bw_Bps == b.tcp_bw_Bps && a.verbs_latency_s == b.verbs_latency_s && a.verbs_overhead_s == b.verbs_overhead_s &&
            a.verbs_bw_Bps == b.verbs_bw_Bps &&
            a.verbs_rdma_overhead_s == b.verbs_rdma_overhead_s &&
            a.verbs_rdma_bw_Bps == b.verbs_rdma_bw_Bps && a.verbs_reg_s == b.verbs_reg_s &&
@@ -264,6 +265,27 @@ TEST_F(CalibrationFile, OutOfRangeValuesAreIgnoredOthersKept) {
     EXPECT_NE(log.find("outside"), std::string::npos) << log;
 }
 
+// The tcp figures have ranges like the others: a broken measurement keeps the built-in value.
+TEST_F(CalibrationFile, TcpFiguresOutsideTheirRangesAreIgnored) {
+    const std::string p = write("tcp.conf",
+                                "tcp_latency_s = 2\n"     // over 1 s
+                                "tcp_overhead_s = -1e-6\n"
+                                "tcp_bw_Bps = 1e3\n"      // under 1 MB/s
+                                "memcpy_bw_Bps = 8e9\n");  // the one good figure
+    CostFigures f;
+    std::string why;
+    ::testing::internal::CaptureStderr();
+    ASSERT_EQ(CostFigures::load(p, &f, &why), Status::kOk) << why;
+    const std::string log = ::testing::internal::GetCapturedStderr();
+    const CostFigures d;
+    EXPECT_EQ(f.tcp_latency_s, d.tcp_latency_s);
+    EXPECT_EQ(f.tcp_overhead_s, d.tcp_overhead_s);
+    EXPECT_EQ(f.tcp_bw_Bps, d.tcp_bw_Bps);
+    EXPECT_EQ(f.memcpy_bw_Bps, 8e9);
+    EXPECT_NE(log.find("tcp_latency_s"), std::string::npos) << log;
+    EXPECT_NE(log.find("tcp_bw_Bps"), std::string::npos) << log;
+}
+
 TEST_F(CalibrationFile, UnknownKeyIsWarnedAndSkipped) {
     const std::string p = write("newer.conf", "future_figure = whatever\nverbs_bw_Bps = 4e9\n");
     CostFigures f;
@@ -368,6 +390,9 @@ TEST_F(CalibrationFile, SaveLoadRoundTrip) {
     f.memcpy_bw_Bps = 12.5e9;
     f.cma_call_s = 1.75e-6;
     f.verbs_reg_hit_Bps = 1.5e18;  // a near-free cache hit: a huge but accepted rate
+    f.tcp_latency_s = 7.25e-6;
+    f.tcp_overhead_s = 2.5e-6;
+    f.tcp_bw_Bps = 1.125e9;
     const std::string p = path("round.conf");
     std::string why;
     ASSERT_EQ(f.save(p, &why), Status::kOk) << why;

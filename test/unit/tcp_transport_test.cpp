@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "protocols/cost_figures.h"
+#include "transports/tcp/tcp_costs.h"
 #include "transports/tcp/tcp_iface.h"
 #include "transports/tcp/tcp_wire.h"
 #include "tcp_test_util.h"
@@ -56,6 +58,7 @@ TcpConfig loopback_config(size_t sndbuf_limit = 4u << 20) {
     c.devices = {"lo"};
     c.sndbuf_limit = sndbuf_limit;
     c.keepalive_ns = 2'000'000'000;
+    c.costs = tcp_lane_costs(swy::proto::CostFigures{});
     return c;
 }
 
@@ -164,8 +167,11 @@ TEST_F(TcpTransport, LaneAttributes) {
     EXPECT_FALSE(la.credits_shared);
     EXPECT_TRUE(la.rndv);
     EXPECT_FALSE(la.zcopy_cma);
-    EXPECT_DOUBLE_EQ(la.send_cost.latency_s, 5e-6);
-    EXPECT_DOUBLE_EQ(la.send_cost.bandwidth_Bps, 3e9);
+    // The costs the interface was opened with (tcp's own figures), on every lane.
+    const swy::proto::CostFigures figures;
+    EXPECT_DOUBLE_EQ(la.costs.latency_s, figures.tcp_latency_s);
+    EXPECT_DOUBLE_EQ(la.costs.message_s, figures.tcp_overhead_s);
+    EXPECT_DOUBLE_EQ(la.costs.am_bcopy.per_byte_s, 1.0 / figures.tcp_bw_Bps);
     EXPECT_EQ(ep->remote_uid(), kUidB);
 }
 

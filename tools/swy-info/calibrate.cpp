@@ -88,6 +88,20 @@ void measure_verbs_lane(const common::Config& config, const std::string& verbs,
     end_step(v.hit_Bps, kGBps, &f->verbs_reg_hit_Bps);
 }
 
+/// The tcp steps, over loopback (tcp is always built; a worker that cannot open it says why).
+void measure_tcp_lane(proto::CostFigures* f) {
+    std::printf("  tcp (loopback; swy-perf, two processes, protocols forced):\n");
+    begin_step("tcp: 8 B latency, 8 B message rate, bandwidth");
+    const TcpFigures t = measure_tcp(f->memcpy_bw_Bps);
+    std::printf("done\n");
+    begin_step("tcp one-way latency (less overhead)");
+    end_step(t.latency_s, kMicros, &f->tcp_latency_s);
+    begin_step("tcp per-message overhead (1 / 8 B message rate)");
+    end_step(t.overhead_s, kMicros, &f->tcp_overhead_s);
+    begin_step("tcp eager bandwidth (1 MiB eager_bcopy)");
+    end_step(t.bw_Bps, kGBps, &f->tcp_bw_Bps);
+}
+
 /// Run every measurement; @p f starts as the built-in figures and receives the measured ones.
 void measure_all(const common::Config& config, const std::string& verbs,
                  proto::CostFigures* f) {
@@ -126,6 +140,7 @@ void measure_all(const common::Config& config, const std::string& verbs,
     begin_step("cell overhead (receive-side dispatch)");
     end_step(Measured::failed("not measured: needs the real receive path"), kNanos,
              &f->cell_overhead_s);
+    measure_tcp_lane(f);
     measure_verbs_lane(config, verbs, f);
 }
 
@@ -182,6 +197,7 @@ int run_calibrate(const Args& args) {
     std::printf("Cost figures read back from %s\n", context->costs().source.c_str());
     print_cost_figures(context->costs());
     int rc = print_lane_tables(*context, "shm");
+    rc = std::max(rc, print_lane_tables(*context, "tcp"));
     if (verbs.rfind("yes", 0) == 0) {
         rc = std::max(rc, print_lane_tables(*context, "verbs"));
     }

@@ -28,7 +28,7 @@ int run_usage(const Args&);
 const Option kOptions[] = {
     {"-c", "--config", {}, "", "every SWY_* variable: type, default, value set, help",
      [](const Args&) { return swy::info::print_config(); }},
-    {nullptr, "--proto", {"--tls", "--memtype"}, " [--tls shm|self|verbs] [--memtype host]",
+    {nullptr, "--proto", {"--tls", "--memtype"}, " [--tls shm|self|tcp|verbs] [--memtype host]",
      "protocol tables an endpoint would get here, with the reason for every range",
      swy::info::print_proto},
     {nullptr, "--calibrate", {"--output"}, " [--output PATH]",

@@ -65,4 +65,30 @@ struct VerbsFigures {
 };
 VerbsFigures measure_verbs(const common::Config& config, double memcpy_bw_Bps);
 
+/// tcp lane figures over loopback (each the best of three swy-perf runs, --tls tcp,self):
+/// one-way latency of 8 B messages less the overhead (from the median round trip: a loaded
+/// host's scheduler makes the mean meaningless), the per-message overhead (1 / the 8 B message
+/// rate, at most half the one-way time: their sum is what the ping-pong measured), and the bandwidth of a 1 MiB eager_bcopy stream less the parts the model counts
+/// apart (the unexpected share of a copy at @p memcpy_bw_Bps, a message per fragment).
+struct TcpFigures {
+    Measured latency_s, overhead_s, bw_Bps;
+};
+TcpFigures measure_tcp(double memcpy_bw_Bps);
+
+/// One CSV row of swy-perf: test,size,iters,latency_us,bandwidth_MBps,msg_rate_Mps,protocol,
+/// latency_median_us.
+struct PerfRow {
+    double latency_us = 0;
+    double bandwidth_MBps = 0;
+    double rate_Mps = 0;
+    std::string protocol;
+    double latency_median_us = 0;  ///< lat only: half the median round trip (0: not given)
+};
+
+/// Run swy-perf (beside this executable) @p rounds times over @p tls with environment @p env
+/// ("A=x B=y") and arguments @p args, ignoring any calibration file; @p best gets the lowest
+/// latencies and the highest bandwidth and rate seen. False (with @p why) if no run worked.
+bool best_perf_run(const std::string& tls, int rounds, const std::string& env,
+                   const std::string& args, PerfRow* best, std::string* why);
+
 }  // namespace swy::info

@@ -1,15 +1,9 @@
 // Verbs lane figures for --calibrate. The data-path figures come from the real data path:
 // swy-perf (installed beside swy-info) runs two processes over the first usable RDMA port with
-// the protocol forced, and its CSV is read back. Registration is measured in-process by the
-// transport (tl::verbs::measure_registration).
-#include <linux/limits.h>
-#include <unistd.h>
-
+// the protocol forced, and its CSV is read back (measure_perf.cpp). Registration is measured
+// in-process by the transport (tl::verbs::measure_registration).
 #include <algorithm>
-#include <cstdio>
-#include <sstream>
 #include <string>
-#include <vector>
 
 #include "measure.h"
 #include "sections.h"
@@ -18,81 +12,13 @@
 namespace swy::info {
 namespace {
 
-/// swy-perf beside this executable.
-std::string perf_path() {
-    char self[PATH_MAX] = {};
-    const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n <= 0) return "swy-perf";
-    std::string dir(self, static_cast<size_t>(n));
-    return dir.substr(0, dir.rfind('/') + 1) + "swy-perf";
-}
+constexpr int kRounds = 3;
 
-/// One CSV row of swy-perf: test,size,iters,latency_us,bandwidth_MBps,msg_rate_Mps,protocol.
-struct PerfRow {
-    double latency_us = 0;
-    double bandwidth_MBps = 0;
-    double rate_Mps = 0;
-    std::string protocol;
-};
-
-/// Run swy-perf over verbs with @p env and @p args; the row for the first size, or !ok.
-bool run_perf(const std::string& env, const std::string& args, PerfRow* row, std::string* why) {
-    // The built-in figures decide nothing here (every run forces its protocol), but a stale
-    // calibration file must not be read either.
-    const std::string cmd = "env SWY_CALIBRATION_FILE=/dev/null " + env + " '" +
-                            perf_path() + "' --tls verbs,self --csv " + args + " 2>&1";
-    FILE* p = popen(cmd.c_str(), "r");
-    if (p == nullptr) {
-        *why = "cannot run swy-perf";
-        return false;
-    }
-    std::string last_error;
-    bool found = false;
-    char line[512];
-    while (std::fgets(line, sizeof(line), p) != nullptr) {
-        std::string s(line);
-        std::vector<std::string> f;
-        std::stringstream ss(s);
-        for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
-        if (f.size() >= 7 && (f[0] == "lat" || f[0] == "bw" || f[0] == "mr") && !found) {
-            row->latency_us = std::atof(f[3].c_str());
-            row->bandwidth_MBps = std::atof(f[4].c_str());
-            row->rate_Mps = std::atof(f[5].c_str());
-            row->protocol = f[6].substr(0, f[6].find_first_of("\r\n"));
-            found = true;
-        } else if (!s.empty()) {
-            last_error = s.substr(0, s.find('\n'));
-        }
-    }
-    const int rc = pclose(p);
-    if (!found || rc != 0) {
-        *why = "swy-perf " + args + " failed" + (last_error.empty() ? "" : ": " + last_error);
-        return false;
-    }
-    return true;
-}
-
-/// Best of @p rounds runs (TCG guests and busy hosts make single runs scatter by factors):
-/// the lowest latency, the highest bandwidth and message rate seen.
+/// swy-perf over verbs (and self, which every worker has).
 bool best_of(int rounds, const std::string& env, const std::string& args, PerfRow* best,
              std::string* why) {
-    bool any = false;
-    for (int i = 0; i < rounds; ++i) {
-        PerfRow row;
-        if (!run_perf(env, args, &row, why)) continue;
-        if (!any) {
-            *best = row;
-        } else {
-            best->latency_us = std::min(best->latency_us, row.latency_us);
-            best->bandwidth_MBps = std::max(best->bandwidth_MBps, row.bandwidth_MBps);
-            best->rate_Mps = std::max(best->rate_Mps, row.rate_Mps);
-        }
-        any = true;
-    }
-    return any;
+    return best_perf_run("verbs,self", rounds, env, args, best, why);
 }
-
-constexpr int kRounds = 3;
 
 }  // namespace
 

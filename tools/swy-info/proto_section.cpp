@@ -1,9 +1,12 @@
 // "--proto": the protocol selection tables an endpoint would build on this host, computed
-// offline by the library's own selector (proto::select_protocols) from the same lane
-// capabilities, overrides and cost figures that core::Endpoint uses when it connects.
+// offline through the library's own path: each transport's lane attributes (its own
+// function: tl::shm::lane_attr, tl::tcp::lane_attr, tl::verbs::lane_attr, a real self lane),
+// with costs from its own cost function, then proto::lane_caps / proto::table_for, exactly
+// as core::Endpoint::wire does when a lane connects.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "args.h"
@@ -11,53 +14,27 @@
 #include "common/config.h"
 #include "core/context.h"
 #include "proto_tables.h"
+#include "protocols/lane_caps.h"
 #include "protocols/select.h"
 #include "protocols/wire.h"
 #include "sections.h"
 #include "text.h"
 #include "transports/cma/cma.h"
+#include "transports/self/self_costs.h"
+#include "transports/self/self_iface.h"
 #include "transports/shm/ring.h"
-#include "transports/verbs/verbs_costs.h"
+#include "transports/shm/shm_costs.h"
+#include "transports/shm/shm_iface.h"
+#include "transports/tcp/tcp_costs.h"
+#include "transports/tcp/tcp_iface.h"
+#include "transports/verbs/lane_attr.h"
+#include "transports/verbs/lane_costs.h"
 #include "transports/verbs/verbs_open.h"
 
 namespace swy::info {
 namespace {
 
 constexpr size_t kCellHeaderBytes = sizeof(tl::shm::CellHeader);
-constexpr size_t kSyncHeaderBytes = sizeof(proto::EagerSyncHeader);
-constexpr size_t kFirstHeaderBytes = sizeof(proto::EagerFirstHeader);
-constexpr size_t kOnlyHeaderBytes = sizeof(proto::EagerOnlyHeader);
-/// tl::self::SelfInterface::kMaxMessage (the self transport's largest am_send).
-constexpr size_t kSelfMaxMessage = 64 * 1024;
-
-/// The overrides an endpoint reads from its context's configuration (endpoint.cpp).
-proto::SelectOverrides overrides_from(const common::Config& cfg) {
-    proto::SelectOverrides o;
-    o.rndv_thresh = cfg.get_size("RNDV_THRESH");
-    o.zcopy_thresh = cfg.get_size("ZCOPY_THRESH");
-    o.rndv_scheme = cfg.get_string("RNDV_SCHEME");
-    o.allow = cfg.get_list("PROTO");
-    return o;
-}
-
-/// Lane capabilities from a lane whose largest am_send is @p max_message, as the endpoint
-/// derives them: eager_short carries what one packet with the sync header holds (capped by
-/// SWY_PIO_MAX), a bcopy fragment what a cell holds after the first-fragment header.
-proto::LaneCaps caps_for(const common::Config& cfg, size_t max_message, bool pio, bool cma,
-                         bool rndv) {
-    proto::LaneCaps caps;
-    const size_t single_packet_max = max_message - kSyncHeaderBytes;
-    caps.pio = pio;
-    if (pio) {
-        const size_t limit = cfg.get_size("PIO_MAX");
-        caps.pio_max = limit == 0 ? single_packet_max : std::min(limit, single_packet_max);
-    }
-    caps.fragment_max = max_message - kFirstHeaderBytes;
-    caps.cma = cma;
-    caps.split_min = cma ? cfg.get_size("RNDV_SPLIT_MIN") : 0;
-    caps.rndv = rndv;
-    return caps;
-}
 
 /// "4065 B", or "13459 B (13.1 KiB)" when a unit helps.
 std::string size_text(size_t n) {
@@ -92,22 +69,64 @@ bool cma_usable(const core::Context& context, std::string* why) {
     return probe.works;
 }
 
-/// One table: a caption, the lane it assumes, every range with its reason, and the
-/// thresholds between ranges on one line.
-void print_table(const char* caption, const proto::LaneCaps& caps,
-                 const proto::CostFigures& costs, const proto::SelectOverrides& o) {
+/// "0.300 us" / "12.5 ns" for a time in seconds.
+std::string time_text(double s) {
+    char buf[32];
+    if (s >= 1e-6) {
+        std::snprintf(buf, sizeof(buf), "%.3f us", s * 1e6);
+    } else {
+        std::snprintf(buf, sizeof(buf), "%.1f ns", s * 1e9);
+    }
+    return buf;
+}
+
+/// "24.0 GB/s" for a per-byte time.
+std::string rate_text(double per_byte_s) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.3g GB/s", per_byte_s > 0 ? 1e-9 / per_byte_s : 0.0);
+    return buf;
+}
+
+/// The lane's own cost figures (tl::LaneAttr::costs), as the selector reads them.
+void print_lane_costs(const proto::LaneCaps& caps) {
+    const tl::LaneCosts& c = caps.costs;
+    std::printf("    lane costs: latency %s, per message %s", time_text(c.latency_s).c_str(),
+                time_text(c.message_s).c_str());
+    if (caps.pio) {
+        std::printf(", short +%s at %s", time_text(c.am_short.fixed_s).c_str(),
+                    rate_text(c.am_short.per_byte_s).c_str());
+    }
+    std::printf(", bcopy +%s per fragment at %s\n", time_text(c.am_bcopy.fixed_s).c_str(),
+                rate_text(c.am_bcopy.per_byte_s).c_str());
+    if (caps.rndv && (caps.cma || caps.rdma)) {
+        std::printf("                zero-copy get %s at %s, put %s at %s, registration %s "
+                    "at %s per side\n",
+                    time_text(c.get_zcopy.fixed_s).c_str(), rate_text(c.get_zcopy.per_byte_s).c_str(),
+                    time_text(c.put_zcopy.fixed_s).c_str(), rate_text(c.put_zcopy.per_byte_s).c_str(),
+                    time_text(c.reg.fixed_s).c_str(),
+                    c.reg.per_byte_s > 0 ? rate_text(c.reg.per_byte_s).c_str() : "-");
+    }
+}
+
+/// One table: a caption, the lane it assumes and its cost figures, every range with its
+/// reason, and the thresholds between ranges on one line. @p lane is what the transport
+/// reports; the caps and the table come from the library (proto::lane_caps, table_for).
+void print_table(const char* caption, const tl::LaneAttr& lane, const proto::SelectOverrides& o,
+                 const proto::DeviceMemoryPath* device = nullptr) {
+    const proto::LaneCaps caps = proto::lane_caps(lane, o, device);
     std::printf("\n  %s\n", caption);
-    std::string lane = "    lane: ";
-    lane += caps.pio ? "eager_short up to " + std::to_string(caps.pio_max) + " B"
-                     : std::string("no PIO ring");
-    lane += ", bcopy fragments of " + std::to_string(caps.fragment_max) + " B";
-    lane += ", rendezvous " + std::string(!caps.rndv   ? "not possible"
+    std::string text = "    lane: ";
+    text += caps.pio ? "eager_short up to " + std::to_string(caps.pio_max) + " B"
+                     : std::string("no PIO");
+    text += ", bcopy fragments of " + std::to_string(caps.fragment_max) + " B";
+    text += ", rendezvous " + std::string(!caps.rndv   ? "not possible"
                                           : caps.rdma ? "with RDMA READ/WRITE"
                                           : caps.cma  ? "with CMA"
-                                                      : "without CMA");
-    std::printf("%s\n", lane.c_str());
+                                                      : "without zero-copy");
+    std::printf("%s\n", text.c_str());
+    print_lane_costs(caps);
 
-    proto::ProtoTable table = proto::select_protocols(caps, costs, o);
+    proto::ProtoTable table = proto::table_for(lane, o, device);
     std::string thresholds;
     size_t lo = 0;
     for (const proto::ProtoRange& r : table.ranges()) {
@@ -150,12 +169,13 @@ void note_if_disabled(const core::Context& context, const char* name) {
                 tls.c_str(), name);
 }
 
-/// The shm tables: with a PIO ring and on the shared FIFO.
+/// The shm tables: with a PIO ring and on the shared FIFO, from the lanes tl::shm::lane_attr
+/// describes for a peer with this configuration's geometry.
 int print_shm_tables(const core::Context& context, const proto::SelectOverrides& o) {
     const common::Config& cfg = context.config();
     const size_t pio_cell = cfg.get_size("SHM_PIO_CELL_SIZE");
     const size_t fifo_cell = cfg.get_size("SHM_CELL_SIZE");
-    const size_t min_cell = kCellHeaderBytes + kFirstHeaderBytes + 1;
+    const size_t min_cell = kCellHeaderBytes + sizeof(proto::EagerFirstHeader) + 1;
     if (pio_cell < min_cell || fifo_cell < min_cell || pio_cell > UINT32_MAX ||
         fifo_cell > UINT32_MAX) {
         std::printf("\nshm: SWY_SHM_CELL_SIZE / SWY_SHM_PIO_CELL_SIZE out of range "
@@ -167,12 +187,47 @@ int print_shm_tables(const core::Context& context, const proto::SelectOverrides&
     std::printf("\nshm transport (CMA: %s)\n",
                 cma ? "available" : ("no, " + why + "; tables built without it").c_str());
     note_if_disabled(context, "shm");
-    print_table("endpoint with a PIO lane",
-                caps_for(cfg, pio_cell - kCellHeaderBytes, true, cma, true), context.costs(),
-                o);
-    print_table("endpoint without PIO (window full or SWY_EP_FLAG_NO_PIO)",
-                caps_for(cfg, fifo_cell - kCellHeaderBytes, false, cma, true),
-                context.costs(), o);
+    tl::shm::SegmentGeometry geometry{};
+    geometry.fifo_cells = static_cast<uint32_t>(cfg.get_unsigned("SHM_FIFO_CELLS"));
+    geometry.fifo_cell_size = static_cast<uint32_t>(fifo_cell);
+    geometry.pio_slots = static_cast<uint32_t>(cfg.get_unsigned("SHM_PIO_SLOTS"));
+    geometry.pio_credits = static_cast<uint32_t>(cfg.get_unsigned("SHM_PIO_CREDITS"));
+    geometry.pio_cell_size = static_cast<uint32_t>(pio_cell);
+    const tl::LaneCosts costs = tl::shm::shm_lane_costs(context.costs());
+    tl::LaneAttr pio = tl::shm::lane_attr(geometry, true, costs);
+    pio.zcopy_cma = cma;
+    tl::LaneAttr fifo = tl::shm::lane_attr(geometry, false, costs);
+    fifo.zcopy_cma = cma;
+    print_table("endpoint with a PIO lane", pio, o);
+    print_table("endpoint without PIO (window full or SWY_EP_FLAG_NO_PIO)", fifo, o);
+    return 0;
+}
+
+/// The tcp table: the lane tl::tcp::lane_attr describes for this configuration, with tcp's
+/// own cost figures (tcp_*).
+int print_tcp_tables(const core::Context& context, const proto::SelectOverrides& o) {
+    std::printf("\ntcp transport (figures: tcp_latency_s, tcp_overhead_s, tcp_bw_Bps)\n");
+    note_if_disabled(context, "tcp");
+    tl::tcp::TcpConfig tc;
+    tc.sndbuf_limit = context.config().get_size("TCP_SNDBUF_LIMIT");
+    tc.costs = tl::tcp::tcp_lane_costs(context.costs());
+    print_table("endpoint (every send a system call, rendezvous through the pipeline)",
+                tl::tcp::lane_attr(tc), o);
+    return 0;
+}
+
+/// The self table: of a real self lane (a self interface costs nothing to open).
+int print_self_tables(const core::Context& context, const proto::SelectOverrides& o) {
+    std::printf("\nself transport (loop-back within one worker: no rendezvous)\n");
+    note_if_disabled(context, "self");
+    tl::self::SelfInterface self(1, 0, nullptr, tl::self::self_lane_costs(context.costs()));
+    std::unique_ptr<tl::Endpoint> lane;
+    std::string why;
+    if (self.connect(1, nullptr, 0, false, &lane, &why) != Status::kOk) {
+        std::printf("  self: %s\n", why.c_str());
+        return 1;
+    }
+    print_table("endpoint to its own worker", lane->attr(), o);
     return 0;
 }
 
@@ -181,21 +236,20 @@ int print_shm_tables(const core::Context& context, const proto::SelectOverrides&
 /// dma-buf registration: without it, sends from device memory are staged.
 int print_verbs_tables(const core::Context& context, const proto::SelectOverrides& o) {
     const common::Config& cfg = context.config();
-    const size_t seg = cfg.get_size("VERBS_SEG_SIZE");
-    if (seg < 256) {
+    tl::verbs::VerbsConfig vc = verbs_config_from(cfg);
+    if (vc.seg_size < 256) {
         std::printf("\nverbs: SWY_VERBS_SEG_SIZE out of range (256 B..1 GiB)\n");
         return 1;
     }
+    vc.costs = tl::verbs::verbs_lane_costs(context.costs());
     std::string why;
-    const auto ports = tl::verbs::probe(verbs_config_from(cfg), &why);
+    const auto ports = tl::verbs::probe(vc, &why);
     const tl::verbs::PortInfo* port = nullptr;
     for (const auto& p : ports) {
         if (p.usable && port == nullptr) port = &p;
     }
     // Without a device, the inline limit asked for (what a device typically grants).
-    const size_t inline_max = port != nullptr
-                                  ? port->max_inline
-                                  : std::min<size_t>(cfg.get_size("VERBS_MAX_INLINE"), 4096);
+    const uint32_t inline_max = port != nullptr ? port->max_inline : vc.max_inline;
     std::printf("\nverbs transport (%s)\n",
                 port != nullptr ? (port->device + ":" + std::to_string(port->port) + ", inline " +
                                    std::to_string(inline_max) + " B")
@@ -206,49 +260,29 @@ int print_verbs_tables(const core::Context& context, const proto::SelectOverride
                                    std::to_string(inline_max) + " B")
                                       .c_str());
     note_if_disabled(context, "verbs");
-    tl::LaneAttr a;
-    const tl::verbs::LaneCosts costs = tl::verbs::verbs_lane_costs(context.costs());
-    a.send_cost = costs.send;
-    a.rdma = true;
-    a.rdma_cost = costs.rdma;
     std::string rcache_why;
-    const bool rcache = tl::verbs::rcache_page_identity(verbs_config_from(cfg), &rcache_why) !=
-                        nullptr;
-    a.reg_cost = costs.expected_reg(rcache);
+    const bool rcache = tl::verbs::rcache_page_identity(vc, &rcache_why) != nullptr;
     std::printf("  registration per side: %s\n",
                 rcache ? "a validated registration-cache hit (buffers reused)"
                        : ("a full registration (registration cache off: " + rcache_why + ")")
                              .c_str());
-    proto::LaneCaps caps = caps_for(cfg, seg, inline_max > kOnlyHeaderBytes, false, true);
-    if (caps.pio) {
-        const size_t limit = cfg.get_size("PIO_MAX");
-        const size_t pio = inline_max - kOnlyHeaderBytes;
-        caps.pio_max = limit == 0 ? pio : std::min(limit, pio);
-    }
-    proto::set_rdma_lane_costs(a, &caps);
+    const bool dmabuf = port != nullptr && port->dmabuf_mr;
+    const tl::LaneAttr lane = tl::verbs::lane_attr(vc, inline_max, dmabuf, rcache);
     print_table("endpoint (inline sends = PIO, bcopy through registered bounce buffers, "
-                "RDMA READ/WRITE rendezvous)", caps, context.costs(), o);
-    const bool dm = port != nullptr && (port->device_memory || cfg.get_bool("VERBS_DM_EMULATE"));
-    if (dm && caps.pio) {
-        // An endpoint holding a device-memory slot: PIO up to a cell (verbs_pio.cpp).
-        proto::LaneCaps with_dm = caps;
-        const size_t limit = cfg.get_size("PIO_MAX");
-        const size_t cell = std::min(cfg.get_size("VERBS_DM_CELL_SIZE"), seg);
-        const size_t pio = std::max(cell, inline_max) - kOnlyHeaderBytes;
-        with_dm.pio_max = limit == 0 ? pio : std::min(limit, pio);
+                "RDMA READ/WRITE rendezvous)", lane, o);
+    const bool dm = port != nullptr && (port->device_memory || vc.dm_emulate);
+    if (dm && lane.pio) {
+        const size_t cell = std::min(vc.dm_cell_size, vc.seg_size);
         print_table(port->device_memory
                         ? "endpoint holding a device-memory slot (PIO up to a cell)"
                         : "endpoint holding an EMULATED device-memory slot (SWY_VERBS_DM_EMULATE)",
-                    with_dm, context.costs(), o);
+                    tl::verbs::lane_attr(vc, inline_max, dmabuf, rcache, cell), o);
     }
     // dma-buf MRs: RDMA reaches dmabuf and CUDA memory (exported by their plugins) directly.
-    const bool dmabuf = port != nullptr && port->dmabuf_mr;
-    proto::LaneCaps device = caps;
-    device.pio = false;
-    device.pio_max = 0;
-    device.rdma = dmabuf;  // as the lane says (rdma_device_memory)
+    proto::DeviceMemoryPath device;
     device.stage_fixed_s = static_cast<double>(cfg.get_time_ns("SIMDEV_LATENCY")) * 1e-9;
     device.stage_per_byte_s = 1.0 / cfg.get_double("SIMDEV_BW");
+    device.zcopy_reaches = dmabuf;  // as the lane says (rdma_device_memory)
     const std::string caption =
         std::string("sends from device memory (dmabuf/cuda; staging costs of SWY_SIMDEV_*): ") +
         (dmabuf ? "the device takes dma-buf MRs: RDMA rendezvous from the exported dma-buf "
@@ -256,7 +290,7 @@ int print_verbs_tables(const core::Context& context, const proto::SelectOverride
                 : "no dma-buf MRs (" +
                       (port != nullptr ? port->dmabuf_reason : std::string("no device")) +
                       "): staged pipeline");
-    print_table(caption.c_str(), device, context.costs(), o);
+    print_table(caption.c_str(), lane, o, &device);
     return 0;
 }
 
@@ -278,22 +312,30 @@ void print_cost_figures(const proto::CostFigures& c) {
         {"cell_overhead_s", c.cell_overhead_s, 1e9, "ns"},
         {"pio_overhead_s", c.pio_overhead_s, 1e9, "ns"},
         {"bcopy_overhead_s", c.bcopy_overhead_s, 1e9, "ns"},
+        {"tcp_latency_s", c.tcp_latency_s, 1e6, "us"},
+        {"tcp_overhead_s", c.tcp_overhead_s, 1e6, "us"},
+        {"tcp_bw_Bps", c.tcp_bw_Bps, 1e-9, "GB/s"},
+        {"verbs_latency_s", c.verbs_latency_s, 1e6, "us"},
+        {"verbs_overhead_s", c.verbs_overhead_s, 1e6, "us"},
+        {"verbs_bw_Bps", c.verbs_bw_Bps, 1e-9, "GB/s"},
+        {"verbs_rdma_overhead_s", c.verbs_rdma_overhead_s, 1e6, "us"},
+        {"verbs_rdma_bw_Bps", c.verbs_rdma_bw_Bps, 1e-9, "GB/s"},
+        {"verbs_reg_s", c.verbs_reg_s, 1e6, "us"},
+        {"verbs_reg_Bps", c.verbs_reg_Bps, 1e-9, "GB/s"},
+        {"verbs_reg_hit_s", c.verbs_reg_hit_s, 1e6, "us"},
+        {"verbs_reg_hit_Bps", c.verbs_reg_hit_Bps, 1e-9, "GB/s"},
     };
     for (const Row& r : rows) {
-        std::printf("    %-18s %-11.4g %8.3f %s\n", r.key, r.value, r.value * r.scale, r.unit);
+        std::printf("    %-21s %-11.4g %8.3f %s\n", r.key, r.value, r.value * r.scale, r.unit);
     }
 }
 
 int print_lane_tables(const core::Context& context, const std::string& tls) {
-    const proto::SelectOverrides o = overrides_from(context.config());
+    const proto::SelectOverrides o = proto::overrides_from(context.config());
     if (tls == "shm") return print_shm_tables(context, o);
+    if (tls == "tcp") return print_tcp_tables(context, o);
     if (tls == "verbs") return print_verbs_tables(context, o);
-    std::printf("\nself transport (loop-back within one worker: no rendezvous)\n");
-    note_if_disabled(context, "self");
-    print_table("endpoint to its own worker",
-                caps_for(context.config(), kSelfMaxMessage, false, false, false),
-                context.costs(), o);
-    return 0;
+    return print_self_tables(context, o);
 }
 
 int print_proto(const Args& args) {
@@ -305,8 +347,9 @@ int print_proto(const Args& args) {
         return 2;
     }
     const std::string* tls = args.get("--tls");
-    if (tls != nullptr && *tls != "shm" && *tls != "self" && *tls != "verbs") {
-        std::fprintf(stderr, "swy-info: --tls %s: expected shm, self or verbs\n", tls->c_str());
+    if (tls != nullptr && *tls != "shm" && *tls != "self" && *tls != "tcp" && *tls != "verbs") {
+        std::fprintf(stderr, "swy-info: --tls %s: expected shm, self, tcp or verbs\n",
+                     tls->c_str());
         return 2;
     }
 
@@ -331,6 +374,7 @@ int print_proto(const Args& args) {
     int rc = 0;
     if (tls == nullptr || *tls == "shm") rc |= print_lane_tables(*context, "shm");
     if (tls == nullptr || *tls == "self") rc |= print_lane_tables(*context, "self");
+    if (tls == nullptr || *tls == "tcp") rc |= print_lane_tables(*context, "tcp");
     if (tls == nullptr || *tls == "verbs") rc |= print_lane_tables(*context, "verbs");
     delete context;
     return rc;

@@ -18,7 +18,9 @@ namespace swy::info {
 void print_cost_figures(const proto::CostFigures& costs);
 
 /// Print the tables an endpoint of @p context would get on the @p tls lane ("shm": one with a
-/// PIO lane and one without; "self": one), using the context's configuration (SWY_PROTO,
+/// PIO lane and one without; "tcp", "self": one; "verbs": host memory, a device-memory slot
+/// where there is one, device memory), each through the library's own path (the transport's
+/// lane attributes and cost function, proto::table_for), using the context's configuration (SWY_PROTO,
 /// SWY_RNDV_THRESH, ...) and its cost figures, each range with the reason it won and the
 /// derived thresholds. For shm, CMA availability comes from a fork probe (so call this before
 /// starting threads). Returns 1 if the configuration makes the lane impossible, else 0.

@@ -65,7 +65,8 @@ void print_topology();
 
 /// "yes: rxe0:1", or "no: <why>" for the verbs transport on this host.
 std::string verbs_availability(const common::Config& config);
-/// The verbs settings SWY_* gives (for probing without a worker).
+/// The verbs settings SWY_* gives (for probing without a worker): tl::verbs::read_settings(),
+/// the worker's own reading; a setting it refuses is reported on stderr.
 tl::verbs::VerbsConfig verbs_config_from(const common::Config& config);
 /// The RDMA device ports found, which one would be opened, inline limit, device memory and
 /// dma-buf support (each probed once).

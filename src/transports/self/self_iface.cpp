@@ -10,7 +10,7 @@ SelfEndpoint::SelfEndpoint(SelfInterface* iface) : iface_(iface) {
     attr_.credits = UINT32_MAX;
     attr_.credits_shared = false;
     attr_.max_message = SelfInterface::kMaxMessage;
-    attr_.send_cost = {0.02e-6, 0.03e-6, 20e9};
+    attr_.costs = iface->costs_;
 }
 
 Status SelfEndpoint::am_send(AmId id, const void* hdr, size_t hdr_len, const void* payload,
@@ -39,8 +39,9 @@ Status SelfEndpoint::am_send_packed(AmId id, const void* hdr, size_t hdr_len, Pa
 
 uint64_t SelfEndpoint::remote_uid() const { return iface_->uid_; }
 
-SelfInterface::SelfInterface(uint64_t worker_uid, uint16_t index, AmSink* sink)
-    : uid_(worker_uid), index_(index), sink_(sink), reply_ep_(this) {
+SelfInterface::SelfInterface(uint64_t worker_uid, uint16_t index, AmSink* sink,
+                             const LaneCosts& costs)
+    : uid_(worker_uid), index_(index), sink_(sink), costs_(costs), reply_ep_(this) {
     wants_progress_ = false;  // nothing queued yet
 }
 

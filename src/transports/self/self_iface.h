@@ -34,7 +34,9 @@ public:
     /// Largest message of one am_send (fragments above it, like any lane).
     static constexpr size_t kMaxMessage = 64 * 1024;
 
-    SelfInterface(uint64_t worker_uid, uint16_t index, AmSink* sink);
+    /// @p costs: what its lanes report (self_lane_costs(), self_costs.h). @p sink may be null
+    /// for an interface that is never progressed (swy-info asks its lanes' attributes).
+    SelfInterface(uint64_t worker_uid, uint16_t index, AmSink* sink, const LaneCosts& costs);
     const char* name() const override { return "self"; }
     unsigned progress() override;
     std::vector<uint8_t> address() const override { return {}; }
@@ -64,6 +66,7 @@ private:
     void enqueue(AmId id, std::vector<uint8_t> bytes);
     std::deque<Packet> queue_;
     std::vector<std::vector<uint8_t>> spare_;  // recycled packet buffers
+    LaneCosts costs_;                          // before reply_ep_, which reads it
     SelfEndpoint reply_ep_;
 };
 

@@ -1,13 +1,15 @@
 // The self transport as the registry sees it: always opens, reaches only its own worker.
 #include "transports/self/self_transport.h"
 
+#include "transports/self/self_costs.h"
 #include "transports/self/self_iface.h"
 
 namespace swy::tl::self {
 namespace {
 
 Status open_self(const OpenParams& p, std::unique_ptr<Interface>* out, std::string* /*why*/) {
-    *out = std::make_unique<SelfInterface>(p.worker_uid, p.iface_index, p.sink);
+    *out = std::make_unique<SelfInterface>(p.worker_uid, p.iface_index, p.sink,
+                                           self_lane_costs(p.costs));
     return Status::kOk;
 }
 
@@ -32,6 +34,7 @@ const TransportEntry kTransport{
     .open = open_self,
     .can_reach = reaches,
     .connect = connect_self,
+    .lane_costs = self_lane_costs,
     .availability = always,
 };
 

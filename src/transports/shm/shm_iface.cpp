@@ -30,7 +30,35 @@ namespace {
 
 bool is_power_of_two(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
+/// The geometry a peer's segment header announces (what its lanes are made of).
+SegmentGeometry geometry_of(const SegmentHeader& h) {
+    return {h.fifo_cells, h.fifo_cell_size, h.pio_slots, h.pio_credits, h.pio_cell_size};
+}
+
 }  // namespace
+
+LaneAttr lane_attr(const SegmentGeometry& peer, bool pio, const LaneCosts& costs) {
+    LaneAttr a;
+    a.transport = "shm";
+    a.rndv = true;
+    a.costs = costs;
+    a.caps = cap::kAmBcopy;
+    if (pio) {
+        a.pio = true;
+        a.caps |= cap::kAmShort;
+        // Credits in the smallest record (one cache line): how many small messages fit.
+        a.credits = static_cast<uint32_t>(uint64_t{peer.pio_credits} * peer.pio_cell_size /
+                                          kCacheLine);
+        a.credits_shared = false;  // a private ring: plain stores, no CAS
+        a.max_message = peer.pio_cell_size - sizeof(CellHeader);
+    } else {
+        a.pio = false;
+        a.credits = peer.fifo_cells;
+        a.credits_shared = true;  // a CAS on the shared head per message
+        a.max_message = peer.fifo_cell_size - sizeof(CellHeader);
+    }
+    return a;
+}
 
 RemoteSegment::~RemoteSegment() {
     if (base != nullptr) munmap(base, size);
@@ -45,17 +73,9 @@ ShmEndpoint::ShmEndpoint(ShmInterface* iface, std::shared_ptr<RemoteSegment> rem
                          uint16_t sender_slot, uint32_t pio_slot)
     : iface_(iface), remote_(std::move(remote)), sender_slot_(sender_slot), pio_slot_(kNoPioSlot) {
     SegmentHeader* h = remote_->header;
-    attr_.transport = "shm";
-    attr_.remote_pid = remote_->pid;
-    attr_.rndv = true;
-    attr_.caps = cap::kAmBcopy;
     ring_ = RingView(remote_->base + h->fifo_offset, h->fifo_cells, h->fifo_cell_size);
-    attr_.pio = false;
-    attr_.credits = h->fifo_cells;
-    attr_.credits_shared = true;
-    // Shared FIFO: a CAS on the shared head per message and cells bouncing between senders.
-    attr_.send_cost = {0.18e-6, 0.04e-6, 12e9};
-    attr_.max_message = ring_.payload_capacity();
+    attr_ = lane_attr(geometry_of(*h), false, iface_->config_.costs);
+    attr_.remote_pid = remote_->pid;
     if (pio_slot != kNoPioSlot) use_pio_ring(pio_slot);
 }
 
@@ -72,14 +92,12 @@ void ShmEndpoint::use_pio_ring(uint32_t pio_slot) {
     // Release stores are enough when the receiver can flush our store buffer itself before
     // it sleeps (membarrier); otherwise publish with a full fence.
     publish_fence_ = h->publish_fence != 0 || !iface_->membarrier_registered();
-    attr_.pio = true;
-    attr_.caps |= cap::kAmShort;
-    // Credits in the smallest record (one cache line): how many small messages fit.
-    attr_.credits = static_cast<uint32_t>(pio_bytes_ / kCacheLine);
-    attr_.credits_shared = false;
-    // A private ring: plain stores, no CAS, and its cells only ever move between two cores.
-    attr_.send_cost = {0.15e-6, 0.02e-6, 12e9};
-    attr_.max_message = h->pio_cell_size - sizeof(CellHeader);
+    const LaneAttr pio = lane_attr(geometry_of(*h), true, iface_->config_.costs);
+    attr_.pio = pio.pio;
+    attr_.caps = pio.caps;
+    attr_.credits = pio.credits;
+    attr_.credits_shared = pio.credits_shared;
+    attr_.max_message = pio.max_message;
 }
 
 ShmEndpoint::~ShmEndpoint() { disconnect(); }

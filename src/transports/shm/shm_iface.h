@@ -27,7 +27,16 @@ struct ShmConfig {
     /// Called once, before the segment's pages are first touched.
     std::function<void(void*, size_t)> place_segment;
     cma::CmaMode cma_mode = cma::CmaMode::kAuto;
+    /// Costs every lane reports (the worker fills them from the context's cost figures:
+    /// shm_lane_costs(), shm_costs.h).
+    LaneCosts costs;
 };
+
+/// The attributes of a lane into a segment of geometry @p peer: on a dedicated PIO ring
+/// (@p pio) or on the shared FIFO, with @p costs. CMA (zcopy_cma) and the peer's pid are the
+/// endpoint's to fill: they come from a probe and from the verified segment. Used by every
+/// ShmEndpoint and by swy-info for the tables of lanes it does not open.
+LaneAttr lane_attr(const SegmentGeometry& peer, bool pio, const LaneCosts& costs);
 
 /// A peer's segment mapped into this process, shared by every lane to that peer.
 struct RemoteSegment {

@@ -4,6 +4,7 @@
 #include "transports/shm/shm_transport.h"
 
 #include "common/config_reader.h"
+#include "transports/shm/shm_costs.h"
 #include "transports/shm/shm_iface.h"
 
 namespace swy::tl::shm {
@@ -32,6 +33,7 @@ Status open_shm(const OpenParams& p, std::unique_ptr<Interface>* out, std::strin
     Status s = read_settings(p.config, &sc, why);
     if (s != Status::kOk) return s;
     sc.cma_mode = p.cma_mode;
+    sc.costs = shm_lane_costs(p.costs);
     sc.place_segment = p.place_local_memory;
     std::unique_ptr<ShmInterface> shm;
     s = ShmInterface::open(sc, p.worker_uid, p.iface_index, p.sink, &shm, why);
@@ -88,6 +90,7 @@ const TransportEntry kTransport{
     .can_reach = reaches,
     .connect = connect_shm,
     .pio_window = pio_window,
+    .lane_costs = shm_lane_costs,
     .availability = always,
 };
 

@@ -174,19 +174,23 @@ void TcpEndpoint::disconnect() {
 
 TcpInterface::TcpInterface(const TcpConfig& config, uint64_t uid, uint16_t index, AmSink* sink)
     : config_(config), uid_(uid), index_(index), sink_(sink) {
-    attr_.transport = "tcp";
-    attr_.pio = false;  // nothing is mapped: every send is a system call
-    attr_.max_message = kMaxFrameBody;
+    attr_ = lane_attr(config);
+}
+
+LaneAttr lane_attr(const TcpConfig& config) {
+    LaneAttr a;
+    a.transport = "tcp";
+    a.pio = false;  // nothing is mapped: every send is a system call
+    a.max_message = kMaxFrameBody;
     const size_t credits = config.sndbuf_limit / kMaxFrameBody;
-    attr_.credits = static_cast<uint32_t>(std::clamp<size_t>(credits, 1, UINT32_MAX));
-    attr_.credits_shared = false;  // each connection has its own queue
-    // Loopback-ish figures until calibration measures the real network: ~5 us one way, a
-    // sendmsg of overhead, and what a memory copy through the socket layer sustains.
-    attr_.send_cost = {5e-6, 1e-6, 3e9};
-    attr_.zcopy_cma = false;
-    attr_.cma_reason = "tcp: the peer may be on another host";
-    attr_.rndv = true;
-    attr_.remote_pid = 0;
+    a.credits = static_cast<uint32_t>(std::clamp<size_t>(credits, 1, UINT32_MAX));
+    a.credits_shared = false;  // each connection has its own queue
+    a.costs = config.costs;
+    a.zcopy_cma = false;
+    a.cma_reason = "tcp: the peer may be on another host";
+    a.rndv = true;
+    a.remote_pid = 0;
+    return a;
 }
 
 Status TcpInterface::open(const TcpConfig& config, uint64_t worker_uid, uint16_t iface_index,

@@ -55,7 +55,14 @@ struct TcpConfig {
     uint64_t connect_timeout_ns = 10'000'000'000;
     /// Shared key: when not empty, every connection is authenticated with it (both ways).
     common::AuthKey auth_key;
+    /// Costs every lane reports (the worker fills them from the context's cost figures:
+    /// tcp_lane_costs(), tcp_costs.h).
+    LaneCosts costs;
 };
+
+/// The attributes every lane of a tcp interface opened with @p config has (one set per
+/// interface). Used by the interface and by swy-info for the table of a lane it does not open.
+LaneAttr lane_attr(const TcpConfig& config);
 
 class TcpInterface;
 

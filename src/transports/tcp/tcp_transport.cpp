@@ -7,6 +7,7 @@
 
 #include "common/config_reader.h"
 #include "common/log.h"
+#include "transports/tcp/tcp_costs.h"
 #include "transports/tcp/tcp_iface.h"
 
 namespace swy::tl::tcp {
@@ -33,6 +34,7 @@ Status open_tcp(const OpenParams& p, std::unique_ptr<Interface>* out, std::strin
     Status s = read_settings(p.config, &tc, why);
     if (s != Status::kOk) return s;
     tc.auth_key = p.auth_key;
+    tc.costs = tcp_lane_costs(p.costs);
     // Alone, tcp looks at its sockets on every progress call; next to shm (whose hot path a
     // system call per call would dominate) every 8th, as tcp peers are then remote.
     tc.busy_poll_every = p.host_memory_lane_open ? 8 : 1;
@@ -94,6 +96,7 @@ const TransportEntry kTransport{
     .can_reach = reaches,
     .connect = connect_tcp,
     .set_auth_key = set_key,
+    .lane_costs = tcp_lane_costs,
     .availability = always,
 };
 

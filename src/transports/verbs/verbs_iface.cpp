@@ -2,6 +2,8 @@
 // address section, and the endpoints' entry points.
 #include "transports/verbs/verbs_iface.h"
 
+#include "transports/verbs/lane_attr.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -299,29 +301,7 @@ Status VerbsInterface::setup(std::string* why) {
     s = listen(why);
     if (s != Status::kOk) return s;
 
-    attr_.transport = "verbs";
-    // Inline sends are this lane's PIO: the CPU writes header and payload into the WQE.
-    attr_.pio = max_inline_ > 0;
-    attr_.pio_max_message = max_inline_;
-    attr_.pio_inline_max = max_inline_;
-    attr_.credits = config_.rx_credits;
-    attr_.credits_shared = false;
-    attr_.max_message = config_.seg_size;
-    const LaneCosts& costs = config_.costs;
-    attr_.send_cost = costs.send;
-    attr_.rdma = true;
-    attr_.caps = cap::kAmBcopy | cap::kGetZcopy | cap::kPutZcopy | cap::kRemoteKeys |
-                 (max_inline_ > 0 ? cap::kAmShort : 0) |
-                 (port_.dmabuf_mr ? cap::kDeviceMemory : 0);
-    attr_.rdma_cost = costs.rdma;
-    // Buffers that rendezvous reuses cost a validated hit while the cache is on.
-    attr_.reg_cost = costs.expected_reg(reg_cache_->active());
-    // Device memory reaches RDMA through ibv_reg_dmabuf_mr where the device takes it (rxe
-    // does not: the staged pipeline then, and the selection table says so).
-    attr_.rdma_device_memory = port_.dmabuf_mr;
-    attr_.zcopy_cma = false;
-    attr_.cma_reason = "verbs: the peer may be on another host (RDMA is used instead)";
-    attr_.rndv = true;
+    attr_ = tl::verbs::lane_attr(config_, max_inline_, port_.dmabuf_mr, reg_cache_->active());
     if (reg_cache_->active()) {
         log_printf(LogLevel::kDebug,
                    "verbs: registration cache on (hits validated by page frames), at most %zu "

@@ -34,9 +34,9 @@ struct VerbsConfig {
     common::AuthKey auth_key;
     bool rcache = true;                       ///< SWY_VERBS_RCACHE: auto (true) or off
     RegCacheLimits rcache_limits;             ///< SWY_VERBS_RCACHE_MAX, SWY_VERBS_RCACHE_ENTRIES
-    /// Cost figures reported in the lanes' attributes (the worker fills them from the
-    /// context's cost figures: verbs_costs.h).
-    LaneCosts costs;
+    /// Costs reported in the lanes' attributes (the worker fills them from the context's
+    /// cost figures with verbs_lane_costs(), lane_costs.h).
+    VerbsCosts costs;
 };
 
 /// What start-up found about one device port (swy-info, logs).

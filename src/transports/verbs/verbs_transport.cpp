@@ -13,7 +13,7 @@
 
 #include "common/config_reader.h"
 #include "common/log.h"
-#include "transports/verbs/verbs_costs.h"
+#include "transports/verbs/lane_costs.h"
 #include "transports/verbs/verbs_open.h"
 
 namespace swy::tl::verbs {
@@ -104,6 +104,11 @@ bool is_rdma_device(std::string_view device) {
     return access(path.c_str(), F_OK) == 0;
 }
 
+/// The costs of a lane with the registration cache on (the default, SWY_VERBS_RCACHE=auto).
+LaneCosts expected_lane_costs(const proto::CostFigures& figures) {
+    return verbs_lane_costs(figures).expected(true);
+}
+
 }  // namespace
 
 Status read_settings(const common::Config& config, VerbsConfig* out, std::string* why) {
@@ -165,6 +170,7 @@ const TransportEntry kTransport{
     .connect = connect_verbs,
     .set_auth_key = set_key,
     .claims_device = is_rdma_device,
+    .lane_costs = expected_lane_costs,
     .availability = availability,
 };
 

@@ -1,0 +1,68 @@
+#include "protocols/lane_caps.h"
+
+#include <algorithm>
+
+#include "common/config.h"
+#include "protocols/wire.h"
+
+namespace swy::proto {
+
+EagerLimits eager_limits(const tl::LaneAttr& a, size_t pio_max_setting) {
+    EagerLimits l;
+    l.single_packet_max = a.max_message - sizeof(EagerSyncHeader);
+    l.fragment_max = a.max_message - sizeof(EagerFirstHeader);
+    if (a.pio) {
+        // A lane whose PIO sends are smaller than its messages (verbs inline) says so; such a
+        // packet is never a sync message, so only the plain header is taken off.
+        const size_t pio_packet =
+            a.pio_max_message != 0 && a.pio_max_message < a.max_message
+                ? a.pio_max_message - std::min(a.pio_max_message, sizeof(EagerOnlyHeader))
+                : l.single_packet_max;
+        l.pio_max = pio_max_setting == 0 ? pio_packet : std::min(pio_max_setting, pio_packet);
+    }
+    return l;
+}
+
+SelectOverrides overrides_from(const common::Config& cfg) {
+    SelectOverrides o;
+    o.rndv_thresh = cfg.get_size("RNDV_THRESH");
+    o.zcopy_thresh = cfg.get_size("ZCOPY_THRESH");
+    o.pio_max = cfg.get_size("PIO_MAX");
+    o.split_min = cfg.get_size("RNDV_SPLIT_MIN");
+    o.rndv_scheme = cfg.get_string("RNDV_SCHEME");
+    o.allow = cfg.get_list("PROTO");
+    return o;
+}
+
+LaneCaps lane_caps(const tl::LaneAttr& a, const SelectOverrides& o,
+                   const DeviceMemoryPath* device) {
+    const EagerLimits limits = eager_limits(a, o.pio_max);
+    LaneCaps caps;
+    caps.pio = a.pio;
+    caps.pio_max = limits.pio_max;
+    caps.fragment_max = limits.fragment_max;
+    caps.cma = a.zcopy_cma;
+    caps.rdma = a.rdma;
+    caps.rndv = a.rndv;
+    caps.split_min = a.zcopy_cma ? o.split_min : 0;
+    caps.costs = a.costs;
+    if (device != nullptr) {
+        // The CPU does not store from device memory (no PIO), the kernel's page pinning does
+        // not reach it (no CMA), and RDMA only where a dma-buf MR can be made.
+        caps.pio = false;
+        caps.pio_max = 0;
+        caps.cma = false;
+        caps.split_min = 0;
+        caps.rdma = caps.rdma && device->zcopy_reaches;
+        caps.stage_fixed_s = device->stage_fixed_s;
+        caps.stage_per_byte_s = device->stage_per_byte_s;
+    }
+    return caps;
+}
+
+ProtoTable table_for(const tl::LaneAttr& lane, const SelectOverrides& o,
+                     const DeviceMemoryPath* device) {
+    return select_protocols(lane_caps(lane, o, device), o);
+}
+
+}  // namespace swy::proto
