@@ -13,7 +13,7 @@ PACKAGES=(
   libssl-dev
   openmpi-bin libopenmpi-dev
   iproute2 nftables
-  clang-14 libclang-rt-14-dev
+  clang-14 libclang-rt-14-dev clang-format
   librdmacm-dev ibverbs-utils
   ucx-utils libucx-dev
   python3

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <unistd.h>
 
 namespace swy::common {
@@ -31,19 +32,46 @@ bool log_enabled(LogLevel level) {
 
 void set_log_level(LogLevel level) { level_slot().store(static_cast<int>(level)); }
 
-void log_printf(LogLevel level, const char* fmt, ...) {
-    if (!log_enabled(level)) return;
+namespace {
+
+void vlog(LogLevel level, const char* fmt, va_list ap) {
     static constexpr const char* kTags[] = {"ERROR", "WARN ", "INFO ", "DEBUG", "TRACE"};
     char line[1024];
-    int n = std::snprintf(line, sizeof(line), "[swy:%d] %s ", static_cast<int>(getpid()),
-                          kTags[static_cast<int>(level)]);
+    const int prefix = std::snprintf(line, sizeof(line), "[swy:%d] %s ",
+                                     static_cast<int>(getpid()), kTags[static_cast<int>(level)]);
+    if (prefix <= 0 || prefix >= static_cast<int>(sizeof(line))) return;
+    va_list again;
+    va_copy(again, ap);
+    const int body = std::vsnprintf(line + prefix, sizeof(line) - static_cast<size_t>(prefix),
+                                    fmt, ap);
+    if (body >= 0 && static_cast<size_t>(prefix + body) >= sizeof(line)) {
+        // Too long for the line buffer (protocol tables): format it again, whole.
+        std::string whole(line, static_cast<size_t>(prefix));
+        whole.resize(static_cast<size_t>(prefix + body) + 1);
+        std::vsnprintf(whole.data() + prefix, static_cast<size_t>(body) + 1, fmt, again);
+        whole.resize(static_cast<size_t>(prefix + body));
+        std::fprintf(stderr, "%s\n", whole.c_str());
+    } else {
+        std::fprintf(stderr, "%s\n", line);
+    }
+    va_end(again);
+}
+
+}  // namespace
+
+void log_printf(LogLevel level, const char* fmt, ...) {
+    if (!log_enabled(level)) return;
     va_list ap;
     va_start(ap, fmt);
-    if (n > 0 && n < static_cast<int>(sizeof(line))) {
-        std::vsnprintf(line + n, sizeof(line) - static_cast<size_t>(n), fmt, ap);
-    }
+    vlog(level, fmt, ap);
     va_end(ap);
-    std::fprintf(stderr, "%s\n", line);
+}
+
+void log_print_always(LogLevel level, const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(level, fmt, ap);
+    va_end(ap);
 }
 
 }  // namespace swy::common

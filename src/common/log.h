@@ -18,6 +18,12 @@ bool log_enabled(LogLevel level);
 void set_log_level(LogLevel level);
 
 /// printf-style message with a "[swy:<pid>] LEVEL " prefix, one line, to stderr.
+/// Messages longer than one line buffer (1 KiB) are printed whole, not cut.
 void log_printf(LogLevel level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/// Like log_printf, tagged with @p level but printed whatever SWY_LOG_LEVEL says: for output
+/// the user asked for by name (SWY_PROTO_INFO=y prints its tables at info level even when
+/// the log level is the default, warn).
+void log_print_always(LogLevel level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
 }  // namespace swy::common

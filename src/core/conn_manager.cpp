@@ -17,26 +17,25 @@ namespace swy::core {
 Status ConnManager::create(Worker* worker, std::unique_ptr<ConnManager>* out, std::string* why) {
     std::unique_ptr<ConnManager> m(new (std::nothrow) ConnManager(worker));
     if (!m) return Status::kNoMemory;
-    m->epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
-    m->timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (m->epoll_fd_ < 0 || m->timer_fd_ < 0) {
+    m->epoll_fd_.reset(epoll_create1(EPOLL_CLOEXEC));
+    m->timer_fd_.reset(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+    if (!m->epoll_fd_ || !m->timer_fd_) {
         *why = std::string("connection manager: ") + std::strerror(errno);
         return Status::kIoError;
     }
     bool unused = false;
-    m->watch(m->timer_fd_, false, &unused, true);
+    m->watch(m->timer_fd_.get(), false, &unused, true);
     *out = std::move(m);
     return Status::kOk;
 }
 
 ConnManager::~ConnManager() {
-    // Endpoints are gone by now (the worker deletes them first); sockets close with their
-    // owners. Clients still waiting see EOF and fail their endpoints.
-    for (auto& l : listeners_) {
-        if (l->fd >= 0) ::close(l->fd);
-    }
-    if (timer_fd_ >= 0) ::close(timer_fd_);
-    if (epoll_fd_ >= 0) ::close(epoll_fd_);
+    // Endpoints are gone by now (the worker deletes them first); sockets, listeners
+    // included, close with their owners. Clients still waiting see EOF and fail their
+    // endpoints. The sockets go before the epoll set that watches them.
+    connectors_.clear();
+    requests_.clear();
+    listeners_.clear();
 }
 
 void ConnManager::watch(int fd, bool want_out, bool* watching_out, bool add) {
@@ -44,12 +43,12 @@ void ConnManager::watch(int fd, bool want_out, bool* watching_out, bool add) {
     epoll_event ev{};
     ev.events = EPOLLIN | (want_out ? EPOLLOUT : 0u);
     ev.data.fd = fd;
-    epoll_ctl(epoll_fd_, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &ev);
+    epoll_ctl(epoll_fd_.get(), add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &ev);
     *watching_out = want_out;
 }
 
 void ConnManager::unwatch(int fd) {
-    if (fd >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+    if (fd >= 0) epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, fd, nullptr);
 }
 
 bool ConnManager::busy() const {
@@ -78,10 +77,10 @@ unsigned ConnManager::progress() {
     const bool in_flight = busy();
     if (!in_flight && (++tick_ & (kIdlePollEvery - 1)) != 0) return 0;
     epoll_event events[16];
-    const int ready = epoll_wait(epoll_fd_, events, 16, 0);
+    const int ready = epoll_wait(epoll_fd_.get(), events, 16, 0);
     if (ready <= 0 && !in_flight) return 0;
     uint64_t expirations = 0;
-    while (::read(timer_fd_, &expirations, sizeof(expirations)) > 0) {
+    while (::read(timer_fd_.get(), &expirations, sizeof(expirations)) > 0) {
     }
     const auto now = ConnClock::now();
     unsigned n = 0;
@@ -108,7 +107,7 @@ bool ConnManager::arm() {
         spec.it_value.tv_sec = static_cast<time_t>(left.count() / 1'000'000'000);
         spec.it_value.tv_nsec = static_cast<long>(left.count() % 1'000'000'000);
     }
-    timerfd_settime(timer_fd_, 0, &spec, nullptr);
+    timerfd_settime(timer_fd_.get(), 0, &spec, nullptr);
     return true;
 }
 

@@ -11,7 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include "common/socket.h"
 #include "common/status.h"
+#include "common/unique_fd.h"
 #include "core/conn_wire.h"
 
 namespace swy::core {
@@ -20,19 +22,15 @@ class ConnSocket {
 public:
     ConnSocket() = default;
     /// Takes ownership of @p fd (non-blocking, close-on-exec); @p peer names it in logs.
-    ConnSocket(int fd, std::string peer) : fd_(fd), peer_(std::move(peer)) {}
+    ConnSocket(common::UniqueFd fd, std::string peer) : fd_(std::move(fd)), peer_(std::move(peer)) {}
     /// Take ownership of @p fd (closing any previous one).
-    void adopt(int fd, std::string peer) {
-        close();
-        fd_ = fd;
+    void adopt(common::UniqueFd fd, std::string peer) {
+        fd_ = std::move(fd);
         peer_ = std::move(peer);
     }
-    ConnSocket(const ConnSocket&) = delete;
-    ConnSocket& operator=(const ConnSocket&) = delete;
-    ~ConnSocket() { close(); }
 
-    int fd() const { return fd_; }
-    bool open() const { return fd_ >= 0; }
+    int fd() const { return fd_.get(); }
+    bool open() const { return fd_.valid(); }
     const std::string& peer() const { return peer_; }
     bool send_pending() const { return sent_ < sendq_.size(); }
 
@@ -51,21 +49,18 @@ public:
     size_t buffered() const { return recvq_.size(); }
     /// No more writes from us (the peer sees EOF once the queue is written).
     void shutdown_write();
-    void close();
+    void close() { fd_.reset(); }
 
 private:
-    int fd_ = -1;
+    common::UniqueFd fd_;
     std::string peer_;
     std::vector<uint8_t> sendq_;
     size_t sent_ = 0;
     std::vector<uint8_t> recvq_;
 };
 
-/// "ip:port" or "[ip6]:port" for logs.
-std::string describe_sockaddr(const sockaddr* sa, socklen_t length);
-
-/// Check a caller's sockaddr: AF_INET with length >= sizeof(sockaddr_in) or AF_INET6 with
-/// length >= sizeof(sockaddr_in6). @return false with @p why.
-bool valid_inet_sockaddr(const sockaddr* sa, size_t length, std::string* why);
+// Kept under their old names for the connection manager (they live in common/socket.h).
+using common::describe_sockaddr;
+using common::valid_inet_sockaddr;
 
 }  // namespace swy::core

@@ -1,15 +1,11 @@
 // Client side of connection establishment: an endpoint created from a sockaddr connects,
 // sends its nonce, answers the server's challenge (checking the server's proof first when it
 // holds a key), waits for the verdict and is then wired like any endpoint (listener.h).
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 
 #include "common/log.h"
+#include "common/socket.h"
 #include "core/address.h"
 #include "core/listener.h"
 #include "core/worker.h"
@@ -47,30 +43,27 @@ Status ConnManager::connect(const swy_ep_params_t& params, Endpoint** out, std::
         *why = "getrandom failed: no nonce for the handshake";
         return Status::kIoError;
     }
-    const int family = params.sockaddr->sa_family;
-    const socklen_t len = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
-    int fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        *why = "socket: " + std::string(std::strerror(errno));
-        return Status::kIoError;
-    }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    const auto to = common::SocketAddress::from_sockaddr(params.sockaddr, params.sockaddr_length);
+    common::UniqueFd fd;
+    Status os = common::open_stream_socket(to.af(), &fd, why);
+    if (os != Status::kOk) return os;
+    common::set_nodelay(fd.get());
+    const int raw = fd.get();
     auto c = std::make_unique<Connector>();
-    c->sock.adopt(fd, describe_sockaddr(params.sockaddr, len));
+    c->sock.adopt(std::move(fd), to.text());
     c->ep_flags = params.flags & ~uint32_t{SWY_EP_FLAG_SOCKADDR | SWY_EP_FLAG_AUTH_KEY};
     c->key = std::move(key);
     std::memcpy(c->nonce, nonce, kConnNonceSize);
     c->deadline = ConnClock::now() + kConnectTimeout;
-    if (::connect(fd, params.sockaddr, len) != 0 && errno != EINPROGRESS) {
+    std::string failure;
+    if (is_error(common::connect_start(raw, to, &failure))) {
         // Reported through the endpoint from progress, like a refusal that takes a round trip.
         c->early_failure = connect_errno_status(errno);
-        log_printf(LogLevel::kInfo, "connect to %s: %s", c->sock.peer().c_str(),
-                   std::strerror(errno));
+        log_printf(LogLevel::kInfo, "%s", failure.c_str());
     }
     // Only our nonce: our address goes out once the server answered (and proved the key).
     c->sock.queue(encode_conn_frame(ConnFrameType::kHello, c->nonce, kConnNonceSize));
-    watch(fd, true, &c->watching_out, true);
+    watch(raw, true, &c->watching_out, true);
     c->ep = worker_->add_unwired_endpoint(params);
     *out = c->ep;
     connectors_.push_back(std::move(c));
@@ -122,13 +115,12 @@ unsigned ConnManager::progress_connector(Connector* c, ConnClock::time_point now
         return 1;
     }
     if (c->state == State::kConnecting) {
-        pollfd p{c->sock.fd(), POLLOUT, 0};
-        if (::poll(&p, 1, 0) <= 0) return 0;
         int err = 0;
-        socklen_t len = sizeof(err);
-        getsockopt(c->sock.fd(), SOL_SOCKET, SO_ERROR, &err, &len);
-        if (err != 0) {
-            fail_connector(c, connect_errno_status(err), std::strerror(err));
+        std::string text;
+        const Status cs = common::connect_result(c->sock.fd(), &err, &text);
+        if (cs == Status::kInProgress) return 0;
+        if (cs != Status::kOk) {
+            fail_connector(c, connect_errno_status(err), text);
             return 1;
         }
         c->state = State::kHandshake;

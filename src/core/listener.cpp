@@ -2,14 +2,12 @@
 // one-endpoint-per-pair rule and the application's answer (see listener.h).
 #include "core/listener.h"
 
-#include <netinet/in.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 
 #include "common/auth.h"
 #include "common/log.h"
+#include "common/socket.h"
 #include "core/address.h"
 #include "core/worker.h"
 
@@ -35,34 +33,26 @@ Status ConnManager::listen(const swy_listener_params_t& params, Listener** out, 
         Status ks = common::AuthKey::from_bytes(params.auth_key, params.auth_key_length, &key, why);
         if (ks != Status::kOk) return ks;
     }
-    const int family = params.sockaddr->sa_family;
-    const socklen_t len = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
-    const std::string where = describe_sockaddr(params.sockaddr, len);
-    int fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        *why = "socket: " + std::string(std::strerror(errno));
-        return Status::kIoError;
-    }
-    int one = 1, zero = 0;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    // The IPv6 wildcard takes IPv4 clients too, whatever the host's bindv6only default.
-    if (family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-    if (::bind(fd, params.sockaddr, len) != 0 || ::listen(fd, 128) != 0) {
-        *why = "cannot listen on " + where + ": " + std::strerror(errno);
-        ::close(fd);
-        return Status::kIoError;
-    }
+    const auto at = common::SocketAddress::from_sockaddr(params.sockaddr, params.sockaddr_length);
+    common::ListenOptions options;
+    options.dual_stack = true;  // the IPv6 wildcard takes IPv4 clients too
+    options.reuse_address = true;
+    options.backlog = 128;
+    common::UniqueFd fd;
+    common::SocketAddress bound;
+    Status ls = common::listen_on(at, options, &fd, &bound, why);
+    if (ls != Status::kOk) return ls;
     auto l = std::make_unique<Listener>();
     l->manager = this;
-    l->fd = fd;
     l->on_connect = params.on_connect;
     l->arg = params.arg;
     l->key = std::move(key);
-    l->bound_length = sizeof(l->bound);
-    getsockname(fd, reinterpret_cast<sockaddr*>(&l->bound), &l->bound_length);
-    l->name = describe_sockaddr(reinterpret_cast<sockaddr*>(&l->bound), l->bound_length);
+    l->bound = bound.storage;
+    l->bound_length = bound.length;
+    l->name = bound.text();
     bool unused = false;
-    watch(fd, false, &unused, true);
+    watch(fd.get(), false, &unused, true);
+    l->fd = std::move(fd);
     log_printf(LogLevel::kDebug, "listener on %s%s", l->name.c_str(),
                l->key.empty() ? "" : " (clients must prove the key)");
     *out = l.get();
@@ -88,35 +78,34 @@ void ConnManager::destroy_listener(Listener* listener) {
             send_verdict(r.get(), false);
         }
     }
-    unwatch(listener->fd);
-    ::close(listener->fd);
+    unwatch(listener->fd.get());
     std::erase_if(listeners_, [listener](const auto& l) { return l.get() == listener; });
 }
 
 unsigned ConnManager::accept_all(Listener* l) {
     unsigned n = 0;
     for (;;) {
-        sockaddr_storage peer{};
-        socklen_t peer_len = sizeof(peer);
-        int fd = ::accept4(l->fd, reinterpret_cast<sockaddr*>(&peer), &peer_len,
-                           SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED) continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK) {
-                log_printf(LogLevel::kWarn, "listener on %s: accept: %s", l->name.c_str(),
-                           std::strerror(errno));
+        common::UniqueFd fd;
+        common::SocketAddress peer;
+        std::string why;
+        const Status s = common::accept_one(l->fd.get(), &fd, &peer, &why);
+        if (s != Status::kOk) {
+            // EMFILE and friends: the connection stays in the backlog; retried next time.
+            if (s != Status::kInProgress) {
+                log_printf(LogLevel::kWarn, "listener on %s: %s", l->name.c_str(), why.c_str());
             }
             return n;
         }
+        const int raw = fd.get();
         auto r = std::make_unique<ConnRequest>();
         r->listener = l;
-        r->sock.adopt(fd, describe_sockaddr(reinterpret_cast<sockaddr*>(&peer), peer_len));
-        r->peer = peer;
-        r->peer_length = peer_len;
+        r->sock.adopt(std::move(fd), peer.text());
+        r->peer = peer.storage;
+        r->peer_length = peer.length;
         r->deadline = ConnClock::now() + kHelloTimeout;
         // Nothing is sent before the client's hello: it gets our challenge, never our address,
         // until its request is accepted.
-        watch(fd, false, &r->watching_out, true);
+        watch(raw, false, &r->watching_out, true);
         requests_.push_back(std::move(r));
         ++n;
     }

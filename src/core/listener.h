@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "common/auth.h"
+#include "common/unique_fd.h"
 #include "common/status.h"
 #include "core/conn_socket.h"
 
@@ -61,7 +62,7 @@ using ConnClock = std::chrono::steady_clock;
 /// A listening socket (swy_listener_h).
 struct Listener {
     ConnManager* manager = nullptr;
-    int fd = -1;
+    common::UniqueFd fd;
     swy_listener_conn_cb_t on_connect = nullptr;
     void* arg = nullptr;
     sockaddr_storage bound{};
@@ -135,7 +136,7 @@ public:
 
     Worker* worker() const { return worker_; }
     /// epoll fd covering every socket and the deadline timer (inside the worker's epoll set).
-    int event_fd() const { return epoll_fd_; }
+    int event_fd() const { return epoll_fd_.get(); }
     /// Accept, read, write, decide, call back. @return events handled. Cheap when idle.
     unsigned progress();
     /// False if work is waiting that no fd would announce; arms the deadline timer.
@@ -191,8 +192,8 @@ private:
     bool answer_challenge(Connector* c, const std::vector<uint8_t>& body);
 
     Worker* worker_;
-    int epoll_fd_ = -1;
-    int timer_fd_ = -1;
+    common::UniqueFd epoll_fd_;
+    common::UniqueFd timer_fd_;
     uint32_t tick_ = 0;
     std::vector<std::unique_ptr<Listener>> listeners_;
     std::vector<std::unique_ptr<ConnRequest>> requests_;

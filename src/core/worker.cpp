@@ -336,7 +336,7 @@ Status Worker::create_endpoint(const swy_ep_params_t& params, Endpoint** out, st
     }
     if (context_->config().get_bool("PROTO_INFO")) {
         const tl::LaneAttr& la = ep->lane_attr();
-        log_printf(LogLevel::kError,
+        common::log_print_always(LogLevel::kInfo,
                    "endpoint to %016llx over %s (pio %s, credits %u, cma %s%s; costs: %s):\n%s",
                    static_cast<unsigned long long>(ep->remote_uid()), la.transport,
                    ep->pio_granted() ? "yes" : "no", la.credits, la.zcopy_cma ? "yes" : "no: ",

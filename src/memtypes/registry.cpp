@@ -4,7 +4,9 @@
 #include <cstring>
 
 #include "common/log.h"
+#if SWY_HAVE_CUDA_PLUGIN
 #include "memtypes/cuda/cuda_plugin.h"
+#endif
 #include "memtypes/dmabuf/dmabuf_plugin.h"
 #include "memtypes/host/host_plugin.h"
 #include "memtypes/simdev/simdev_plugin.h"
@@ -47,7 +49,8 @@ Status MemTypeRegistry::create(const std::vector<std::string>& names,
 
     MemTypePlugin table{};
     create_host_plugin(&table);
-    reg->add_plugin(table);
+    Status added = reg->add_plugin(table, why);
+    if (added != Status::kOk) return added;
 
     // Fixed detection order: cheapest and most common first; cuda (a driver call) last.
     if (wanted("simdev")) {
@@ -56,19 +59,25 @@ Status MemTypeRegistry::create(const std::vector<std::string>& names,
         opt.latency_s = static_cast<double>(config.get_time_ns("SIMDEV_LATENCY")) * 1e-9;
         opt.throttle = config.get_bool("SIMDEV_THROTTLE");
         Status s = create_simdev_plugin(opt, &table, why);
+        if (s == Status::kOk) s = reg->add_plugin(table, why);
         if (s != Status::kOk) return s;
-        reg->add_plugin(table);
     }
     if (wanted("dmabuf")) {
         Status s = create_dmabuf_plugin(&table, why);
+        if (s == Status::kOk) s = reg->add_plugin(table, why);
         if (s != Status::kOk) return s;
-        reg->add_plugin(table);
     }
     if (wanted("cuda")) {
         std::string reason;
+#if SWY_HAVE_CUDA_PLUGIN
         Status s = create_cuda_plugin(kCudaDriverLibrary, &table, &reason);
+#else
+        Status s = Status::kUnsupported;
+        reason = "cuda: this build has no CUDA plugin (configured with -DSWY_WITH_CUDA=OFF)";
+#endif
         if (s == Status::kOk) {
-            reg->add_plugin(table);
+            s = reg->add_plugin(table, why);
+            if (s != Status::kOk) return s;
         } else if (s == Status::kUnsupported) {
             // No driver means no CUDA memory in this process: continuing without the plugin
             // cannot misdetect anything, and one SWY_MEMTYPES works across mixed clusters.
@@ -85,7 +94,19 @@ Status MemTypeRegistry::create(const std::vector<std::string>& names,
     return Status::kOk;
 }
 
-Status MemTypeRegistry::add_plugin(const MemTypePlugin& table) {
+bool MemTypeRegistry::abi_compatible(const MemTypePlugin& table, std::string* why) {
+    if (table.abi_version == kPluginAbiVersion) return true;
+    *why = std::string("memory-type plugin '") + (table.name != nullptr ? table.name : "?") +
+           "' was built for plugin ABI version " + std::to_string(table.abi_version) +
+           ", but this library speaks version " + std::to_string(kPluginAbiVersion) +
+           "; rebuild the plugin against this library's memtype.h";
+    return false;
+}
+
+Status MemTypeRegistry::add_plugin(const MemTypePlugin& table, std::string* why) {
+    // Nothing of a refused table is called, destroy included: its layout is not ours to trust
+    // (its state leaks, which is the lesser harm).
+    if (!abi_compatible(table, why)) return Status::kUnsupported;
     const size_t i = index_of(table.type);
     plugins_[i] = table;
     if (table.query != nullptr) table.query(table.state, &attrs_[i]);

@@ -128,6 +128,12 @@ public:
     /// The loaded plugin table for @p type, or nullptr.
     const MemTypePlugin* plugin(MemType type) const;
 
+    /// Whether @p table speaks this library's plugin ABI (kPluginAbiVersion). The registry
+    /// refuses any other table at load: a plugin built against another memtype.h may lay out
+    /// its function table differently, so none of its functions can be called safely.
+    /// @return false with @p why naming the plugin, its version and ours.
+    static bool abi_compatible(const MemTypePlugin& table, std::string* why);
+
     /// The range cache (tests and benchmarks).
     const RangeCache& cache() const { return cache_; }
 
@@ -137,7 +143,8 @@ private:
     // Asks the device plugins; no cache, no lock. kOk+range, kNotFound (host), or kUnknown
     // range with kBusy when some plugin could not tell.
     Status ask_plugins(const void* ptr, size_t length, MemRange* out) const;
-    Status add_plugin(const MemTypePlugin& table);
+    // Refuses (kUnsupported, @p why) a table of another ABI version (abi_compatible).
+    Status add_plugin(const MemTypePlugin& table, std::string* why);
     const MemTypePlugin* copy_plugin(MemType* type, const void* device_ptr, size_t length) const;
 
     std::array<MemTypePlugin, kMemTypeCount> plugins_{};  // index: MemType; abi_version 0 = absent

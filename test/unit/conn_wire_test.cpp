@@ -175,7 +175,7 @@ TEST(ConnWire, EveryTruncationOfEveryFrameIsRejected) {
         for (size_t n = 0; n < f.size(); ++n) {
             int sv[2];
             ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
-            ConnSocket reader(sv[0], "test");
+            ConnSocket reader(common::UniqueFd(sv[0]), "test");
             if (n != 0) {
                 ASSERT_EQ(write(sv[1], f.data(), n), static_cast<ssize_t>(n));
             }
@@ -281,7 +281,7 @@ TEST(ConnWire, RandomBytesNeverDecodeIntoAnOversizedFrame) {
 TEST(ConnSocket, ReassemblesFramesSplitAcrossReadsAndReportsEof) {
     int sv[2];
     ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
-    ConnSocket reader(sv[0], "test");
+    ConnSocket reader(common::UniqueFd(sv[0]), "test");
     const std::vector<uint8_t> addr = sample_address();
     std::vector<uint8_t> bytes = encode_conn_frame(ConnFrameType::kAccept, addr.data(), addr.size());
     const std::vector<uint8_t> verdict = encode_conn_frame(ConnFrameType::kReject, nullptr, 0);
@@ -311,8 +311,8 @@ TEST(ConnSocket, ReassemblesFramesSplitAcrossReadsAndReportsEof) {
 TEST(ConnSocket, GarbageIsMalformedAndQueuedBytesAreWritten) {
     int sv[2];
     ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
-    ConnSocket a(sv[0], "a");
-    ConnSocket b(sv[1], "b");
+    ConnSocket a(common::UniqueFd(sv[0]), "a");
+    ConnSocket b(common::UniqueFd(sv[1]), "b");
     a.queue({'G', 'E', 'T', ' ', '/', ' ', 'H', 'T', 'T', 'P', '/', '1', '.', '0'});
     EXPECT_TRUE(a.send_pending());
     EXPECT_EQ(a.flush(), Status::kOk);

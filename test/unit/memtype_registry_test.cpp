@@ -382,3 +382,36 @@ TEST(MemTypeCApi, UnknownMemtypeFailsContextCreation) {
     EXPECT_EQ(swy_context_create(&params, &ctx), SWY_ERR_INVALID_PARAM);
     swy_config_release(config);
 }
+
+TEST(MemTypeRegistry, PluginOfAnotherAbiVersionIsRefusedNamingBothVersions) {
+    MemTypePlugin table{};
+    table.abi_version = kPluginAbiVersion + 1;
+    table.name = "future";
+    table.type = MemType::kSimdev;
+    std::string why;
+    EXPECT_FALSE(MemTypeRegistry::abi_compatible(table, &why));
+    EXPECT_NE(why.find("'future'"), std::string::npos) << why;
+    EXPECT_NE(why.find("version " + std::to_string(kPluginAbiVersion + 1)), std::string::npos)
+        << why;
+    EXPECT_NE(why.find("speaks version " + std::to_string(kPluginAbiVersion)), std::string::npos)
+        << why;
+}
+
+TEST(MemTypeRegistry, PluginWithoutAnAbiVersionIsRefused) {
+    MemTypePlugin table{};  // abi_version 0: a table nobody filled in
+    table.name = "blank";
+    std::string why;
+    EXPECT_FALSE(MemTypeRegistry::abi_compatible(table, &why));
+    EXPECT_NE(why.find("version 0"), std::string::npos) << why;
+}
+
+TEST(MemTypeRegistry, EveryBuiltInPluginSpeaksTheCurrentAbi) {
+    auto reg = make({"host", "simdev"});
+    ASSERT_TRUE(reg);
+    for (MemType t : {MemType::kHost, MemType::kSimdev}) {
+        const MemTypePlugin* p = reg->plugin(t);
+        ASSERT_NE(p, nullptr);
+        std::string why;
+        EXPECT_TRUE(MemTypeRegistry::abi_compatible(*p, &why)) << why;
+    }
+}

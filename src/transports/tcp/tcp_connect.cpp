@@ -1,8 +1,6 @@
 // Connecting side of the tcp transport: connect() returns at once, and non-blocking connect()
 // attempts on the peer's addresses proceed from progress() under one total deadline, so a
 // peer whose addresses hang never stalls the worker (issue #12). Also the key switch.
-#include <netinet/in.h>
-#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
@@ -13,6 +11,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "common/socket.h"
 #include "transports/tcp/tcp_connection.h"
 
 namespace swy::tl::tcp {
@@ -52,6 +51,7 @@ Status TcpInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t
     uint8_t hello[kHelloSize];
     if (common::auth_nonce(c->own_nonce) != Status::kOk) {
         c->state = Connection::State::kClosed;
+        conns_.release(c->index);
         *why = "tcp: no random bytes for the hello nonce";
         return Status::kIoError;
     }
@@ -64,6 +64,7 @@ Status TcpInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t
         // hand out an endpoint that can only fail.
         std::erase(connecting_, c->index);
         c->state = Connection::State::kClosed;
+        conns_.release(c->index);
         *why = "tcp: cannot connect to any address of the peer (" + c->tried + ")";
         c->targets.clear();
         c->tried.clear();
@@ -80,23 +81,25 @@ Status TcpInterface::start_attempts(Connection* c) {
         const uint64_t now = monotonic_ns();
         if (now >= c->connect_deadline_ns) return Status::kTimedOut;
         const TcpAddressEntry& e = c->targets[c->next_target++];
-        sockaddr_storage ss{};
-        const socklen_t len = to_sockaddr(e, e.port, &ss);
-        int fd = socket(e.family == 4 ? AF_INET : AF_INET6,
-                        SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        int err = fd < 0 ? errno : 0;
-        if (fd >= 0) {
+        const common::SocketAddress to = common::SocketAddress::from_ip(e.family, e.ip, e.port);
+        common::UniqueFd fd;
+        std::string error;
+        Status s = common::open_stream_socket(to.af(), &fd, &error);
+        bool watched = false;
+        if (s == Status::kOk) {
             // Watched before connect(): completion (or failure) always arrives as EPOLLOUT.
             epoll_event ev{};
             ev.events = EPOLLIN | EPOLLOUT;
             ev.data.u64 = (uint64_t{c->generation} << 16) | c->index;
-            if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) err = errno;
+            watched = epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd.get(), &ev) == 0;
+            if (!watched) {
+                error = std::string("epoll_ctl: ") + std::strerror(errno);
+                s = Status::kIoError;
+            }
         }
-        if (err == 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) {
-            err = errno == EINTR ? EINPROGRESS : errno;
-        }
-        if (err == 0 || err == EINPROGRESS) {
-            c->fd = fd;
+        if (s == Status::kOk) s = common::connect_start(fd.get(), to, &error);
+        if (s == Status::kOk || s == Status::kInProgress) {
+            c->fd = std::move(fd);
             c->watching_out = true;
             // An even share of what is left, within [kMinAttemptNs, kMaxAttemptNs], and never
             // past the total deadline.
@@ -105,27 +108,26 @@ Status TcpInterface::start_attempts(Connection* c) {
             const uint64_t budget =
                 std::min({std::max(share, kMinAttemptNs), kMaxAttemptNs, left});
             c->attempt_deadline_ns = now + budget;
-            if (err == 0) {
+            if (s == Status::kOk) {
                 connected(c);
                 return Status::kOk;
             }
             return Status::kInProgress;
         }
-        if (fd >= 0) {
-            epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
-            close(fd);
-        }
+        if (watched) epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, fd.get(), nullptr);
+        // The error names the address itself ("connect to ADDR: ..."); the list keeps one.
+        const std::string prefix = "connect to " + to.text() + ": ";
+        if (error.rfind(prefix, 0) == 0) error.erase(0, prefix.size());
         if (!c->tried.empty()) c->tried.append(", ");
-        c->tried.append(entry_text(e)).append(": ").append(std::strerror(err));
+        c->tried.append(entry_text(e)).append(": ").append(error);
     }
     return Status::kUnreachable;
 }
 
 void TcpInterface::end_attempt(Connection* c, const char* error) {
-    if (c->fd >= 0) {
-        epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
-        close(c->fd);
-        c->fd = -1;
+    if (c->fd) {
+        epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, c->fd.get(), nullptr);
+        c->fd.reset();
     }
     c->watching_out = false;
     if (!c->tried.empty()) c->tried.append(", ");
@@ -142,20 +144,20 @@ void TcpInterface::end_attempt(Connection* c, const char* error) {
 void TcpInterface::connect_event(Connection* c) {
     // An event of an attempt that ended earlier in the same epoll batch carries the same tag
     // as the current one: act only if this socket really is done.
-    pollfd pfd{c->fd, POLLOUT, 0};
-    if (c->fd < 0 || poll(&pfd, 1, 0) <= 0) return;
+    if (!c->fd) return;
     int err = 0;
-    socklen_t elen = sizeof(err);
-    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0) err = errno;
-    if (err == 0) {
+    std::string error;
+    const Status s = common::connect_result(c->fd.get(), &err, &error);
+    if (s == Status::kInProgress) return;
+    if (s == Status::kOk) {
         connected(c);
     } else {
-        end_attempt(c, std::strerror(err));
+        end_attempt(c, error.c_str());
     }
 }
 
 void TcpInterface::connected(Connection* c) {
-    setup_socket(c->fd);
+    setup_socket(c->fd.get());
     std::erase(connecting_, c->index);
     c->state = Connection::State::kOpen;
     c->targets.clear();
@@ -188,7 +190,7 @@ void TcpInterface::update_timer() {
         its.it_value.tv_nsec = static_cast<long>(next % 1'000'000'000u);
     }
     timer_set_ = next != UINT64_MAX;
-    timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &its, nullptr);
+    timerfd_settime(timer_fd_.get(), TFD_TIMER_ABSTIME, &its, nullptr);
 }
 
 void TcpInterface::set_auth_key(const common::AuthKey& key) {

@@ -19,8 +19,6 @@ inline constexpr uint64_t kListenTag = uint64_t{1} << 63;
 /// epoll data of the connect-deadline timer.
 inline constexpr uint64_t kTimerTag = uint64_t{1} << 62;
 
-/// sockaddr for an address entry with the given port.
-socklen_t to_sockaddr(const TcpAddressEntry& e, uint16_t port, sockaddr_storage* ss);
 /// "1.2.3.4:5" / "[::1]:5", for log lines.
 std::string entry_text(const TcpAddressEntry& e);
 /// CLOCK_MONOTONIC in nanoseconds (connect deadlines).
@@ -109,7 +107,7 @@ struct TcpInterface::Connection {
     /// current attempt's socket, or -1 between attempts). kOpen: connected; frames flow once
     /// handshake_done.
     enum class State : uint8_t { kConnecting, kOpen, kClosed };
-    int fd = -1;
+    common::UniqueFd fd;
     uint16_t index = 0;
     uint32_t generation = 0;  ///< bumped when the slot is reused; endpoints check it
     State state = State::kClosed;

@@ -153,7 +153,7 @@ Status TcpInterface::handle_proof(Connection* c, const uint8_t* data, size_t len
 
 Status TcpInterface::auth_failure(Connection* c, const char* what) {
     log_printf(LogLevel::kError, "tcp: authentication failed from %s (%s worker %016llx): %s",
-               peer_text(c->fd).c_str(), c->outgoing ? "expected" : "claimed",
+               peer_text(c->fd.get()).c_str(), c->outgoing ? "expected" : "claimed",
                static_cast<unsigned long long>(c->outgoing ? c->peer_uid : c->claimed_uid),
                what);
     // Reported (as unreachable) only when we made the connection: then the peer is the one

@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "common/socket.h"
 #include "transports/tcp/tcp_connection.h"
 
 namespace swy::tl::tcp {
@@ -25,37 +26,8 @@ namespace swy::tl::tcp {
 using common::LogLevel;
 using common::log_printf;
 
-namespace {
-constexpr size_t kMaxConnections = 0xFFFF;  // sender indices 0..65534
-}  // namespace
-
-socklen_t to_sockaddr(const TcpAddressEntry& e, uint16_t port, sockaddr_storage* ss) {
-    std::memset(ss, 0, sizeof(*ss));
-    if (e.family == 4) {
-        auto* sin = reinterpret_cast<sockaddr_in*>(ss);
-        sin->sin_family = AF_INET;
-        sin->sin_port = htons(port);
-        std::memcpy(&sin->sin_addr, e.ip, 4);
-        return sizeof(sockaddr_in);
-    }
-    auto* sin6 = reinterpret_cast<sockaddr_in6*>(ss);
-    sin6->sin6_family = AF_INET6;
-    sin6->sin6_port = htons(port);
-    std::memcpy(&sin6->sin6_addr, e.ip, 16);
-    return sizeof(sockaddr_in6);
-}
-
 std::string entry_text(const TcpAddressEntry& e) {
-    char buf[INET6_ADDRSTRLEN] = {};
-    inet_ntop(e.family == 4 ? AF_INET : AF_INET6, e.ip, buf, sizeof(buf));
-    // Built with appends: GCC 12 warns falsely (-Wrestrict) on chained operator+ here.
-    std::string out;
-    if (e.family == 6) out.push_back('[');
-    out.append(buf);
-    if (e.family == 6) out.push_back(']');
-    out.push_back(':');
-    out.append(std::to_string(e.port));
-    return out;
+    return common::SocketAddress::from_ip(e.family, e.ip, e.port).text();
 }
 
 uint64_t monotonic_ns() {
@@ -65,14 +37,6 @@ uint64_t monotonic_ns() {
 }
 
 namespace {
-
-uint16_t bound_port(int fd) {
-    sockaddr_storage ss{};
-    socklen_t len = sizeof(ss);
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return 0;
-    if (ss.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
-    return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
-}
 
 struct LocalAddress {
     std::string device;
@@ -110,20 +74,15 @@ bool wants_all(const std::vector<std::string>& devices) {
     return devices.empty() || (devices.size() == 1 && devices[0] == "all");
 }
 
-int open_listener(int family, const sockaddr* addr, socklen_t len, bool dual_stack) {
-    int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -1;
-    if (family == AF_INET6) {
-        int v6only = dual_stack ? 0 : 1;
-        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only));
-    }
-    if (bind(fd, addr, len) != 0 || listen(fd, SOMAXCONN) != 0) {
-        int err = errno;
-        close(fd);
-        errno = err;
-        return -1;
-    }
-    return fd;
+/// A listening socket on @p at; the bound port in @p port. kIoError with @p why.
+Status open_listener(const common::SocketAddress& at, bool dual_stack, common::UniqueFd* out,
+                     uint16_t* port, std::string* why) {
+    common::ListenOptions options;
+    options.dual_stack = dual_stack;
+    common::SocketAddress bound;
+    const Status s = common::listen_on(at, options, out, &bound, why);
+    if (s == Status::kOk) *port = bound.port();
+    return s;
 }
 
 }  // namespace
@@ -204,20 +163,20 @@ Status TcpInterface::open(const TcpConfig& config, uint64_t worker_uid, uint16_t
         return Status::kInvalidParam;
     }
     std::unique_ptr<TcpInterface> iface(new TcpInterface(config, worker_uid, iface_index, sink));
-    iface->epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
-    if (iface->epoll_fd_ < 0) {
+    iface->epoll_fd_.reset(epoll_create1(EPOLL_CLOEXEC));
+    if (!iface->epoll_fd_) {
         *why = std::string("tcp: epoll_create1: ") + std::strerror(errno);
         return Status::kIoError;
     }
-    iface->timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (iface->timer_fd_ < 0) {
+    iface->timer_fd_.reset(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+    if (!iface->timer_fd_) {
         *why = std::string("tcp: timerfd_create: ") + std::strerror(errno);
         return Status::kIoError;
     }
     epoll_event tev{};
     tev.events = EPOLLIN;
     tev.data.u64 = kTimerTag;
-    if (epoll_ctl(iface->epoll_fd_, EPOLL_CTL_ADD, iface->timer_fd_, &tev) != 0) {
+    if (epoll_ctl(iface->epoll_fd_.get(), EPOLL_CTL_ADD, iface->timer_fd_.get(), &tev) != 0) {
         *why = std::string("tcp: epoll_ctl: ") + std::strerror(errno);
         return Status::kIoError;
     }
@@ -228,7 +187,7 @@ Status TcpInterface::open(const TcpConfig& config, uint64_t worker_uid, uint16_t
         epoll_event ev{};
         ev.events = EPOLLIN;
         ev.data.u64 = kListenTag | i;
-        if (epoll_ctl(iface->epoll_fd_, EPOLL_CTL_ADD, iface->listen_fds_[i], &ev) != 0) {
+        if (epoll_ctl(iface->epoll_fd_.get(), EPOLL_CTL_ADD, iface->listen_fds_[i].get(), &ev) != 0) {
             *why = std::string("tcp: epoll_ctl: ") + std::strerror(errno);
             return Status::kIoError;
         }
@@ -242,25 +201,20 @@ Status TcpInterface::listen_on_devices(std::string* why) {
     if (wants_all(config_.devices)) {
         // One dual-stack wildcard socket serves every interface, including ones that come up
         // later; the address lists what is up now. Fall back to IPv4 where IPv6 is missing.
-        sockaddr_in6 any6{};
-        any6.sin6_family = AF_INET6;
-        any6.sin6_addr = in6addr_any;
         bool v6 = true;
-        int fd = open_listener(AF_INET6, reinterpret_cast<sockaddr*>(&any6), sizeof(any6), true);
-        if (fd < 0) {
+        common::UniqueFd fd;
+        uint16_t port = 0;
+        std::string error;
+        if (open_listener(common::SocketAddress::any(6, 0), true, &fd, &port, &error) !=
+            Status::kOk) {
             v6 = false;
-            sockaddr_in any4{};
-            any4.sin_family = AF_INET;
-            any4.sin_addr.s_addr = htonl(INADDR_ANY);
-            fd = open_listener(AF_INET, reinterpret_cast<sockaddr*>(&any4), sizeof(any4), false);
+            if (open_listener(common::SocketAddress::any(4, 0), false, &fd, &port, &error) !=
+                Status::kOk) {
+                *why = "tcp: " + error;
+                return Status::kIoError;
+            }
         }
-        if (fd < 0) {
-            *why = std::string("tcp: cannot listen on the wildcard address: ") +
-                   std::strerror(errno);
-            return Status::kIoError;
-        }
-        listen_fds_.push_back(fd);
-        const uint16_t port = bound_port(fd);
+        listen_fds_.push_back(std::move(fd));
         for (LocalAddress& a : local) {
             if (a.entry.family == 6 && !v6) continue;
             a.entry.port = port;
@@ -272,18 +226,17 @@ Status TcpInterface::listen_on_devices(std::string* why) {
                 config_.devices.end()) {
                 continue;
             }
-            sockaddr_storage ss{};
-            socklen_t len = to_sockaddr(a.entry, 0, &ss);
-            int fd = open_listener(a.entry.family == 4 ? AF_INET : AF_INET6,
-                                   reinterpret_cast<sockaddr*>(&ss), len, false);
-            if (fd < 0) {
-                log_printf(LogLevel::kWarn, "tcp: cannot listen on %s (%s): %s",
-                           entry_text(a.entry).c_str(), a.device.c_str(), std::strerror(errno));
+            common::UniqueFd fd;
+            uint16_t port = 0;
+            std::string error;
+            if (open_listener(common::SocketAddress::from_ip(a.entry.family, a.entry.ip, 0),
+                              false, &fd, &port, &error) != Status::kOk) {
+                log_printf(LogLevel::kWarn, "tcp: %s (%s)", error.c_str(), a.device.c_str());
                 continue;
             }
-            listen_fds_.push_back(fd);
+            listen_fds_.push_back(std::move(fd));
             TcpAddressEntry e = a.entry;
-            e.port = bound_port(fd);
+            e.port = port;
             addresses_.push_back(e);
         }
     }
@@ -311,11 +264,10 @@ TcpInterface::~TcpInterface() {
     for (auto& c : conns_) {
         c->reply_ep.reset();
         if (c->owner_ep != nullptr) c->owner_ep->iface_ = nullptr;
-        if (c->fd >= 0) close(c->fd);
     }
-    for (int fd : listen_fds_) close(fd);
-    if (timer_fd_ >= 0) close(timer_fd_);
-    if (epoll_fd_ >= 0) close(epoll_fd_);
+    // Sockets, listeners and timer close with their owners, the epoll set last.
+    conns_.clear();
+    listen_fds_.clear();
 }
 
 std::vector<uint8_t> TcpInterface::address() const { return encode_tcp_address(addresses_); }
@@ -325,71 +277,56 @@ size_t TcpInterface::open_connections() const {
 }
 
 void TcpInterface::setup_socket(int fd) const {
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    common::set_nodelay(fd);
     // Probes after `keepalive` idle, then 4 probes half a period apart: a peer that vanished
     // silently is declared dead after about 3x keepalive. The kernel counts in whole seconds.
     const uint64_t ka_ms = std::max<uint64_t>(config_.keepalive_ns / 1'000'000, 1);
-    int idle = static_cast<int>(std::clamp<uint64_t>((ka_ms + 999) / 1000, 1, 32767));
-    int intvl = std::max(1, idle / 2);
-    int cnt = 4;
-    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
-    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+    common::KeepAlive ka;
+    ka.idle_s = static_cast<int>(std::clamp<uint64_t>((ka_ms + 999) / 1000, 1, 32767));
+    ka.interval_s = std::max(1, ka.idle_s / 2);
+    ka.count = 4;
     // Keepalive only runs while nothing is unacknowledged; the user timeout covers a peer that
     // vanishes while we have data in flight.
-    unsigned user_timeout = static_cast<unsigned>(std::min<uint64_t>(3 * ka_ms, UINT32_MAX));
-    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout));
+    ka.user_timeout_ms = static_cast<unsigned>(std::min<uint64_t>(3 * ka_ms, UINT32_MAX));
+    common::set_keepalive(fd, ka);
 }
 
 TcpInterface::Connection* TcpInterface::new_slot() {
-    // Indices are not reused until all 65535 have been handed out once: the worker may still
-    // hold a sender index of a closed connection (queued control replies), and a late reply
-    // must find a closed connection, not a stranger.
-    Connection* c = nullptr;
-    if (conns_.size() < kMaxConnections) {
-        conns_.push_back(std::make_unique<Connection>());
-        c = conns_.back().get();
-        c->index = static_cast<uint16_t>(conns_.size() - 1);
-        return c;
-    }
-    for (size_t n = 0; n < conns_.size() && c == nullptr; ++n) {
-        Connection* cand = conns_[reuse_cursor_].get();
-        reuse_cursor_ = (reuse_cursor_ + 1) % conns_.size();
-        if (cand->state == Connection::State::kClosed && !cand->awaiting_report() &&
-            cand != delivering_) {
-            c = cand;
-        }
-    }
-    if (c == nullptr) return nullptr;
-    const uint16_t idx = c->index;
-    const uint32_t gen = c->generation + 1;
-    if (c->owner_ep != nullptr) c->owner_ep->generation_ = UINT32_MAX;  // can never match
-    conns_[idx] = std::make_unique<Connection>();
-    c = conns_[idx].get();
-    c->index = idx;
-    c->generation = gen == UINT32_MAX ? 0 : gen;
-    return c;
+    // Slots are not reused until all 65535 have been handed out once, and then the one closed
+    // longest ago first (common/conn_table.h): the worker may still hold a sender index of a
+    // closed connection (queued control replies), and a late reply must find a closed
+    // connection, not a stranger. A failure not yet reported, or a receive buffer a sink
+    // callback is reading, keeps its slot.
+    return conns_.add(
+        [this](const Connection& c) {
+            return c.state == Connection::State::kClosed && !c.awaiting_report() &&
+                   &c != delivering_;
+        },
+        [](Connection& old) {
+            // Its endpoint may live on: no later generation of the slot may ever match it.
+            if (old.owner_ep != nullptr) {
+                old.owner_ep->generation_ = common::ConnTable<Connection>::kNoGeneration;
+            }
+        });
 }
 
-TcpInterface::Connection* TcpInterface::add_connection(int fd, bool outgoing, uint64_t peer_uid,
-                                                       uint16_t* index) {
+TcpInterface::Connection* TcpInterface::add_connection(common::UniqueFd fd, bool outgoing,
+                                                       uint64_t peer_uid, uint16_t* index) {
     Connection* c = new_slot();
     if (c == nullptr) return nullptr;
-    c->fd = fd;
-    c->state = Connection::State::kOpen;
-    c->outgoing = outgoing;
-    c->peer_uid = peer_uid;
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = (uint64_t{c->generation} << 16) | c->index;
-    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    if (epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd.get(), &ev) != 0) {
         log_printf(LogLevel::kError, "tcp: epoll_ctl ADD: %s", std::strerror(errno));
-        c->fd = -1;
         c->state = Connection::State::kClosed;
+        conns_.release(c->index);
         return nullptr;
     }
+    c->fd = std::move(fd);
+    c->state = Connection::State::kOpen;
+    c->outgoing = outgoing;
+    c->peer_uid = peer_uid;
     *index = c->index;
     live_.push_back(c->index);
     // The connector speaks first; an accepted connection waits for its hello. No deadline:
@@ -398,9 +335,7 @@ TcpInterface::Connection* TcpInterface::add_connection(int fd, bool outgoing, ui
 }
 
 TcpInterface::Connection* TcpInterface::lookup(uint16_t index, uint32_t generation) const {
-    if (index >= conns_.size()) return nullptr;
-    Connection* c = conns_[index].get();
-    return c->generation == generation ? c : nullptr;
+    return conns_.lookup(index, generation);
 }
 
 // ------------------------------------------------------------------------------------------

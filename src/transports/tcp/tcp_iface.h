@@ -30,6 +30,8 @@
 #include <vector>
 
 #include "common/auth.h"
+#include "common/conn_table.h"
+#include "common/unique_fd.h"
 #include "transports/tcp/tcp_wire.h"
 #include "transports/transport.h"
 
@@ -158,7 +160,7 @@ public:
     /// The connection (slot and generation) once its hello arrived; 0 otherwise. The uid in
     /// a hello is the peer's claim: it never names anything beyond this connection.
     uint64_t sender_key(uint16_t sender) const override;
-    int event_fd() const override { return epoll_fd_; }
+    int event_fd() const override { return epoll_fd_.get(); }
     /// False if frames or failure reports are waiting (the epoll fd would not wake us).
     bool arm() override;
     /// After a wake-up, look at the sockets on the very next progress call.
@@ -186,7 +188,8 @@ private:
     TcpInterface(const TcpConfig& config, uint64_t uid, uint16_t index, AmSink* sink);
     Status listen_on_devices(std::string* why);
     void setup_socket(int fd) const;
-    Connection* add_connection(int fd, bool outgoing, uint64_t peer_uid, uint16_t* index);
+    Connection* add_connection(common::UniqueFd fd, bool outgoing, uint64_t peer_uid,
+                               uint16_t* index);
     Connection* new_slot();
     Status start_attempts(Connection* c);
     void end_attempt(Connection* c, const char* error);
@@ -230,21 +233,20 @@ private:
     uint64_t uid_;
     uint16_t index_;
     AmSink* sink_;
-    int epoll_fd_ = -1;
-    int timer_fd_ = -1;             // wakes a blocking wait at the next connect deadline
+    common::UniqueFd epoll_fd_;
+    common::UniqueFd timer_fd_;     // wakes a blocking wait at the next connect deadline
     bool timer_set_ = false;
     uint64_t key_epoch_ = 0;        // bumped by set_auth_key
     std::vector<uint16_t> connecting_;  // indices of connections in State::kConnecting
-    std::vector<int> listen_fds_;
+    std::vector<common::UniqueFd> listen_fds_;
     std::vector<TcpAddressEntry> addresses_;
-    std::vector<std::unique_ptr<Connection>> conns_;  // index = sender
+    common::ConnTable<Connection> conns_;  // index = sender
     std::vector<uint16_t> live_;    // indices of open connections
     std::vector<uint16_t> corked_;  // connections with corked frames to write
     uint64_t epoch_ = 1;            // progress calls so far (burst detection for corking)
     uint32_t epoll_tick_ = 0;
     uint32_t busy_mask_ = 3;        // config_.busy_poll_every - 1, rounded to a power of two
     uint8_t place_header_[256] = {};  // per AmId: sink_->placement_header(), 0: never placed
-    size_t reuse_cursor_ = 0;
     std::vector<uint16_t> to_report_;  // failed connections not yet reported to the sink
     bool in_progress_ = false;
     Connection* delivering_ = nullptr;  // its receive buffer is in use by a sink callback

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "common/socket.h"
 #include "transports/tcp/tcp_connection.h"
 
 namespace swy::tl::tcp {
@@ -76,17 +77,17 @@ unsigned TcpInterface::progress() {
 unsigned TcpInterface::poll_epoll() {
     unsigned n = 0;
     epoll_event events[kMaxEvents];
-    const int k = epoll_wait(epoll_fd_, events, kMaxEvents, 0);
+    const int k = epoll_wait(epoll_fd_.get(), events, kMaxEvents, 0);
     for (int i = 0; i < k; ++i) {
         const uint64_t tag = events[i].data.u64;
         if (tag == kTimerTag) {
             uint64_t expirations;
-            (void)!read(timer_fd_, &expirations, sizeof(expirations));  // deadlines: below
+            (void)!read(timer_fd_.get(), &expirations, sizeof(expirations));  // deadlines: below
             continue;
         }
         if (tag & kListenTag) {
             const size_t li = static_cast<size_t>(tag & 0xFFFF);
-            if (li < listen_fds_.size()) n += accept_all(listen_fds_[li]);
+            if (li < listen_fds_.size()) n += accept_all(listen_fds_[li].get());
             continue;
         }
         Connection* c = lookup(static_cast<uint16_t>(tag & 0xFFFF),
@@ -136,20 +137,19 @@ void TcpInterface::flush_corked() {
 unsigned TcpInterface::accept_all(int listen_fd) {
     unsigned n = 0;
     for (;;) {
-        int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED) continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK) {
-                // EMFILE and friends: the connection stays in the backlog; retried next time.
-                log_printf(LogLevel::kWarn, "tcp: accept: %s", std::strerror(errno));
-            }
+        common::UniqueFd fd;
+        std::string why;
+        const Status s = common::accept_one(listen_fd, &fd, nullptr, &why);
+        if (s != Status::kOk) {
+            // EMFILE and friends: the connection stays in the backlog; retried next time.
+            if (s != Status::kInProgress) log_printf(LogLevel::kWarn, "tcp: %s", why.c_str());
             return n;
         }
-        setup_socket(fd);
+        setup_socket(fd.get());
         uint16_t index = 0;
-        if (add_connection(fd, false, 0, &index) == nullptr) {
+        if (add_connection(std::move(fd), false, 0, &index) == nullptr) {
+            // The socket closes here: the peer sees the connection refused.
             log_printf(LogLevel::kError, "tcp: refusing a connection: no free sender index");
-            close(fd);
             continue;
         }
         ++n;
@@ -176,7 +176,7 @@ unsigned TcpInterface::receive(Connection* c) {
             room = kFrameHeaderSize + c->expect_header;
         }
         c->expect_header = 0;
-        const ssize_t r = recv(c->fd, c->recvq.tail_ptr(), room, MSG_DONTWAIT);
+        const ssize_t r = recv(c->fd.get(), c->recvq.tail_ptr(), room, MSG_DONTWAIT);
         if (r > 0) {
             c->recvq.commit(static_cast<size_t>(r));
             delivered += deliver_frames(c);
@@ -251,7 +251,7 @@ unsigned TcpInterface::receive_placed(Connection* c) {
             dst = c->recvq.tail_ptr();
             want = std::min(want, c->recvq.tail_room());
         }
-        const ssize_t r = recv(c->fd, dst, want, MSG_DONTWAIT);
+        const ssize_t r = recv(c->fd.get(), dst, want, MSG_DONTWAIT);
         if (r > 0) {
             p.done += static_cast<size_t>(r);
             if (static_cast<size_t>(r) < want) return 0;  // drained; the next pass goes on
@@ -355,11 +355,11 @@ void TcpInterface::close_connection(Connection* c) {
     std::erase(live_, c->index);
     if (c->state == Connection::State::kConnecting) std::erase(connecting_, c->index);
     c->place.active = false;
-    if (c->fd >= 0) {
-        epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
-        close(c->fd);
-        c->fd = -1;
+    if (c->fd) {
+        epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, c->fd.get(), nullptr);
+        c->fd.reset();
     }
+    if (c->state != Connection::State::kClosed) conns_.release(c->index);
     c->state = Connection::State::kClosed;
     c->watching_out = false;
     c->sendq.release();

@@ -17,17 +17,17 @@ namespace swy::tl::tcp {
 // ------------------------------------------------------------------------------------------
 
 void TcpInterface::watch_writable(Connection* c, bool on) {
-    if (c->watching_out == on || c->fd < 0) return;
+    if (c->watching_out == on || !c->fd) return;
     epoll_event ev{};
     ev.events = EPOLLIN | (on ? EPOLLOUT : 0u);
     ev.data.u64 = (uint64_t{c->generation} << 16) | c->index;
-    if (epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c->fd, &ev) == 0) c->watching_out = on;
+    if (epoll_ctl(epoll_fd_.get(), EPOLL_CTL_MOD, c->fd.get(), &ev) == 0) c->watching_out = on;
 }
 
 bool TcpInterface::flush(Connection* c) {
     if (c->state != Connection::State::kOpen) return true;  // connecting: nothing to write yet
     while (c->hs_off != c->hs_len) {
-        ssize_t n = ::send(c->fd, c->hs_buf + c->hs_off, c->hs_len - c->hs_off,
+        ssize_t n = ::send(c->fd.get(), c->hs_buf + c->hs_off, c->hs_len - c->hs_off,
                            MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) {
             c->hs_off = static_cast<uint8_t>(c->hs_off + n);
@@ -45,7 +45,7 @@ bool TcpInterface::flush(Connection* c) {
     // Data frames (queued while connecting) wait for the handshake: with a key, nothing may
     // reach the peer before its proof checked out.
     while (c->handshake_done && !c->sendq.empty()) {
-        ssize_t n = ::send(c->fd, c->sendq.data(), c->sendq.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t n = ::send(c->fd.get(), c->sendq.data(), c->sendq.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) {
             c->sendq.consume(static_cast<size_t>(n));
             continue;
@@ -58,7 +58,7 @@ bool TcpInterface::flush(Connection* c) {
     if (c->sendq.empty() || !c->handshake_done) {
         watch_writable(c, false);
         if (c->goodbye_sent && !c->write_shut && c->sendq.empty()) {
-            shutdown(c->fd, SHUT_WR);
+            shutdown(c->fd.get(), SHUT_WR);
             c->write_shut = true;
         }
     } else {
@@ -129,7 +129,7 @@ Status TcpInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_le
     msg.msg_iovlen = static_cast<size_t>(k);
     ssize_t n;
     do {
-        n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        n = sendmsg(c->fd.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     } while (n < 0 && errno == EINTR);
     if (n < 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK) {

@@ -17,6 +17,8 @@
 #include <string_view>
 
 #include "common/log.h"
+#include "common/socket.h"
+#include "transports/verbs/device_select.h"
 #include "transports/verbs/verbs_connection.h"
 
 namespace swy::tl::verbs {
@@ -31,25 +33,12 @@ uint32_t random_psn() {
     return rng() & 0xFFFFFF;
 }
 
-/// Write all of a small message to a socket (blocking for at most @p timeout_ms).
-bool write_all(int fd, const void* data, size_t length, int timeout_ms) {
-    const auto* p = static_cast<const uint8_t*>(data);
-    while (length > 0) {
-        ssize_t n = ::send(fd, p, length, MSG_NOSIGNAL);
-        if (n > 0) {
-            p += n;
-            length -= static_cast<size_t>(n);
-            continue;
-        }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            pollfd pfd{fd, POLLOUT, 0};
-            if (poll(&pfd, 1, timeout_ms) <= 0) return false;
-            continue;
-        }
-        return false;
-    }
-    return true;
+common::SocketDeadline after_ms(uint64_t ms) {
+    return common::SocketClock::now() + std::chrono::milliseconds(ms);
+}
+
+bool link_local(const std::array<uint8_t, 16>& gid) {
+    return gid[0] == 0xFE && (gid[1] & 0xC0) == 0x80;
 }
 
 ibv_mtu mtu_enum(uint8_t v) { return static_cast<ibv_mtu>(v); }
@@ -84,38 +73,61 @@ bool has_proof(const CmMessage& m) {
 
 }  // namespace
 
+Status listen_for_handshakes(const std::array<uint8_t, 16>& gid, common::UniqueFd* out,
+                             common::SocketAddress* advertised, std::string* why) {
+    common::SocketAddress at;
+    if (gid_is_ipv4_mapped(gid)) {
+        at = common::SocketAddress::from_ip(4, gid.data() + 12, 0);
+    } else if (!gid_is_zero(gid) && !link_local(gid)) {
+        at = common::SocketAddress::from_ip(6, gid.data(), 0);
+    }
+    std::string error;
+    if (!at.empty()) {
+        if (common::listen_on(at, {}, out, advertised, &error) == Status::kOk) return Status::kOk;
+        if (at.family() == 4) {
+            *why = "verbs: handshake listener: " + error;
+            return Status::kIoError;
+        }
+        // A global InfiniBand GID (subnet prefix and port GUID) is no host address: bind
+        // fails (EADDRNOTAVAIL), and the wildcard below serves.
+    }
+    common::ListenOptions dual;
+    dual.dual_stack = true;
+    common::SocketAddress bound;
+    if (common::listen_on(common::SocketAddress::any(6, 0), dual, out, &bound, &error) !=
+            Status::kOk &&
+        common::listen_on(common::SocketAddress::any(4, 0), {}, out, &bound, &error) !=
+            Status::kOk) {
+        *why = "verbs: handshake listener: " + error;
+        return Status::kIoError;
+    }
+    *advertised = common::SocketAddress::loopback(4, bound.port());
+    return Status::kOk;
+}
+
 // ------------------------------------------------------------------------------------------
 // Connection table
 // ------------------------------------------------------------------------------------------
 
 VerbsInterface::Connection* VerbsInterface::add_connection(uint64_t peer_uid, State state,
                                                            uint16_t* index, std::string* why) {
-    static uint32_t generations = 0;
-    size_t at = 0;
-    while (at < conns_.size() && conns_[at]) ++at;
-    if (at >= max_connections_) {
+    Connection* c = conns_.add();
+    if (c == nullptr) {
         *why = "verbs: " + std::to_string(max_connections_) + " connections in use";
         return nullptr;
     }
-    if (at == conns_.size()) conns_.emplace_back();
-    auto c = std::make_unique<Connection>();
     c->state = state;
-    c->index = static_cast<uint16_t>(at);
-    c->generation = ++generations & 0x7FFF;
     c->peer_uid = peer_uid;
     c->psn = random_psn();
     c->ring.resize(config_.sq_depth);
-    credit_words_[at] = 0;
+    credit_words_[c->index] = 0;
     *index = c->index;
-    conns_[at] = std::move(c);
     if (state != State::kReady) ++handshakes_;
-    return conns_[at].get();
+    return c;
 }
 
 VerbsInterface::Connection* VerbsInterface::lookup(uint16_t index, uint32_t generation) const {
-    if (index >= conns_.size()) return nullptr;
-    Connection* c = conns_[index].get();
-    return c != nullptr && c->generation == generation ? c : nullptr;
+    return conns_.lookup(index, generation);
 }
 
 VerbsInterface::Connection* VerbsInterface::by_qpn(uint32_t qpn) const {
@@ -243,7 +255,7 @@ Status VerbsInterface::connect_lane(uint64_t remote_uid, const uint8_t* section,
         return Status::kMalformed;
     }
     std::memcpy(&peer, section, sizeof(peer));
-    if (peer.version != 1 || peer.family != 4 || peer.port == 0 || peer.max_message < 64 ||
+    if (peer.version != 1 || (peer.family != 4 && peer.family != 6) || peer.port == 0 || peer.max_message < 64 ||
         peer.rx_credits == 0 || peer.rx_credits > 0x7FFF) {
         *why = "verbs: malformed address section";
         return Status::kMalformed;
@@ -262,37 +274,16 @@ Status VerbsInterface::connect_lane(uint64_t remote_uid, const uint8_t* section,
     if (s == Status::kOk) s = take_dm_slot(c, want_pio, pio_first, &pio_window);
     if (s != Status::kOk) return abandon(s);
 
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        *why = std::string("verbs: socket: ") + std::strerror(errno);
-        return abandon(Status::kIoError);
+    const common::SocketAddress to = common::SocketAddress::from_ip(peer.family, peer.ip, peer.port);
+    const common::SocketDeadline deadline = after_ms(config_.connect_timeout_ms);
+    std::string error;
+    Status cs = common::connect_with_deadline(to, deadline, &c->cm_fd, &error);
+    if (cs != Status::kOk) {
+        *why = "verbs: handshake: " + error;
+        return abandon(cs == Status::kIoError ? Status::kIoError : Status::kUnreachable);
     }
-    c->cm_fd = fd;
-    sockaddr_in sin{};
-    sin.sin_family = AF_INET;
-    sin.sin_port = htons(peer.port);
-    std::memcpy(&sin.sin_addr, peer.ip, 4);
-    char text[INET_ADDRSTRLEN] = {};
-    inet_ntop(AF_INET, peer.ip, text, sizeof(text));
-    int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&sin), sizeof(sin));
-    if (rc != 0 && errno == EINPROGRESS) {
-        pollfd pfd{fd, POLLOUT, 0};
-        rc = poll(&pfd, 1, static_cast<int>(config_.connect_timeout_ms)) == 1 ? 0 : -1;
-        int err = rc == 0 ? 0 : ETIMEDOUT;
-        socklen_t len = sizeof(err);
-        if (rc == 0) getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-        if (err != 0) {
-            errno = err;
-            rc = -1;
-        }
-    }
-    if (rc != 0) {
-        *why = std::string("verbs: handshake with ") + text + ":" + std::to_string(peer.port) +
-               ": " + std::strerror(errno);
-        return abandon(Status::kUnreachable);
-    }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    const int fd = c->cm_fd.get();
+    common::set_nodelay(fd);
     CmMessage request = local_half(c, CmType::kRequest);
     if (common::auth_nonce(c->cm_nonce) != Status::kOk) {
         *why = "verbs: no random nonce for the handshake (getrandom failed)";
@@ -302,13 +293,13 @@ Status VerbsInterface::connect_lane(uint64_t remote_uid, const uint8_t* section,
     if (!config_.auth_key.empty()) {
         sign(config_.auth_key, kRequestLabel, c->cm_nonce, kZeroNonce, &request);
     }
-    if (!write_all(fd, &request, sizeof(request), static_cast<int>(config_.connect_timeout_ms))) {
-        *why = std::string("verbs: sending the handshake to ") + text + ": " + std::strerror(errno);
+    if (common::write_all(fd, &request, sizeof(request), deadline, &error) != Status::kOk) {
+        *why = "verbs: sending the handshake to " + to.text() + ": " + error;
         return abandon(Status::kUnreachable);
     }
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLRDHUP;
-    ev.data.u64 = index;
+    ev.data.u64 = cm_tag(index, generation);
     epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
     const LaneAttr attr = lane_attr(c, peer.max_message, peer.rx_credits, pio_window);
     auto ep = std::make_unique<VerbsEndpoint>(this, index, generation, remote_uid, true, attr);
@@ -348,44 +339,49 @@ void VerbsInterface::poll_cm() {
             accept_all();
         } else if (tag == kChannelTag) {
             disarm();  // consume completion events; the CQ itself is polled by progress()
-        } else if (tag < conns_.size() && conns_[tag]) {
-            on_cm_readable(conns_[tag].get());
+        } else if (Connection* c = lookup(static_cast<uint16_t>(tag & 0xFFFF),
+                                          static_cast<uint32_t>(tag >> 16))) {
+            on_cm_readable(c);
         }
     }
 }
 
 void VerbsInterface::accept_all() {
     for (;;) {
-        int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) return;
-        uint16_t index = 0;
+        common::UniqueFd fd;
         std::string why;
+        const Status s = common::accept_one(listen_fd_, &fd, nullptr, &why);
+        if (s != Status::kOk) {
+            // EMFILE and friends: the connection stays in the backlog; retried next time.
+            if (s != Status::kInProgress) log_printf(LogLevel::kWarn, "verbs: %s", why.c_str());
+            return;
+        }
+        uint16_t index = 0;
         Connection* c = add_connection(0, State::kAccepting, &index, &why);
         if (c == nullptr) {
+            // The socket closes here: the peer sees its handshake fail.
             log_printf(LogLevel::kWarn, "%s: refusing a connection", why.c_str());
-            close(fd);
             continue;
         }
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        c->cm_fd = fd;
+        common::set_nodelay(fd.get());
         epoll_event ev{};
         ev.events = EPOLLIN | EPOLLRDHUP;
-        ev.data.u64 = index;
-        epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+        ev.data.u64 = cm_tag(index, c->generation);
+        epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd.get(), &ev);
+        c->cm_fd = std::move(fd);
     }
 }
 
 void VerbsInterface::on_cm_readable(Connection* c) {
     bool eof = false;
     if (c->cm_in_len < sizeof(c->cm_in)) {
-        ssize_t n = recv(c->cm_fd, c->cm_in + c->cm_in_len, sizeof(c->cm_in) - c->cm_in_len, 0);
+        ssize_t n = recv(c->cm_fd.get(), c->cm_in + c->cm_in_len, sizeof(c->cm_in) - c->cm_in_len, 0);
         if (n > 0) c->cm_in_len += static_cast<size_t>(n);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) eof = true;
     } else {
         // After the handshake nothing more is expected: only EOF (or garbage) can arrive.
         uint8_t scratch[64];
-        ssize_t n = recv(c->cm_fd, scratch, sizeof(scratch), 0);
+        ssize_t n = recv(c->cm_fd.get(), scratch, sizeof(scratch), 0);
         if (n >= 0 || (errno != EAGAIN && errno != EINTR)) eof = true;
     }
     if (c->state == State::kReady || c->state == State::kFailed) {
@@ -401,14 +397,14 @@ void VerbsInterface::on_cm_readable(Connection* c) {
             finish_close(c);
         } else {
             fail(c, Status::kConnectionReset, "the peer closed its handshake connection");
-            epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->cm_fd, nullptr);
+            epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->cm_fd.get(), nullptr);
         }
         return;
     }
     if (eof && c->cm_in_len < sizeof(CmMessage)) {
         if (c->state == State::kConnecting) {
             fail(c, Status::kConnectionReset, "the peer closed the handshake");
-            epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->cm_fd, nullptr);
+            epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->cm_fd.get(), nullptr);
         } else {
             close_connection(c);  // an accepted socket that never said anything
         }
@@ -461,8 +457,10 @@ void VerbsInterface::on_cm_readable(Connection* c) {
             if (!config_.auth_key.empty()) {
                 sign(config_.auth_key, kReplyLabel, m.nonce, reply.nonce, &reply);
             }
-            if (!write_all(c->cm_fd, &reply, sizeof(reply), 1000)) {
-                why = "verbs: cannot answer the handshake";
+            std::string error;
+            if (common::write_all(c->cm_fd.get(), &reply, sizeof(reply), after_ms(1000),
+                                  &error) != Status::kOk) {
+                why = "verbs: cannot answer the handshake: " + error;
                 s = Status::kConnectionReset;
             }
         }
@@ -520,10 +518,7 @@ void VerbsInterface::finish_close(Connection* c) {
 void VerbsInterface::close_connection(Connection* c) {
     const uint16_t index = c->index;
     if (c->state == State::kConnecting || c->state == State::kAccepting) --handshakes_;
-    if (c->cm_fd >= 0) {
-        epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->cm_fd, nullptr);
-        close(c->cm_fd);
-    }
+    if (c->cm_fd) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->cm_fd.get(), nullptr);
     if (c->qp != nullptr) {
         qpn_to_conn_.erase(c->qp->qp_num);
         ibv_destroy_qp(c->qp);
@@ -540,7 +535,7 @@ void VerbsInterface::close_connection(Connection* c) {
     if (c->owner_ep != nullptr) c->owner_ep->disconnected_ = true;
     std::erase(credit_due_, index);
     std::erase(to_report_, index);
-    conns_[index].reset();
+    conns_.erase(index);  // closes the handshake socket
 }
 
 void VerbsInterface::fail(Connection* c, Status why, const char* what) {

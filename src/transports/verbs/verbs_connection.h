@@ -1,9 +1,13 @@
 // One RC connection of the verbs interface (private to src/transports/verbs/).
 #pragma once
 
+#include <array>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "common/socket.h"
+#include "common/unique_fd.h"
 #include "transports/verbs/verbs_iface.h"
 
 namespace swy::tl::verbs {
@@ -35,7 +39,7 @@ struct VerbsInterface::Connection {
     uint64_t peer_uid = 0;
     ibv_qp* qp = nullptr;
     uint32_t psn = 0;
-    int cm_fd = -1;
+    common::UniqueFd cm_fd;  ///< the handshake socket
     uint8_t cm_in[sizeof(CmMessage)] = {};
     uint8_t cm_nonce[sizeof(CmMessage::nonce)] = {};  ///< connector: our request's nonce
     size_t cm_in_len = 0;
@@ -65,19 +69,34 @@ struct VerbsInterface::Connection {
     uint32_t sq_used() const { return sq_posted - sq_retired; }
 };
 
-/// epoll tags of the interface's own descriptors (connections use their index).
+/// epoll tags of the interface's own descriptors. Connections use cm_tag(): their slot and
+/// generation, so an event of a closed connection never reaches the slot's next one.
 inline constexpr uint64_t kListenTag = ~uint64_t{0};
 inline constexpr uint64_t kChannelTag = ~uint64_t{0} - 1;
+inline uint64_t cm_tag(uint16_t conn, uint32_t generation) {
+    return (uint64_t{generation} << 16) | conn;
+}
+
+/// Connection generations keep to 15 bits: they travel in send work request ids.
+inline constexpr uint32_t kWrGenerationMask = 0x7FFF;
+
+/// The handshake listener: on the GID's own address where it has one (an IPv4-mapped GID:
+/// that IPv4 address; a global IPv6 GID of RoCE v2: that IPv6 address), else on every
+/// address (IPv6 and IPv4), advertised as loopback (peers on this host; across hosts an
+/// InfiniBand port needs IPoIB or an IP GID, docs/verbs.md). @p advertised: the address
+/// peers are given. kIoError with @p why.
+Status listen_for_handshakes(const std::array<uint8_t, 16>& gid, common::UniqueFd* out,
+                             common::SocketAddress* advertised, std::string* why);
 
 /// wr_id of a send WR: bit 63 set (receive wr_ids are buffer addresses), connection index,
 /// low 15 bits of its generation, and the WR's sequence number.
 inline uint64_t send_wr_id(uint16_t conn, uint32_t generation, uint32_t seq) {
-    return (uint64_t{1} << 63) | (uint64_t{generation & 0x7FFF} << 48) | (uint64_t{conn} << 32) |
+    return (uint64_t{1} << 63) | (uint64_t{generation & kWrGenerationMask} << 48) | (uint64_t{conn} << 32) |
            seq;
 }
 inline bool is_send_wr_id(uint64_t id) { return (id >> 63) != 0; }
 inline uint16_t wr_conn(uint64_t id) { return static_cast<uint16_t>(id >> 32); }
-inline uint32_t wr_generation(uint64_t id) { return static_cast<uint32_t>((id >> 48) & 0x7FFF); }
+inline uint32_t wr_generation(uint64_t id) { return static_cast<uint32_t>((id >> 48) & kWrGenerationMask); }
 inline uint32_t wr_seq(uint64_t id) { return static_cast<uint32_t>(id); }
 
 }  // namespace swy::tl::verbs

@@ -243,6 +243,7 @@ Status VerbsInterface::setup(std::string* why) {
     }
     fcntl(channel_->fd, F_SETFL, fcntl(channel_->fd, F_GETFL) | O_NONBLOCK);
     max_connections_ = 1024;
+    conns_ = common::ConnTable<Connection>(max_connections_, kWrGenerationMask);
     srq_capacity_ = std::min<uint32_t>(static_cast<uint32_t>(std::max(da.max_srq_wr, 1)),
                                        config_.rx_credits * 64);
     if (srq_capacity_ < config_.rx_credits) {
@@ -322,33 +323,14 @@ Status VerbsInterface::setup(std::string* why) {
 }
 
 Status VerbsInterface::listen(std::string* why) {
-    // Listen where the GID says the port lives (RoCE v2 with IPv4), else on every address.
-    sockaddr_in sin{};
-    sin.sin_family = AF_INET;
-    const bool v4 = gid_is_ipv4_mapped(dev_.gid);
-    if (v4) {
-        std::memcpy(&sin.sin_addr, dev_.gid.data() + 12, 4);
-    } else {
-        sin.sin_addr.s_addr = htonl(INADDR_ANY);
-    }
-    listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (listen_fd_ < 0 || bind(listen_fd_, reinterpret_cast<sockaddr*>(&sin), sizeof(sin)) != 0 ||
-        ::listen(listen_fd_, SOMAXCONN) != 0) {
-        *why = std::string("verbs: handshake listener: ") + std::strerror(errno);
-        return Status::kIoError;
-    }
-    socklen_t len = sizeof(sin);
-    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&sin), &len);
-    listen_port_ = ntohs(sin.sin_port);
-    listen_family_ = 4;
-    if (v4) {
-        std::memcpy(listen_ip_, &sin.sin_addr, 4);
-    } else {
-        // No IP in the GID (InfiniBand): peers on this host can still reach loopback; across
-        // hosts this needs IPoIB or an IPv4 GID (docs/verbs.md).
-        const uint32_t lo = htonl(INADDR_LOOPBACK);
-        std::memcpy(listen_ip_, &lo, 4);
-    }
+    common::UniqueFd fd;
+    common::SocketAddress bound;
+    Status s = listen_for_handshakes(dev_.gid, &fd, &bound, why);
+    if (s != Status::kOk) return s;
+    listen_fd_ = fd.release();  // closed by the destructor
+    listen_port_ = bound.port();
+    listen_family_ = static_cast<uint8_t>(bound.family());
+    std::memcpy(listen_ip_, bound.ip(), bound.family() == 4 ? 4 : 16);
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = kListenTag;
@@ -401,7 +383,6 @@ VerbsInterface::~VerbsInterface() {
         if (c->owner_ep != nullptr) c->owner_ep->iface_ = nullptr;
         if (c->reply_ep) c->reply_ep->iface_ = nullptr;
         if (c->qp != nullptr) ibv_destroy_qp(c->qp);
-        if (c->cm_fd >= 0) close(c->cm_fd);
     }
     conns_.clear();  // gives their device-memory slots back: the pool goes after them
     dm_pool_.reset();

@@ -30,6 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/conn_table.h"
 #include "transports/transport.h"
 #include "transports/verbs/credit_window.h"
 #include "transports/verbs/dm_cells.h"
@@ -250,7 +251,7 @@ private:
     uint8_t listen_ip_[16] = {};
     uint8_t listen_family_ = 4;
     uint16_t listen_port_ = 0;
-    std::vector<std::unique_ptr<Connection>> conns_;
+    common::ConnTable<Connection> conns_;  // index: sender; generations fit a wr_id
     std::unordered_map<uint32_t, uint16_t> qpn_to_conn_;
     uint32_t handshakes_ = 0;      // connections still connecting / accepting
     uint32_t tick_ = 0;
