@@ -43,6 +43,7 @@ Status Worker::create(Context* context, const swy_worker_params_t* params, Worke
     }
     if (!context->transport_enabled("cma")) w->cma_mode_ = tl::cma::CmaMode::kOff;
     w->rndv_.set_split_min(std::max<size_t>(cfg.get_size("RNDV_SPLIT_MIN"), 8192));
+    w->rndv_.set_get_chunk(std::max<size_t>(cfg.get_size("RNDV_FRAG_SIZE"), 4096));
     w->unexpected_max_ = cfg.get_size("UNEXPECTED_MAX");
     w->unexpected_peer_max_ = cfg.get_size("UNEXPECTED_PEER_MAX");
     Status s = w->open_interfaces(why);

@@ -86,6 +86,7 @@ bool pull(Rendezvous& rv, Request* r) {
     Status s = lane == nullptr ? Status::kUnsupported : Status::kOk;
     while (s == Status::kOk && r->rndv_done < r->rndv_length && budget > 0) {
         size_t n = std::min(lane->max_zcopy(), r->rndv_length - r->rndv_done);
+        if ((lane->caps() & tl::cap::kRemoteKeys) == 0) n = std::min(n, rv.get_chunk());
         // Before a split, one page only: it proves the lane works with this sender, and the
         // sender starts putting its share right after.
         if (stage_of(r) == GetStage::kProbe) n = std::min<size_t>(n, 4096);

@@ -44,6 +44,10 @@ public:
     /// GETs of at least @p split_min bytes are split between both processes (SWY_RNDV_SPLIT_MIN).
     void set_split_min(size_t split_min) { split_min_ = split_min; }
     size_t split_min() const { return split_min_; }
+    /// A GET that the CPU copies (CMA) pulls at most @p chunk bytes per call
+    /// (SWY_RNDV_FRAG_SIZE); a lane that completes later (RDMA) takes the whole range.
+    void set_get_chunk(size_t chunk) { get_chunk_ = chunk; }
+    size_t get_chunk() const { return get_chunk_; }
 
     // ---- sender ----
     /// Send the RTS of @p r (its protocol's start). A GET on a lane with remote keys registers
@@ -134,6 +138,7 @@ private:
 
     core::Worker* worker_;
     size_t split_min_ = 128 * 1024;
+    size_t get_chunk_ = 512 * 1024;
     std::vector<core::UnexpectedDesc*> unexpected_rts_;  // for failure handling
     std::vector<Tracked> driven_;   // progress() moves their data (either side)
     std::vector<Tracked> waiting_;  // receivers waiting for the peer
