@@ -6,6 +6,7 @@
 #   6. TSan build in build-tsan/          7. the multi-threaded tests there
 #   8. verbs tests on Soft-RoCE inside a small VM (../shared/rxe-vm; skipped, with a message,
 #      where the VM cannot run)             9. a bounded libFuzzer run of the decoders (clang)
+#  10. the sources formatted as .clang-format says (scripts/check-format.sh)
 # The Release ctest includes the MPI suite (Open MPI over pml swy, label mpi) and the
 # multi-host suite in network namespaces (label netns; skipped without CAP_NET_ADMIN).
 # Every step runs even if an earlier one failed (a failed build skips its ctest), so one run
@@ -19,7 +20,7 @@ cd "$ROOT"
 JOBS=${JOBS:-2}
 export JOBS
 start=$(date +%s)
-total=9
+total=10
 n=0
 passed=()
 failed=()
@@ -109,6 +110,9 @@ fi
 
 # Fuzz the wire and address decoders for a bounded time (clang build in build-fuzz/).
 step fuzz env SWY_FUZZ_JOBS="$JOBS" test/fuzz/run.sh "${SWY_FUZZ_SECONDS:-20}" || true
+
+# Formatting: every tracked C/C++ source as .clang-format says (clang-format from install-deps).
+step format scripts/check-format.sh || true
 
 elapsed=$(( $(date +%s) - start ))
 echo
