@@ -54,8 +54,8 @@ Status Worker::create(Context* context, const swy_worker_params_t* params, Worke
 }
 
 Status Worker::open_interfaces(std::string* why) {
-    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
-    if (epoll_fd_ < 0) {
+    epoll_fd_.reset(epoll_create1(EPOLL_CLOEXEC));
+    if (!epoll_fd_) {
         *why = std::string("epoll_create1: ") + std::strerror(errno);
         return Status::kIoError;
     }
@@ -112,7 +112,7 @@ Status Worker::open_interfaces(std::string* why) {
         epoll_event ev{};
         ev.events = EPOLLIN;
         ev.data.fd = fd;
-        epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+        epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd, &ev);
     }
     return Status::kOk;
 }
@@ -136,7 +136,7 @@ Worker::~Worker() {
     // Receives still posted are canceled too.
     rndv_.release_all();  // registrations go before the interface that holds their PD
     ifaces_.clear();
-    if (epoll_fd_ >= 0) close(epoll_fd_);
+    epoll_fd_.reset();
     // (An incomplete message a matched probe took out is freed by eager_'s destructor.)
     while (proto::UnexpectedMessage* m = matcher_.match_unexpected(0, 0, true)) {
         delete static_cast<UnexpectedDesc*>(m);
@@ -214,7 +214,7 @@ void Worker::run_deferred() {
 }
 
 Status Worker::get_efd(int* fd) const {
-    *fd = epoll_fd_;
+    *fd = epoll_fd_.get();
     return Status::kOk;
 }
 
@@ -244,7 +244,7 @@ Status Worker::wait(int timeout_ms) {
     if (s == Status::kBusy) return Status::kOk;
     // Other threads may use the worker while this one sleeps.
     if (multi_threaded()) guard.unlock();
-    pollfd pfd{epoll_fd_, POLLIN, 0};
+    pollfd pfd{epoll_fd_.get(), POLLIN, 0};
     int rc = poll(&pfd, 1, timeout_ms);
     if (multi_threaded()) guard.lock();
     disarm();

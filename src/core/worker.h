@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/auth.h"
+#include "common/unique_fd.h"
 #include "core/context.h"
 #include "core/endpoint.h"
 #include "core/request.h"
@@ -274,7 +275,7 @@ private:
     /// plain array walk: no per-transport branch, and idle ones cost no call
     /// (wants_progress()). Holds the null mark even before open_interfaces() ran.
     std::vector<tl::Interface*> polled_{nullptr};
-    int epoll_fd_ = -1;
+    common::UniqueFd epoll_fd_;
     proto::TagMatcher matcher_;
     proto::eager::EagerReceiver eager_{this};  // eager receive half (src/protocols/eager/)
     RequestPool pool_;

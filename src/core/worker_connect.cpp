@@ -16,7 +16,7 @@ Status Worker::conn_manager(ConnManager** out, std::string* why) {
         epoll_event ev{};
         ev.events = EPOLLIN;
         ev.data.fd = m->event_fd();
-        epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, m->event_fd(), &ev);
+        epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, m->event_fd(), &ev);
         conn_ = std::move(m);
     }
     *out = conn_.get();

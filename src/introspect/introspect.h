@@ -18,7 +18,11 @@
 //   - proto wire headers, cost figures, lane_caps()/table_for() and the selector: header
 //     sizes and the tables an endpoint builds, through the library's own code;
 //   - each transport's lane_attr() and cost function (self, shm, tcp, verbs): the lane
-//     attributes an endpoint would get, for tables printed without a peer.
+//     attributes an endpoint would get, for tables printed without a peer;
+//   - tl::cma::parse_cma_mode: swy-info --proto reads SWY_CMA the way a worker does, to show
+//     whether the CPU-copy zero-copy rows are in the table;
+//   - tl::tcp wire constants (kMaxFrameBody): --calibrate splits loopback tcp time into
+//     per-fragment overhead and wire time with the frame size the transport really uses.
 //
 // Everything here is internal and may change between versions; applications use the public
 // API only. Additive: a tool that needs more adds it here, with a line above saying why.
@@ -32,6 +36,7 @@
 #include "protocols/lane_caps.h"
 #include "protocols/select.h"
 #include "protocols/wire.h"
+#include "transports/cma/cma.h"
 #include "transports/registry.h"
 #include "transports/shm/ring.h"
 #include "transports/shm/segment_layout.h"
@@ -42,6 +47,7 @@
 #include "transports/shm/shm_transport.h"
 #include "transports/tcp/tcp_costs.h"
 #include "transports/tcp/tcp_iface.h"
+#include "transports/tcp/tcp_wire.h"
 #include "transports/verbs/lane_attr.h"
 #include "transports/verbs/lane_costs.h"
 #include "transports/verbs/verbs_open.h"

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "common/unique_fd.h"
 
 namespace swy::proto {
 namespace {
@@ -57,17 +58,6 @@ constexpr Field kFields[] = {
 
 /// False for NaN too: every comparison with it fails.
 bool in_range(const Field& field, double v) { return v >= field.min && v <= field.max; }
-
-/// Closes the descriptor on every return path.
-struct Fd {
-    int fd = -1;
-    explicit Fd(int f) : fd(f) {}
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    ~Fd() {
-        if (fd >= 0) ::close(fd);
-    }
-};
 
 /// strerror() as a std::string, for reason strings.
 std::string errno_text(int e) { return std::strerror(e); }
@@ -117,14 +107,15 @@ Status read_bounded(const std::string& path, std::string* text, std::string* why
         *why = distrust(path, st);
         return Status::kInvalidParam;
     }
-    Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
-    if (fd.fd < 0) {
+    common::UniqueFd fd(
+        ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+    if (!fd) {
         const int e = errno;
         *why = path + ": " + (e == ELOOP ? "is a symbolic link (not followed)" : errno_text(e));
         return e == ENOENT ? Status::kNotFound : e == ELOOP ? Status::kInvalidParam
                                                             : Status::kIoError;
     }
-    if (::fstat(fd.fd, &st) != 0) {
+    if (::fstat(fd.get(), &st) != 0) {
         *why = path + ": " + errno_text(errno);
         return Status::kIoError;
     }
@@ -134,7 +125,7 @@ Status read_bounded(const std::string& path, std::string* text, std::string* why
     text->assign(CostFigures::kMaxFileBytes + 1, '\0');
     size_t got = 0;
     while (got < text->size()) {
-        const ssize_t n = ::read(fd.fd, text->data() + got, text->size() - got);
+        const ssize_t n = ::read(fd.get(), text->data() + got, text->size() - got);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) {
             *why = path + ": " + errno_text(errno);
@@ -347,15 +338,15 @@ Status CostFigures::save(const std::string& path, std::string* why) const {
     if (!make_dirs(dir, why)) return Status::kIoError;
     // Everything below goes through this descriptor, so the directory we checked is the one
     // we write in, whatever happens to the path meanwhile.
-    Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (dfd.fd < 0) {
+    common::UniqueFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dfd) {
         *why = "cannot open directory " + dir + ": " + errno_text(errno);
         return Status::kIoError;
     }
-    *why = distrust_dir(dir, dfd.fd);
+    *why = distrust_dir(dir, dfd.get());
     if (!why->empty()) return Status::kInvalidParam;
     struct stat st;
-    if (::fstatat(dfd.fd, base.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (::fstatat(dfd.get(), base.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
         if (!S_ISREG(st.st_mode)) {
             *why = "refusing to write " + path + ": it is " + kind_of(st.st_mode) +
                    " (remove it, or pass another path with --output)";
@@ -366,24 +357,24 @@ Status CostFigures::save(const std::string& path, std::string* why) const {
         return Status::kIoError;
     }
     std::string temp;
-    Fd fd(create_temp(dfd.fd, base, &temp));
-    if (fd.fd < 0) {
+    common::UniqueFd fd(create_temp(dfd.get(), base, &temp));
+    if (!fd) {
         *why = "cannot create a temporary file in " + dir + ": " + errno_text(errno);
         return Status::kIoError;
     }
     // rename() replaces the directory entry: if a symlink appeared at the target since the
     // check above, the link itself is replaced, never the file it points to.
     int err = 0;
-    if (!write_all(fd.fd, render(*this)) || ::fsync(fd.fd) != 0) err = errno;
-    if (::close(fd.fd) != 0 && err == 0) err = errno;
-    fd.fd = -1;
-    if (err == 0 && ::renameat(dfd.fd, temp.c_str(), dfd.fd, base.c_str()) != 0) err = errno;
+    if (!write_all(fd.get(), render(*this)) || ::fsync(fd.get()) != 0) err = errno;
+    // A checked close, not the UniqueFd's: a file system may report a failed write only here.
+    if (::close(fd.release()) != 0 && err == 0) err = errno;
+    if (err == 0 && ::renameat(dfd.get(), temp.c_str(), dfd.get(), base.c_str()) != 0) err = errno;
     if (err != 0) {
         *why = "cannot write " + path + ": " + errno_text(err);
-        ::unlinkat(dfd.fd, temp.c_str(), 0);
+        ::unlinkat(dfd.get(), temp.c_str(), 0);
         return Status::kIoError;
     }
-    ::fsync(dfd.fd);  // the rename itself survives a crash; best effort
+    ::fsync(dfd.get());  // the rename itself survives a crash; best effort
     return Status::kOk;
 }
 

@@ -5,11 +5,9 @@
 #include <string>
 
 #include "args.h"
-#include "common/config.h"
-#include "core/context.h"
+#include "introspect/introspect.h"
 #include "measure.h"
 #include "proto_tables.h"
-#include "protocols/cost_figures.h"
 #include "sections.h"
 
 namespace swy::info {

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <string>
 
+#include "introspect/introspect.h"
 #include "measure.h"
-#include "transports/tcp/tcp_wire.h"
 
 namespace swy::info {
 namespace {

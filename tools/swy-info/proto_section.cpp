@@ -11,25 +11,10 @@
 
 #include "args.h"
 #include "cma_probe.h"
-#include "common/config.h"
-#include "core/context.h"
+#include "introspect/introspect.h"
 #include "proto_tables.h"
-#include "protocols/lane_caps.h"
-#include "protocols/select.h"
-#include "protocols/wire.h"
 #include "sections.h"
 #include "text.h"
-#include "transports/cma/cma.h"
-#include "transports/self/self_costs.h"
-#include "transports/self/self_iface.h"
-#include "transports/shm/ring.h"
-#include "transports/shm/shm_costs.h"
-#include "transports/shm/shm_iface.h"
-#include "transports/tcp/tcp_costs.h"
-#include "transports/tcp/tcp_iface.h"
-#include "transports/verbs/lane_attr.h"
-#include "transports/verbs/lane_costs.h"
-#include "transports/verbs/verbs_open.h"
 
 namespace swy::info {
 namespace {

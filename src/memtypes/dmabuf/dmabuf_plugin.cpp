@@ -14,12 +14,15 @@
 #include <mutex>
 #include <new>
 #include <shared_mutex>
+#include <utility>
+
+#include "common/unique_fd.h"
 
 namespace swy::mem {
 namespace {
 
 struct Mapping {
-    int fd;             // our dup
+    common::UniqueFd fd;  // our dup
     uint64_t offset;    // into the dma-buf, of `address`
     size_t length;
     char* map_base;     // what mmap returned (page-aligned)
@@ -55,7 +58,7 @@ Status sync(const Mapping& m, uint64_t flags) {
     if (!m.real_dmabuf) return Status::kOk;
     dma_buf_sync arg{};
     arg.flags = flags;
-    while (ioctl(m.fd, DMA_BUF_IOCTL_SYNC, &arg) != 0) {
+    while (ioctl(m.fd.get(), DMA_BUF_IOCTL_SYNC, &arg) != 0) {
         if (errno == EINTR || errno == EAGAIN) continue;
         if (errno == ENOTTY) return Status::kOk;
         return Status::kIoError;
@@ -132,7 +135,7 @@ Status dmabuf_export(void* state, const void* ptr, size_t length, int* fd, uint6
     uintptr_t base = 0;
     const Mapping* m = s->find_locked(p, length, &base);
     if (m == nullptr) return Status::kInvalidParam;
-    const int dup_fd = fcntl(m->fd, F_DUPFD_CLOEXEC, 0);
+    const int dup_fd = fcntl(m->fd.get(), F_DUPFD_CLOEXEC, 0);
     if (dup_fd < 0) return Status::kNoResource;
     *fd = dup_fd;
     *offset = m->offset + (p - base);
@@ -152,7 +155,7 @@ void dmabuf_destroy(void* state) {
     Dmabuf* s = self(state);
     for (auto& [address, m] : s->maps) {
         munmap(m.map_base, m.map_length);
-        close(m.fd);
+        m.fd.reset();
     }
     delete s;
 }
@@ -162,21 +165,22 @@ void dmabuf_destroy(void* state) {
 Status dmabuf_map(void* state, int fd, uint64_t offset, size_t length, void** address) {
     Dmabuf* s = self(state);
     if (length == 0 || fd < 0 || address == nullptr) return Status::kInvalidParam;
-    const int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    if (dup_fd < 0) return errno == EBADF ? Status::kInvalidParam : Status::kNoResource;
+    common::UniqueFd dup_fd(fcntl(fd, F_DUPFD_CLOEXEC, 0));
+    if (!dup_fd) return errno == EBADF ? Status::kInvalidParam : Status::kNoResource;
 
     Mapping m{};
-    m.fd = dup_fd;
+    m.fd = std::move(dup_fd);
     m.offset = offset;
     m.length = length;
     struct statfs fs {};
-    m.real_dmabuf = fstatfs(dup_fd, &fs) == 0 && static_cast<unsigned long>(fs.f_type) == DMA_BUF_MAGIC;
+    m.real_dmabuf = fstatfs(m.fd.get(), &fs) == 0 &&
+                    static_cast<unsigned long>(fs.f_type) == DMA_BUF_MAGIC;
 
     const uint64_t aligned = offset / s->page * s->page;
     const size_t delta = static_cast<size_t>(offset - aligned);
     m.map_length = (length + delta + s->page - 1) / s->page * s->page;
-    void* p = mmap(nullptr, m.map_length, PROT_READ | PROT_WRITE, MAP_SHARED, dup_fd,
-                   static_cast<off_t>(aligned));
+    void* p = mmap(nullptr, m.map_length, PROT_READ | PROT_WRITE, MAP_SHARED,
+                   m.fd.get(), static_cast<off_t>(aligned));
     char* addr = nullptr;
     if (p != MAP_FAILED) {
         m.cpu = true;
@@ -187,17 +191,14 @@ Status dmabuf_map(void* state, int fd, uint64_t offset, size_t length, void** ad
         // unique address for detection and a stray CPU access faults.
         p = mmap(nullptr, m.map_length, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                  -1, 0);
-        if (p == MAP_FAILED) {
-            close(dup_fd);
-            return Status::kNoMemory;
-        }
+        if (p == MAP_FAILED) return Status::kNoMemory;  // m's destructor closes the dup
         m.cpu = false;
         m.map_base = static_cast<char*>(p);
         addr = m.map_base + delta;
     }
     {
         std::unique_lock guard(s->lock);
-        s->maps[reinterpret_cast<uintptr_t>(addr)] = m;
+        s->maps[reinterpret_cast<uintptr_t>(addr)] = std::move(m);
     }
     *address = addr;
     return Status::kOk;
@@ -210,11 +211,11 @@ Status dmabuf_unmap(void* state, void* address) {
         std::unique_lock guard(s->lock);
         auto it = s->maps.find(reinterpret_cast<uintptr_t>(address));
         if (it == s->maps.end()) return Status::kInvalidParam;
-        m = it->second;
+        m = std::move(it->second);
         s->maps.erase(it);
     }
     munmap(m.map_base, m.map_length);
-    close(m.fd);
+    m.fd.reset();
     return Status::kOk;
 }
 

@@ -12,6 +12,9 @@
 #include <mutex>
 #include <new>
 #include <shared_mutex>
+#include <utility>
+
+#include "common/unique_fd.h"
 
 namespace swy::mem {
 namespace {
@@ -22,7 +25,7 @@ struct Allocation {
     size_t length;   // as requested
     size_t mapped;   // page-rounded
     char* alias;     // read-write view, plugin-only
-    int fd;          // memfd behind both views (for export_dmabuf)
+    common::UniqueFd fd;  // memfd behind both views (for export_dmabuf)
 };
 
 struct PendingCopy {
@@ -188,7 +191,7 @@ Status simdev_export_dmabuf(void* state, const void* ptr, size_t length, int* fd
     std::shared_lock guard(s->allocs_lock);
     if (s->translate_locked(ptr, length) == nullptr) return Status::kInvalidParam;
     auto it = std::prev(s->allocs.upper_bound(p));
-    const int dup_fd = fcntl(it->second.fd, F_DUPFD_CLOEXEC, 0);
+    const int dup_fd = fcntl(it->second.fd.get(), F_DUPFD_CLOEXEC, 0);
     if (dup_fd < 0) return Status::kNoResource;
     *fd = dup_fd;
     *offset = p - it->first;
@@ -199,27 +202,20 @@ Status simdev_allocate(void* state, size_t length, void** out) {
     Simdev* s = self(state);
     if (length == 0) return Status::kInvalidParam;
     const size_t mapped = (length + s->page - 1) / s->page * s->page;
-    const int fd = memfd_create("swy-simdev", MFD_CLOEXEC);
-    if (fd < 0) return errno == EMFILE || errno == ENFILE ? Status::kNoResource : Status::kNoMemory;
-    if (ftruncate(fd, static_cast<off_t>(mapped)) != 0) {
-        close(fd);
-        return Status::kNoMemory;
-    }
-    void* device = mmap(nullptr, mapped, PROT_NONE, MAP_SHARED, fd, 0);
-    if (device == MAP_FAILED) {
-        close(fd);
-        return Status::kNoMemory;
-    }
-    void* alias = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    common::UniqueFd fd(memfd_create("swy-simdev", MFD_CLOEXEC));
+    if (!fd) return errno == EMFILE || errno == ENFILE ? Status::kNoResource : Status::kNoMemory;
+    if (ftruncate(fd.get(), static_cast<off_t>(mapped)) != 0) return Status::kNoMemory;
+    void* device = mmap(nullptr, mapped, PROT_NONE, MAP_SHARED, fd.get(), 0);
+    if (device == MAP_FAILED) return Status::kNoMemory;
+    void* alias = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
     if (alias == MAP_FAILED) {
         munmap(device, mapped);
-        close(fd);
         return Status::kNoMemory;
     }
     {
         std::unique_lock guard(s->allocs_lock);
         s->allocs[reinterpret_cast<uintptr_t>(device)] =
-            Allocation{length, mapped, static_cast<char*>(alias), fd};
+            Allocation{length, mapped, static_cast<char*>(alias), std::move(fd)};
     }
     *out = device;
     return Status::kOk;
@@ -235,12 +231,12 @@ Status simdev_release(void* state, void* ptr) {
         std::unique_lock guard(s->allocs_lock);
         auto it = s->allocs.find(reinterpret_cast<uintptr_t>(ptr));
         if (it == s->allocs.end()) return Status::kInvalidParam;
-        a = it->second;
+        a = std::move(it->second);
         s->allocs.erase(it);
     }
     munmap(ptr, a.mapped);
     munmap(a.alias, a.mapped);
-    close(a.fd);
+    a.fd.reset();
     return Status::kOk;
 }
 
@@ -262,7 +258,7 @@ void simdev_destroy(void* state) {
     for (auto& [base, a] : s->allocs) {
         munmap(reinterpret_cast<void*>(base), a.mapped);
         munmap(a.alias, a.mapped);
-        close(a.fd);
+        a.fd.reset();
     }
     delete s;
 }

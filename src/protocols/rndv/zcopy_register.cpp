@@ -1,7 +1,6 @@
 #include "protocols/rndv/zcopy_register.h"
 
-#include <unistd.h>
-
+#include "common/unique_fd.h"
 #include "memtypes/registry.h"
 
 namespace swy::proto::rndv {
@@ -34,16 +33,16 @@ Status register_zcopy_buffer(tl::ZcopyLane& lane, const DmabufExporter& exporter
                              std::unique_ptr<tl::MemoryRegistration>* out, std::string* why) {
     const bool device_memory = (lane.caps() & tl::cap::kDeviceMemory) != 0;
     if (exported_kind(type) && device_memory) {
-        int fd = -1;
+        int exported = -1;
         uint64_t offset = 0;
-        Status s = exporter.export_dmabuf(buffer, length, &fd, &offset);
+        Status s = exporter.export_dmabuf(buffer, length, &exported, &offset);
         if (s == Status::kOk) {
+            // Ours to close: the registration holds its own reference to the dma-buf.
+            const common::UniqueFd fd(exported);
             // iova = the buffer's address: the peer and our own RDMA operations name the
             // memory exactly as they would name host memory.
-            s = lane.register_dmabuf(fd, offset, length, reinterpret_cast<uint64_t>(buffer),
-                                     access, out, why);
-            close(fd);
-            return s;
+            return lane.register_dmabuf(fd.get(), offset, length,
+                                        reinterpret_cast<uint64_t>(buffer), access, out, why);
         }
         if (!cpu_buffer) {
             *why = std::string(mem::memtype_name(type)) + " memory: no dma-buf export (" +

@@ -62,7 +62,6 @@ LaneAttr lane_attr(const SegmentGeometry& peer, bool pio, const LaneCosts& costs
 
 RemoteSegment::~RemoteSegment() {
     if (base != nullptr) munmap(base, size);
-    if (wake_fd >= 0) close(wake_fd);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -105,7 +104,7 @@ ShmEndpoint::~ShmEndpoint() { disconnect(); }
 void ShmEndpoint::wake_peer() {
     char byte = 1;
     // Non-blocking and best effort: a full pipe already means a pending wake-up.
-    if (remote_->wake_fd >= 0) (void)!write(remote_->wake_fd, &byte, 1);
+    if (remote_->wake_fd) (void)!write(remote_->wake_fd.get(), &byte, 1);
 }
 
 inline CellHeader* ShmEndpoint::claim(size_t payload, uint64_t* pos) {
@@ -235,18 +234,18 @@ Status ShmInterface::open(const ShmConfig& config, uint64_t worker_uid, uint16_t
 Status ShmInterface::create_segment(std::string* why) {
     const SegmentGeometry& g = config_.geometry;
     // memfd: mode 0600, no name in /dev/shm, so nothing is left behind even after SIGKILL.
-    memfd_ = static_cast<int>(syscall(SYS_memfd_create, "swy-shm", MFD_CLOEXEC));
-    if (memfd_ < 0) {
+    memfd_.reset(static_cast<int>(syscall(SYS_memfd_create, "swy-shm", MFD_CLOEXEC)));
+    if (!memfd_) {
         *why = std::string("shm: memfd_create: ") + std::strerror(errno);
         return Status::kIoError;
     }
-    fchmod(memfd_, 0600);
+    fchmod(memfd_.get(), 0600);
     const uint64_t size = g.total_size();
-    if (ftruncate(memfd_, static_cast<off_t>(size)) != 0) {
+    if (ftruncate(memfd_.get(), static_cast<off_t>(size)) != 0) {
         *why = std::string("shm: ftruncate: ") + std::strerror(errno);
         return Status::kIoError;
     }
-    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd_, 0);
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd_.get(), 0);
     if (p == MAP_FAILED) {
         *why = std::string("shm: mmap: ") + std::strerror(errno);
         return Status::kIoError;
@@ -287,15 +286,19 @@ Status ShmInterface::create_segment(std::string* why) {
     // a sender writes there.
 
     header_->cma_probe_address = reinterpret_cast<uint64_t>(&cma_probe_value_);
-    if (pipe2(wake_pipe_, O_NONBLOCK | O_CLOEXEC) != 0) {
+    int pipe_fds[2];
+    if (pipe2(pipe_fds, O_NONBLOCK | O_CLOEXEC) != 0) {
         *why = std::string("shm: wake-up pipe: ") + std::strerror(errno);
         return Status::kIoError;
     }
-    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    wake_pipe_[0].reset(pipe_fds[0]);
+    wake_pipe_[1].reset(pipe_fds[1]);
+    epoll_fd_.reset(epoll_create1(EPOLL_CLOEXEC));
     epoll_event ev{};
     ev.events = EPOLLIN;
-    ev.data.fd = wake_pipe_[0];
-    if (epoll_fd_ < 0 || epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_pipe_[0], &ev) != 0) {
+    ev.data.fd = wake_pipe_[0].get();
+    if (!epoll_fd_ ||
+        epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, wake_pipe_[0].get(), &ev) != 0) {
         *why = std::string("shm: epoll: ") + std::strerror(errno);
         return Status::kIoError;
     }
@@ -305,21 +308,20 @@ Status ShmInterface::create_segment(std::string* why) {
 
 ShmInterface::~ShmInterface() {
     reply_eps_.clear();
-    for (auto& [uid, w] : watched_) {
-        if (w.pidfd >= 0) close(w.pidfd);
-    }
+    watched_.clear();  // closes the pidfds
     if (base_ != nullptr) munmap(base_, config_.geometry.total_size());
-    for (int fd : {memfd_, wake_pipe_[0], wake_pipe_[1], epoll_fd_}) {
-        if (fd >= 0) close(fd);
-    }
+    memfd_.reset();
+    wake_pipe_[0].reset();
+    wake_pipe_[1].reset();
+    epoll_fd_.reset();
 }
 
 std::vector<uint8_t> ShmInterface::address() const {
     ShmAddress a{};
     a.pid = getpid();
-    a.memfd = memfd_;
+    a.memfd = memfd_.get();
     a.segment_size = config_.geometry.total_size();
-    a.wake_fd = wake_pipe_[0];
+    a.wake_fd = wake_pipe_[0].get();
     return encode_shm_address(a);
 }
 
@@ -349,21 +351,20 @@ Status ShmInterface::map_remote(uint64_t uid, const ShmAddress& a,
     }
     char path[64];
     std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, a.memfd);
-    int fd = ::open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0) {
+    common::UniqueFd fd(::open(path, O_RDWR | O_CLOEXEC));
+    if (!fd) {
         *why = std::string("shm: cannot open peer segment ") + path + ": " + std::strerror(errno);
         return errno == ENOENT || errno == ESRCH ? Status::kConnectionReset
                                                  : Status::kUnreachable;
     }
     struct stat st {};
-    if (fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) < size ||
+    if (fstat(fd.get(), &st) != 0 || static_cast<uint64_t>(st.st_size) < size ||
         size < sizeof(SegmentHeader)) {
-        close(fd);
         *why = "shm: peer segment is smaller than its address says";
         return Status::kMalformed;
     }
-    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);  // the mapping keeps the memory alive
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+    fd.reset();  // the mapping keeps the memory alive
     if (p == MAP_FAILED) {
         *why = std::string("shm: mmap of peer segment: ") + std::strerror(errno);
         return Status::kIoError;
@@ -391,9 +392,9 @@ Status ShmInterface::map_remote(uint64_t uid, const ShmAddress& a,
         return Status::kMalformed;
     }
     std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, a.wake_fd);
-    remote->wake_fd = ::open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    remote->wake_fd.reset(::open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC));
     struct stat wst {};
-    if (remote->wake_fd < 0 || fstat(remote->wake_fd, &wst) != 0 || !S_ISFIFO(wst.st_mode)) {
+    if (!remote->wake_fd || fstat(remote->wake_fd.get(), &wst) != 0 || !S_ISFIFO(wst.st_mode)) {
         *why = std::string("shm: the peer's wake-up pipe ") + path + " is not a pipe we may open";
         return Status::kUnreachable;
     }
@@ -448,10 +449,10 @@ Status ShmInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t
         }
     }
     slots[slot].pid = getpid();
-    slots[slot].memfd = memfd_;
+    slots[slot].memfd = memfd_.get();
     slots[slot].uid = uid_;
     slots[slot].segment_size = config_.geometry.total_size();
-    slots[slot].wake_fd = wake_pipe_[0];
+    slots[slot].wake_fd = wake_pipe_[0].get();
     slots[slot].pio_slot = pio_slot;
     slots[slot].state.store(kSlotActive, std::memory_order_release);
 

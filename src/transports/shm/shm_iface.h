@@ -7,9 +7,11 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
+#include "common/unique_fd.h"
 #include "transports/shm/ring.h"
 #include "transports/shm/shm_address.h"
 #include "transports/shm/segment_layout.h"
@@ -47,8 +49,8 @@ struct RemoteSegment {
     SegmentHeader* header = nullptr;
     bool failed = false;
     /// The peer's wake-up pipe, opened read-write through /proc/PID/fd: holding a read end
-    /// ourselves means a write never raises SIGPIPE, even after the peer died (-1: none).
-    int wake_fd = -1;
+    /// ourselves means a write never raises SIGPIPE, even after the peer died (none: not open).
+    common::UniqueFd wake_fd;
     ~RemoteSegment();
 };
 
@@ -125,7 +127,7 @@ public:
     /// The sender's pid once its own segment, opened through /proc/PID/fd, was found to
     /// belong to that pid and uid (mapped on first use); 0 if that failed.
     int sender_pid(uint16_t sender) override;
-    int event_fd() const override { return epoll_fd_; }
+    int event_fd() const override { return epoll_fd_.get(); }
     bool arm() override;
     void disarm() override;
     /// True if this process registered for expedited global membarrier, so a receiver can
@@ -161,7 +163,7 @@ private:
     };
     struct Watched {  // a remote process we depend on
         int pid = 0;
-        int pidfd = -1;
+        common::UniqueFd pidfd;  ///< none: pidfd_open failed, or the process was found dead
         bool failed = false;
         bool reported = false;
     };
@@ -187,7 +189,7 @@ private:
     uint64_t uid_;
     uint16_t index_;
     AmSink* sink_;
-    int memfd_ = -1;
+    common::UniqueFd memfd_;
     uint8_t* base_ = nullptr;
     SegmentHeader* header_ = nullptr;
     RingView fifo_;
@@ -200,8 +202,8 @@ private:
     // Peers wake us by writing to this pipe; they open it through /proc/PID/fd, so exactly
     // the processes that may map our segment can wake us (an abstract socket named after our
     // uid, as before, told every local user the uid and took datagrams from anyone).
-    int wake_pipe_[2] = {-1, -1};
-    int epoll_fd_ = -1;
+    common::UniqueFd wake_pipe_[2];  // [0] read end (published), [1] write end
+    common::UniqueFd epoll_fd_;
     uint32_t progress_calls_ = 0;
     uint64_t cma_probe_value_ = 0;  // our uid, read by peers to check that CMA works
     bool membarrier_registered_ = false;

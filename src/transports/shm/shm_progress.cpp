@@ -244,18 +244,18 @@ void ShmInterface::watch(uint64_t uid, int pid) {
     if (watched_.count(uid) != 0) return;
     Watched w;
     w.pid = pid;
-    w.pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-    if (w.pidfd < 0) {
+    w.pidfd.reset(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+    if (!w.pidfd) {
         // ESRCH: it is already gone.
         w.failed = errno == ESRCH;
     } else {
         epoll_event ev{};
         ev.events = EPOLLIN;
-        ev.data.fd = w.pidfd;
-        epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, w.pidfd, &ev);
+        ev.data.fd = w.pidfd.get();
+        epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, w.pidfd.get(), &ev);
     }
     const bool dead = w.failed;
-    watched_[uid] = w;
+    watched_[uid] = std::move(w);
     // Never report from here: watch() runs inside dispatch (a first message from a new
     // sender) or inside connect; progress reports it once no cell is being handled.
     if (dead) pending_failures_.push_back(uid);
@@ -270,8 +270,8 @@ void ShmInterface::report_pending_failures() {
 void ShmInterface::check_peers() {
     std::vector<uint64_t> dead;
     for (auto& [uid, w] : watched_) {
-        if (w.failed || w.pidfd < 0) continue;
-        pollfd pfd{w.pidfd, POLLIN, 0};
+        if (w.failed || !w.pidfd) continue;
+        pollfd pfd{w.pidfd.get(), POLLIN, 0};
         if (poll(&pfd, 1, 0) > 0) dead.push_back(uid);
     }
     for (uint64_t uid : dead) fail_remote(uid);
@@ -279,10 +279,9 @@ void ShmInterface::check_peers() {
 
 void ShmInterface::fail_remote(uint64_t uid) {
     Watched& w = watched_[uid];
-    if (w.pidfd >= 0) {
-        epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, w.pidfd, nullptr);
-        close(w.pidfd);
-        w.pidfd = -1;
+    if (w.pidfd) {
+        epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, w.pidfd.get(), nullptr);
+        w.pidfd.reset();
     }
     if (w.reported) return;
     w.failed = true;
@@ -324,7 +323,7 @@ bool ShmInterface::arm() {
 void ShmInterface::disarm() {
     header_->armed.store(0, std::memory_order_relaxed);
     char buf[64];
-    while (read(wake_pipe_[0], buf, sizeof(buf)) > 0) {
+    while (read(wake_pipe_[0].get(), buf, sizeof(buf)) > 0) {
     }
     // A pidfd that woke us is looked at by the next progress call (failures are reported
     // from progress only, where callbacks are expected).

@@ -23,12 +23,12 @@ std::unique_ptr<PagemapIdentity> PagemapIdentity::open(std::string* why) {
         *why = "sysconf(_SC_PAGESIZE) failed";
         return nullptr;
     }
-    const int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
+    common::UniqueFd fd(::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC));
+    if (!fd) {
         *why = std::string("cannot open /proc/self/pagemap: ") + std::strerror(errno);
         return nullptr;
     }
-    std::unique_ptr<PagemapIdentity> id(new PagemapIdentity(fd, static_cast<size_t>(ps)));
+    std::unique_ptr<PagemapIdentity> id(new PagemapIdentity(std::move(fd), static_cast<size_t>(ps)));
     // A private page of our own, written to, is present: only hidden PFNs read as 0.
     void* probe = mmap(nullptr, id->page_size_, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -51,7 +51,7 @@ std::unique_ptr<PagemapIdentity> PagemapIdentity::open(std::string* why) {
     return id;
 }
 
-PagemapIdentity::~PagemapIdentity() { close(fd_); }
+PagemapIdentity::~PagemapIdentity() = default;
 
 bool PagemapIdentity::frames(uintptr_t page_address, size_t pages, uint64_t* out) {
     const uint64_t first = page_address / page_size_;
@@ -62,7 +62,7 @@ bool PagemapIdentity::frames(uintptr_t page_address, size_t pages, uint64_t* out
     const size_t total = pages * sizeof(uint64_t);
     size_t done = 0;
     while (done < total) {
-        const ssize_t n = pread(fd_, bytes + done, total - done,
+        const ssize_t n = pread(fd_.get(), bytes + done, total - done,
                                 static_cast<off_t>(first * sizeof(uint64_t) + done));
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return false;  // past the end of the address space, or an I/O error

@@ -10,6 +10,9 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+
+#include "common/unique_fd.h"
 
 namespace swy::tl::verbs {
 
@@ -52,8 +55,9 @@ public:
     bool frames(uintptr_t page_address, size_t pages, uint64_t* out) override;
 
 private:
-    PagemapIdentity(int fd, size_t page_size) : fd_(fd), page_size_(page_size) {}
-    int fd_;
+    PagemapIdentity(common::UniqueFd fd, size_t page_size)
+        : fd_(std::move(fd)), page_size_(page_size) {}
+    common::UniqueFd fd_;  // /proc/self/pagemap
     size_t page_size_;
 };
 

@@ -300,7 +300,7 @@ Status VerbsInterface::connect_lane(uint64_t remote_uid, const uint8_t* section,
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLRDHUP;
     ev.data.u64 = cm_tag(index, generation);
-    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+    epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd, &ev);
     const LaneAttr attr = lane_attr(c, peer.max_message, peer.rx_credits, pio_window);
     auto ep = std::make_unique<VerbsEndpoint>(this, index, generation, remote_uid, true, attr);
     c->owner_ep = ep.get();
@@ -332,7 +332,7 @@ uint64_t VerbsInterface::sender_key(uint16_t sender) const {
 
 void VerbsInterface::poll_cm() {
     epoll_event events[16];
-    const int n = epoll_wait(epoll_fd_, events, 16, 0);
+    const int n = epoll_wait(epoll_fd_.get(), events, 16, 0);
     for (int i = 0; i < n; ++i) {
         const uint64_t tag = events[i].data.u64;
         if (tag == kListenTag) {
@@ -350,7 +350,7 @@ void VerbsInterface::accept_all() {
     for (;;) {
         common::UniqueFd fd;
         std::string why;
-        const Status s = common::accept_one(listen_fd_, &fd, nullptr, &why);
+        const Status s = common::accept_one(listen_fd_.get(), &fd, nullptr, &why);
         if (s != Status::kOk) {
             // EMFILE and friends: the connection stays in the backlog; retried next time.
             if (s != Status::kInProgress) log_printf(LogLevel::kWarn, "verbs: %s", why.c_str());
@@ -367,7 +367,7 @@ void VerbsInterface::accept_all() {
         epoll_event ev{};
         ev.events = EPOLLIN | EPOLLRDHUP;
         ev.data.u64 = cm_tag(index, c->generation);
-        epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd.get(), &ev);
+        epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd.get(), &ev);
         c->cm_fd = std::move(fd);
     }
 }
@@ -397,14 +397,14 @@ void VerbsInterface::on_cm_readable(Connection* c) {
             finish_close(c);
         } else {
             fail(c, Status::kConnectionReset, "the peer closed its handshake connection");
-            epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->cm_fd.get(), nullptr);
+            epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, c->cm_fd.get(), nullptr);
         }
         return;
     }
     if (eof && c->cm_in_len < sizeof(CmMessage)) {
         if (c->state == State::kConnecting) {
             fail(c, Status::kConnectionReset, "the peer closed the handshake");
-            epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->cm_fd.get(), nullptr);
+            epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, c->cm_fd.get(), nullptr);
         } else {
             close_connection(c);  // an accepted socket that never said anything
         }
@@ -518,7 +518,7 @@ void VerbsInterface::finish_close(Connection* c) {
 void VerbsInterface::close_connection(Connection* c) {
     const uint16_t index = c->index;
     if (c->state == State::kConnecting || c->state == State::kAccepting) --handshakes_;
-    if (c->cm_fd) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->cm_fd.get(), nullptr);
+    if (c->cm_fd) epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, c->cm_fd.get(), nullptr);
     if (c->qp != nullptr) {
         qpn_to_conn_.erase(c->qp->qp_num);
         ibv_destroy_qp(c->qp);

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "common/log.h"
 #include "transports/verbs/device_select.h"
@@ -290,15 +291,15 @@ Status VerbsInterface::setup(std::string* why) {
     const int rd_atomic = std::min(da.max_qp_rd_atom, da.max_qp_init_rd_atom);
     max_rd_atomic_ = static_cast<uint32_t>(std::clamp(rd_atomic, 1, 16));
     max_rdma_chunk_ = std::min<size_t>(dev_.port_attr.max_msg_sz, size_t{1} << 20);
-    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
-    if (epoll_fd_ < 0) {
+    epoll_fd_.reset(epoll_create1(EPOLL_CLOEXEC));
+    if (!epoll_fd_) {
         *why = std::string("verbs: epoll_create1: ") + std::strerror(errno);
         return Status::kIoError;
     }
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = kChannelTag;
-    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, channel_->fd, &ev);
+    epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, channel_->fd, &ev);
     s = listen(why);
     if (s != Status::kOk) return s;
 
@@ -327,14 +328,14 @@ Status VerbsInterface::listen(std::string* why) {
     common::SocketAddress bound;
     Status s = listen_for_handshakes(dev_.gid, &fd, &bound, why);
     if (s != Status::kOk) return s;
-    listen_fd_ = fd.release();  // closed by the destructor
+    listen_fd_ = std::move(fd);
     listen_port_ = bound.port();
     listen_family_ = static_cast<uint8_t>(bound.family());
     std::memcpy(listen_ip_, bound.ip(), bound.family() == 4 ? 4 : 16);
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = kListenTag;
-    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
+    epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, listen_fd_.get(), &ev);
     return Status::kOk;
 }
 
@@ -404,8 +405,8 @@ VerbsInterface::~VerbsInterface() {
     if (bounce_mr_ != nullptr) ibv_dereg_mr(bounce_mr_);
     if (credit_mr_ != nullptr) ibv_dereg_mr(credit_mr_);
     if (pd_ != nullptr) ibv_dealloc_pd(pd_);
-    if (listen_fd_ >= 0) close(listen_fd_);
-    if (epoll_fd_ >= 0) close(epoll_fd_);
+    listen_fd_.reset();
+    epoll_fd_.reset();
 }
 
 std::vector<uint8_t> VerbsInterface::address() const {

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "common/conn_table.h"
+#include "common/unique_fd.h"
 #include "transports/transport.h"
 #include "transports/verbs/credit_window.h"
 #include "transports/verbs/dm_cells.h"
@@ -143,7 +144,7 @@ public:
     uint64_t sender_uid(uint16_t sender) const override;
     /// The connection (slot and generation); 0 for unknown slots.
     uint64_t sender_key(uint16_t sender) const override;
-    int event_fd() const override { return epoll_fd_; }
+    int event_fd() const override { return epoll_fd_.get(); }
     bool arm() override;
     void disarm() override;
 
@@ -246,8 +247,8 @@ private:
     uint32_t max_inline_ = 0;
     size_t max_rdma_chunk_ = 1u << 20;
 
-    int epoll_fd_ = -1;
-    int listen_fd_ = -1;
+    common::UniqueFd epoll_fd_;
+    common::UniqueFd listen_fd_;
     uint8_t listen_ip_[16] = {};
     uint8_t listen_family_ = 4;
     uint16_t listen_port_ = 0;
