@@ -327,7 +327,9 @@ CostFigures::CostFigures() {
 
 double CostFigures::get(std::string_view name) const { return values_[declared_index(name)]; }
 
-void CostFigures::set(std::string_view name, double value) { values_[declared_index(name)] = value; }
+void CostFigures::set(std::string_view name, double value) {
+    values_[declared_index(name)] = value;
+}
 
 std::string CostFigures::default_path() {
     // secure_getenv: a set-uid program must not read a file its caller chose through HOME.

@@ -457,7 +457,8 @@ TEST(SelectGoldenTcp, OnlyTcpFiguresMoveTheTcpTable) {
     f.set("shm_copy_bw_Bps", f.get("shm_copy_bw_Bps") / 10);
     f.set("verbs_latency_s", f.get("verbs_latency_s") * 10);
     EXPECT_EQ(ranges_of(select(tcp_lane(f))), base);
-    f.set("tcp_latency_s", f.get("tcp_latency_s") * 2);  // tcp's own latency: rendezvous moves later
+    // tcp's own latency: rendezvous moves later
+    f.set("tcp_latency_s", f.get("tcp_latency_s") * 2);
     const ProtoTable slower = select(tcp_lane(f));
     EXPECT_NE(ranges_of(slower), base);
     EXPECT_GT(slower.ranges().front().max_size, 822447u) << slower.print();

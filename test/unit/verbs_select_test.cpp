@@ -39,7 +39,8 @@ TEST(VerbsSelect, LaneCapsComeFromTheLaneAttributes) {
     const common::CostFigures f;
     EXPECT_DOUBLE_EQ(caps.costs.latency_s, f.get("verbs_latency_s"));
     EXPECT_DOUBLE_EQ(caps.costs.message_s, f.get("verbs_overhead_s"));
-    EXPECT_DOUBLE_EQ(caps.costs.reg.fixed_s, f.get("verbs_reg_s"));  // cache off: a full registration
+    // cache off: a full registration
+    EXPECT_DOUBLE_EQ(caps.costs.reg.fixed_s, f.get("verbs_reg_s"));
     tl::verbs::VerbsConfig vc;
     vc.costs = tl::verbs::verbs_lane_costs(f);
     EXPECT_DOUBLE_EQ(tl::verbs::lane_attr(vc, 256, false, true).costs.reg.fixed_s,
