@@ -17,7 +17,7 @@ Status Context::create(const common::Config& config, Context** out, std::string*
     ctx->host_ = HostIdentity::local();
     // A calibration file only tunes thresholds: a missing, refused or malformed one logs a
     // warning and leaves the built-in figures, it never fails the context (issue #12).
-    ctx->costs_ = proto::CostFigures::load_configured(config.get_string("CALIBRATION_FILE"));
+    ctx->costs_ = common::CostFigures::load_configured(config.get_string("CALIBRATION_FILE"));
     std::vector<std::string> tls = config.get_list("TLS");
     ctx->tls_all_ = tls.empty() || (tls.size() == 1 && tls[0] == "all");
     if (!ctx->tls_all_) {

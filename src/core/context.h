@@ -8,10 +8,10 @@
 #include <string>
 
 #include "common/config.h"
+#include "common/cost_figures.h"
 #include "core/address.h"
 #include "core/topology.h"
 #include "memtypes/registry.h"
-#include "protocols/cost_figures.h"
 
 namespace swy::core {
 
@@ -25,7 +25,7 @@ public:
     ~Context();
     bool transport_enabled(const char* name) const;
     /// Cost figures for protocol selection (calibration file or defaults).
-    const proto::CostFigures& costs() const { return costs_; }
+    const common::CostFigures& costs() const { return costs_; }
 
     /// The machine's topology, loaded on first use (nullptr if hwloc cannot load it).
     const Topology* topology();
@@ -43,7 +43,7 @@ private:
     explicit Context(const common::Config& config) : config_(config) {}
     common::Config config_;
     HostIdentity host_;
-    proto::CostFigures costs_;
+    common::CostFigures costs_;
     std::unique_ptr<Topology> topology_;
     bool topology_tried_ = false;
     std::mutex topology_lock_;

@@ -15,7 +15,8 @@
 //     attributes derived from the configuration;
 //   - tl::verbs::read_settings, probe(), measure_registration(), rcache_page_identity(): the
 //     RDMA ports start-up would see, with the same settings a worker reads;
-//   - proto wire headers, cost figures, lane_caps()/table_for() and the selector: header
+//   - common::CostFigures and cost_figure_table(): every declared calibration figure;
+//   - proto wire headers, lane_caps()/table_for() and the selector: header
 //     sizes and the tables an endpoint builds, through the library's own code;
 //   - each transport's lane_attr() and cost function (self, shm, tcp, verbs): the lane
 //     attributes an endpoint would get, for tables printed without a peer;
@@ -30,9 +31,9 @@
 
 #include "common/config.h"
 #include "common/config_reader.h"
+#include "common/cost_figures.h"
 #include "core/context.h"
 #include "core/topology.h"
-#include "protocols/cost_figures.h"
 #include "protocols/lane_caps.h"
 #include "protocols/select.h"
 #include "protocols/wire.h"

@@ -54,4 +54,16 @@ std::span<const ConfigVar> transport_config_table() {
     return table;
 }
 
+std::span<const CostFigureVar> transport_cost_figure_table() {
+    // Built once, never changed: each transport's calibration figures in registry order.
+    static const std::vector<CostFigureVar> table = [] {
+        std::vector<CostFigureVar> all;
+        for (const tl::TransportEntry* t : tl::kTransports) {
+            all.insert(all.end(), t->cost_figures.begin(), t->cost_figures.end());
+        }
+        return all;
+    }();
+    return table;
+}
+
 }  // namespace swy::common

@@ -17,13 +17,10 @@
 
 #include "common/auth.h"
 #include "common/config.h"
+#include "common/cost_figures.h"
 #include "common/status.h"
 #include "transports/cma/cma.h"
 #include "transports/transport.h"
-
-namespace swy::proto {
-struct CostFigures;
-}
 
 namespace swy::tl {
 
@@ -31,7 +28,7 @@ namespace swy::tl {
 /// for the duration of the call.
 struct OpenParams {
     const common::Config& config;        ///< the context's configuration (typed reads: its entry)
-    const proto::CostFigures& costs;     ///< calibration file or built-in figures
+    const common::CostFigures& costs;     ///< calibration file or built-in figures
     uint64_t worker_uid = 0;
     uint16_t iface_index = 0;            ///< AmSource::iface of what this interface receives
     AmSink* sink = nullptr;              ///< the worker
@@ -82,6 +79,10 @@ struct TransportEntry {
     bool polls_host_memory = false;
     /// This transport's SWY_* variables (name, type, default, help); part of config_table().
     std::span<const common::ConfigVar> config_vars;
+    /// The calibration figures this transport's cost function reads (name, default, range,
+    /// help: transports/<name>/<name>_costs.h); part of common::cost_figure_table(), so they
+    /// are keys of the calibration file. Each name starts with the transport's ("tcp_").
+    std::span<const common::CostFigureVar> cost_figures;
 
     /// Open the interface. kOk with *out null: not opened here and that is fine (no device,
     /// not built; the transport logged why); an error fails worker creation with @p why.
@@ -104,7 +105,7 @@ struct TransportEntry {
     bool (*claims_device)(std::string_view device) = nullptr;
     /// The costs this transport's lanes report (LaneAttr::costs), from the context's
     /// @p figures: the one place its figures come from (protocols/select.h reads only those).
-    LaneCosts (*lane_costs)(const proto::CostFigures& figures) = nullptr;
+    LaneCosts (*lane_costs)(const common::CostFigures& figures) = nullptr;
     /// "yes", or "no: <why>" for this transport on this host (swy-info; may probe devices).
     std::string (*availability)(const common::Config& config) = nullptr;
 };

@@ -16,13 +16,15 @@
 #include <vector>
 
 #include "common/config.h"
-#include "protocols/cost_figures.h"
+#include "common/cost_figures.h"
 #include "protocols/lane_caps.h"
 #include "transports/tcp/tcp_costs.h"
 #include "transports/tcp/tcp_iface.h"
 
 namespace swy::proto {
 namespace {
+
+using common::CostFigures;
 
 /// A private calibration file with the given tcp figures (the rest built-in).
 class CalibrationFile {
@@ -31,9 +33,9 @@ public:
         char dir[] = "/tmp/swy-endpoint-tables-XXXXXX";
         dir_ = mkdtemp(dir) != nullptr ? dir : "";
         path_ = dir_ + "/calibration.conf";
-        figures_.tcp_latency_s = latency_s;
-        figures_.tcp_overhead_s = overhead_s;
-        figures_.tcp_bw_Bps = bw_Bps;
+        figures_.set("tcp_latency_s", latency_s);
+        figures_.set("tcp_overhead_s", overhead_s);
+        figures_.set("tcp_bw_Bps", bw_Bps);
         std::string why;
         EXPECT_EQ(figures_.save(path_, &why), Status::kOk) << why;
     }

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "protocols/cost_figures.h"
+#include "common/cost_figures.h"
 #include "protocols/lane_caps.h"
 #include "protocols/proto_table.h"
 #include "protocols/select.h"
@@ -36,6 +36,8 @@
 namespace swy::proto {
 namespace {
 
+using common::CostFigures;
+
 constexpr size_t kInf = std::numeric_limits<size_t>::max();
 
 // With these figures (per byte, seconds):
@@ -48,14 +50,14 @@ constexpr size_t kInf = std::numeric_limits<size_t>::max();
 //            get/pipeline 7897.99, short/get 12950.07 (above pio_max 4000).
 CostFigures golden_figures() {
     CostFigures f;
-    f.memcpy_bw_Bps = 7.3e9;
-    f.shm_copy_bw_Bps = 4.1e9;
-    f.cma_bw_Bps = 9.7e9;
-    f.cma_call_s = 1.7e-6;
-    f.fifo_latency_s = 0.43e-6;
-    f.cell_overhead_s = 0.067e-6;
-    f.pio_overhead_s = 0.023e-6;
-    f.bcopy_overhead_s = 0.051e-6;
+    f.set("memcpy_bw_Bps", 7.3e9);
+    f.set("shm_copy_bw_Bps", 4.1e9);
+    f.set("cma_bw_Bps", 9.7e9);
+    f.set("cma_call_s", 1.7e-6);
+    f.set("fifo_latency_s", 0.43e-6);
+    f.set("cell_overhead_s", 0.067e-6);
+    f.set("pio_overhead_s", 0.023e-6);
+    f.set("bcopy_overhead_s", 0.051e-6);
     f.from_file = false;
     f.source = "golden test figures";
     return f;
@@ -388,9 +390,9 @@ TEST(SelectGolden, AllowAllIsTheSameAsNoList) {
 // They cross where 2 (L + m) = n × 0.25 / memcpy: n = 8 × 14.083e-6 × 7.3e9 = 822447.2.
 CostFigures tcp_figures() {
     CostFigures f = golden_figures();
-    f.tcp_latency_s = 11.37e-6;
-    f.tcp_overhead_s = 2.713e-6;
-    f.tcp_bw_Bps = 1.9e9;
+    f.set("tcp_latency_s", 11.37e-6);
+    f.set("tcp_overhead_s", 2.713e-6);
+    f.set("tcp_bw_Bps", 1.9e9);
     return f;
 }
 
@@ -450,12 +452,13 @@ TEST(SelectGoldenTcp, TcpTableDiffersFromTheShmCostedOne) {
 TEST(SelectGoldenTcp, OnlyTcpFiguresMoveTheTcpTable) {
     CostFigures f = tcp_figures();
     const std::string base = ranges_of(select(tcp_lane(f)));
-    f.fifo_latency_s *= 10;  // shm figures: no effect on a tcp lane
-    f.cell_overhead_s *= 10;
-    f.shm_copy_bw_Bps /= 10;
-    f.verbs_latency_s *= 10;
+    f.set("fifo_latency_s", f.get("fifo_latency_s") * 10);  // shm figures: no effect on a tcp lane
+    f.set("cell_overhead_s", f.get("cell_overhead_s") * 10);
+    f.set("shm_copy_bw_Bps", f.get("shm_copy_bw_Bps") / 10);
+    f.set("verbs_latency_s", f.get("verbs_latency_s") * 10);
     EXPECT_EQ(ranges_of(select(tcp_lane(f))), base);
-    f.tcp_latency_s *= 2;  // tcp's own latency: rendezvous moves later
+    // tcp's own latency: rendezvous moves later
+    f.set("tcp_latency_s", f.get("tcp_latency_s") * 2);
     const ProtoTable slower = select(tcp_lane(f));
     EXPECT_NE(ranges_of(slower), base);
     EXPECT_GT(slower.ranges().front().max_size, 822447u) << slower.print();
@@ -465,9 +468,9 @@ TEST(SelectGoldenTcp, OnlyTcpFiguresMoveTheTcpTable) {
 TEST(SelectGoldenTcp, TcpFiguresDoNotMoveShmTables) {
     CostFigures f = golden_figures();
     const std::string base = ranges_of(select(lane(true, true, true, f)));
-    f.tcp_latency_s *= 10;
-    f.tcp_overhead_s *= 10;
-    f.tcp_bw_Bps /= 10;
+    f.set("tcp_latency_s", f.get("tcp_latency_s") * 10);
+    f.set("tcp_overhead_s", f.get("tcp_overhead_s") * 10);
+    f.set("tcp_bw_Bps", f.get("tcp_bw_Bps") / 10);
     EXPECT_EQ(ranges_of(select(lane(true, true, true, f))), base);
 }
 
@@ -482,24 +485,24 @@ double log_uniform(std::mt19937_64& rng, double lo, double hi) {
 
 CostFigures random_figures(std::mt19937_64& rng) {
     CostFigures f;
-    f.memcpy_bw_Bps = log_uniform(rng, 1e9, 5e10);
-    f.shm_copy_bw_Bps = log_uniform(rng, 5e8, 3e10);
-    f.cma_bw_Bps = log_uniform(rng, 1e9, 5e10);
-    f.cma_call_s = log_uniform(rng, 1e-7, 2e-5);
-    f.fifo_latency_s = log_uniform(rng, 5e-8, 5e-6);
-    f.cell_overhead_s = log_uniform(rng, 5e-9, 1e-6);
-    f.pio_overhead_s = log_uniform(rng, 5e-9, 1e-6);
-    f.bcopy_overhead_s = log_uniform(rng, 5e-9, 1e-6);
-    f.tcp_latency_s = log_uniform(rng, 1e-6, 1e-4);
-    f.tcp_overhead_s = log_uniform(rng, 1e-7, 2e-5);
-    f.tcp_bw_Bps = log_uniform(rng, 1e8, 1e10);
-    f.verbs_latency_s = log_uniform(rng, 5e-7, 2e-5);
-    f.verbs_overhead_s = log_uniform(rng, 5e-8, 5e-6);
-    f.verbs_bw_Bps = log_uniform(rng, 1e8, 5e10);
-    f.verbs_rdma_overhead_s = log_uniform(rng, 5e-8, 5e-6);
-    f.verbs_rdma_bw_Bps = log_uniform(rng, 1e8, 5e10);
-    f.verbs_reg_s = log_uniform(rng, 1e-7, 1e-4);
-    f.verbs_reg_Bps = log_uniform(rng, 1e9, 1e12);
+    f.set("memcpy_bw_Bps", log_uniform(rng, 1e9, 5e10));
+    f.set("shm_copy_bw_Bps", log_uniform(rng, 5e8, 3e10));
+    f.set("cma_bw_Bps", log_uniform(rng, 1e9, 5e10));
+    f.set("cma_call_s", log_uniform(rng, 1e-7, 2e-5));
+    f.set("fifo_latency_s", log_uniform(rng, 5e-8, 5e-6));
+    f.set("cell_overhead_s", log_uniform(rng, 5e-9, 1e-6));
+    f.set("pio_overhead_s", log_uniform(rng, 5e-9, 1e-6));
+    f.set("bcopy_overhead_s", log_uniform(rng, 5e-9, 1e-6));
+    f.set("tcp_latency_s", log_uniform(rng, 1e-6, 1e-4));
+    f.set("tcp_overhead_s", log_uniform(rng, 1e-7, 2e-5));
+    f.set("tcp_bw_Bps", log_uniform(rng, 1e8, 1e10));
+    f.set("verbs_latency_s", log_uniform(rng, 5e-7, 2e-5));
+    f.set("verbs_overhead_s", log_uniform(rng, 5e-8, 5e-6));
+    f.set("verbs_bw_Bps", log_uniform(rng, 1e8, 5e10));
+    f.set("verbs_rdma_overhead_s", log_uniform(rng, 5e-8, 5e-6));
+    f.set("verbs_rdma_bw_Bps", log_uniform(rng, 1e8, 5e10));
+    f.set("verbs_reg_s", log_uniform(rng, 1e-7, 1e-4));
+    f.set("verbs_reg_Bps", log_uniform(rng, 1e9, 1e12));
     f.from_file = false;
     f.source = "random";
     return f;
@@ -540,11 +543,11 @@ std::string describe(const LaneCaps& l, const CostFigures& f) {
     std::ostringstream s;
     s << "lane{pio=" << l.pio << " pio_max=" << l.pio_max << " frag=" << l.fragment_max
       << " cma=" << l.cma << " rdma=" << l.rdma << " rndv=" << l.rndv
-      << " L=" << l.costs.latency_s << " m=" << l.costs.message_s << "} figures{memcpy=" << f.memcpy_bw_Bps
-      << " shm=" << f.shm_copy_bw_Bps << " cma_bw=" << f.cma_bw_Bps
-      << " cma_call=" << f.cma_call_s << " L=" << f.fifo_latency_s
-      << " cell=" << f.cell_overhead_s << " pio=" << f.pio_overhead_s
-      << " bcopy=" << f.bcopy_overhead_s << "}";
+      << " L=" << l.costs.latency_s << " m=" << l.costs.message_s << "} figures{memcpy=" << f.get("memcpy_bw_Bps")
+      << " shm=" << f.get("shm_copy_bw_Bps") << " cma_bw=" << f.get("cma_bw_Bps")
+      << " cma_call=" << f.get("cma_call_s") << " L=" << f.get("fifo_latency_s")
+      << " cell=" << f.get("cell_overhead_s") << " pio=" << f.get("pio_overhead_s")
+      << " bcopy=" << f.get("bcopy_overhead_s") << "}";
     return s.str();
 }
 

@@ -18,30 +18,22 @@
 #include <future>
 #include <sstream>
 #include <string>
+#include <vector>
 
+#include "common/cost_figures.h"
 #include "common/log.h"
 #include "core/context.h"
-#include "protocols/cost_figures.h"
+#include "transports/registry.h"
+#include "transports/tcp/tcp_costs.h"
 
 namespace swy::proto {
 namespace {
 
 namespace fs = std::filesystem;
+using common::CostFigures;
 
-/// Every figure equal to the built-in one (from_file and source are not figures).
-bool same_figures(const CostFigures& a, const CostFigures& b) {
-    return a.memcpy_bw_Bps == b.memcpy_bw_Bps && a.shm_copy_bw_Bps == b.shm_copy_bw_Bps &&
-           a.cma_bw_Bps == b.cma_bw_Bps && a.cma_call_s == b.cma_call_s &&
-           a.fifo_latency_s == b.fifo_latency_s && a.cell_overhead_s == b.cell_overhead_s &&
-           a.pio_overhead_s == b.pio_overhead_s && a.bcopy_overhead_s == b.bcopy_overhead_s &&
-           a.tcp_latency_s == b.tcp_latency_s && a.tcp_overhead_s == b.tcp_overhead_s &&
-           a.tcp_bw_Bps == b.tcp_bw_Bps && a.verbs_latency_s == b.verbs_latency_s && a.verbs_overhead_s == b.verbs_overhead_s &&
-           a.verbs_bw_Bps == b.verbs_bw_Bps &&
-           a.verbs_rdma_overhead_s == b.verbs_rdma_overhead_s &&
-           a.verbs_rdma_bw_Bps == b.verbs_rdma_bw_Bps && a.verbs_reg_s == b.verbs_reg_s &&
-           a.verbs_reg_Bps == b.verbs_reg_Bps && a.verbs_reg_hit_s == b.verbs_reg_hit_s &&
-           a.verbs_reg_hit_Bps == b.verbs_reg_hit_Bps;
-}
+/// Every figure equal (from_file and source are not figures).
+bool same_figures(const CostFigures& a, const CostFigures& b) { return a.same_values(b); }
 
 bool is_default(const CostFigures& f) { return same_figures(f, CostFigures{}) && !f.from_file; }
 
@@ -136,15 +128,15 @@ TEST_F(CalibrationFile, GoodFileLoads) {
     CostFigures f;
     std::string why;
     ASSERT_EQ(CostFigures::load(p, &f, &why), Status::kOk) << why;
-    EXPECT_EQ(f.memcpy_bw_Bps, 7.5e9);
-    EXPECT_EQ(f.cma_call_s, 2.5e-6);
-    EXPECT_EQ(f.verbs_bw_Bps, 3e9);
-    EXPECT_EQ(f.shm_copy_bw_Bps, CostFigures{}.shm_copy_bw_Bps);
+    EXPECT_EQ(f.get("memcpy_bw_Bps"), 7.5e9);
+    EXPECT_EQ(f.get("cma_call_s"), 2.5e-6);
+    EXPECT_EQ(f.get("verbs_bw_Bps"), 3e9);
+    EXPECT_EQ(f.get("shm_copy_bw_Bps"), CostFigures{}.get("shm_copy_bw_Bps"));
     EXPECT_TRUE(f.from_file);
     EXPECT_EQ(f.source, p);
     const CostFigures c = context_figures(p);
     EXPECT_TRUE(c.from_file);
-    EXPECT_EQ(c.memcpy_bw_Bps, 7.5e9);
+    EXPECT_EQ(c.get("memcpy_bw_Bps"), 7.5e9);
 }
 
 TEST_F(CalibrationFile, GarbageGivesDefaultsAndAWarningNotAFailedContext) {
@@ -229,7 +221,7 @@ TEST_F(CalibrationFile, OversizedFileIsRefused) {
     CostFigures f;
     std::string why;
     EXPECT_EQ(CostFigures::load(write("limit.conf", text), &f, &why), Status::kOk) << why;
-    EXPECT_EQ(f.memcpy_bw_Bps, 7e9);
+    EXPECT_EQ(f.get("memcpy_bw_Bps"), 7e9);
     text += "\n";
     const std::string big = write("big.conf", text);
     EXPECT_EQ(CostFigures::load(big, &f, &why), Status::kInvalidParam);
@@ -253,14 +245,14 @@ TEST_F(CalibrationFile, OutOfRangeValuesAreIgnoredOthersKept) {
     ASSERT_EQ(CostFigures::load(p, &f, &why), Status::kOk) << why;
     const std::string log = ::testing::internal::GetCapturedStderr();
     const CostFigures d;
-    EXPECT_EQ(f.memcpy_bw_Bps, d.memcpy_bw_Bps);
-    EXPECT_EQ(f.shm_copy_bw_Bps, d.shm_copy_bw_Bps);
-    EXPECT_EQ(f.cma_bw_Bps, d.cma_bw_Bps);
-    EXPECT_EQ(f.cma_call_s, d.cma_call_s);
-    EXPECT_EQ(f.fifo_latency_s, d.fifo_latency_s);
-    EXPECT_EQ(f.cell_overhead_s, d.cell_overhead_s);
-    EXPECT_EQ(f.pio_overhead_s, d.pio_overhead_s);
-    EXPECT_EQ(f.verbs_bw_Bps, 5e9);
+    EXPECT_EQ(f.get("memcpy_bw_Bps"), d.get("memcpy_bw_Bps"));
+    EXPECT_EQ(f.get("shm_copy_bw_Bps"), d.get("shm_copy_bw_Bps"));
+    EXPECT_EQ(f.get("cma_bw_Bps"), d.get("cma_bw_Bps"));
+    EXPECT_EQ(f.get("cma_call_s"), d.get("cma_call_s"));
+    EXPECT_EQ(f.get("fifo_latency_s"), d.get("fifo_latency_s"));
+    EXPECT_EQ(f.get("cell_overhead_s"), d.get("cell_overhead_s"));
+    EXPECT_EQ(f.get("pio_overhead_s"), d.get("pio_overhead_s"));
+    EXPECT_EQ(f.get("verbs_bw_Bps"), 5e9);
     EXPECT_NE(log.find("memcpy_bw_Bps"), std::string::npos) << log;
     EXPECT_NE(log.find("outside"), std::string::npos) << log;
 }
@@ -278,10 +270,10 @@ TEST_F(CalibrationFile, TcpFiguresOutsideTheirRangesAreIgnored) {
     ASSERT_EQ(CostFigures::load(p, &f, &why), Status::kOk) << why;
     const std::string log = ::testing::internal::GetCapturedStderr();
     const CostFigures d;
-    EXPECT_EQ(f.tcp_latency_s, d.tcp_latency_s);
-    EXPECT_EQ(f.tcp_overhead_s, d.tcp_overhead_s);
-    EXPECT_EQ(f.tcp_bw_Bps, d.tcp_bw_Bps);
-    EXPECT_EQ(f.memcpy_bw_Bps, 8e9);
+    EXPECT_EQ(f.get("tcp_latency_s"), d.get("tcp_latency_s"));
+    EXPECT_EQ(f.get("tcp_overhead_s"), d.get("tcp_overhead_s"));
+    EXPECT_EQ(f.get("tcp_bw_Bps"), d.get("tcp_bw_Bps"));
+    EXPECT_EQ(f.get("memcpy_bw_Bps"), 8e9);
     EXPECT_NE(log.find("tcp_latency_s"), std::string::npos) << log;
     EXPECT_NE(log.find("tcp_bw_Bps"), std::string::npos) << log;
 }
@@ -293,7 +285,7 @@ TEST_F(CalibrationFile, UnknownKeyIsWarnedAndSkipped) {
     ::testing::internal::CaptureStderr();
     ASSERT_EQ(CostFigures::load(p, &f, &why), Status::kOk) << why;
     const std::string log = ::testing::internal::GetCapturedStderr();
-    EXPECT_EQ(f.verbs_bw_Bps, 4e9);
+    EXPECT_EQ(f.get("verbs_bw_Bps"), 4e9);
     EXPECT_NE(log.find("future_figure"), std::string::npos) << log;
 }
 
@@ -350,12 +342,12 @@ TEST_F(CalibrationFile, DefaultFileUnderHomeIsRead) {
     EnvGuard home("HOME");
     ::setenv("HOME", dir_.c_str(), 1);
     CostFigures f;
-    f.verbs_bw_Bps = 6e9;
+    f.set("verbs_bw_Bps", 6e9);
     std::string why;
     ASSERT_EQ(f.save(CostFigures::default_path(), &why), Status::kOk) << why;
     const CostFigures c = context_figures("");
     EXPECT_TRUE(c.from_file);
-    EXPECT_EQ(c.verbs_bw_Bps, 6e9);
+    EXPECT_EQ(c.get("verbs_bw_Bps"), 6e9);
 }
 
 TEST_F(CalibrationFile, WithoutHomeTheTmpFileIsNotRead) {
@@ -387,12 +379,12 @@ TEST_F(CalibrationFile, WithoutHomeTheTmpFileIsNotRead) {
 
 TEST_F(CalibrationFile, SaveLoadRoundTrip) {
     CostFigures f;
-    f.memcpy_bw_Bps = 12.5e9;
-    f.cma_call_s = 1.75e-6;
-    f.verbs_reg_hit_Bps = 1.5e18;  // a near-free cache hit: a huge but accepted rate
-    f.tcp_latency_s = 7.25e-6;
-    f.tcp_overhead_s = 2.5e-6;
-    f.tcp_bw_Bps = 1.125e9;
+    f.set("memcpy_bw_Bps", 12.5e9);
+    f.set("cma_call_s", 1.75e-6);
+    f.set("verbs_reg_hit_Bps", 1.5e18);  // a near-free cache hit: a huge but accepted rate
+    f.set("tcp_latency_s", 7.25e-6);
+    f.set("tcp_overhead_s", 2.5e-6);
+    f.set("tcp_bw_Bps", 1.125e9);
     const std::string p = path("round.conf");
     std::string why;
     ASSERT_EQ(f.save(p, &why), Status::kOk) << why;
@@ -425,12 +417,12 @@ TEST_F(CalibrationFile, SaveCreatesPrivateDirectoriesAndFile) {
 TEST_F(CalibrationFile, SaveReplacesAnExistingFile) {
     const std::string p = write("old.conf", "memcpy_bw_Bps = 1e9\n", 0644);
     CostFigures f;
-    f.memcpy_bw_Bps = 2e9;
+    f.set("memcpy_bw_Bps", 2e9);
     std::string why;
     ASSERT_EQ(f.save(p, &why), Status::kOk) << why;
     CostFigures g;
     ASSERT_EQ(CostFigures::load(p, &g, &why), Status::kOk) << why;
-    EXPECT_EQ(g.memcpy_bw_Bps, 2e9);
+    EXPECT_EQ(g.get("memcpy_bw_Bps"), 2e9);
     struct stat st;
     ASSERT_EQ(::stat(p.c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 07777, 0600u);
@@ -475,14 +467,146 @@ TEST_F(CalibrationFile, SaveRefusesADirectoryWritableByOthers) {
 
 TEST_F(CalibrationFile, SaveCommentsOutAFigureOutsideItsRange) {
     CostFigures f;
-    f.cma_call_s = 30;  // a broken measurement
+    f.set("cma_call_s", 30);  // a broken measurement
     const std::string p = path("broken.conf");
     std::string why;
     ASSERT_EQ(f.save(p, &why), Status::kOk) << why;
     EXPECT_NE(read_all(p).find("# cma_call_s = 30"), std::string::npos) << read_all(p);
     CostFigures g;
     ASSERT_EQ(CostFigures::load(p, &g, &why), Status::kOk) << why;
-    EXPECT_EQ(g.cma_call_s, CostFigures{}.cma_call_s);
+    EXPECT_EQ(g.get("cma_call_s"), CostFigures{}.get("cma_call_s"));
+}
+
+
+// ---- Keys declared by the transports (issue #13): the file format is unchanged ----
+
+// What `swy-info --calibrate` wrote before the figures were declared by the transports: the
+// built-in figures, every key in this order. A file users already have must keep loading, and
+// the tool must keep writing the same keys.
+constexpr const char* kPreviousFormatDefaults =
+    "# Switchyard cost figures, measured by swy-info --calibrate\n"
+    "memcpy_bw_Bps = 1e+10\n"
+    "shm_copy_bw_Bps = 2.4e+10\n"
+    "cma_bw_Bps = 1e+10\n"
+    "cma_call_s = 3e-06\n"
+    "fifo_latency_s = 3e-07\n"
+    "cell_overhead_s = 6e-08\n"
+    "pio_overhead_s = 2e-08\n"
+    "bcopy_overhead_s = 5e-08\n"
+    "tcp_latency_s = 6e-06\n"
+    "tcp_overhead_s = 4e-06\n"
+    "tcp_bw_Bps = 7.5e+08\n"
+    "verbs_latency_s = 2e-06\n"
+    "verbs_overhead_s = 3e-07\n"
+    "verbs_bw_Bps = 1.25e+09\n"
+    "verbs_rdma_overhead_s = 5e-07\n"
+    "verbs_rdma_bw_Bps = 1.25e+09\n"
+    "verbs_reg_s = 5e-06\n"
+    "verbs_reg_Bps = 2e+10\n"
+    "verbs_reg_hit_s = 1e-06\n"
+    "verbs_reg_hit_Bps = 2e+11\n";
+
+TEST_F(CalibrationFile, SaveWritesThePreviousFormatByteForByte) {
+    const std::string p = path("defaults.conf");
+    std::string why;
+    ASSERT_EQ(CostFigures{}.save(p, &why), Status::kOk) << why;
+    EXPECT_EQ(read_all(p), kPreviousFormatDefaults);
+}
+
+TEST_F(CalibrationFile, AFileOfThePreviousFormatLoadsEveryKeySilently) {
+    // Every key of the previous format, each with a value other than the built-in one.
+    std::string text = "# Switchyard cost figures, measured by swy-info --calibrate\n";
+    std::istringstream lines(kPreviousFormatDefaults);
+    std::vector<std::string> keys;
+    for (std::string line; std::getline(lines, line);) {
+        if (line.empty() || line[0] == '#') continue;
+        keys.push_back(line.substr(0, line.find(' ')));
+        std::ostringstream value;
+        value.precision(17);
+        value << 1.5 * CostFigures{}.get(keys.back());
+        text += keys.back() + " = " + value.str() + "\n";
+    }
+    ASSERT_EQ(keys.size(), 20u);
+    CostFigures f;
+    std::string why;
+    ::testing::internal::CaptureStderr();
+    ASSERT_EQ(CostFigures::load(write("previous.conf", text), &f, &why), Status::kOk) << why;
+    EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");  // no key unknown, none refused
+    for (const std::string& key : keys) {
+        EXPECT_EQ(f.get(key), 1.5 * CostFigures{}.get(key)) << key;
+    }
+}
+
+TEST_F(CalibrationFile, ATransportDeclaredKeyLoadsAndReachesItsCostFunction) {
+    const common::CostFigureVar* latency = common::find_cost_figure("tcp_latency_s");
+    ASSERT_NE(latency, nullptr);  // declared by tcp (tcp_costs.h), listed by the registry
+    EXPECT_EQ(latency, &common::cost_figure_table()[1 + 7]);  // after memcpy and shm's 7
+    const std::string p = write("tcp.conf", "tcp_latency_s = 42e-6\n");
+    const CostFigures c = context_figures(p);
+    EXPECT_TRUE(c.from_file);
+    EXPECT_EQ(c.get("tcp_latency_s"), 42e-6);
+    EXPECT_EQ(tl::tcp::tcp_lane_costs(c).latency_s, 42e-6);
+}
+
+TEST_F(CalibrationFile, ATransportDeclaredKeyOutOfItsDeclaredRangeIsIgnored) {
+    // verbs_reg_hit_Bps has the wider range verbs declares (to 1e20), verbs_reg_s the time range.
+    const std::string p = write("verbs.conf",
+                                "verbs_reg_hit_Bps = 1e19\n"  // in verbs' range, over kFigureBwMax
+                                "verbs_reg_hit_Bps = 1e21\n"  // over it: ignored, 1e19 stays
+                                "verbs_reg_s = 3\n");          // over 1 s
+    CostFigures f;
+    std::string why;
+    ::testing::internal::CaptureStderr();
+    ASSERT_EQ(CostFigures::load(p, &f, &why), Status::kOk) << why;
+    const std::string log = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(f.get("verbs_reg_hit_Bps"), 1e19);
+    EXPECT_EQ(f.get("verbs_reg_s"), CostFigures{}.get("verbs_reg_s"));
+    EXPECT_NE(log.find("'verbs_reg_hit_Bps' = 1e21 is outside"), std::string::npos) << log;
+    EXPECT_NE(log.find("'verbs_reg_s' = 3 is outside"), std::string::npos) << log;
+}
+
+TEST_F(CalibrationFile, AnUndeclaredTransportLikeKeyIsSkipped) {
+    // A figure of a transport this build does not have (or a misspelt one): warned, skipped,
+    // and the figures after it still load.
+    const std::string p = write("other.conf", "ucx_latency_s = 1e-6\ntcp_bw_Bps = 2e9\n");
+    CostFigures f;
+    std::string why;
+    ::testing::internal::CaptureStderr();
+    ASSERT_EQ(CostFigures::load(p, &f, &why), Status::kOk) << why;
+    const std::string log = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(common::find_cost_figure("ucx_latency_s"), nullptr);
+    EXPECT_EQ(f.get("tcp_bw_Bps"), 2e9);
+    EXPECT_NE(log.find("unknown key 'ucx_latency_s' ignored"), std::string::npos) << log;
+}
+
+// Every declaration is usable: a unique name, a default inside its own range (the file would
+// otherwise comment out a built-in value), and the table is what the registry lists.
+TEST(CostFigureTable, DeclarationsAreUniqueAndTheirDefaultsInRange) {
+    const std::span<const common::CostFigureVar> table = common::cost_figure_table();
+    EXPECT_EQ(table.size(), 20u);
+    for (size_t i = 0; i < table.size(); ++i) {
+        EXPECT_LE(table[i].min, table[i].default_value) << table[i].name;
+        EXPECT_LE(table[i].default_value, table[i].max) << table[i].name;
+        EXPECT_FALSE(table[i].help.empty()) << table[i].name;
+        for (size_t j = 0; j < i; ++j) EXPECT_NE(table[i].name, table[j].name);
+    }
+    // The common figure, then each transport's own, in registry order (the file's order).
+    size_t at = 0;
+    EXPECT_EQ(table[at++].name, "memcpy_bw_Bps");
+    for (const tl::TransportEntry* t : tl::transports()) {
+        for (const common::CostFigureVar& figure : t->cost_figures) {
+            ASSERT_LT(at, table.size());
+            EXPECT_EQ(table[at++].name, figure.name) << "declared by " << t->name;
+        }
+    }
+    EXPECT_EQ(at, table.size());
+}
+
+TEST(CostFigureTable, AnUndeclaredNameAborts) {
+    const CostFigures f;
+    EXPECT_DEATH(f.get("tcp_latency"), "cost figure 'tcp_latency' is not declared");
+    CostFigures g;
+    EXPECT_DEATH(g.set("no_such_figure_s", 1.0), "not declared");
 }
 
 }  // namespace

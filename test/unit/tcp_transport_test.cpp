@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "protocols/cost_figures.h"
+#include "common/cost_figures.h"
 #include "transports/tcp/tcp_costs.h"
 #include "transports/tcp/tcp_iface.h"
 #include "transports/tcp/tcp_wire.h"
@@ -58,7 +58,7 @@ TcpConfig loopback_config(size_t sndbuf_limit = 4u << 20) {
     c.devices = {"lo"};
     c.sndbuf_limit = sndbuf_limit;
     c.keepalive_ns = 2'000'000'000;
-    c.costs = tcp_lane_costs(swy::proto::CostFigures{});
+    c.costs = tcp_lane_costs(swy::common::CostFigures{});
     return c;
 }
 
@@ -168,10 +168,10 @@ TEST_F(TcpTransport, LaneAttributes) {
     EXPECT_TRUE(la.rndv);
     EXPECT_FALSE(la.zcopy_cma);
     // The costs the interface was opened with (tcp's own figures), on every lane.
-    const swy::proto::CostFigures figures;
-    EXPECT_DOUBLE_EQ(la.costs.latency_s, figures.tcp_latency_s);
-    EXPECT_DOUBLE_EQ(la.costs.message_s, figures.tcp_overhead_s);
-    EXPECT_DOUBLE_EQ(la.costs.am_bcopy.per_byte_s, 1.0 / figures.tcp_bw_Bps);
+    const swy::common::CostFigures figures;
+    EXPECT_DOUBLE_EQ(la.costs.latency_s, figures.get("tcp_latency_s"));
+    EXPECT_DOUBLE_EQ(la.costs.message_s, figures.get("tcp_overhead_s"));
+    EXPECT_DOUBLE_EQ(la.costs.am_bcopy.per_byte_s, 1.0 / figures.get("tcp_bw_Bps"));
     EXPECT_EQ(ep->remote_uid(), kUidB);
 }
 

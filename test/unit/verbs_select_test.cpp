@@ -3,7 +3,7 @@
 // A change to the verbs cost model that moves a threshold must fail here on purpose.
 #include <gtest/gtest.h>
 
-#include "protocols/cost_figures.h"
+#include "common/cost_figures.h"
 #include "protocols/lane_caps.h"
 #include "protocols/select.h"
 #include "protocols/wire.h"
@@ -20,7 +20,7 @@ namespace {
 tl::LaneAttr verbs_lane() {
     tl::verbs::VerbsConfig vc;
     vc.seg_size = 8192;
-    vc.costs = tl::verbs::verbs_lane_costs(proto::CostFigures{});
+    vc.costs = tl::verbs::verbs_lane_costs(common::CostFigures{});
     return tl::verbs::lane_attr(vc, 256, /*dmabuf_mr=*/false, /*rcache_active=*/false);
 }
 
@@ -36,14 +36,15 @@ TEST(VerbsSelect, LaneCapsComeFromTheLaneAttributes) {
     EXPECT_EQ(caps.fragment_max, 8192 - sizeof(proto::EagerFirstHeader));
     EXPECT_TRUE(caps.rdma);
     EXPECT_FALSE(caps.cma);
-    const proto::CostFigures f;
-    EXPECT_DOUBLE_EQ(caps.costs.latency_s, f.verbs_latency_s);
-    EXPECT_DOUBLE_EQ(caps.costs.message_s, f.verbs_overhead_s);
-    EXPECT_DOUBLE_EQ(caps.costs.reg.fixed_s, f.verbs_reg_s);  // cache off: a full registration
+    const common::CostFigures f;
+    EXPECT_DOUBLE_EQ(caps.costs.latency_s, f.get("verbs_latency_s"));
+    EXPECT_DOUBLE_EQ(caps.costs.message_s, f.get("verbs_overhead_s"));
+    // cache off: a full registration
+    EXPECT_DOUBLE_EQ(caps.costs.reg.fixed_s, f.get("verbs_reg_s"));
     tl::verbs::VerbsConfig vc;
     vc.costs = tl::verbs::verbs_lane_costs(f);
     EXPECT_DOUBLE_EQ(tl::verbs::lane_attr(vc, 256, false, true).costs.reg.fixed_s,
-                     f.verbs_reg_hit_s);  // cache on: a validated hit
+                     f.get("verbs_reg_hit_s"));  // cache on: a validated hit
 }
 
 TEST(VerbsSelect, DefaultTableIsInlineThenBcopyThenRdmaPut) {

@@ -13,14 +13,6 @@
 namespace swy::info {
 namespace {
 
-/// How a figure is shown while measuring: scale and unit.
-struct Unit {
-    double scale;
-    const char* name;
-};
-constexpr Unit kGBps{1e-9, "GB/s"};
-constexpr Unit kMicros{1e6, "us"};
-constexpr Unit kNanos{1e9, "ns"};
 
 /// Print the label of a step before it runs, so a slow step shows where it is.
 void begin_step(const char* label) {
@@ -28,15 +20,17 @@ void begin_step(const char* label) {
     std::fflush(stdout);
 }
 
-/// Finish a step's line: store the value in @p field when measured, else keep the built-in
-/// value and say why.
-void end_step(const Measured& m, Unit unit, double* field) {
+/// Finish a step's line: set the figure @p key (declared in cost_figure_table(), whose unit
+/// shows it) in @p f when measured, else keep the built-in value and say why.
+void end_step(const Measured& m, std::string_view key, common::CostFigures* f) {
+    const common::CostFigureVar* figure = common::find_cost_figure(key);
+    const double scale = common::figure_unit_scale(figure->unit);
+    const char* unit = common::figure_unit_name(figure->unit);
     if (m.ok) {
-        *field = m.value;
-        std::printf("%.3f %s\n", m.value * unit.scale, unit.name);
+        f->set(key, m.value);
+        std::printf("%.3f %s\n", m.value * scale, unit);
     } else {
-        std::printf("kept built-in %.3f %s (%s)\n", *field * unit.scale, unit.name,
-                    m.why.c_str());
+        std::printf("kept built-in %.3f %s (%s)\n", f->get(key) * scale, unit, m.why.c_str());
     }
     std::fflush(stdout);
 }
@@ -58,7 +52,7 @@ void warn_if_busy() {
 
 /// The verbs steps, when an RDMA port is usable (else the built-in verbs figures stay).
 void measure_verbs_lane(const common::Config& config, const std::string& verbs,
-                        proto::CostFigures* f) {
+                        common::CostFigures* f) {
     if (verbs.rfind("yes", 0) != 0) {
         std::printf("  verbs: not measured (%s)\n", verbs.c_str());
         return;
@@ -66,43 +60,43 @@ void measure_verbs_lane(const common::Config& config, const std::string& verbs,
     std::printf("  verbs (%s; swy-perf, two processes, protocols forced):\n", verbs.c_str() + 5);
     begin_step("verbs: 8 B latency, 8 B message rate, bandwidth");
     std::fflush(stdout);
-    const VerbsFigures v = measure_verbs(config, f->memcpy_bw_Bps);
+    const VerbsFigures v = measure_verbs(config, f->get("memcpy_bw_Bps"));
     std::printf("done\n");
     begin_step("verbs one-way latency (less overhead)");
-    end_step(v.latency_s, kMicros, &f->verbs_latency_s);
+    end_step(v.latency_s, "verbs_latency_s", f);
     begin_step("verbs send overhead (1 / 8 B message rate)");
-    end_step(v.overhead_s, kMicros, &f->verbs_overhead_s);
+    end_step(v.overhead_s, "verbs_overhead_s", f);
     begin_step("verbs eager bandwidth (1 MiB eager_bcopy)");
-    end_step(v.bw_Bps, kGBps, &f->verbs_bw_Bps);
+    end_step(v.bw_Bps, "verbs_bw_Bps", f);
     begin_step("verbs RDMA bandwidth (1 and 4 MiB GET)");
-    end_step(v.rdma_bw_Bps, kGBps, &f->verbs_rdma_bw_Bps);
+    end_step(v.rdma_bw_Bps, "verbs_rdma_bw_Bps", f);
     begin_step("verbs registration, fixed (4 KiB .. 16 MiB)");
-    end_step(v.reg_s, kMicros, &f->verbs_reg_s);
+    end_step(v.reg_s, "verbs_reg_s", f);
     begin_step("verbs registration rate (page pinning)");
-    end_step(v.reg_Bps, kGBps, &f->verbs_reg_Bps);
+    end_step(v.reg_Bps, "verbs_reg_Bps", f);
     begin_step("verbs registration-cache hit, fixed");
-    end_step(v.hit_s, kMicros, &f->verbs_reg_hit_s);
+    end_step(v.hit_s, "verbs_reg_hit_s", f);
     begin_step("verbs registration-cache hit rate (page check)");
-    end_step(v.hit_Bps, kGBps, &f->verbs_reg_hit_Bps);
+    end_step(v.hit_Bps, "verbs_reg_hit_Bps", f);
 }
 
 /// The tcp steps, over loopback (tcp is always built; a worker that cannot open it says why).
-void measure_tcp_lane(proto::CostFigures* f) {
+void measure_tcp_lane(common::CostFigures* f) {
     std::printf("  tcp (loopback; swy-perf, two processes, protocols forced):\n");
     begin_step("tcp: 8 B latency, 8 B message rate, bandwidth");
-    const TcpFigures t = measure_tcp(f->memcpy_bw_Bps);
+    const TcpFigures t = measure_tcp(f->get("memcpy_bw_Bps"));
     std::printf("done\n");
     begin_step("tcp one-way latency (less overhead)");
-    end_step(t.latency_s, kMicros, &f->tcp_latency_s);
+    end_step(t.latency_s, "tcp_latency_s", f);
     begin_step("tcp per-message overhead (1 / 8 B message rate)");
-    end_step(t.overhead_s, kMicros, &f->tcp_overhead_s);
+    end_step(t.overhead_s, "tcp_overhead_s", f);
     begin_step("tcp eager bandwidth (1 MiB eager_bcopy)");
-    end_step(t.bw_Bps, kGBps, &f->tcp_bw_Bps);
+    end_step(t.bw_Bps, "tcp_bw_Bps", f);
 }
 
 /// Run every measurement; @p f starts as the built-in figures and receives the measured ones.
 void measure_all(const common::Config& config, const std::string& verbs,
-                 proto::CostFigures* f) {
+                 common::CostFigures* f) {
     const CpuPair cpus = pick_cpus();
     if (cpus.peer >= 0) {
         std::printf("Calibrating: two-process tests pin the processes to CPUs %d and %d.\n",
@@ -113,31 +107,31 @@ void measure_all(const common::Config& config, const std::string& verbs,
     }
     warn_if_busy();
     begin_step("memcpy, 64 MiB, one thread, best of 8");
-    end_step(measure_memcpy_bw(), kGBps, &f->memcpy_bw_Bps);
+    end_step(measure_memcpy_bw(), "memcpy_bw_Bps", f);
     begin_step("shm copy, 4 KiB cells, 2 processes, 64 MiB");
-    end_step(measure_shm_copy_bw(cpus), kGBps, &f->shm_copy_bw_Bps);
+    end_step(measure_shm_copy_bw(cpus), "shm_copy_bw_Bps", f);
     begin_step("fifo latency, cache-line ping-pong / 2");
-    end_step(measure_fifo_latency(cpus), kMicros, &f->fifo_latency_s);
+    end_step(measure_fifo_latency(cpus), "fifo_latency_s", f);
 
     begin_step("cma call, 8 B process_vm_readv");
     CmaFigures cma = measure_cma(cpus);
-    end_step(cma.call_s, kMicros, &f->cma_call_s);
+    end_step(cma.call_s, "cma_call_s", f);
     // The selector uses CMA bandwidth where eager and rendezvous cross (kilobytes to a few
     // MiB, in cache): the 4 MiB figure is the one recorded; 64 MiB is shown for reference.
     begin_step("cma bandwidth, 4 MiB reads");
-    end_step(cma.bw_4m_Bps, kGBps, &f->cma_bw_Bps);
+    end_step(cma.bw_4m_Bps, "cma_bw_Bps", f);
     begin_step("cma bandwidth, 64 MiB reads (not recorded)");
-    double unused = f->cma_bw_Bps;
-    end_step(cma.bw_64m_Bps, kGBps, &unused);
+    common::CostFigures unrecorded = *f;  // shown, then dropped
+    end_step(cma.bw_64m_Bps, "cma_bw_Bps", &unrecorded);
 
     begin_step("PIO send: claim + publish a private cell");
     ClaimFigures claim = measure_claim_overheads();
-    end_step(claim.pio_s, kNanos, &f->pio_overhead_s);
+    end_step(claim.pio_s, "pio_overhead_s", f);
     begin_step("bcopy send: CAS-claim + publish a FIFO cell");
-    end_step(claim.bcopy_s, kNanos, &f->bcopy_overhead_s);
+    end_step(claim.bcopy_s, "bcopy_overhead_s", f);
     begin_step("cell overhead (receive-side dispatch)");
-    end_step(Measured::failed("not measured: needs the real receive path"), kNanos,
-             &f->cell_overhead_s);
+    end_step(Measured::failed("not measured: needs the real receive path"), "cell_overhead_s",
+             f);
     measure_tcp_lane(f);
     measure_verbs_lane(config, verbs, f);
 }
@@ -147,7 +141,7 @@ void measure_all(const common::Config& config, const std::string& verbs,
 std::string output_path(const Args& args, const common::Config& config) {
     if (const std::string* out = args.get("--output")) return *out;
     std::string path = config.get_string("CALIBRATION_FILE");
-    return path.empty() ? proto::CostFigures::default_path() : path;
+    return path.empty() ? common::CostFigures::default_path() : path;
 }
 
 }  // namespace
@@ -168,7 +162,7 @@ int run_calibrate(const Args& args) {
         return 1;
     }
     const double t0 = now_s();
-    proto::CostFigures figures;  // built-in values: what is not measured stays as it is
+    common::CostFigures figures;  // built-in values: what is not measured stays as it is
     // Probed once: opening every device again for the tables below would repeat the I/O.
     const std::string verbs = verbs_availability(config);
     measure_all(config, verbs, &figures);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "args.h"
@@ -188,10 +189,20 @@ int print_shm_tables(const core::Context& context, const proto::SelectOverrides&
     return 0;
 }
 
+/// The names of @p figures, comma-separated (the figures a transport declares).
+std::string figure_names(std::span<const common::CostFigureVar> figures) {
+    std::string names;
+    for (const common::CostFigureVar& figure : figures) {
+        if (!names.empty()) names += ", ";
+        names += figure.name;
+    }
+    return names;
+}
+
 /// The tcp table: the lane tl::tcp::lane_attr describes for this configuration, with tcp's
-/// own cost figures (tcp_*).
+/// own cost figures (tl::tcp::kCostFigures).
 int print_tcp_tables(const core::Context& context, const proto::SelectOverrides& o) {
-    std::printf("\ntcp transport (figures: tcp_latency_s, tcp_overhead_s, tcp_bw_Bps)\n");
+    std::printf("\ntcp transport (figures: %s)\n", figure_names(tl::tcp::kCostFigures).c_str());
     note_if_disabled(context, "tcp");
     tl::tcp::TcpConfig tc;
     tc.sndbuf_limit = context.config().get_size("TCP_SNDBUF_LIMIT");
@@ -281,37 +292,13 @@ int print_verbs_tables(const core::Context& context, const proto::SelectOverride
 
 }  // namespace
 
-void print_cost_figures(const proto::CostFigures& c) {
-    struct Row {
-        const char* key;
-        double value;
-        double scale;
-        const char* unit;
-    };
-    const Row rows[] = {
-        {"memcpy_bw_Bps", c.memcpy_bw_Bps, 1e-9, "GB/s"},
-        {"shm_copy_bw_Bps", c.shm_copy_bw_Bps, 1e-9, "GB/s"},
-        {"cma_bw_Bps", c.cma_bw_Bps, 1e-9, "GB/s"},
-        {"cma_call_s", c.cma_call_s, 1e6, "us"},
-        {"fifo_latency_s", c.fifo_latency_s, 1e6, "us"},
-        {"cell_overhead_s", c.cell_overhead_s, 1e9, "ns"},
-        {"pio_overhead_s", c.pio_overhead_s, 1e9, "ns"},
-        {"bcopy_overhead_s", c.bcopy_overhead_s, 1e9, "ns"},
-        {"tcp_latency_s", c.tcp_latency_s, 1e6, "us"},
-        {"tcp_overhead_s", c.tcp_overhead_s, 1e6, "us"},
-        {"tcp_bw_Bps", c.tcp_bw_Bps, 1e-9, "GB/s"},
-        {"verbs_latency_s", c.verbs_latency_s, 1e6, "us"},
-        {"verbs_overhead_s", c.verbs_overhead_s, 1e6, "us"},
-        {"verbs_bw_Bps", c.verbs_bw_Bps, 1e-9, "GB/s"},
-        {"verbs_rdma_overhead_s", c.verbs_rdma_overhead_s, 1e6, "us"},
-        {"verbs_rdma_bw_Bps", c.verbs_rdma_bw_Bps, 1e-9, "GB/s"},
-        {"verbs_reg_s", c.verbs_reg_s, 1e6, "us"},
-        {"verbs_reg_Bps", c.verbs_reg_Bps, 1e-9, "GB/s"},
-        {"verbs_reg_hit_s", c.verbs_reg_hit_s, 1e6, "us"},
-        {"verbs_reg_hit_Bps", c.verbs_reg_hit_Bps, 1e-9, "GB/s"},
-    };
-    for (const Row& r : rows) {
-        std::printf("    %-21s %-11.4g %8.3f %s\n", r.key, r.value, r.value * r.scale, r.unit);
+void print_cost_figures(const common::CostFigures& c) {
+    // Every declared figure (common, then each transport's), as the file lists them.
+    for (const common::CostFigureVar& figure : common::cost_figure_table()) {
+        const double value = c.get(figure.name);
+        std::printf("    %-21.*s %-11.4g %8.3f %s\n", static_cast<int>(figure.name.size()),
+                    figure.name.data(), value, value * common::figure_unit_scale(figure.unit),
+                    common::figure_unit_name(figure.unit));
     }
 }
 
@@ -349,7 +336,7 @@ int print_proto(const Args& args) {
         std::fprintf(stderr, "swy-info: cannot create a context: %s\n", error.c_str());
         return 1;
     }
-    const proto::CostFigures& costs = context->costs();
+    const common::CostFigures& costs = context->costs();
     std::printf("Protocol selection for host memory\n");
     std::printf("  cost figures: %s%s\n", costs.source.c_str(),
                 costs.from_file ? "" : " (no calibration file; run swy-info --calibrate)");

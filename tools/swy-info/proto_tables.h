@@ -7,15 +7,15 @@
 namespace swy::core {
 class Context;
 }
-namespace swy::proto {
-struct CostFigures;
+namespace swy::common {
+class CostFigures;
 }
 
 namespace swy::info {
 
 /// One line per cost figure: key, value as written to the calibration file, and the value in
 /// units people read (GB/s, us, ns).
-void print_cost_figures(const proto::CostFigures& costs);
+void print_cost_figures(const common::CostFigures& costs);
 
 /// Print the tables an endpoint of @p context would get on the @p tls lane ("shm": one with a
 /// PIO lane and one without; "tcp", "self": one; "verbs": host memory, a device-memory slot

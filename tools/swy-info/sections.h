@@ -40,7 +40,7 @@ int print_proto(const Args& args);
 
 /// `--calibrate [--output PATH]`: measure this host (about 5 s of two-process copy, CMA and
 /// latency tests), write the cost figures to PATH (default SWY_CALIBRATION_FILE, else
-/// proto::CostFigures::default_path(); written by CostFigures::save(): directory created
+/// common::CostFigures::default_path(); written by CostFigures::save(): directory created
 /// 0700, file 0600, replaced by rename, a symlink refused), then print the figures and the
 /// shm tables they give. Returns 1 if there is no path (HOME unset and neither --output nor
 /// SWY_CALIBRATION_FILE), the file cannot be written or is not accepted when read back, or

@@ -3,12 +3,12 @@
 // (eager_bcopy: no PIO, no rendezvous), so these figures only explain it.
 #pragma once
 
-#include "protocols/cost_figures.h"
+#include "common/cost_figures.h"
 #include "transports/transport.h"
 
 namespace swy::tl::self {
 
 /// A self lane's costs under @p figures (memcpy_bw_Bps only: no latency of its own).
-LaneCosts self_lane_costs(const proto::CostFigures& figures);
+LaneCosts self_lane_costs(const common::CostFigures& figures);
 
 }  // namespace swy::tl::self

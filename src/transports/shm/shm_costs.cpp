@@ -9,20 +9,22 @@ constexpr double kCmaChunkBytes = 512.0 * 1024;
 
 }  // namespace
 
-LaneCosts shm_lane_costs(const proto::CostFigures& f) {
+LaneCosts shm_lane_costs(const common::CostFigures& f) {
+    const double fifo_latency = f.get("fifo_latency_s");
+    const double cma_call = f.get("cma_call_s");
     LaneCosts c;
-    c.latency_s = f.fifo_latency_s;
+    c.latency_s = fifo_latency;
     // Every cell is claimed, published and dispatched, whichever path it took.
-    c.message_s = f.cell_overhead_s;
+    c.message_s = f.get("cell_overhead_s");
     // Copy-in and copy-out of a cell overlap: shm_copy_bw_Bps is the end-to-end rate.
-    const double cell_copy = 1.0 / f.shm_copy_bw_Bps;
-    c.am_short = {f.pio_overhead_s, cell_copy};    // plain stores into a private ring
-    c.am_bcopy = {f.bcopy_overhead_s, cell_copy};  // a compare-and-swap on the shared head
-    c.unexpected_copy_per_byte_s = 1.0 / f.memcpy_bw_Bps;
-    const double cma_per_byte = 1.0 / f.cma_bw_Bps + f.cma_call_s / kCmaChunkBytes;
-    c.get_zcopy = {f.cma_call_s, cma_per_byte};
+    const double cell_copy = 1.0 / f.get("shm_copy_bw_Bps");
+    c.am_short = {f.get("pio_overhead_s"), cell_copy};    // plain stores into a private ring
+    c.am_bcopy = {f.get("bcopy_overhead_s"), cell_copy};  // a compare-and-swap on the shared head
+    c.unexpected_copy_per_byte_s = 1.0 / f.get("memcpy_bw_Bps");
+    const double cma_per_byte = 1.0 / f.get("cma_bw_Bps") + cma_call / kCmaChunkBytes;
+    c.get_zcopy = {cma_call, cma_per_byte};
     // A PUT is done for the receiver when the FIN, sent after the write, has arrived.
-    c.put_zcopy = {f.cma_call_s + f.fifo_latency_s, cma_per_byte};
+    c.put_zcopy = {cma_call + fifo_latency, cma_per_byte};
     c.reg = {};  // CMA needs no registration
     return c;
 }

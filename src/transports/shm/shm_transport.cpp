@@ -86,6 +86,7 @@ const TransportEntry kTransport{
     .priority = 30,
     .polls_host_memory = true,
     .config_vars = kVars,
+    .cost_figures = kCostFigures,
     .open = open_shm,
     .can_reach = reaches,
     .connect = connect_shm,

@@ -92,6 +92,7 @@ const TransportEntry kTransport{
     .priority = 10,
     .polls_host_memory = false,
     .config_vars = kVars,
+    .cost_figures = kCostFigures,
     .open = open_tcp,
     .can_reach = reaches,
     .connect = connect_tcp,

@@ -105,7 +105,7 @@ bool is_rdma_device(std::string_view device) {
 }
 
 /// The costs of a lane with the registration cache on (the default, SWY_VERBS_RCACHE=auto).
-LaneCosts expected_lane_costs(const proto::CostFigures& figures) {
+LaneCosts expected_lane_costs(const common::CostFigures& figures) {
     return verbs_lane_costs(figures).expected(true);
 }
 
@@ -165,6 +165,7 @@ const TransportEntry kTransport{
     .priority = 20,
     .polls_host_memory = false,
     .config_vars = kVars,
+    .cost_figures = kCostFigures,
     .open = open_verbs,
     .can_reach = reaches,
     .connect = connect_verbs,

@@ -1,4 +1,4 @@
-#include "protocols/cost_figures.h"
+#include "common/cost_figures.h"
 
 #include <fcntl.h>
 #include <sys/random.h>
@@ -11,53 +11,45 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <vector>
 
 #include "common/log.h"
 #include "common/unique_fd.h"
 
-namespace swy::proto {
+namespace swy::common {
 namespace {
 
-// Accepted ranges. Wide enough for any real host (a 1 MB/s link to 10 TB/s memory, 0.1 ns
-// to 1 s per call); narrow enough that a figure outside is a broken measurement or a broken
-// file, which would otherwise push the selector to absurd thresholds. Registration rates are
-// a fitted slope: a cache hit whose cost hardly grows with size gives a huge rate (the fit
-// caps it near 1.7e19 B/s), so their upper bound is higher.
-constexpr double kBwMin = 1e6, kBwMax = 1e13;
-constexpr double kTimeMin = 1e-10, kTimeMax = 1.0;
-constexpr double kRegRateMax = 1e20;
+// The figures every transport may read: a plain memory copy (the unexpected-message copy,
+// bounce buffers). Transports declare their own in their folders.
+constexpr CostFigureVar kCommonFigures[] = {
+    {"memcpy_bw_Bps", 10e9, kFigureBwMin, kFigureBwMax, FigureUnit::kGBps,
+     "single-thread memcpy, large out-of-cache buffers"},
+};
 
-struct Field {
-    const char* key;
-    double CostFigures::*member;
-    double min;
-    double max;
-};
-constexpr Field kFields[] = {
-    {"memcpy_bw_Bps", &CostFigures::memcpy_bw_Bps, kBwMin, kBwMax},
-    {"shm_copy_bw_Bps", &CostFigures::shm_copy_bw_Bps, kBwMin, kBwMax},
-    {"cma_bw_Bps", &CostFigures::cma_bw_Bps, kBwMin, kBwMax},
-    {"cma_call_s", &CostFigures::cma_call_s, kTimeMin, kTimeMax},
-    {"fifo_latency_s", &CostFigures::fifo_latency_s, kTimeMin, kTimeMax},
-    {"cell_overhead_s", &CostFigures::cell_overhead_s, kTimeMin, kTimeMax},
-    {"pio_overhead_s", &CostFigures::pio_overhead_s, kTimeMin, kTimeMax},
-    {"bcopy_overhead_s", &CostFigures::bcopy_overhead_s, kTimeMin, kTimeMax},
-    {"tcp_latency_s", &CostFigures::tcp_latency_s, kTimeMin, kTimeMax},
-    {"tcp_overhead_s", &CostFigures::tcp_overhead_s, kTimeMin, kTimeMax},
-    {"tcp_bw_Bps", &CostFigures::tcp_bw_Bps, kBwMin, kBwMax},
-    {"verbs_latency_s", &CostFigures::verbs_latency_s, kTimeMin, kTimeMax},
-    {"verbs_overhead_s", &CostFigures::verbs_overhead_s, kTimeMin, kTimeMax},
-    {"verbs_bw_Bps", &CostFigures::verbs_bw_Bps, kBwMin, kBwMax},
-    {"verbs_rdma_overhead_s", &CostFigures::verbs_rdma_overhead_s, kTimeMin, kTimeMax},
-    {"verbs_rdma_bw_Bps", &CostFigures::verbs_rdma_bw_Bps, kBwMin, kBwMax},
-    {"verbs_reg_s", &CostFigures::verbs_reg_s, kTimeMin, kTimeMax},
-    {"verbs_reg_Bps", &CostFigures::verbs_reg_Bps, kBwMin, kRegRateMax},
-    {"verbs_reg_hit_s", &CostFigures::verbs_reg_hit_s, kTimeMin, kTimeMax},
-    {"verbs_reg_hit_Bps", &CostFigures::verbs_reg_hit_Bps, kBwMin, kRegRateMax},
-};
+constexpr size_t kNotDeclared = static_cast<size_t>(-1);
+
+/// Index of @p name in cost_figure_table(), or kNotDeclared.
+size_t find_index(std::string_view name) {
+    const std::span<const CostFigureVar> table = cost_figure_table();
+    for (size_t i = 0; i < table.size(); ++i) {
+        if (table[i].name == name) return i;
+    }
+    return kNotDeclared;
+}
+
+/// Index of the declared figure @p name; an undeclared one is a library bug (a misspelt key
+/// in a cost function), which must not read as 0 or as some other figure.
+size_t declared_index(std::string_view name) {
+    const size_t i = find_index(name);
+    if (i != kNotDeclared) return i;
+    log_printf(LogLevel::kError, "cost figure '%.*s' is not declared",
+                       static_cast<int>(name.size()), name.data());
+    std::abort();
+}
 
 /// False for NaN too: every comparison with it fails.
-bool in_range(const Field& field, double v) { return v >= field.min && v <= field.max; }
+bool in_range(const CostFigureVar& figure, double v) { return v >= figure.min && v <= figure.max; }
 
 /// strerror() as a std::string, for reason strings.
 std::string errno_text(int e) { return std::strerror(e); }
@@ -172,12 +164,9 @@ Status parse(const std::string& path, const std::string& text, CostFigures* f, s
             *why = where + "expected key = value";
             return Status::kMalformed;
         }
-        const Field* field = nullptr;
-        for (const Field& candidate : kFields) {
-            if (key == candidate.key) field = &candidate;
-        }
-        if (field == nullptr) {  // a newer version's figure: skip it, value unparsed
-            common::log_printf(common::LogLevel::kWarn, "%sunknown key '%s' ignored",
+        const CostFigureVar* figure = find_cost_figure(key);
+        if (figure == nullptr) {  // a newer version's figure: skip it, value unparsed
+            log_printf(LogLevel::kWarn, "%sunknown key '%s' ignored",
                                where.c_str(), key.c_str());
             continue;
         }
@@ -189,14 +178,14 @@ Status parse(const std::string& path, const std::string& text, CostFigures* f, s
             *why = where + "'" + key + "' needs a number";
             return Status::kMalformed;
         }
-        if (!in_range(*field, v)) {
-            common::log_printf(common::LogLevel::kWarn,
+        if (!in_range(*figure, v)) {
+            log_printf(LogLevel::kWarn,
                                "%s'%s' = %s is outside [%g, %g]; the built-in %g is used",
-                               where.c_str(), key.c_str(), value.c_str(), field->min,
-                               field->max, f->*(field->member));
+                               where.c_str(), key.c_str(), value.c_str(), figure->min,
+                               figure->max, f->get(key));
             continue;
         }
-        f->*(field->member) = v;
+        f->set(key, v);
     }
     return Status::kOk;
 }
@@ -205,17 +194,17 @@ Status parse(const std::string& path, const std::string& text, CostFigures* f, s
 /// its range is written commented out, so the file stays loadable and shows what was measured.
 std::string render(const CostFigures& f) {
     std::string text = "# Switchyard cost figures, measured by swy-info --calibrate\n";
-    for (const Field& field : kFields) {
-        const double v = f.*(field.member);
+    for (const CostFigureVar& figure : cost_figure_table()) {
+        const double v = f.get(figure.name);
         char number[64];
         // to_chars, not printf: the application's locale must not change what we write.
         const auto r = std::to_chars(number, number + sizeof(number), v,
                                      std::chars_format::general, 6);
         const std::string value(number, r.ptr);
-        if (in_range(field, v)) {
-            text += std::string(field.key) + " = " + value + "\n";
+        if (in_range(figure, v)) {
+            text += std::string(figure.name) + " = " + value + "\n";
         } else {
-            text += "# " + std::string(field.key) + " = " + value + "  (outside the accepted " +
+            text += "# " + std::string(figure.name) + " = " + value + "  (outside the accepted " +
                     "range: the built-in value applies)\n";
         }
     }
@@ -287,6 +276,52 @@ int create_temp(int dfd, const std::string& base, std::string* name) {
 
 }  // namespace
 
+double figure_unit_scale(FigureUnit unit) {
+    switch (unit) {
+        case FigureUnit::kGBps: return 1e-9;
+        case FigureUnit::kMicros: return 1e6;
+        case FigureUnit::kNanos: return 1e9;
+    }
+    return 1;
+}
+
+const char* figure_unit_name(FigureUnit unit) {
+    switch (unit) {
+        case FigureUnit::kGBps: return "GB/s";
+        case FigureUnit::kMicros: return "us";
+        case FigureUnit::kNanos: return "ns";
+    }
+    return "";
+}
+
+std::span<const CostFigureVar> cost_figure_table() {
+    // Built once, never changed: the common figures, then the transports' in registry order.
+    static const std::vector<CostFigureVar> table = [] {
+        std::vector<CostFigureVar> all(std::begin(kCommonFigures), std::end(kCommonFigures));
+        const std::span<const CostFigureVar> transports = transport_cost_figure_table();
+        all.insert(all.end(), transports.begin(), transports.end());
+        return all;
+    }();
+    return table;
+}
+
+const CostFigureVar* find_cost_figure(std::string_view name) {
+    const size_t i = find_index(name);
+    return i == kNotDeclared ? nullptr : &cost_figure_table()[i];
+}
+
+CostFigures::CostFigures() {
+    const std::span<const CostFigureVar> table = cost_figure_table();
+    values_.reserve(table.size());
+    for (const CostFigureVar& figure : table) values_.push_back(figure.default_value);
+}
+
+double CostFigures::get(std::string_view name) const { return values_[declared_index(name)]; }
+
+void CostFigures::set(std::string_view name, double value) {
+    values_[declared_index(name)] = value;
+}
+
 std::string CostFigures::default_path() {
     // secure_getenv: a set-uid program must not read a file its caller chose through HOME.
     const char* home = ::secure_getenv("HOME");
@@ -320,7 +355,7 @@ CostFigures CostFigures::load_configured(const std::string& configured) {
     if (s == Status::kOk) return f;
     // No file at the default place is the normal case of an uncalibrated host.
     if (s == Status::kNotFound && !explicit_path) return CostFigures{};
-    common::log_printf(common::LogLevel::kWarn,
+    log_printf(LogLevel::kWarn,
                        "calibration file not used, built-in cost figures instead: %s",
                        why.c_str());
     return CostFigures{};
@@ -378,4 +413,4 @@ Status CostFigures::save(const std::string& path, std::string* why) const {
     return Status::kOk;
 }
 
-}  // namespace swy::proto
+}  // namespace swy::common
