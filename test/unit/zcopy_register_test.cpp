@@ -101,8 +101,8 @@ public:
 
 swy::tl::LaneAttr lane_attr(bool dmabuf) {
     swy::tl::LaneAttr a;
-    a.rdma = true;
-    a.rdma_device_memory = dmabuf;
+    a.caps = swy::tl::cap::kGetZcopy | swy::tl::cap::kPutZcopy | swy::tl::cap::kRemoteKeys |
+             (dmabuf ? swy::tl::cap::kDeviceMemory : 0);
     return a;
 }
 
@@ -111,7 +111,7 @@ Status register_for_rdma(FakeLane& lane, const swy::tl::LaneAttr& attr,
                          const DmabufExporter& exporter, const void* buffer, size_t length,
                          MemType type, bool cpu_buffer, unsigned access,
                          std::unique_ptr<swy::tl::MemoryRegistration>* out, std::string* why) {
-    lane.device_memory = attr.rdma_device_memory;
+    lane.device_memory = (attr.caps & swy::tl::cap::kDeviceMemory) != 0;
     return register_zcopy_buffer(lane, exporter, buffer, length, type, cpu_buffer, access, out,
                                  why);
 }
@@ -171,16 +171,16 @@ TEST(RdmaRegister, SimdevIsNeverRegisteredAsADmabuf) {
     EXPECT_EQ(lane.dmabuf_calls + lane.host_calls, 0);
     MemTypeAttr capable;
     capable.dmabuf_capable = true;
-    EXPECT_FALSE(swy::proto::rndv::rdma_reaches_device_memory(lane_attr(true), MemType::kSimdev,
+    EXPECT_FALSE(swy::proto::rndv::zcopy_reaches_device_memory(lane_attr(true), MemType::kSimdev,
                                                        capable));
-    EXPECT_TRUE(swy::proto::rndv::rdma_reaches_device_memory(lane_attr(true), MemType::kDmabuf,
+    EXPECT_TRUE(swy::proto::rndv::zcopy_reaches_device_memory(lane_attr(true), MemType::kDmabuf,
                                                       capable));
-    EXPECT_TRUE(swy::proto::rndv::rdma_reaches_device_memory(lane_attr(true), MemType::kCuda, capable));
-    EXPECT_FALSE(swy::proto::rndv::rdma_reaches_device_memory(lane_attr(false), MemType::kCuda,
+    EXPECT_TRUE(swy::proto::rndv::zcopy_reaches_device_memory(lane_attr(true), MemType::kCuda, capable));
+    EXPECT_FALSE(swy::proto::rndv::zcopy_reaches_device_memory(lane_attr(false), MemType::kCuda,
                                                        capable))
         << "rxe: no dma-buf MRs, so the table keeps the staged pipeline";
     MemTypeAttr not_exported;  // e.g. CUDA on a driver without dma-buf export
-    EXPECT_FALSE(swy::proto::rndv::rdma_reaches_device_memory(lane_attr(true), MemType::kCuda,
+    EXPECT_FALSE(swy::proto::rndv::zcopy_reaches_device_memory(lane_attr(true), MemType::kCuda,
                                                        not_exported));
 }
 

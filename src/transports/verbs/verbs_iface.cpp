@@ -133,7 +133,7 @@ Status VerbsEndpoint::register_dmabuf(int fd, uint64_t offset, size_t length, ui
                                       unsigned access, std::unique_ptr<MemoryRegistration>* out,
                                       std::string* why) {
     if (iface_ == nullptr) return Status::kConnectionReset;
-    if (!attr_.rdma_device_memory) {
+    if ((attr_.caps & cap::kDeviceMemory) == 0) {
         *why = "ibv_reg_dmabuf_mr: " + iface_->port_.dmabuf_reason;
         return Status::kUnsupported;
     }
