@@ -66,10 +66,10 @@ private:
 /// ibv_access_flags for ZcopyAccess bits.
 int ibv_access(unsigned access) {
     int flags = 0;
-    if ((access & kRdmaLocalWrite) != 0) flags |= IBV_ACCESS_LOCAL_WRITE;
-    if ((access & kRdmaRemoteRead) != 0) flags |= IBV_ACCESS_REMOTE_READ;
+    if ((access & kZcopyLocalWrite) != 0) flags |= IBV_ACCESS_LOCAL_WRITE;
+    if ((access & kZcopyRemoteRead) != 0) flags |= IBV_ACCESS_REMOTE_READ;
     // Remote write requires local write (verbs rule).
-    if ((access & kRdmaRemoteWrite) != 0) flags |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+    if ((access & kZcopyRemoteWrite) != 0) flags |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
     return flags;
 }
 
