@@ -143,7 +143,10 @@ swy_status_t swy_ep_query(swy_ep_h ep, swy_ep_attr_t* attr) {
         e->wired() ? proto::proto_name(e->host_table().lookup(8)) : "";  // "" until wired
     attr->fallback_protocol = "eager_bcopy";
     attr->connected = e->failed() ? 0 : 1;
-    attr->cma = a.zcopy_cma ? 1 : 0;
+    // "cma" in the public struct: zero-copy that needs no remote keys (the lane's verified
+    // peer is the key), which is what CMA is.
+    const bool zcopy = (a.caps & tl::cap::kGetZcopy) != 0;
+    attr->cma = zcopy && (a.caps & tl::cap::kRemoteKeys) == 0 ? 1 : 0;
     attr->pio_inline_size = a.pio_inline_max;
     attr->pio_dm_size = a.pio_dm_bytes;
     attr->pio_credits = !a.pio ? 0 : a.pio_credits != 0 ? a.pio_credits : a.credits;

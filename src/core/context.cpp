@@ -25,13 +25,11 @@ Status Context::create(const common::Config& config, Context** out, std::string*
             ctx->tls_exclude_ = true;
             tls[0] = tls[0].substr(1);
         }
-        // Every registered transport, and cma (the zero-copy helper of shm and self).
-        std::string known;
-        for (const tl::TransportEntry* e : tl::transports()) known += std::string(e->name) + ", ";
-        known += "cma";
+        // Every registered transport, and the helpers transports use (tl::tls_helpers()).
         for (const auto& t : tls) {
-            if (t != "cma" && tl::find_transport(t) == nullptr) {
-                *why = "SWY_TLS: unknown transport '" + t + "' (known: " + known + ")";
+            if (!tl::tls_name_known(t)) {
+                *why = "SWY_TLS: unknown transport '" + t + "' (known: " + tl::tls_names_text() +
+                       ")";
                 delete ctx;
                 return Status::kInvalidParam;
             }

@@ -88,9 +88,10 @@ void Endpoint::wire(std::unique_ptr<tl::Endpoint> lane, uint16_t iface_index) {
         proto::DeviceMemoryPath device;
         device.stage_fixed_s = attr.copy_latency_s;
         device.stage_per_byte_s = 1.0 / attr.copy_bw_Bps;
-        // RDMA reaches device memory only through dma-buf registration (verbs probes it),
-        // and only memory types whose plugin exports a dma-buf (protocols/rndv/zcopy_register.h).
-        device.zcopy_reaches = proto::rndv::rdma_reaches_device_memory(a, type, attr);
+        // Zero-copy reaches device memory only through dma-buf registration on a lane with
+        // remote keys (the transport probes it), and only memory types whose plugin exports
+        // a dma-buf (protocols/rndv/zcopy_register.h).
+        device.zcopy_reaches = proto::rndv::zcopy_reaches_device_memory(a, type, attr);
         tables_[t] = proto::table_for(a, o, &device);
     }
     const proto::ProtoTable& host = tables_[static_cast<size_t>(mem::MemType::kHost)];

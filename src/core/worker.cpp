@@ -37,16 +37,14 @@ Status Worker::create(Context* context, const swy_worker_params_t* params, Worke
     const common::Config& cfg = context->config();
     w->pio_max_eps_ = cfg.get_unsigned("PIO_MAX_EPS");
     w->pio_reserved_ = std::min<size_t>(cfg.get_unsigned("PIO_RESERVED"), w->pio_max_eps_);
-    if (!tl::cma::parse_cma_mode(cfg.get_string("CMA"), &w->cma_mode_)) {
-        *why = "SWY_CMA must be auto, y, n or simulate-eperm";
-        return Status::kInvalidParam;
-    }
-    if (!context->transport_enabled("cma")) w->cma_mode_ = tl::cma::CmaMode::kOff;
     w->rndv_.set_split_min(std::max<size_t>(cfg.get_size("RNDV_SPLIT_MIN"), 8192));
     w->rndv_.set_get_chunk(std::max<size_t>(cfg.get_size("RNDV_FRAG_SIZE"), 4096));
     w->unexpected_max_ = cfg.get_size("UNEXPECTED_MAX");
     w->unexpected_peer_max_ = cfg.get_size("UNEXPECTED_PEER_MAX");
-    Status s = w->open_interfaces(why);
+    // Settings of what transports build on (SWY_CMA), checked whichever transports open.
+    Status s = tl::check_helper_settings(cfg, why);
+    if (s != Status::kOk) return s;
+    s = w->open_interfaces(why);
     if (s != Status::kOk) return s;
     w->unexpected_by_sender_.resize(w->ifaces_.size());  // never again: descs point into it
     *out = w.release();
@@ -89,7 +87,10 @@ Status Worker::open_interfaces(std::string* why) {
                                     .iface_index = index,
                                     .sink = this,
                                     .auth_key = auth_key_,
-                                    .cma_mode = cma_mode_,
+                                    .tls_enabled =
+                                        [ctx = context_](const char* name) {
+                                            return ctx->transport_enabled(name);
+                                        },
                                     .place_local_memory = place_local_memory,
                                     .host_memory_lane_open = host_memory_lane_open};
         std::unique_ptr<tl::Interface> iface;
@@ -337,11 +338,13 @@ Status Worker::create_endpoint(const swy_ep_params_t& params, Endpoint** out, st
     }
     if (context_->config().get_bool("PROTO_INFO")) {
         const tl::LaneAttr& la = ep->lane_attr();
+        const bool zcopy = (la.caps & tl::cap::kGetZcopy) != 0;
+        const bool keys = (la.caps & tl::cap::kRemoteKeys) != 0;
         common::log_print_always(LogLevel::kInfo,
-                   "endpoint to %016llx over %s (pio %s, credits %u, cma %s%s; costs: %s):\n%s",
+                   "endpoint to %016llx over %s (pio %s, credits %u, zero-copy %s%s; costs: %s):\n%s",
                    static_cast<unsigned long long>(ep->remote_uid()), la.transport,
-                   ep->pio_granted() ? "yes" : "no", la.credits, la.zcopy_cma ? "yes" : "no: ",
-                   la.zcopy_cma ? "" : la.cma_reason.c_str(),
+                   ep->pio_granted() ? "yes" : "no", la.credits, zcopy ? (keys ? "yes, remote keys" : "yes") : "no: ",
+                   zcopy ? "" : la.zcopy_reason.c_str(),
                    context_->costs().source.c_str(), ep->host_table().print().c_str());
     }
     *out = ep;

@@ -24,7 +24,6 @@
 #include "memtypes/registry.h"
 #include "protocols/rndv/rendezvous.h"
 #include "protocols/wire.h"
-#include "transports/cma/cma.h"
 #include "transports/registry.h"
 #include "transports/transport.h"
 
@@ -185,7 +184,6 @@ public:
     }
     /// copy_in() into memory the CPU must not touch: the memory type's copy routine.
     Status copy_in_device(Request* r, size_t offset, const uint8_t* src, size_t length) const;
-    tl::cma::CmaMode cma_mode() const { return cma_mode_; }
 
     // ---- rendezvous (src/protocols/rndv/) ----
     /// The rendezvous protocols' state in this worker.
@@ -255,7 +253,6 @@ private:
     uint64_t unexpected_lost_ = 0;
     // Rendezvous: state and protocols in src/protocols/rndv/ (the worker only plumbs).
     proto::rndv::Rendezvous rndv_{this};
-    tl::cma::CmaMode cma_mode_ = tl::cma::CmaMode::kAuto;
 
     void run_deferred();
     void retry_control();

@@ -41,19 +41,23 @@ LaneCaps lane_caps(const tl::LaneAttr& a, const SelectOverrides& o,
     caps.pio = a.pio;
     caps.pio_max = limits.pio_max;
     caps.fragment_max = limits.fragment_max;
-    caps.cma = a.zcopy_cma;
-    caps.rdma = a.rdma;
+    constexpr uint32_t kZcopy = tl::cap::kGetZcopy | tl::cap::kPutZcopy;
+    caps.zcopy = (a.caps & kZcopy) == kZcopy;
+    caps.remote_keys = caps.zcopy && (a.caps & tl::cap::kRemoteKeys) != 0;
     caps.rndv = a.rndv;
-    caps.split_min = a.zcopy_cma ? o.split_min : 0;
+    // Splitting a GET needs both sides to copy in the call: a lane without remote keys
+    // (the verified peer is the key) copies synchronously; one with keys completes later.
+    caps.split_min = caps.zcopy && !caps.remote_keys ? o.split_min : 0;
     caps.costs = a.costs;
     if (device != nullptr) {
-        // The CPU does not store from device memory (no PIO), the kernel's page pinning does
-        // not reach it (no CMA), and RDMA only where a dma-buf MR can be made.
+        // The CPU does not store from device memory (no PIO), a lane without keys copies
+        // with the CPU (CMA: no), and a lane with keys only where the memory can be
+        // registered (a dma-buf MR: DeviceMemoryPath::zcopy_reaches).
         caps.pio = false;
         caps.pio_max = 0;
-        caps.cma = false;
         caps.split_min = 0;
-        caps.rdma = caps.rdma && device->zcopy_reaches;
+        caps.zcopy = caps.zcopy && caps.remote_keys && device->zcopy_reaches;
+        caps.remote_keys = caps.zcopy;
         caps.stage_fixed_s = device->stage_fixed_s;
         caps.stage_per_byte_s = device->stage_per_byte_s;
     }

@@ -41,14 +41,16 @@ SelectOverrides overrides_from(const common::Config& config);
 struct DeviceMemoryPath {
     double stage_fixed_s = 0;     ///< staging copy into host memory: fixed part
     double stage_per_byte_s = 0;  ///< ... per byte (1 / the memory type's copy bandwidth)
-    /// The lane's zero-copy reaches this memory directly (RDMA over a dma-buf MR); else
+    /// The lane's zero-copy reaches this memory directly (registered as a dma-buf, on
+    /// a lane with remote keys: rndv::zcopy_reaches_device_memory()); else
     /// every rendezvous is staged through the pipeline.
     bool zcopy_reaches = false;
 };
 
 /// What the selector needs of @p lane: its eager limits (eager_limits(), with @p o.pio_max),
-/// its zero-copy flavour (CMA or RDMA), whether rendezvous is possible, the GET split
-/// threshold (@p o.split_min, CMA only), and its cost figures, copied unchanged. With
+/// its zero-copy operations and whether they use remote keys (from LaneAttr::caps), whether
+/// rendezvous is possible, the GET split threshold (@p o.split_min, zero-copy without keys
+/// only), and its cost figures, copied unchanged. With
 /// @p device: the lane as seen from device memory: no PIO, zero-copy only where
 /// device->zcopy_reaches, and the staging costs added to every candidate.
 LaneCaps lane_caps(const tl::LaneAttr& lane, const SelectOverrides& o,

@@ -68,9 +68,9 @@ inline constexpr ProtoInfo kProtoInfo[kProtoCount] = {
      ZcopyNeed::kPut, false},
     {ProtoId::kRndvPipeline, "rndv_pipeline", ProtoFamily::kRendezvous, RndvScheme::kPipeline,
      ZcopyNeed::kNone, false},
-    {ProtoId::kRndvGetZcopy, "rndv_get_zcopy", ProtoFamily::kRendezvous, RndvScheme::kGetRdma,
+    {ProtoId::kRndvGetZcopy, "rndv_get_zcopy", ProtoFamily::kRendezvous, RndvScheme::kGetKeyed,
      ZcopyNeed::kGet, true},
-    {ProtoId::kRndvPutZcopy, "rndv_put_zcopy", ProtoFamily::kRendezvous, RndvScheme::kPutRdma,
+    {ProtoId::kRndvPutZcopy, "rndv_put_zcopy", ProtoFamily::kRendezvous, RndvScheme::kPutKeyed,
      ZcopyNeed::kPut, true},
 };
 

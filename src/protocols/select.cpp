@@ -86,18 +86,18 @@ std::vector<Candidate> candidates(const LaneCaps& lane) {
     if (lane.rndv) {
         const double handshake = 2 * L + 2 * m + c.am_bcopy.fixed_s;
         const double control = L + m;  // one more control message (FIN, ...)
-        if (lane.cma || lane.rdma) {
+        if (lane.zcopy) {
             const double reg_fixed = c.reg.fixed_s;
             const double reg_per_byte = c.reg.per_byte_s;
-            out.push_back({lane.rdma ? ProtoId::kRndvGetZcopy : ProtoId::kRndvGetCma, 0, kMax,
+            out.push_back({lane.remote_keys ? ProtoId::kRndvGetZcopy : ProtoId::kRndvGetCma, 0, kMax,
                            handshake + c.get_zcopy.fixed_s + 2 * reg_fixed,
                            c.get_zcopy.per_byte_s + 2 * reg_per_byte});
-            if (lane.cma && lane.split_min != 0 && lane.split_min != kMax) {
+            if (!lane.remote_keys && lane.split_min != 0 && lane.split_min != kMax) {
                 out.push_back({ProtoId::kRndvGetCma, lane.split_min, kMax,
                                handshake + 2 * c.get_zcopy.fixed_s + control,
                                c.get_zcopy.per_byte_s / 2});
             }
-            out.push_back({lane.rdma ? ProtoId::kRndvPutZcopy : ProtoId::kRndvPutCma, 0, kMax,
+            out.push_back({lane.remote_keys ? ProtoId::kRndvPutZcopy : ProtoId::kRndvPutCma, 0, kMax,
                            handshake + c.put_zcopy.fixed_s + m + reg_fixed,
                            c.put_zcopy.per_byte_s + reg_per_byte});
         }
@@ -117,7 +117,8 @@ ProtoTable select_protocols(const LaneCaps& lane, const SelectOverrides& o) {
     for (Candidate c : all) {
         if (!allowed(o, c.proto)) continue;
         if (is_rndv(c.proto) && o.rndv_scheme != "auto") {
-            // "get" and "put" name the flavour: CMA on shm lanes, RDMA on verbs lanes.
+            // "get" and "put" name the operation, with or without remote keys (CMA on
+            // shm lanes, RDMA on verbs lanes).
             const bool get = c.proto == ProtoId::kRndvGetCma || c.proto == ProtoId::kRndvGetZcopy;
             const bool put = c.proto == ProtoId::kRndvPutCma || c.proto == ProtoId::kRndvPutZcopy;
             const bool keep = o.rndv_scheme == "get"   ? get

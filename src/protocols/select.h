@@ -21,11 +21,16 @@ struct LaneCaps {
     bool pio = false;          ///< eager_short possible (a PIO ring, inline sends)
     size_t pio_max = 0;        ///< largest eager_short payload
     size_t fragment_max = 0;   ///< bcopy payload per fragment
-    bool cma = false;          ///< zero-copy get/put by CMA reaches the peer (rndv_*_cma)
-    bool rdma = false;         ///< zero-copy get/put by RDMA reaches the peer (rndv_*_zcopy)
+    /// Zero-copy get and put reach the peer (tl::cap::kGetZcopy and kPutZcopy).
+    bool zcopy = false;
+    /// ... with remote keys (tl::cap::kRemoteKeys, e.g. RDMA): rndv_get_zcopy and
+    /// rndv_put_zcopy; without (the lane's verified peer is the key, e.g. CMA): rndv_get_cma
+    /// and rndv_put_cma. Only with zcopy.
+    bool remote_keys = false;
     bool rndv = true;          ///< rendezvous possible at all (false for self)
     /// GETs from this size are split between both processes (SWY_RNDV_SPLIT_MIN; 0: never):
-    /// two cores copy at once, for one more control message. CMA lanes only.
+    /// two cores copy at once, for one more control message. Zero-copy lanes without remote
+    /// keys only (both sides copy in the call).
     size_t split_min = 0;
     /// Staging through host memory for memory the CPU must not touch: added to every
     /// candidate (one plugin copy per byte on the sender, plus a fixed cost per message).
@@ -40,7 +45,7 @@ struct SelectOverrides {
     size_t rndv_thresh = 0;
     size_t zcopy_thresh = 0;
     size_t pio_max = 0;
-    size_t split_min = 0;              ///< SWY_RNDV_SPLIT_MIN (CMA lanes only; 0: never)
+    size_t split_min = 0;              ///< SWY_RNDV_SPLIT_MIN (lanes without keys; 0: never)
     std::string rndv_scheme = "auto";  ///< auto | get | put | pipeline
     std::vector<std::string> allow;    ///< SWY_PROTO; empty or {"all"}: every protocol
 };

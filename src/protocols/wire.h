@@ -73,13 +73,15 @@ struct RtsHeader {
     uint64_t address;
     int32_t reserved0;  ///< 0 (was a pid, which a receiver must never take from the wire)
     uint32_t scheme;  ///< RndvScheme the sender's selector chose
-    uint32_t rkey;    ///< kGetRdma: remote key of the sender's registered buffer (verbs)
+    uint32_t rkey;    ///< kGetKeyed: remote key of the sender's registered buffer
     uint32_t reserved;
 };
 static_assert(sizeof(RtsHeader) == 48);
 
-/// kGet/kPut move data with CMA, kGetRdma/kPutRdma with RDMA READ/WRITE (verbs lanes).
-enum class RndvScheme : uint32_t { kGet = 0, kPut = 1, kPipeline = 2, kGetRdma = 3, kPutRdma = 4 };
+/// kGet/kPut move data by zero-copy without remote keys (the lane's verified peer is the key,
+/// e.g. CMA), kGetKeyed/kPutKeyed by zero-copy with the rkey in the header (e.g. RDMA
+/// READ/WRITE on verbs lanes). The values are on the wire: never renumber them.
+enum class RndvScheme : uint32_t { kGet = 0, kPut = 1, kPipeline = 2, kGetKeyed = 3, kPutKeyed = 4 };
 inline constexpr uint32_t kRndvSchemeMax = 4;
 
 /// Receiver's answer for put and pipeline: where and how much (clamped to its buffer).
@@ -93,7 +95,7 @@ struct RtrHeader {
     int32_t status;     ///< kOk or kMessageTruncated: the sender completes with it
     uint32_t split;     ///< 1: a split GET: the sender puts [offset, offset+length)
     uint64_t offset;    ///< where in the message the sender's part starts
-    uint32_t rkey;      ///< kPutRdma: remote key of the registered receive buffer (verbs)
+    uint32_t rkey;      ///< kPutKeyed: remote key of the registered receive buffer
     uint32_t reserved;
 };
 static_assert(sizeof(RtrHeader) == 64);

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "transports/cma/cma_helper.h"
 #include "transports/self/self_transport.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/tcp/tcp_transport.h"
@@ -20,9 +21,44 @@ constexpr const TransportEntry* kTransports[] = {
     &verbs::kTransport,
 };
 
+constexpr const HelperEntry* kHelpers[] = {
+    &cma::kHelper,
+};
+
 }  // namespace
 
 std::span<const TransportEntry* const> transports() { return kTransports; }
+
+std::span<const HelperEntry* const> tls_helpers() { return kHelpers; }
+
+Status check_helper_settings(const common::Config& config, std::string* why) {
+    for (const HelperEntry* h : kHelpers) {
+        const Status s = h->check_config(config, why);
+        if (s != Status::kOk) return s;
+    }
+    return Status::kOk;
+}
+
+bool tls_name_known(std::string_view name) {
+    if (find_transport(name) != nullptr) return true;
+    for (const HelperEntry* h : kHelpers) {
+        if (h->name == name) return true;
+    }
+    return false;
+}
+
+std::string tls_names_text() {
+    std::string text;
+    for (const TransportEntry* t : kTransports) {
+        if (!text.empty()) text += ", ";
+        text += t->name;
+    }
+    for (const HelperEntry* h : kHelpers) {
+        text += ", ";
+        text += h->name;
+    }
+    return text;
+}
 
 const TransportEntry* find_transport(std::string_view name) {
     for (const TransportEntry* t : kTransports) {

@@ -19,7 +19,6 @@
 #include "common/config.h"
 #include "common/cost_figures.h"
 #include "common/status.h"
-#include "transports/cma/cma.h"
 #include "transports/transport.h"
 
 namespace swy::tl {
@@ -33,7 +32,9 @@ struct OpenParams {
     uint16_t iface_index = 0;            ///< AmSource::iface of what this interface receives
     AmSink* sink = nullptr;              ///< the worker
     const common::AuthKey& auth_key;     ///< SWY_AUTH_KEY (empty: none)
-    cma::CmaMode cma_mode = cma::CmaMode::kAuto;  ///< SWY_CMA, off when SWY_TLS excludes cma
+    /// Whether SWY_TLS enables @p name: a transport uses it for the helpers it builds on
+    /// (tls_helpers(): shm asks for "cma"). Null: everything is enabled.
+    std::function<bool(const char* name)> tls_enabled;
     /// Binds freshly mapped memory to the NUMA node of the calling thread (null: leave it to
     /// the kernel; SWY_NUMA_PLACEMENT=n or no topology).
     std::function<void(void*, size_t)> place_local_memory;
@@ -112,6 +113,28 @@ struct TransportEntry {
 
 /// Every transport, in the order their interfaces open (self, shm, tcp, verbs).
 std::span<const TransportEntry* const> transports();
+
+/// A name SWY_TLS accepts besides the transports: a helper that opens no interface of its own
+/// but that a transport uses where SWY_TLS enables it (OpenParams::tls_enabled), e.g. "cma",
+/// the zero-copy of shm lanes (transports/cma/cma_helper.h).
+struct HelperEntry {
+    std::string_view name;               ///< as SWY_TLS names it ("cma")
+    /// Checks the helper's settings (kInvalidParam with @p why when one cannot mean anything).
+    Status (*check_config)(const common::Config& config, std::string* why);
+};
+
+/// Every helper.
+std::span<const HelperEntry* const> tls_helpers();
+
+/// Checks the settings of every helper, also of those SWY_TLS leaves out (a value that
+/// cannot mean anything is a mistake worth stopping for); worker creation calls it first.
+Status check_helper_settings(const common::Config& config, std::string* why);
+
+/// True if SWY_TLS may name @p name: a transport or a helper.
+bool tls_name_known(std::string_view name);
+
+/// Every name SWY_TLS accepts, for messages: "self, shm, tcp, verbs, cma".
+std::string tls_names_text();
 
 /// The entry named @p name, or null.
 const TransportEntry* find_transport(std::string_view name);

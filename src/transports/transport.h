@@ -65,10 +65,10 @@ struct LaneAttr {
     bool credits_shared = false;   ///< credits are shared with other senders
     size_t max_message = 0;        ///< largest header+payload of one am_send
     LaneCosts costs;               ///< what its operations cost (the selector reads only these)
-    bool zcopy_cma = false;        ///< process_vm_readv/writev reaches the peer (rendezvous)
-    std::string cma_reason;        ///< why not, when zcopy_cma is false
+    /// Why the lane has no zero-copy get/put (cap::kGetZcopy clear), in words for
+    /// swy_ep_query, logs and swy-info ("" when it has).
+    std::string zcopy_reason;
     bool rndv = false;             ///< rendezvous makes sense on this lane
-    int remote_pid = 0;            ///< for CMA: verified by the transport (0: none)
     /// Largest header+payload of one PIO send when smaller than max_message (verbs: the QP's
     /// inline limit); 0: max_message.
     size_t pio_max_message = 0;
@@ -78,8 +78,6 @@ struct LaneAttr {
     uint32_t pio_credits = 0;      ///< PIO sends in flight at once (device-memory cells); 0: credits
     size_t pio_dm_bytes = 0;       ///< device memory this endpoint holds (0: none)
     std::string pio_window;        ///< what it got and why, in words ("" for other lanes)
-    bool rdma = false;             ///< RDMA READ/WRITE of registered memory (verbs rendezvous)
-    bool rdma_device_memory = false;  ///< device memory (dma-buf) can be registered for RDMA
 };
 
 /// Where a received message came from: the interface and its per-interface sender index.

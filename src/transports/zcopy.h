@@ -50,10 +50,10 @@ public:
 
 /// Access a registration grants (register_memory, register_dmabuf).
 enum ZcopyAccess : unsigned {
-    kRdmaLocal = 0,         ///< local use only: the source of our put
-    kRdmaLocalWrite = 1,    ///< the lane writes into it (target of our get)
-    kRdmaRemoteRead = 2,    ///< the peer reads it (source of the peer's get)
-    kRdmaRemoteWrite = 4,   ///< the peer writes into it (target of the peer's put)
+    kZcopyLocal = 0,        ///< local use only: the source of our put
+    kZcopyLocalWrite = 1,   ///< the lane writes into it (target of our get)
+    kZcopyRemoteRead = 2,   ///< the peer reads it (source of the peer's get)
+    kZcopyRemoteWrite = 4,  ///< the peer writes into it (target of the peer's put)
 };
 
 /// Completion of one zero-copy operation: @p cookie as given, the final status (kOk, or the

@@ -72,7 +72,7 @@ tl::LaneAttr lane(bool pio, bool cma, bool rndv = true,
     a.max_message = 8000 + sizeof(EagerFirstHeader);
     a.pio = pio;
     a.pio_max_message = pio ? 4000 + sizeof(EagerOnlyHeader) : 0;
-    a.zcopy_cma = cma;
+    if (cma) a.caps |= tl::cap::kGetZcopy | tl::cap::kPutZcopy;  // CMA: no remote keys
     a.rndv = rndv;
     a.costs = tl::shm::shm_lane_costs(figures);
     return a;
@@ -189,6 +189,42 @@ TEST(SelectGolden, SelfLikeLaneWithoutRendezvousIsEagerOnly) {
     // The reason of a range with one candidate says so.
     EXPECT_NE(parse(t2.print()).at(0).reason.find("only candidate"), std::string::npos)
         << t2.print();
+}
+
+// LaneCaps come from the lane's capability bits alone, whatever the transport is called:
+// zero-copy get and put without remote keys run the *_cma protocols (and may split a GET),
+// with remote keys the *_zcopy ones.
+TEST(SelectGolden, LaneCapsComeFromCapabilityBits) {
+    SelectOverrides o = no_overrides();
+    o.split_min = 1 << 20;
+    tl::LaneAttr a = lane(false, false);
+    a.transport = "some-transport";
+    a.caps = tl::cap::kAmBcopy | tl::cap::kGetZcopy;  // get alone: no zero-copy protocols
+    LaneCaps c = lane_caps(a, o);
+    EXPECT_FALSE(c.zcopy);
+    EXPECT_EQ(c.split_min, 0u);
+    a.caps |= tl::cap::kPutZcopy;
+    c = lane_caps(a, o);
+    EXPECT_TRUE(c.zcopy);
+    EXPECT_FALSE(c.remote_keys);
+    EXPECT_EQ(c.split_min, size_t{1} << 20);
+    EXPECT_EQ(select_protocols(c, o).lookup(64u << 20), ProtoId::kRndvGetCma);
+    a.caps |= tl::cap::kRemoteKeys;
+    c = lane_caps(a, o);
+    EXPECT_TRUE(c.zcopy);
+    EXPECT_TRUE(c.remote_keys);
+    EXPECT_EQ(c.split_min, 0u);  // a GET with keys completes later: never split
+    const ProtoId big = select_protocols(c, o).lookup(64u << 20);
+    EXPECT_TRUE(big == ProtoId::kRndvGetZcopy || big == ProtoId::kRndvPutZcopy)
+        << proto_name(big);
+    // From device memory: only with keys and where the memory can be registered.
+    DeviceMemoryPath device;
+    device.zcopy_reaches = false;
+    EXPECT_FALSE(lane_caps(a, o, &device).zcopy);
+    device.zcopy_reaches = true;
+    EXPECT_TRUE(lane_caps(a, o, &device).zcopy);
+    a.caps &= ~tl::cap::kRemoteKeys;  // CMA: the CPU must not touch device memory
+    EXPECT_FALSE(lane_caps(a, o, &device).zcopy);
 }
 
 TEST(SelectGolden, CandidatesOfPioCmaLaneHaveModelCosts) {
@@ -411,8 +447,8 @@ TEST(SelectGoldenTcp, EagerBcopyThenPipelineWhereTcpFiguresCross) {
         << t.print();
     const LaneCaps caps = lane_caps(tcp_lane(), no_overrides());
     EXPECT_FALSE(caps.pio);
-    EXPECT_FALSE(caps.cma);
-    EXPECT_FALSE(caps.rdma);
+    EXPECT_FALSE(caps.zcopy);
+    EXPECT_FALSE(caps.remote_keys);
     EXPECT_EQ(caps.fragment_max, tl::tcp::kMaxFrameBody - sizeof(EagerFirstHeader));
 }
 
@@ -519,14 +555,15 @@ LaneCaps random_lane(std::mt19937_64& rng, const CostFigures& f) {
     switch (rng() % 3) {
         case 0:
             l.costs = tl::shm::shm_lane_costs(f);
-            l.cma = rng() % 2 == 0;
+            l.zcopy = rng() % 2 == 0;  // CMA
             break;
         case 1:
             l.costs = tl::tcp::tcp_lane_costs(f);
             break;
         default:
             l.costs = tl::verbs::verbs_lane_costs(f).rcache_off;
-            l.rdma = true;
+            l.zcopy = true;  // RDMA
+            l.remote_keys = true;
             break;
     }
     return l;
@@ -542,7 +579,7 @@ size_t random_size(std::mt19937_64& rng) {
 std::string describe(const LaneCaps& l, const CostFigures& f) {
     std::ostringstream s;
     s << "lane{pio=" << l.pio << " pio_max=" << l.pio_max << " frag=" << l.fragment_max
-      << " cma=" << l.cma << " rdma=" << l.rdma << " rndv=" << l.rndv
+      << " zcopy=" << l.zcopy << " keys=" << l.remote_keys << " rndv=" << l.rndv
       << " L=" << l.costs.latency_s << " m=" << l.costs.message_s << "} figures{memcpy=" << f.get("memcpy_bw_Bps")
       << " shm=" << f.get("shm_copy_bw_Bps") << " cma_bw=" << f.get("cma_bw_Bps")
       << " cma_call=" << f.get("cma_call_s") << " L=" << f.get("fifo_latency_s")

@@ -54,7 +54,7 @@ TEST(CmaLane, ReportsGetAndPutWithoutKeysAndCopiesInTheCall) {
     EXPECT_EQ(lane.max_zcopy(), size_t{4} << 20) << "4 MiB per call keeps progress calls short";
     std::string why;
     std::unique_ptr<MemoryRegistration> reg;
-    EXPECT_EQ(lane.register_memory(nullptr, 1, kRdmaLocal, &reg, &why), Status::kUnsupported);
+    EXPECT_EQ(lane.register_memory(nullptr, 1, kZcopyLocal, &reg, &why), Status::kUnsupported);
     // A transfer larger than one call, moved the way the protocols do: max_zcopy() at a time,
     // each call done when it returns (kOk, never kInProgress).
     const size_t total = (size_t{9} << 20) + 123;

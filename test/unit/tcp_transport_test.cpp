@@ -166,7 +166,8 @@ TEST_F(TcpTransport, LaneAttributes) {
     EXPECT_EQ(la.credits, (4u << 20) / kMaxFrameBody);
     EXPECT_FALSE(la.credits_shared);
     EXPECT_TRUE(la.rndv);
-    EXPECT_FALSE(la.zcopy_cma);
+    EXPECT_EQ(la.caps & (swy::tl::cap::kGetZcopy | swy::tl::cap::kPutZcopy), 0u);
+    EXPECT_FALSE(la.zcopy_reason.empty());
     // The costs the interface was opened with (tcp's own figures), on every lane.
     const swy::common::CostFigures figures;
     EXPECT_DOUBLE_EQ(la.costs.latency_s, figures.get("tcp_latency_s"));

@@ -12,10 +12,10 @@
 #include "transports/verbs/reg_cache.h"
 
 using swy::Status;
-using swy::tl::kRdmaLocal;
-using swy::tl::kRdmaLocalWrite;
-using swy::tl::kRdmaRemoteRead;
-using swy::tl::kRdmaRemoteWrite;
+using swy::tl::kZcopyLocal;
+using swy::tl::kZcopyLocalWrite;
+using swy::tl::kZcopyRemoteRead;
+using swy::tl::kZcopyRemoteWrite;
 using swy::tl::verbs::PageIdentity;
 using swy::tl::verbs::RegCache;
 using swy::tl::verbs::RegCacheLimits;
@@ -128,7 +128,7 @@ struct Fixture {
             enabled ? std::make_unique<FakeIdentity>(&pages) : nullptr);
         pages.map(kBase, 64);  // 256 KiB of touched memory
     }
-    RegCache::Handle get(uintptr_t address, size_t length, unsigned access = kRdmaRemoteRead) {
+    RegCache::Handle get(uintptr_t address, size_t length, unsigned access = kZcopyRemoteRead) {
         RegCache::Handle h;
         std::string why;
         EXPECT_EQ(cache->acquire(at(address), length, access, &h, &why), Status::kOk) << why;
@@ -332,13 +332,13 @@ TEST(VerbsRegCache, LookupSpanningTwoEntriesRegistersItsOwnRange) {
 
 TEST(VerbsRegCache, AnEntryServesOnlyRequestsWithinItsAccessRights) {
     Fixture f;
-    const uint32_t ro = f.get(kBase, kPage, kRdmaRemoteRead).lkey();
-    const uint32_t rw = f.get(kBase, kPage, kRdmaRemoteWrite).lkey();
+    const uint32_t ro = f.get(kBase, kPage, kZcopyRemoteRead).lkey();
+    const uint32_t rw = f.get(kBase, kPage, kZcopyRemoteWrite).lkey();
     EXPECT_NE(ro, rw);
-    EXPECT_EQ(f.dev.live.at(rw).access, unsigned{kRdmaRemoteWrite | kRdmaLocalWrite});
+    EXPECT_EQ(f.dev.live.at(rw).access, unsigned{kZcopyRemoteWrite | kZcopyLocalWrite});
     // Remote write implies local write: the second entry serves a READ target too.
-    EXPECT_EQ(f.get(kBase, kPage, kRdmaLocalWrite).lkey(), rw);
-    const uint32_t local = f.get(kBase, kPage, kRdmaLocal).lkey();
+    EXPECT_EQ(f.get(kBase, kPage, kZcopyLocalWrite).lkey(), rw);
+    const uint32_t local = f.get(kBase, kPage, kZcopyLocal).lkey();
     EXPECT_TRUE(local == ro || local == rw);
     EXPECT_EQ(f.dev.registrations, 2);
 }
@@ -382,12 +382,12 @@ TEST(VerbsRegCache, BadRangesAndDeviceErrorsAreReportedNotCached) {
     Fixture f;
     RegCache::Handle h;
     std::string why;
-    EXPECT_EQ(f.cache->acquire(at(UINTPTR_MAX - 10), 20, kRdmaLocal, &h, &why),
+    EXPECT_EQ(f.cache->acquire(at(UINTPTR_MAX - 10), 20, kZcopyLocal, &h, &why),
               Status::kInvalidParam);
     EXPECT_FALSE(h.valid());
     EXPECT_FALSE(why.empty());
     f.dev.fail_next = Status::kIoError;
-    EXPECT_EQ(f.cache->acquire(at(kBase), kPage, kRdmaLocal, &h, &why), Status::kIoError);
+    EXPECT_EQ(f.cache->acquire(at(kBase), kPage, kZcopyLocal, &h, &why), Status::kIoError);
     EXPECT_FALSE(h.valid());
     EXPECT_EQ(f.cache->stats().entries, 0u);
     EXPECT_EQ(f.cache->stats().uncached, 0u) << "a failed registration is not counted";

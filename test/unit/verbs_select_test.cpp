@@ -34,8 +34,9 @@ TEST(VerbsSelect, LaneCapsComeFromTheLaneAttributes) {
     EXPECT_TRUE(caps.pio);
     EXPECT_EQ(caps.pio_max, 256 - sizeof(proto::EagerOnlyHeader));
     EXPECT_EQ(caps.fragment_max, 8192 - sizeof(proto::EagerFirstHeader));
-    EXPECT_TRUE(caps.rdma);
-    EXPECT_FALSE(caps.cma);
+    EXPECT_TRUE(caps.zcopy);
+    EXPECT_TRUE(caps.remote_keys);  // rndv_*_zcopy, never the *_cma ids
+    EXPECT_EQ(caps.split_min, 0u);
     const common::CostFigures f;
     EXPECT_DOUBLE_EQ(caps.costs.latency_s, f.get("verbs_latency_s"));
     EXPECT_DOUBLE_EQ(caps.costs.message_s, f.get("verbs_overhead_s"));
@@ -107,7 +108,7 @@ TEST(VerbsSelect, DeviceMemoryWithoutDmabufNeverUsesRdma) {
     proto::LaneCaps device = verbs_caps();
     device.pio = false;
     device.pio_max = 0;
-    device.rdma = false;  // what the endpoint sets when the device refuses dma-buf MRs
+    device.zcopy = false;  // what the endpoint sets when the device refuses dma-buf MRs
     device.stage_fixed_s = 2e-6;
     device.stage_per_byte_s = 1.0 / 5e9;
     const proto::ProtoTable t = proto::select_protocols(device, {});
@@ -116,6 +117,6 @@ TEST(VerbsSelect, DeviceMemoryWithoutDmabufNeverUsesRdma) {
             << t.print();
     }
     EXPECT_EQ(t.lookup(64u << 20), ProtoId::kRndvPipeline);
-    device.rdma = true;  // a device with dma-buf MRs
+    device.zcopy = true;  // a device with dma-buf MRs
     EXPECT_EQ(proto::select_protocols(device, {}).lookup(64u << 20), ProtoId::kRndvPutZcopy);
 }

@@ -18,7 +18,8 @@ swy_context_h self_context(const char* cma = nullptr) {
 }
 
 TEST(WorkerCreate, FailureHalfWayLeavesTheLiveWorkerCountAlone) {
-    // SWY_CMA is read only by worker creation, after the worker object exists.
+    // SWY_CMA is checked by worker creation (whichever transports open), after the worker
+    // object exists.
     swy_context_h ctx = self_context("sometimes");
     ASSERT_NE(ctx, nullptr);
     const auto* context = reinterpret_cast<const Context*>(ctx);

@@ -101,8 +101,8 @@ public:
 
 swy::tl::LaneAttr lane_attr(bool dmabuf) {
     swy::tl::LaneAttr a;
-    a.rdma = true;
-    a.rdma_device_memory = dmabuf;
+    a.caps = swy::tl::cap::kGetZcopy | swy::tl::cap::kPutZcopy | swy::tl::cap::kRemoteKeys |
+             (dmabuf ? swy::tl::cap::kDeviceMemory : 0);
     return a;
 }
 
@@ -111,7 +111,7 @@ Status register_for_rdma(FakeLane& lane, const swy::tl::LaneAttr& attr,
                          const DmabufExporter& exporter, const void* buffer, size_t length,
                          MemType type, bool cpu_buffer, unsigned access,
                          std::unique_ptr<swy::tl::MemoryRegistration>* out, std::string* why) {
-    lane.device_memory = attr.rdma_device_memory;
+    lane.device_memory = (attr.caps & swy::tl::cap::kDeviceMemory) != 0;
     return register_zcopy_buffer(lane, exporter, buffer, length, type, cpu_buffer, access, out,
                                  why);
 }
@@ -126,7 +126,7 @@ TEST(RdmaRegister, DmabufMemoryIsRegisteredFromItsExportAtItsOwnAddress) {
         std::string why;
         auto* buffer = reinterpret_cast<void*>(uintptr_t{0x7f0012345678});
         ASSERT_EQ(register_for_rdma(lane, lane_attr(true), exporter, buffer, 1 << 20, type,
-                                    false, swy::tl::kRdmaRemoteRead, &reg, &why),
+                                    false, swy::tl::kZcopyRemoteRead, &reg, &why),
                   Status::kOk)
             << why;
         EXPECT_NE(reg, nullptr);
@@ -137,7 +137,7 @@ TEST(RdmaRegister, DmabufMemoryIsRegisteredFromItsExportAtItsOwnAddress) {
         EXPECT_EQ(lane.offset, 0x1230u) << "the offset into the dma-buf, as exported";
         EXPECT_EQ(lane.iova, 0x7f0012345678u) << "iova = the buffer's virtual address";
         EXPECT_EQ(lane.length, size_t{1} << 20);
-        EXPECT_EQ(lane.access, unsigned{swy::tl::kRdmaRemoteRead});
+        EXPECT_EQ(lane.access, unsigned{swy::tl::kZcopyRemoteRead});
         EXPECT_EQ(fcntl(exporter.last_fd, F_GETFD), -1) << "the exported fd was not closed";
     }
 }
@@ -149,7 +149,7 @@ TEST(RdmaRegister, DeviceWithoutDmabufMrsRefusesDeviceMemoryWithAReason) {
     std::string why;
     int x = 0;
     EXPECT_EQ(register_for_rdma(lane, lane_attr(false), exporter, &x, 4, MemType::kDmabuf, false,
-                                swy::tl::kRdmaLocalWrite, &reg, &why),
+                                swy::tl::kZcopyLocalWrite, &reg, &why),
               Status::kUnsupported);
     EXPECT_EQ(reg, nullptr);
     EXPECT_EQ(exporter.calls, 0) << "nothing to export for: the lane cannot take it";
@@ -165,22 +165,22 @@ TEST(RdmaRegister, SimdevIsNeverRegisteredAsADmabuf) {
     std::string why;
     int x = 0;
     EXPECT_EQ(register_for_rdma(lane, lane_attr(true), exporter, &x, 4, MemType::kSimdev, false,
-                                swy::tl::kRdmaLocalWrite, &reg, &why),
+                                swy::tl::kZcopyLocalWrite, &reg, &why),
               Status::kUnsupported);
     EXPECT_EQ(exporter.calls, 0);
     EXPECT_EQ(lane.dmabuf_calls + lane.host_calls, 0);
     MemTypeAttr capable;
     capable.dmabuf_capable = true;
-    EXPECT_FALSE(swy::proto::rndv::rdma_reaches_device_memory(lane_attr(true), MemType::kSimdev,
+    EXPECT_FALSE(swy::proto::rndv::zcopy_reaches_device_memory(lane_attr(true), MemType::kSimdev,
                                                        capable));
-    EXPECT_TRUE(swy::proto::rndv::rdma_reaches_device_memory(lane_attr(true), MemType::kDmabuf,
+    EXPECT_TRUE(swy::proto::rndv::zcopy_reaches_device_memory(lane_attr(true), MemType::kDmabuf,
                                                       capable));
-    EXPECT_TRUE(swy::proto::rndv::rdma_reaches_device_memory(lane_attr(true), MemType::kCuda, capable));
-    EXPECT_FALSE(swy::proto::rndv::rdma_reaches_device_memory(lane_attr(false), MemType::kCuda,
+    EXPECT_TRUE(swy::proto::rndv::zcopy_reaches_device_memory(lane_attr(true), MemType::kCuda, capable));
+    EXPECT_FALSE(swy::proto::rndv::zcopy_reaches_device_memory(lane_attr(false), MemType::kCuda,
                                                        capable))
         << "rxe: no dma-buf MRs, so the table keeps the staged pipeline";
     MemTypeAttr not_exported;  // e.g. CUDA on a driver without dma-buf export
-    EXPECT_FALSE(swy::proto::rndv::rdma_reaches_device_memory(lane_attr(true), MemType::kCuda,
+    EXPECT_FALSE(swy::proto::rndv::zcopy_reaches_device_memory(lane_attr(true), MemType::kCuda,
                                                        not_exported));
 }
 
@@ -192,7 +192,7 @@ TEST(RdmaRegister, HostMemoryUsesThePlainRegistration) {
     char buffer[64];
     for (bool dmabuf : {false, true}) {
         ASSERT_EQ(register_for_rdma(lane, lane_attr(dmabuf), exporter, buffer, sizeof(buffer),
-                                    MemType::kHost, true, swy::tl::kRdmaRemoteWrite, &reg, &why),
+                                    MemType::kHost, true, swy::tl::kZcopyRemoteWrite, &reg, &why),
                   Status::kOk);
     }
     EXPECT_EQ(lane.host_calls, 2);
@@ -209,19 +209,19 @@ TEST(RdmaRegister, FailedExportOrRegistrationIsPassedOnAndClosesTheFd) {
     int x = 0;
     exporter.result = Status::kUnsupported;  // e.g. a CUDA driver without dma-buf export
     EXPECT_EQ(register_for_rdma(lane, lane_attr(true), exporter, &x, 4, MemType::kCuda, false,
-                                swy::tl::kRdmaLocalWrite, &reg, &why),
+                                swy::tl::kZcopyLocalWrite, &reg, &why),
               Status::kUnsupported);
     EXPECT_NE(why.find("no dma-buf export"), std::string::npos) << why;
     EXPECT_EQ(lane.dmabuf_calls, 0);
     // A CPU-mappable dma-buf whose export fails still has the host path.
     EXPECT_EQ(register_for_rdma(lane, lane_attr(true), exporter, &x, 4, MemType::kDmabuf, true,
-                                swy::tl::kRdmaLocalWrite, &reg, &why),
+                                swy::tl::kZcopyLocalWrite, &reg, &why),
               Status::kOk);
     EXPECT_EQ(lane.host_calls, 1);
     exporter.result = Status::kOk;
     lane.result = Status::kIoError;
     EXPECT_EQ(register_for_rdma(lane, lane_attr(true), exporter, &x, 4, MemType::kDmabuf, false,
-                                swy::tl::kRdmaLocalWrite, &reg, &why),
+                                swy::tl::kZcopyLocalWrite, &reg, &why),
               Status::kIoError);
     EXPECT_EQ(why, "fake: refused");
     EXPECT_EQ(fcntl(exporter.last_fd, F_GETFD), -1) << "fd leaked on a failed registration";

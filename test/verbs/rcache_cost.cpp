@@ -86,7 +86,7 @@ int main() {
     limits.max_bytes = size_t{1} << 30;
     {
         RegCache cache(limits, make_verbs_registrar(pd), std::move(identity));
-        const unsigned access = swy::tl::kRdmaRemoteRead | swy::tl::kRdmaLocalWrite;
+        const unsigned access = swy::tl::kZcopyRemoteRead | swy::tl::kZcopyLocalWrite;
         const std::vector<size_t> sizes{4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20};
         std::vector<double> reg_t, hit_t;
         std::printf("# %s: register+deregister vs validated cache hit\n",

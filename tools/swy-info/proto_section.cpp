@@ -84,7 +84,7 @@ void print_lane_costs(const proto::LaneCaps& caps) {
     }
     std::printf(", bcopy +%s per fragment at %s\n", time_text(c.am_bcopy.fixed_s).c_str(),
                 rate_text(c.am_bcopy.per_byte_s).c_str());
-    if (caps.rndv && (caps.cma || caps.rdma)) {
+    if (caps.rndv && caps.zcopy) {
         std::printf("                zero-copy get %s at %s, put %s at %s, registration %s "
                     "at %s per side\n",
                     time_text(c.get_zcopy.fixed_s).c_str(), rate_text(c.get_zcopy.per_byte_s).c_str(),
@@ -106,9 +106,10 @@ void print_table(const char* caption, const tl::LaneAttr& lane, const proto::Sel
                      : std::string("no PIO");
     text += ", bcopy fragments of " + std::to_string(caps.fragment_max) + " B";
     text += ", rendezvous " + std::string(!caps.rndv   ? "not possible"
-                                          : caps.rdma ? "with RDMA READ/WRITE"
-                                          : caps.cma  ? "with CMA"
-                                                      : "without zero-copy");
+                                          : !caps.zcopy ? "without zero-copy"
+                                          // as the transports name their zero-copy
+                                          : caps.remote_keys ? "with RDMA READ/WRITE"
+                                                             : "with CMA");
     std::printf("%s\n", text.c_str());
     print_lane_costs(caps);
 
@@ -180,10 +181,14 @@ int print_shm_tables(const core::Context& context, const proto::SelectOverrides&
     geometry.pio_credits = static_cast<uint32_t>(cfg.get_unsigned("SHM_PIO_CREDITS"));
     geometry.pio_cell_size = static_cast<uint32_t>(pio_cell);
     const tl::LaneCosts costs = tl::shm::shm_lane_costs(context.costs());
-    tl::LaneAttr pio = tl::shm::lane_attr(geometry, true, costs);
-    pio.zcopy_cma = cma;
-    tl::LaneAttr fifo = tl::shm::lane_attr(geometry, false, costs);
-    fifo.zcopy_cma = cma;
+    // What ShmEndpoint::set_cma adds to a lane once the probe passed.
+    const auto with_cma = [&](tl::LaneAttr a) {
+        if (cma) a.caps |= tl::cap::kGetZcopy | tl::cap::kPutZcopy;
+        a.zcopy_reason = cma ? "" : why;
+        return a;
+    };
+    const tl::LaneAttr pio = with_cma(tl::shm::lane_attr(geometry, true, costs));
+    const tl::LaneAttr fifo = with_cma(tl::shm::lane_attr(geometry, false, costs));
     print_table("endpoint with a PIO lane", pio, o);
     print_table("endpoint without PIO (window full or SWY_EP_FLAG_NO_PIO)", fifo, o);
     return 0;
@@ -278,7 +283,7 @@ int print_verbs_tables(const core::Context& context, const proto::SelectOverride
     proto::DeviceMemoryPath device;
     device.stage_fixed_s = static_cast<double>(cfg.get_time_ns("SIMDEV_LATENCY")) * 1e-9;
     device.stage_per_byte_s = 1.0 / cfg.get_double("SIMDEV_BW");
-    device.zcopy_reaches = dmabuf;  // as the lane says (rdma_device_memory)
+    device.zcopy_reaches = dmabuf;  // as the lane says (cap::kDeviceMemory)
     const std::string caption =
         std::string("sends from device memory (dmabuf/cuda; staging costs of SWY_SIMDEV_*): ") +
         (dmabuf ? "the device takes dma-buf MRs: RDMA rendezvous from the exported dma-buf "

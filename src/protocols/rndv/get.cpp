@@ -171,7 +171,7 @@ void get_start_receive(Rendezvous& rv, Request* r, tl::ZcopyLane* lane) {
     if (usable && !r->cpu_buffer && !keys) usable = false;
     std::string why = "no zero-copy lane to the sender";
     if (usable && keys &&
-        rv.register_buffer(lane, r, r->recv_buffer, r->rndv_length, tl::kRdmaLocalWrite, &why) !=
+        rv.register_buffer(lane, r, r->recv_buffer, r->rndv_length, tl::kZcopyLocalWrite, &why) !=
             Status::kOk) {
         usable = false;
     }

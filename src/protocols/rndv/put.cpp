@@ -123,7 +123,7 @@ void put_register_source(Rendezvous& rv, Request* r) {
     if (lane == nullptr) return;  // put_start_push pushes through the lane
     rv.release(r);                // sweep finished transfers first
     std::string why;
-    if (rv.register_buffer(lane, r, r->send_buffer, r->length, tl::kRdmaLocal, &why) !=
+    if (rv.register_buffer(lane, r, r->send_buffer, r->length, tl::kZcopyLocal, &why) !=
         Status::kOk) {
         // The RTS already asked for a put with keys: the receiver will answer with its key,
         // and we push the data through the lane into its buffer instead (put_start_push).
@@ -142,7 +142,7 @@ void put_start_receive(Rendezvous& rv, Request* r, tl::ZcopyLane* lane) {
     if (usable && !r->cpu_buffer && !keys) usable = false;  // CMA must not touch it
     std::string why = "no zero-copy lane to the sender";
     if (usable && keys &&
-        rv.register_buffer(lane, r, r->recv_buffer, r->rndv_length, tl::kRdmaRemoteWrite,
+        rv.register_buffer(lane, r, r->recv_buffer, r->rndv_length, tl::kZcopyRemoteWrite,
                            &why) != Status::kOk) {
         usable = false;
     }
@@ -155,7 +155,7 @@ void put_start_receive(Rendezvous& rv, Request* r, tl::ZcopyLane* lane) {
         return;
     }
     const tl::MemoryRegistration* reg = rv.registration(r);
-    rv.send_rtr(r, keys ? RndvScheme::kPutRdma : RndvScheme::kPut, reg != nullptr ? reg->rkey() : 0);
+    rv.send_rtr(r, keys ? RndvScheme::kPutKeyed : RndvScheme::kPut, reg != nullptr ? reg->rkey() : 0);
 }
 
 void put_start_push(Rendezvous& rv, Request* r) {

@@ -80,7 +80,7 @@ Status Rendezvous::send_rts(Request* r) {
         if (reachable && info->zcopy == ZcopyNeed::kGet && registration(r) == nullptr) {
             release(r);  // sweep finished transfers first
             std::string why;
-            if (register_buffer(lane, r, r->send_buffer, r->length, tl::kRdmaRemoteRead, &why) !=
+            if (register_buffer(lane, r, r->send_buffer, r->length, tl::kZcopyRemoteRead, &why) !=
                 Status::kOk) {
                 log_printf(LogLevel::kInfo, "rendezvous: %s; using the pipeline", why.c_str());
                 reachable = false;
@@ -223,7 +223,7 @@ void Rendezvous::on_rtr(tl::AmSource src, const uint8_t* data, size_t length) {
     // A put RTR is taken whatever the RTS offered: the receiver may only ask us to write into
     // its own memory (the lane reaches nobody else), and a put we cannot make fails the send
     // and tells the receiver with the FIN, where ignoring it would leave the send hanging.
-    const bool put = h.split == 0 && (scheme == RndvScheme::kPut || scheme == RndvScheme::kPutRdma);
+    const bool put = h.split == 0 && (scheme == RndvScheme::kPut || scheme == RndvScheme::kPutKeyed);
     if (!pipeline && !split && !put) return worker_->reject_control("RTR out of place");
     if (put) r->proto = static_cast<uint8_t>(proto_for_scheme(scheme));
     r->peer_request = h.receive_request;

@@ -22,9 +22,11 @@ bool dmabuf_exported_type(mem::MemType type, const mem::MemTypeAttr& attr) {
     return exported_kind(type) && attr.dmabuf_capable;
 }
 
-bool rdma_reaches_device_memory(const tl::LaneAttr& lane, mem::MemType type,
-                                const mem::MemTypeAttr& attr) {
-    return lane.rdma && lane.rdma_device_memory && dmabuf_exported_type(type, attr);
+bool zcopy_reaches_device_memory(const tl::LaneAttr& lane, mem::MemType type,
+                                 const mem::MemTypeAttr& attr) {
+    constexpr uint32_t kNeeded = tl::cap::kGetZcopy | tl::cap::kPutZcopy |
+                                 tl::cap::kRemoteKeys | tl::cap::kDeviceMemory;
+    return (lane.caps & kNeeded) == kNeeded && dmabuf_exported_type(type, attr);
 }
 
 Status register_zcopy_buffer(tl::ZcopyLane& lane, const DmabufExporter& exporter,

@@ -49,11 +49,12 @@ private:
 /// not a dma-buf, so it never qualifies.
 bool dmabuf_exported_type(mem::MemType type, const mem::MemTypeAttr& attr);
 
-/// Whether RDMA on @p lane reaches device memory of @p type without staging: the lane takes
-/// dma-buf MRs (LaneAttr::rdma_device_memory) and the type is exported (above). The selector's
-/// tables for device memory offer RDMA only where this holds.
-bool rdma_reaches_device_memory(const tl::LaneAttr& lane, mem::MemType type,
-                                const mem::MemTypeAttr& attr);
+/// Whether zero-copy on @p lane reaches device memory of @p type without staging: the lane
+/// names memory with remote keys and registers dma-bufs (tl::cap::kRemoteKeys and
+/// kDeviceMemory in LaneAttr::caps, e.g. RDMA with dma-buf MRs) and the type is exported
+/// (above). The selector's tables for device memory offer zero-copy only where this holds.
+bool zcopy_reaches_device_memory(const tl::LaneAttr& lane, mem::MemType type,
+                                 const mem::MemTypeAttr& attr);
 
 /// Register [buffer, buffer + length) of memory type @p type on zero-copy lane @p lane with
 /// @p access (tl::ZcopyAccess bits).

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <vector>
 
+#include "common/config.h"
+
 namespace swy::tl::cma {
 
 bool parse_cma_mode(const std::string& text, CmaMode* out) {
@@ -21,6 +23,16 @@ bool parse_cma_mode(const std::string& text, CmaMode* out) {
         return false;
     }
     return true;
+}
+
+Status configured_mode(const common::Config& config, bool enabled_by_tls, CmaMode* out,
+                       std::string* why) {
+    if (!parse_cma_mode(config.get_string("CMA"), out)) {
+        *why = "SWY_CMA must be auto, y, n or simulate-eperm";
+        return Status::kInvalidParam;
+    }
+    if (!enabled_by_tls) *out = CmaMode::kOff;
+    return Status::kOk;
 }
 
 namespace {

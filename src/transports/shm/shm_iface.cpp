@@ -74,7 +74,6 @@ ShmEndpoint::ShmEndpoint(ShmInterface* iface, std::shared_ptr<RemoteSegment> rem
     SegmentHeader* h = remote_->header;
     ring_ = RingView(remote_->base + h->fifo_offset, h->fifo_cells, h->fifo_cell_size);
     attr_ = lane_attr(geometry_of(*h), false, iface_->config_.costs);
-    attr_.remote_pid = remote_->pid;
     if (pio_slot != kNoPioSlot) use_pio_ring(pio_slot);
 }
 

@@ -35,8 +35,8 @@ struct ShmConfig {
 };
 
 /// The attributes of a lane into a segment of geometry @p peer: on a dedicated PIO ring
-/// (@p pio) or on the shared FIFO, with @p costs. CMA (zcopy_cma) and the peer's pid are the
-/// endpoint's to fill: they come from a probe and from the verified segment. Used by every
+/// (@p pio) or on the shared FIFO, with @p costs. Zero-copy (CMA, cap::kGetZcopy/kPutZcopy)
+/// is the endpoint's to add: it comes from a probe, aimed at the pid of the verified segment. Used by every
 /// ShmEndpoint and by swy-info for the tables of lanes it does not open.
 LaneAttr lane_attr(const SegmentGeometry& peer, bool pio, const LaneCosts& costs);
 
@@ -76,10 +76,11 @@ public:
     /// Record the CMA probe result (rendezvous zero-copy to this peer): when it passed, the
     /// lane's zero-copy operations reach the peer's verified pid in @p mode.
     void set_cma(cma::CmaMode mode, bool ok, const std::string& why) {
-        attr_.zcopy_cma = ok;
-        attr_.cma_reason = ok ? "" : why;
-        cma_.set(mode, ok ? attr_.remote_pid : 0);
+        // The only pid CMA ever aims at is the one this lane verified (its segment's owner):
+        // nothing a peer sends can change it (security issue #12).
+        cma_.set(mode, ok ? remote_->pid : 0);
         attr_.caps = (attr_.caps & ~(cap::kGetZcopy | cap::kPutZcopy)) | cma_.caps();
+        attr_.zcopy_reason = ok ? "" : "cma: " + why;
     }
     /// CMA to the peer's verified process, once the probe passed (null before or if not).
     ZcopyLane* zcopy() override { return cma_.pid() > 0 ? &cma_ : nullptr; }

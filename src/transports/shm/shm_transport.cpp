@@ -32,7 +32,10 @@ Status open_shm(const OpenParams& p, std::unique_ptr<Interface>* out, std::strin
     ShmConfig sc;
     Status s = read_settings(p.config, &sc, why);
     if (s != Status::kOk) return s;
-    sc.cma_mode = p.cma_mode;
+    // Rendezvous zero-copy of shm lanes: CMA, as SWY_CMA says and where SWY_TLS enables it.
+    const bool cma_enabled = p.tls_enabled == nullptr || p.tls_enabled(cma::kTlsName);
+    s = cma::configured_mode(p.config, cma_enabled, &sc.cma_mode, why);
+    if (s != Status::kOk) return s;
     sc.costs = shm_lane_costs(p.costs);
     sc.place_segment = p.place_local_memory;
     std::unique_ptr<ShmInterface> shm;

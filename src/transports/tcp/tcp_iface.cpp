@@ -145,10 +145,9 @@ LaneAttr lane_attr(const TcpConfig& config) {
     a.credits = static_cast<uint32_t>(std::clamp<size_t>(credits, 1, UINT32_MAX));
     a.credits_shared = false;  // each connection has its own queue
     a.costs = config.costs;
-    a.zcopy_cma = false;
-    a.cma_reason = "tcp: the peer may be on another host";
+    a.caps = cap::kAmBcopy;  // no zero-copy: rendezvous runs as the pipeline
+    a.zcopy_reason = "tcp: the peer may be on another host";
     a.rndv = true;
-    a.remote_pid = 0;
     return a;
 }
 

@@ -19,16 +19,13 @@ LaneAttr lane_attr(const VerbsConfig& config, uint32_t max_inline, bool dmabuf_m
         a.pio = true;
         a.pio_max_message = std::min(std::max<size_t>(dm_cell_size, max_inline), a.max_message);
     }
-    a.rdma = true;
+    // RDMA READ/WRITE of registered memory, named by rkeys. Device memory reaches it
+    // through ibv_reg_dmabuf_mr where the device takes it (rxe does not: the staged pipeline
+    // then, and the selection table says so).
     a.caps = cap::kAmBcopy | cap::kGetZcopy | cap::kPutZcopy | cap::kRemoteKeys |
              (a.pio ? cap::kAmShort : 0) | (dmabuf_mr ? cap::kDeviceMemory : 0);
     // Buffers that rendezvous reuses cost a validated hit while the cache is on.
     a.costs = config.costs.expected(rcache_active);
-    // Device memory reaches RDMA through ibv_reg_dmabuf_mr where the device takes it (rxe
-    // does not: the staged pipeline then, and the selection table says so).
-    a.rdma_device_memory = dmabuf_mr;
-    a.zcopy_cma = false;
-    a.cma_reason = "verbs: the peer may be on another host (RDMA is used instead)";
     a.rndv = true;
     return a;
 }

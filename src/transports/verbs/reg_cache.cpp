@@ -13,7 +13,7 @@ namespace {
 /// Remote write needs local write (verbs rule), so an entry registered for remote write also
 /// serves local-write requests.
 unsigned normalize(unsigned access) {
-    return (access & kRdmaRemoteWrite) != 0 ? access | kRdmaLocalWrite : access;
+    return (access & kZcopyRemoteWrite) != 0 ? access | kZcopyLocalWrite : access;
 }
 
 }  // namespace

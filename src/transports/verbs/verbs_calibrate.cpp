@@ -59,7 +59,7 @@ double best_hit(RegCache* cache, size_t bytes, int rounds, std::string* why) {
         return -1;
     }
     std::memset(p, 0x5a, bytes);
-    const unsigned access = kRdmaRemoteRead | kRdmaRemoteWrite;
+    const unsigned access = kZcopyRemoteRead | kZcopyRemoteWrite;
     double best = -1;
     RegCache::Handle h;
     if (cache->acquire(p, bytes, access, &h, why) != Status::kOk || !h.cached()) {

@@ -67,10 +67,10 @@ private:
 /// ibv_access_flags for ZcopyAccess bits.
 int ibv_access(unsigned access) {
     int flags = 0;
-    if ((access & kRdmaLocalWrite) != 0) flags |= IBV_ACCESS_LOCAL_WRITE;
-    if ((access & kRdmaRemoteRead) != 0) flags |= IBV_ACCESS_REMOTE_READ;
+    if ((access & kZcopyLocalWrite) != 0) flags |= IBV_ACCESS_LOCAL_WRITE;
+    if ((access & kZcopyRemoteRead) != 0) flags |= IBV_ACCESS_REMOTE_READ;
     // Remote write requires local write (verbs rule).
-    if ((access & kRdmaRemoteWrite) != 0) flags |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+    if ((access & kZcopyRemoteWrite) != 0) flags |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
     return flags;
 }
 
@@ -134,7 +134,7 @@ Status VerbsEndpoint::register_dmabuf(int fd, uint64_t offset, size_t length, ui
                                       unsigned access, std::unique_ptr<MemoryRegistration>* out,
                                       std::string* why) {
     if (iface_ == nullptr) return Status::kConnectionReset;
-    if (!attr_.rdma_device_memory) {
+    if ((attr_.caps & cap::kDeviceMemory) == 0) {
         *why = "ibv_reg_dmabuf_mr: " + iface_->port_.dmabuf_reason;
         return Status::kUnsupported;
     }

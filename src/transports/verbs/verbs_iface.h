@@ -77,7 +77,7 @@ public:
     Status register_memory(const void* address, size_t length, unsigned access,
                            std::unique_ptr<MemoryRegistration>* out, std::string* why) override;
     /// ibv_reg_dmabuf_mr(pd, offset, length, iova, fd, access): kUnsupported when the device
-    /// has no dma-buf MRs (attr().rdma_device_memory false), kIoError / kNoMemory when the
+    /// has no dma-buf MRs (no cap::kDeviceMemory in attr().caps), kIoError / kNoMemory when the
     /// registration fails. @p fd stays the caller's.
     Status register_dmabuf(int fd, uint64_t offset, size_t length, uint64_t iova,
                            unsigned access, std::unique_ptr<MemoryRegistration>* out,

@@ -16,10 +16,10 @@ public:
     Status register_range(uintptr_t address, size_t length, unsigned access,
                           RegisteredRange* out, std::string* why) override {
         int flags = 0;
-        if ((access & kRdmaLocalWrite) != 0) flags |= IBV_ACCESS_LOCAL_WRITE;
-        if ((access & kRdmaRemoteRead) != 0) flags |= IBV_ACCESS_REMOTE_READ;
+        if ((access & kZcopyLocalWrite) != 0) flags |= IBV_ACCESS_LOCAL_WRITE;
+        if ((access & kZcopyRemoteRead) != 0) flags |= IBV_ACCESS_REMOTE_READ;
         // Remote write requires local write (verbs rule).
-        if ((access & kRdmaRemoteWrite) != 0) {
+        if ((access & kZcopyRemoteWrite) != 0) {
             flags |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
         }
         ibv_mr* mr = ibv_reg_mr(pd_, reinterpret_cast<void*>(address), length, flags);
