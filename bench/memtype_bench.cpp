@@ -56,15 +56,18 @@ void BM_DetectSimdevCacheHitManyRanges(benchmark::State& state) {
     auto reg = make({"simdev"});
     const size_t n = static_cast<size_t>(state.range(0));
     std::vector<void*> bufs(n);
-    for (auto& b : bufs) reg->allocate(MemType::kSimdev, 1 << 16, &b);
-    for (void* b : bufs) reg->detect(b, 1);  // warm the cache
+    for (auto& b : bufs)
+        reg->allocate(MemType::kSimdev, 1 << 16, &b);
+    for (void* b : bufs)
+        reg->detect(b, 1);  // warm the cache
     size_t i = 0;
     for (auto _ : state) {
         MemType t = reg->detect(static_cast<char*>(bufs[i]) + 128, 64);
         benchmark::DoNotOptimize(t);
         i = i + 1 == n ? 0 : i + 1;
     }
-    for (void* b : bufs) reg->release(b);
+    for (void* b : bufs)
+        reg->release(b);
 }
 BENCHMARK(BM_DetectSimdevCacheHitManyRanges)->Arg(2)->Arg(64)->Arg(1024)->ThreadRange(1, 2);
 
@@ -73,7 +76,8 @@ BENCHMARK(BM_DetectSimdevCacheHitManyRanges)->Arg(2)->Arg(64)->Arg(1024)->Thread
 void BM_DetectMissHostWithSimdev(benchmark::State& state) {
     auto reg = make({"simdev"});
     std::vector<void*> bufs(64);
-    for (auto& b : bufs) reg->allocate(MemType::kSimdev, 1 << 16, &b);
+    for (auto& b : bufs)
+        reg->allocate(MemType::kSimdev, 1 << 16, &b);
     std::vector<char> host(4096);
     const void* p = host.data();
     for (auto _ : state) {
@@ -81,7 +85,8 @@ void BM_DetectMissHostWithSimdev(benchmark::State& state) {
         MemType t = reg->detect(p, 64);
         benchmark::DoNotOptimize(t);
     }
-    for (void* b : bufs) reg->release(b);
+    for (void* b : bufs)
+        reg->release(b);
 }
 BENCHMARK(BM_DetectMissHostWithSimdev)->ThreadRange(1, 2);
 

@@ -77,7 +77,9 @@ private:
     bool have_ = false;
 };
 
-inline uint8_t* payload_of(CellHeader* c) { return reinterpret_cast<uint8_t*>(c) + sizeof(CellHeader); }
+inline uint8_t* payload_of(CellHeader* c) {
+    return reinterpret_cast<uint8_t*>(c) + sizeof(CellHeader);
+}
 
 // Producer side: claim (private head), copy, publish. Returns false when full.
 inline bool send_private(const RingView& r, uint64_t& head, const void* data, uint32_t len) {
@@ -141,8 +143,16 @@ void BM_EnqueueDequeue(benchmark::State& state) {
     state.SetItemsProcessed(state.iterations());
     state.SetBytesProcessed(state.iterations() * int64_t{payload});
 }
-BENCHMARK(BM_EnqueueDequeue<Claim::kPrivate>)->Name("EnqueueDequeue/private")->Arg(8)->Arg(48)->Arg(1024);
-BENCHMARK(BM_EnqueueDequeue<Claim::kShared>)->Name("EnqueueDequeue/shared")->Arg(8)->Arg(48)->Arg(1024);
+BENCHMARK(BM_EnqueueDequeue<Claim::kPrivate>)
+    ->Name("EnqueueDequeue/private")
+    ->Arg(8)
+    ->Arg(48)
+    ->Arg(1024);
+BENCHMARK(BM_EnqueueDequeue<Claim::kShared>)
+    ->Name("EnqueueDequeue/shared")
+    ->Arg(8)
+    ->Arg(48)
+    ->Arg(1024);
 
 // ---------------------------------------------------------------------------------------------
 // (b) Ping-pong: the benchmark thread (CPU 0) sends on `ping` and waits for the echo on
@@ -165,11 +175,9 @@ void BM_PingPong(benchmark::State& state) {
         while (!stop.load(std::memory_order_relaxed)) {
             if (!receive(ping.view(), tail, buf.data())) continue;
             if constexpr (kClaim == Claim::kPrivate) {
-                while (!send_private(pong.view(), head, buf.data(), payload)) {
-                }
+                while (!send_private(pong.view(), head, buf.data(), payload)) {}
             } else {
-                while (!send_shared(pong.view(), pong.shared_head(), buf.data(), payload)) {
-                }
+                while (!send_shared(pong.view(), pong.shared_head(), buf.data(), payload)) {}
             }
         }
     });
@@ -182,8 +190,7 @@ void BM_PingPong(benchmark::State& state) {
         } else {
             send_shared(ping.view(), ping.shared_head(), msg.data(), payload);
         }
-        while (!receive(pong.view(), tail, back.data())) {
-        }
+        while (!receive(pong.view(), tail, back.data())) {}
     }
     stop.store(true, std::memory_order_relaxed);
     echo.join();
@@ -220,8 +227,7 @@ void BM_Stream(benchmark::State& state) {
         for (;;) {
             if (receive(ring.view(), tail, buf.data())) continue;
             if (stop.load(std::memory_order_acquire)) {
-                while (receive(ring.view(), tail, buf.data())) {
-                }
+                while (receive(ring.view(), tail, buf.data())) {}
                 break;
             }
         }
@@ -234,9 +240,11 @@ void BM_Stream(benchmark::State& state) {
     for (auto _ : state) {
         // One iteration = one message handed to the consumer.
         if constexpr (kClaim == Claim::kPrivate) {
-            while (!send_private(ring.view(), head, msg.data(), payload)) ++full;
+            while (!send_private(ring.view(), head, msg.data(), payload))
+                ++full;
         } else {
-            while (!send_shared(ring.view(), ring.shared_head(), msg.data(), payload)) ++full;
+            while (!send_shared(ring.view(), ring.shared_head(), msg.data(), payload))
+                ++full;
         }
     }
     stop.store(true, std::memory_order_release);
@@ -244,7 +252,8 @@ void BM_Stream(benchmark::State& state) {
     state.SetLabel(pinned_main && pinned_consumer.load() ? "cpu0->cpu1" : "unpinned");
 
     const auto sent = static_cast<double>(state.iterations());
-    if (consumed.load() != static_cast<uint64_t>(state.iterations())) state.SkipWithError("consumer lost messages");
+    if (consumed.load() != static_cast<uint64_t>(state.iterations()))
+        state.SkipWithError("consumer lost messages");
     state.counters["msgs"] = benchmark::Counter(sent, benchmark::Counter::kIsRate);
     state.counters["bytes"] = benchmark::Counter(sent * payload, benchmark::Counter::kIsRate,
                                                  benchmark::Counter::kIs1024);
@@ -253,12 +262,16 @@ void BM_Stream(benchmark::State& state) {
 BENCHMARK(BM_Stream<Claim::kPrivate>)
     ->Name("Stream/private")
     ->ArgNames({"payload", "cells"})
-    ->Args({8, 64})->Args({8, 256})->Args({1024, 64})
+    ->Args({8, 64})
+    ->Args({8, 256})
+    ->Args({1024, 64})
     ->UseRealTime();
 BENCHMARK(BM_Stream<Claim::kShared>)
     ->Name("Stream/shared")
     ->ArgNames({"payload", "cells"})
-    ->Args({8, 64})->Args({8, 256})->Args({1024, 64})
+    ->Args({8, 64})
+    ->Args({8, 256})
+    ->Args({1024, 64})
     ->UseRealTime();
 
 }  // namespace

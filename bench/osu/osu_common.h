@@ -17,68 +17,70 @@
 #include <unistd.h>
 
 typedef struct {
-  size_t min_size, max_size;
-  int iters_small, iters_large; /* timed iterations at or below / above large_size */
-  int warmup_small, warmup_large;
-  size_t large_size;
-  int window;
+    size_t min_size, max_size;
+    int iters_small, iters_large; /* timed iterations at or below / above large_size */
+    int warmup_small, warmup_large;
+    size_t large_size;
+    int window;
 } osu_opts_t;
 
 static inline void osu_usage(const char* prog, const osu_opts_t* d) {
-  fprintf(stderr,
-          "usage: %s [-m [min:]max] [-i iters] [-I iters_large] [-x warmup] [-X warmup_large]\n"
-          "          [-w window] [-l large_size]\n"
-          "  -m  message sizes, powers of two from min to max (default %zu:%zu; K/M suffixes)\n"
-          "  -i  timed iterations up to large_size (default %d); -I above it (default %d)\n"
-          "  -x  untimed warm-up iterations up to large_size (default %d); -X above (%d)\n"
-          "  -w  messages in flight per round, bandwidth tests (default %d)\n"
-          "  -l  the size above which the large counts apply (default %zu)\n",
-          prog, d->min_size, d->max_size, d->iters_small, d->iters_large, d->warmup_small,
-          d->warmup_large, d->window, d->large_size);
+    fprintf(stderr,
+            "usage: %s [-m [min:]max] [-i iters] [-I iters_large] [-x warmup] [-X warmup_large]\n"
+            "          [-w window] [-l large_size]\n"
+            "  -m  message sizes, powers of two from min to max (default %zu:%zu; K/M suffixes)\n"
+            "  -i  timed iterations up to large_size (default %d); -I above it (default %d)\n"
+            "  -x  untimed warm-up iterations up to large_size (default %d); -X above (%d)\n"
+            "  -w  messages in flight per round, bandwidth tests (default %d)\n"
+            "  -l  the size above which the large counts apply (default %zu)\n",
+            prog, d->min_size, d->max_size, d->iters_small, d->iters_large, d->warmup_small,
+            d->warmup_large, d->window, d->large_size);
 }
 
 static inline size_t osu_parse_size(const char* s, char** end) {
-  size_t v = (size_t)strtoull(s, end, 10);
-  if (**end == 'k' || **end == 'K') v <<= 10, ++*end;
-  else if (**end == 'm' || **end == 'M') v <<= 20, ++*end;
-  return v;
+    size_t v = (size_t)strtoull(s, end, 10);
+    if (**end == 'k' || **end == 'K')
+        v <<= 10, ++*end;
+    else if (**end == 'm' || **end == 'M')
+        v <<= 20, ++*end;
+    return v;
 }
 
 /* Parses argv into *o (which holds the program's defaults). Returns 0, or 1 after printing
  * usage on rank 0 (the caller finalizes and exits). */
 static inline int osu_parse(int argc, char** argv, osu_opts_t* o) {
-  const osu_opts_t defaults = *o;
-  int c, rank;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  while ((c = getopt(argc, argv, "m:i:I:x:X:w:l:h")) != -1) {
-    char* end = NULL;
-    switch (c) {
-      case 'm': {
-        size_t a = osu_parse_size(optarg, &end);
-        if (*end == ':') {
-          o->min_size = a;
-          o->max_size = osu_parse_size(end + 1, &end);
-        } else {
-          o->max_size = a;
+    const osu_opts_t defaults = *o;
+    int c, rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    while ((c = getopt(argc, argv, "m:i:I:x:X:w:l:h")) != -1) {
+        char* end = NULL;
+        switch (c) {
+            case 'm': {
+                size_t a = osu_parse_size(optarg, &end);
+                if (*end == ':') {
+                    o->min_size = a;
+                    o->max_size = osu_parse_size(end + 1, &end);
+                } else {
+                    o->max_size = a;
+                }
+                break;
+            }
+            case 'i': o->iters_small = atoi(optarg); break;
+            case 'I': o->iters_large = atoi(optarg); break;
+            case 'x': o->warmup_small = atoi(optarg); break;
+            case 'X': o->warmup_large = atoi(optarg); break;
+            case 'w': o->window = atoi(optarg); break;
+            case 'l': o->large_size = osu_parse_size(optarg, &end); break;
+            default:
+                if (rank == 0) osu_usage(argv[0], &defaults);
+                return 1;
         }
-        break;
-      }
-      case 'i': o->iters_small = atoi(optarg); break;
-      case 'I': o->iters_large = atoi(optarg); break;
-      case 'x': o->warmup_small = atoi(optarg); break;
-      case 'X': o->warmup_large = atoi(optarg); break;
-      case 'w': o->window = atoi(optarg); break;
-      case 'l': o->large_size = osu_parse_size(optarg, &end); break;
-      default:
+    }
+    if (o->iters_small < 1 || o->iters_large < 1 || o->window < 1 || o->min_size > o->max_size) {
         if (rank == 0) osu_usage(argv[0], &defaults);
         return 1;
     }
-  }
-  if (o->iters_small < 1 || o->iters_large < 1 || o->window < 1 || o->min_size > o->max_size) {
-    if (rank == 0) osu_usage(argv[0], &defaults);
-    return 1;
-  }
-  return 0;
+    return 0;
 }
 
 /* Which rank counts a program accepts. */
@@ -87,42 +89,43 @@ typedef enum { OSU_TWO_RANKS, OSU_EVEN_RANKS } osu_ranks_t;
 /* MPI_Init, rank and size, options parsed over the defaults already in *o. Returns 0 to go
  * on; otherwise the usage or rank-count error was printed, MPI is finalized and the program
  * should return the value (1). */
-static inline int osu_start(int* argc, char*** argv, osu_opts_t* o, osu_ranks_t ranks,
-                            int* rank, int* np) {
-  MPI_Init(argc, argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, rank);
-  MPI_Comm_size(MPI_COMM_WORLD, np);
-  const int ranks_ok = ranks == OSU_TWO_RANKS ? *np == 2 : (*np >= 2 && *np % 2 == 0);
-  if (osu_parse(*argc, *argv, o) != 0 || !ranks_ok) {
-    if (!ranks_ok && *rank == 0)
-      fprintf(stderr, "%s: %s\n", (*argv)[0],
-              ranks == OSU_TWO_RANKS ? "run with exactly 2 ranks" : "needs an even number of ranks");
-    MPI_Finalize();
-    return 1;
-  }
-  return 0;
+static inline int osu_start(int* argc, char*** argv, osu_opts_t* o, osu_ranks_t ranks, int* rank,
+                            int* np) {
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, np);
+    const int ranks_ok = ranks == OSU_TWO_RANKS ? *np == 2 : (*np >= 2 && *np % 2 == 0);
+    if (osu_parse(*argc, *argv, o) != 0 || !ranks_ok) {
+        if (!ranks_ok && *rank == 0)
+            fprintf(stderr, "%s: %s\n", (*argv)[0],
+                    ranks == OSU_TWO_RANKS ? "run with exactly 2 ranks"
+                                           : "needs an even number of ranks");
+        MPI_Finalize();
+        return 1;
+    }
+    return 0;
 }
 
 /* Next size of the sweep: 0 -> 1 -> 2 -> 4 ... */
 static inline size_t osu_next_size(size_t s) { return s ? 2 * s : 1; }
 
 static inline int osu_iters(const osu_opts_t* o, size_t s) {
-  return s > o->large_size ? o->iters_large : o->iters_small;
+    return s > o->large_size ? o->iters_large : o->iters_small;
 }
 
 static inline int osu_warmup(const osu_opts_t* o, size_t s) {
-  return s > o->large_size ? o->warmup_large : o->warmup_small;
+    return s > o->large_size ? o->warmup_large : o->warmup_small;
 }
 
 /* Page-aligned and touched, so first-touch page faults do not land in the timed loop. */
 static inline void* osu_alloc(size_t len) {
-  void* p = NULL;
-  if (posix_memalign(&p, 4096, len ? len : 1) != 0) {
-    fprintf(stderr, "osu: cannot allocate %zu bytes\n", len);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-  memset(p, 'a', len ? len : 1);
-  return p;
+    void* p = NULL;
+    if (posix_memalign(&p, 4096, len ? len : 1) != 0) {
+        fprintf(stderr, "osu: cannot allocate %zu bytes\n", len);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    memset(p, 'a', len ? len : 1);
+    return p;
 }
 
 /* Buffer slots for a window of messages of up to max bytes. Every message in flight gets its
@@ -131,16 +134,16 @@ static inline void* osu_alloc(size_t len) {
  * one only garble contents that no benchmark reads, and 4 MiB x 64 x 2 buffers x 2 ranks
  * would be 1 GiB on a shared machine. */
 static inline int osu_slots(const osu_opts_t* o) {
-  const size_t cap = 64u << 20;
-  size_t n = o->max_size ? cap / o->max_size : (size_t)o->window;
-  if (n < 1) n = 1;
-  return n < (size_t)o->window ? (int)n : o->window;
+    const size_t cap = 64u << 20;
+    size_t n = o->max_size ? cap / o->max_size : (size_t)o->window;
+    if (n < 1) n = 1;
+    return n < (size_t)o->window ? (int)n : o->window;
 }
 
 static inline void osu_header(const char* title, const char* columns) {
-  printf("# %s (Switchyard bench/osu)\n", title);
-  printf("%s\n", columns);
-  fflush(stdout);
+    printf("# %s (Switchyard bench/osu)\n", title);
+    printf("%s\n", columns);
+    fflush(stdout);
 }
 
 #endif

@@ -46,9 +46,8 @@ mca_pml_swy_module_t ompi_pml_swy = {
 
 /* Publish this worker's address under the component's modex key (read by mca_pml_swy_connect
  * in every peer that sends to us). */
-static int mca_pml_swy_publish_address(void)
-{
-    void *address = NULL;
+static int mca_pml_swy_publish_address(void) {
+    void* address = NULL;
     size_t length = 0;
     int rc;
     swy_status_t s = swy_worker_get_address(ompi_pml_swy.worker, &address, &length);
@@ -67,10 +66,9 @@ static int mca_pml_swy_publish_address(void)
     return OMPI_SUCCESS;
 }
 
-int mca_pml_swy_init(int enable_mpi_threads)
-{
-    swy_worker_params_t wparams = {
-        .thread_mode = enable_mpi_threads ? SWY_THREAD_MODE_MULTI : SWY_THREAD_MODE_SINGLE};
+int mca_pml_swy_init(int enable_mpi_threads) {
+    swy_worker_params_t wparams = {.thread_mode = enable_mpi_threads ? SWY_THREAD_MODE_MULTI
+                                                                     : SWY_THREAD_MODE_SINGLE};
     swy_status_t s = swy_context_create(NULL, &ompi_pml_swy.context);
     if (s != SWY_OK) {
         opal_output(0, "pml swy: swy_context_create failed: %s", swy_status_string(s));
@@ -100,8 +98,8 @@ int mca_pml_swy_init(int enable_mpi_threads)
     opal_progress_register(mca_pml_swy_progress);
     opal_output_verbose(2, ompi_pml_swy.output,
                         "pml swy: switchyard %s context %p worker %p (%s thread mode)",
-                        swy_version_string(), (void *)ompi_pml_swy.context,
-                        (void *)ompi_pml_swy.worker, enable_mpi_threads ? "multi" : "single");
+                        swy_version_string(), (void*)ompi_pml_swy.context,
+                        (void*)ompi_pml_swy.worker, enable_mpi_threads ? "multi" : "single");
     return OMPI_SUCCESS;
 
 err_worker:
@@ -113,8 +111,7 @@ err_context:
     return OMPI_ERROR;
 }
 
-int mca_pml_swy_cleanup(void)
-{
+int mca_pml_swy_cleanup(void) {
     if (ompi_pml_swy.worker == NULL) {
         return OMPI_SUCCESS;
     }
@@ -133,17 +130,15 @@ int mca_pml_swy_cleanup(void)
     return OMPI_SUCCESS;
 }
 
-static void mca_pml_swy_ep_error(void *arg, swy_ep_h ep, swy_status_t status)
-{
-    ompi_proc_t *proc = (ompi_proc_t *)arg;
+static void mca_pml_swy_ep_error(void* arg, swy_ep_h ep, swy_status_t status) {
+    ompi_proc_t* proc = (ompi_proc_t*)arg;
     (void)ep;
     opal_output(0, "pml swy: connection to %s failed: %s", OMPI_NAME_PRINT(&proc->super.proc_name),
                 swy_status_string(status));
 }
 
-swy_ep_h mca_pml_swy_connect(ompi_proc_t *proc)
-{
-    void *address = NULL;
+swy_ep_h mca_pml_swy_connect(ompi_proc_t* proc) {
+    void* address = NULL;
     size_t length = 0;
     int rc;
     swy_ep_h ep = NULL;
@@ -155,8 +150,9 @@ swy_ep_h mca_pml_swy_connect(ompi_proc_t *proc)
     OPAL_MODEX_RECV(rc, &mca_pml_swy_component.pmlm_version, &proc->super.proc_name, &address,
                     &length);
     if (rc != OMPI_SUCCESS || address == NULL) {
-        opal_output(0, "pml swy: no Switchyard address for %s in the modex (%d): does it run pml "
-                       "swy too?",
+        opal_output(0,
+                    "pml swy: no Switchyard address for %s in the modex (%d): does it run pml "
+                    "swy too?",
                     OMPI_NAME_PRINT(&proc->super.proc_name), rc);
         return NULL;
     }
@@ -170,32 +166,29 @@ swy_ep_h mca_pml_swy_connect(ompi_proc_t *proc)
     swy_status_t s = swy_ep_create(ompi_pml_swy.worker, &params, &ep);
     free(address);
     if (s != SWY_OK) {
-        opal_output(0, "pml swy: cannot connect to %s: %s",
-                    OMPI_NAME_PRINT(&proc->super.proc_name), swy_status_string(s));
+        opal_output(0, "pml swy: cannot connect to %s: %s", OMPI_NAME_PRINT(&proc->super.proc_name),
+                    swy_status_string(s));
         return NULL;
     }
     proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML] = ep;
     if (ompi_pml_swy.verbose >= 2) {
         swy_ep_attr_t attr;
         if (swy_ep_query(ep, &attr) == SWY_OK) {
-            opal_output_verbose(2, ompi_pml_swy.output,
-                                "pml swy: connected to %s over %s (small messages: %s)",
-                                OMPI_NAME_PRINT(&proc->super.proc_name), attr.transport,
-                                attr.small_protocol);
+            opal_output_verbose(
+                2, ompi_pml_swy.output, "pml swy: connected to %s over %s (small messages: %s)",
+                OMPI_NAME_PRINT(&proc->super.proc_name), attr.transport, attr.small_protocol);
         }
     }
     return ep;
 }
 
-int mca_pml_swy_add_procs(struct ompi_proc_t **procs, size_t nprocs)
-{
+int mca_pml_swy_add_procs(struct ompi_proc_t** procs, size_t nprocs) {
     (void)procs;
     (void)nprocs;
     return OMPI_SUCCESS;
 }
 
-int mca_pml_swy_del_procs(struct ompi_proc_t **procs, size_t nprocs)
-{
+int mca_pml_swy_del_procs(struct ompi_proc_t** procs, size_t nprocs) {
     for (size_t i = 0; i < nprocs; ++i) {
         swy_ep_h ep = (swy_ep_h)procs[i]->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML];
         if (ep == NULL) {
@@ -212,35 +205,29 @@ int mca_pml_swy_del_procs(struct ompi_proc_t **procs, size_t nprocs)
         }
         if (s != SWY_OK) {
             opal_output_verbose(1, ompi_pml_swy.output, "pml swy: closing the endpoint to %s: %s",
-                                OMPI_NAME_PRINT(&procs[i]->super.proc_name),
-                                swy_status_string(s));
+                                OMPI_NAME_PRINT(&procs[i]->super.proc_name), swy_status_string(s));
         }
     }
     return OMPI_SUCCESS;
 }
 
-int mca_pml_swy_enable(bool enable)
-{
+int mca_pml_swy_enable(bool enable) {
     if (enable) {
-        opal_output_verbose(1, ompi_pml_swy.output,
-                            "pml swy selected (switchyard %s, priority %d)", swy_version_string(),
-                            ompi_pml_swy.priority);
+        opal_output_verbose(1, ompi_pml_swy.output, "pml swy selected (switchyard %s, priority %d)",
+                            swy_version_string(), ompi_pml_swy.priority);
     }
     return OMPI_SUCCESS;
 }
 
-int mca_pml_swy_progress(void)
-{
-    return (int)swy_worker_progress(ompi_pml_swy.worker);
-}
+int mca_pml_swy_progress(void) { return (int)swy_worker_progress(ompi_pml_swy.worker); }
 
-int mca_pml_swy_add_comm(struct ompi_communicator_t *comm)
-{
+int mca_pml_swy_add_comm(struct ompi_communicator_t* comm) {
     int size = OMPI_COMM_IS_INTER(comm) ? ompi_comm_remote_size(comm) : ompi_comm_size(comm);
     if (size > PML_SWY_MAX_RANKS || ompi_comm_size(comm) > PML_SWY_MAX_RANKS ||
         comm->c_contextid > PML_SWY_MAX_CONTEXTID) {
-        opal_output(0, "pml swy: communicator %s (size %d, context id %u) does not fit the tag "
-                       "layout (at most %d ranks, context id %d)",
+        opal_output(0,
+                    "pml swy: communicator %s (size %d, context id %u) does not fit the tag "
+                    "layout (at most %d ranks, context id %d)",
                     comm->c_name, size, (unsigned)comm->c_contextid, PML_SWY_MAX_RANKS,
                     PML_SWY_MAX_CONTEXTID);
         return OMPI_ERR_NOT_SUPPORTED;
@@ -248,21 +235,19 @@ int mca_pml_swy_add_comm(struct ompi_communicator_t *comm)
     return OMPI_SUCCESS;
 }
 
-int mca_pml_swy_del_comm(struct ompi_communicator_t *comm)
-{
+int mca_pml_swy_del_comm(struct ompi_communicator_t* comm) {
     (void)comm;
     return OMPI_SUCCESS;
 }
 
-int mca_pml_swy_dump(struct ompi_communicator_t *comm, int verbose)
-{
+int mca_pml_swy_dump(struct ompi_communicator_t* comm, int verbose) {
     int size = OMPI_COMM_IS_INTER(comm) ? ompi_comm_remote_size(comm) : ompi_comm_size(comm);
     opal_output(0, "pml swy: communicator %s (context id %u), %d peers", comm->c_name,
                 (unsigned)comm->c_contextid, size);
     for (int rank = 0; rank < size; ++rank) {
-        ompi_proc_t *proc = ompi_comm_peer_lookup(comm, rank);
-        swy_ep_h ep = proc != NULL ? (swy_ep_h)proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML]
-                                   : NULL;
+        ompi_proc_t* proc = ompi_comm_peer_lookup(comm, rank);
+        swy_ep_h ep =
+            proc != NULL ? (swy_ep_h)proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML] : NULL;
         swy_ep_attr_t attr;
         if (ep == NULL || swy_ep_query(ep, &attr) != SWY_OK) {
             opal_output(0, "  rank %d: not connected", rank);
@@ -273,7 +258,8 @@ int mca_pml_swy_dump(struct ompi_communicator_t *comm, int verbose)
                     attr.connected ? "connected" : "failed");
         if (verbose > 0) {
             char table[4096];
-            if (swy_ep_print_protocols(ep, SWY_MEMTYPE_HOST, table, sizeof(table)) != SWY_ERR_INVALID_PARAM) {
+            if (swy_ep_print_protocols(ep, SWY_MEMTYPE_HOST, table, sizeof(table)) !=
+                SWY_ERR_INVALID_PARAM) {
                 opal_output(0, "%s", table);
             }
         }

@@ -63,17 +63,17 @@ int mca_pml_swy_cleanup(void);
 /* ---- module functions (the mca_pml_base_module_t table) --------------------------------- */
 
 /** Nothing is connected here: endpoints are created on first send (mca_pml_swy_get_ep). */
-int mca_pml_swy_add_procs(struct ompi_proc_t **procs, size_t nprocs);
+int mca_pml_swy_add_procs(struct ompi_proc_t** procs, size_t nprocs);
 /** Flush and close the endpoints of @p procs that were connected. */
-int mca_pml_swy_del_procs(struct ompi_proc_t **procs, size_t nprocs);
+int mca_pml_swy_del_procs(struct ompi_proc_t** procs, size_t nprocs);
 /** Called on the selected PML only; logs "pml swy selected" at verbosity 1. */
 int mca_pml_swy_enable(bool enable);
 /** opal_progress callback: one Switchyard progress pass. @return events processed. */
 int mca_pml_swy_progress(void);
 /** Refuses communicators whose ranks or context id do not fit the tag layout. */
-int mca_pml_swy_add_comm(struct ompi_communicator_t *comm);
+int mca_pml_swy_add_comm(struct ompi_communicator_t* comm);
 /** Nothing to undo: communicators hold no PML state. */
-int mca_pml_swy_del_comm(struct ompi_communicator_t *comm);
+int mca_pml_swy_del_comm(struct ompi_communicator_t* comm);
 
 /*
  * The MPI entry points below implement the mca_pml_base_module_t contract of
@@ -83,59 +83,58 @@ int mca_pml_swy_del_comm(struct ompi_communicator_t *comm);
  */
 
 /** Persistent receive (MPI_Recv_init): inactive until mca_pml_swy_start. */
-int mca_pml_swy_irecv_init(void *buf, size_t count, ompi_datatype_t *datatype, int src, int tag,
-                           struct ompi_communicator_t *comm, struct ompi_request_t **request);
+int mca_pml_swy_irecv_init(void* buf, size_t count, ompi_datatype_t* datatype, int src, int tag,
+                           struct ompi_communicator_t* comm, struct ompi_request_t** request);
 /** MPI_Irecv: posts a Switchyard tagged receive; completes by callback. */
-int mca_pml_swy_irecv(void *buf, size_t count, ompi_datatype_t *datatype, int src, int tag,
-                      struct ompi_communicator_t *comm, struct ompi_request_t **request);
+int mca_pml_swy_irecv(void* buf, size_t count, ompi_datatype_t* datatype, int src, int tag,
+                      struct ompi_communicator_t* comm, struct ompi_request_t** request);
 /** MPI_Recv: polls its own Switchyard request (no PML request); fills @p status. */
-int mca_pml_swy_recv(void *buf, size_t count, ompi_datatype_t *datatype, int src, int tag,
-                     struct ompi_communicator_t *comm, ompi_status_public_t *status);
+int mca_pml_swy_recv(void* buf, size_t count, ompi_datatype_t* datatype, int src, int tag,
+                     struct ompi_communicator_t* comm, ompi_status_public_t* status);
 /** Persistent send (MPI_Send_init family, any mode); connects to @p dst now. */
-int mca_pml_swy_isend_init(const void *buf, size_t count, ompi_datatype_t *datatype, int dst,
-                           int tag, mca_pml_base_send_mode_t mode,
-                           struct ompi_communicator_t *comm, struct ompi_request_t **request);
+int mca_pml_swy_isend_init(const void* buf, size_t count, ompi_datatype_t* datatype, int dst,
+                           int tag, mca_pml_base_send_mode_t mode, struct ompi_communicator_t* comm,
+                           struct ompi_request_t** request);
 /** MPI_Isend / Issend / Ibsend / Irsend. A send completed in place returns the shared
  *  completed request. */
-int mca_pml_swy_isend(const void *buf, size_t count, ompi_datatype_t *datatype, int dst, int tag,
-                      mca_pml_base_send_mode_t mode, struct ompi_communicator_t *comm,
-                      struct ompi_request_t **request);
+int mca_pml_swy_isend(const void* buf, size_t count, ompi_datatype_t* datatype, int dst, int tag,
+                      mca_pml_base_send_mode_t mode, struct ompi_communicator_t* comm,
+                      struct ompi_request_t** request);
 /** MPI_Send / Ssend / Bsend / Rsend. */
-int mca_pml_swy_send(const void *buf, size_t count, ompi_datatype_t *datatype, int dst, int tag,
-                     mca_pml_base_send_mode_t mode, struct ompi_communicator_t *comm);
+int mca_pml_swy_send(const void* buf, size_t count, ompi_datatype_t* datatype, int dst, int tag,
+                     mca_pml_base_send_mode_t mode, struct ompi_communicator_t* comm);
 /** MPI_Iprobe: one probe; on a miss, one progress step. */
-int mca_pml_swy_iprobe(int src, int tag, struct ompi_communicator_t *comm, int *matched,
-                       ompi_status_public_t *status);
+int mca_pml_swy_iprobe(int src, int tag, struct ompi_communicator_t* comm, int* matched,
+                       ompi_status_public_t* status);
 /** MPI_Probe: probes and progresses until a match. */
-int mca_pml_swy_probe(int src, int tag, struct ompi_communicator_t *comm,
-                      ompi_status_public_t *status);
+int mca_pml_swy_probe(int src, int tag, struct ompi_communicator_t* comm,
+                      ompi_status_public_t* status);
 /** MPI_Improbe: a match is removed from matching and returned as @p message. */
-int mca_pml_swy_improbe(int src, int tag, struct ompi_communicator_t *comm, int *matched,
-                        struct ompi_message_t **message, ompi_status_public_t *status);
+int mca_pml_swy_improbe(int src, int tag, struct ompi_communicator_t* comm, int* matched,
+                        struct ompi_message_t** message, ompi_status_public_t* status);
 /** MPI_Mprobe: blocking form of improbe. */
-int mca_pml_swy_mprobe(int src, int tag, struct ompi_communicator_t *comm,
-                       struct ompi_message_t **message, ompi_status_public_t *status);
+int mca_pml_swy_mprobe(int src, int tag, struct ompi_communicator_t* comm,
+                       struct ompi_message_t** message, ompi_status_public_t* status);
 /** MPI_Imrecv: receive a message taken by (i)mprobe; *message becomes MPI_MESSAGE_NULL. */
-int mca_pml_swy_imrecv(void *buf, size_t count, ompi_datatype_t *datatype,
-                       struct ompi_message_t **message, struct ompi_request_t **request);
+int mca_pml_swy_imrecv(void* buf, size_t count, ompi_datatype_t* datatype,
+                       struct ompi_message_t** message, struct ompi_request_t** request);
 /** MPI_Mrecv: blocking form of imrecv. */
-int mca_pml_swy_mrecv(void *buf, size_t count, ompi_datatype_t *datatype,
-                      struct ompi_message_t **message, ompi_status_public_t *status);
+int mca_pml_swy_mrecv(void* buf, size_t count, ompi_datatype_t* datatype,
+                      struct ompi_message_t** message, ompi_status_public_t* status);
 /** MPI_Start / MPI_Startall on persistent requests made by *_init above. */
-int mca_pml_swy_start(size_t count, ompi_request_t **requests);
+int mca_pml_swy_start(size_t count, ompi_request_t** requests);
 /** Prints the Switchyard endpoint of every connected peer of @p comm (protocol tables with
  *  @p verbose > 0). */
-int mca_pml_swy_dump(struct ompi_communicator_t *comm, int verbose);
+int mca_pml_swy_dump(struct ompi_communicator_t* comm, int verbose);
 
 /* ---- shared helpers ---------------------------------------------------------------------- */
 
 /** Connect to @p proc (slow path of mca_pml_swy_get_ep). NULL on failure (logged). */
-swy_ep_h mca_pml_swy_connect(ompi_proc_t *proc);
+swy_ep_h mca_pml_swy_connect(ompi_proc_t* proc);
 
 /** Endpoint to rank @p rank of @p comm, connecting on first use. NULL on failure. */
-static inline swy_ep_h mca_pml_swy_get_ep(ompi_communicator_t *comm, int rank)
-{
-    ompi_proc_t *proc = ompi_comm_peer_lookup(comm, rank);
+static inline swy_ep_h mca_pml_swy_get_ep(ompi_communicator_t* comm, int rank) {
+    ompi_proc_t* proc = ompi_comm_peer_lookup(comm, rank);
     swy_ep_h ep = (swy_ep_h)proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML];
     if (OPAL_LIKELY(ep != NULL)) {
         return ep;
@@ -149,8 +148,7 @@ static inline swy_ep_h mca_pml_swy_get_ep(ompi_communicator_t *comm, int rank)
  * (runtime events, other frameworks) is not starved while we spin. @p countdown is the
  * caller's counter: start it at pml_swy_progress_iterations (0 runs opal_progress first).
  */
-static inline void mca_pml_swy_wait_step(unsigned *countdown)
-{
+static inline void mca_pml_swy_wait_step(unsigned* countdown) {
     if (OPAL_LIKELY(*countdown > 1)) {
         --*countdown;
         (void)swy_worker_progress(ompi_pml_swy.worker);

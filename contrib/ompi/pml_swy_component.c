@@ -9,7 +9,7 @@
 static int mca_pml_swy_component_register(void);
 static int mca_pml_swy_component_open(void);
 static int mca_pml_swy_component_close(void);
-static mca_pml_base_module_t *mca_pml_swy_component_init(int *priority,
+static mca_pml_base_module_t* mca_pml_swy_component_init(int* priority,
                                                          bool enable_progress_threads,
                                                          bool enable_mpi_threads);
 static int mca_pml_swy_component_fini(void);
@@ -33,8 +33,7 @@ mca_pml_base_component_2_0_0_t mca_pml_swy_component = {
     .pmlm_finalize = mca_pml_swy_component_fini,
 };
 
-static int mca_pml_swy_component_register(void)
-{
+static int mca_pml_swy_component_register(void) {
     /* Low by default so that ob1 (20) and ucx (51) keep winning. Open MPI 4.1 only weighs
      * priorities among its built-in PMLs, so raising this alone never selects swy: --mca pml
      * swy (or OMPI_MCA_pml=swy) does (README.md). */
@@ -62,8 +61,7 @@ static int mca_pml_swy_component_register(void)
     return OMPI_SUCCESS;
 }
 
-static int mca_pml_swy_component_open(void)
-{
+static int mca_pml_swy_component_open(void) {
     ompi_pml_swy.output = opal_output_open(NULL);
     opal_output_set_verbosity(ompi_pml_swy.output, ompi_pml_swy.verbose);
     if (ompi_pml_swy.progress_iterations < 1) {
@@ -74,17 +72,15 @@ static int mca_pml_swy_component_open(void)
     return OMPI_SUCCESS;
 }
 
-static int mca_pml_swy_component_close(void)
-{
+static int mca_pml_swy_component_close(void) {
     opal_output_close(ompi_pml_swy.output);
     ompi_pml_swy.output = -1;
     return OMPI_SUCCESS;
 }
 
-static mca_pml_base_module_t *mca_pml_swy_component_init(int *priority,
+static mca_pml_base_module_t* mca_pml_swy_component_init(int* priority,
                                                          bool enable_progress_threads,
-                                                         bool enable_mpi_threads)
-{
+                                                         bool enable_mpi_threads) {
     (void)enable_progress_threads;
     if (mca_pml_swy_init(enable_mpi_threads) != OMPI_SUCCESS) {
         return NULL;
@@ -94,7 +90,4 @@ static mca_pml_base_module_t *mca_pml_swy_component_init(int *priority,
     return &ompi_pml_swy.super;
 }
 
-static int mca_pml_swy_component_fini(void)
-{
-    return mca_pml_swy_cleanup();
-}
+static int mca_pml_swy_component_fini(void) { return mca_pml_swy_cleanup(); }

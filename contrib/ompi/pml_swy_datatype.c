@@ -3,8 +3,7 @@
 
 #include "opal/datatype/opal_convertor.h"
 
-size_t mca_pml_swy_dt_packed_size(const void *buf, size_t count, ompi_datatype_t *datatype)
-{
+size_t mca_pml_swy_dt_packed_size(const void* buf, size_t count, ompi_datatype_t* datatype) {
     opal_convertor_t conv;
     size_t length = 0;
     OBJ_CONSTRUCT(&conv, opal_convertor_t);
@@ -15,9 +14,8 @@ size_t mca_pml_swy_dt_packed_size(const void *buf, size_t count, ompi_datatype_t
     return length;
 }
 
-int mca_pml_swy_dt_pack(const void *buf, size_t count, ompi_datatype_t *datatype, void *dst,
-                        size_t length)
-{
+int mca_pml_swy_dt_pack(const void* buf, size_t count, ompi_datatype_t* datatype, void* dst,
+                        size_t length) {
     opal_convertor_t conv;
     struct iovec iov = {.iov_base = dst, .iov_len = length};
     uint32_t iov_count = 1;
@@ -34,11 +32,10 @@ int mca_pml_swy_dt_pack(const void *buf, size_t count, ompi_datatype_t *datatype
     return rc;
 }
 
-int mca_pml_swy_dt_unpack(void *buf, size_t count, ompi_datatype_t *datatype, const void *src,
-                          size_t length)
-{
+int mca_pml_swy_dt_unpack(void* buf, size_t count, ompi_datatype_t* datatype, const void* src,
+                          size_t length) {
     opal_convertor_t conv;
-    struct iovec iov = {.iov_base = (void *)src, .iov_len = length};
+    struct iovec iov = {.iov_base = (void*)src, .iov_len = length};
     uint32_t iov_count = 1;
     size_t max_data = length;
     int rc = OMPI_SUCCESS;

@@ -16,14 +16,13 @@
  * If @p count elements of @p datatype at @p buf are one contiguous byte range, store its start
  * and length and return true.
  */
-static inline bool mca_pml_swy_dt_contig(const void *buf, size_t count,
-                                         const ompi_datatype_t *datatype, void **start,
-                                         size_t *length)
-{
-    const opal_datatype_t *dt = &datatype->super;
+static inline bool mca_pml_swy_dt_contig(const void* buf, size_t count,
+                                         const ompi_datatype_t* datatype, void** start,
+                                         size_t* length) {
+    const opal_datatype_t* dt = &datatype->super;
     if (OPAL_LIKELY(count <= INT32_MAX &&
                     opal_datatype_is_contiguous_memory_layout(dt, (int32_t)count))) {
-        *start = (char *)buf + dt->true_lb;
+        *start = (char*)buf + dt->true_lb;
         *length = dt->size * count;
         return true;
     }
@@ -31,16 +30,16 @@ static inline bool mca_pml_swy_dt_contig(const void *buf, size_t count,
 }
 
 /** Bytes @p count elements of @p datatype occupy once packed. */
-size_t mca_pml_swy_dt_packed_size(const void *buf, size_t count, ompi_datatype_t *datatype);
+size_t mca_pml_swy_dt_packed_size(const void* buf, size_t count, ompi_datatype_t* datatype);
 
 /** Pack @p count elements at @p buf into @p dst (@p length bytes, the packed size).
  *  @return OMPI_SUCCESS or OMPI_ERROR. */
-int mca_pml_swy_dt_pack(const void *buf, size_t count, ompi_datatype_t *datatype, void *dst,
+int mca_pml_swy_dt_pack(const void* buf, size_t count, ompi_datatype_t* datatype, void* dst,
                         size_t length);
 
 /** Unpack @p length packed bytes from @p src into @p count elements at @p buf (a short
  *  message fills the leading elements only). @return OMPI_SUCCESS or OMPI_ERROR. */
-int mca_pml_swy_dt_unpack(void *buf, size_t count, ompi_datatype_t *datatype, const void *src,
+int mca_pml_swy_dt_unpack(void* buf, size_t count, ompi_datatype_t* datatype, const void* src,
                           size_t length);
 
 #endif /* PML_SWY_DATATYPE_H */

@@ -7,16 +7,14 @@
 
 #include "pml_swy_datatype.h"
 
-static void mca_pml_swy_recv_error(const char *what, swy_status_t s)
-{
+static void mca_pml_swy_recv_error(const char* what, swy_status_t s) {
     opal_output(0, "pml swy: %s failed: %s", what, swy_status_string(s));
 }
 
-int mca_pml_swy_post_recv(mca_pml_swy_request_t *req, void *buf, size_t count,
-                          ompi_datatype_t *datatype, swy_tag_t tag, swy_tag_t mask,
-                          swy_message_h message)
-{
-    void *start;
+int mca_pml_swy_post_recv(mca_pml_swy_request_t* req, void* buf, size_t count,
+                          ompi_datatype_t* datatype, swy_tag_t tag, swy_tag_t mask,
+                          swy_message_h message) {
+    void* start;
     size_t length;
     if (OPAL_UNLIKELY(!mca_pml_swy_dt_contig(buf, count, datatype, &start, &length))) {
         length = datatype->super.size * count; /* packed size (homogeneous peers) */
@@ -43,8 +41,7 @@ int mca_pml_swy_post_recv(mca_pml_swy_request_t *req, void *buf, size_t count,
     };
     swy_status_t s;
     if (message == NULL) {
-        s = swy_tag_recv_nb(ompi_pml_swy.worker, start, length, tag, mask, &params,
-                            &req->swy_req);
+        s = swy_tag_recv_nb(ompi_pml_swy.worker, start, length, tag, mask, &params, &req->swy_req);
     } else {
         s = swy_tag_msg_recv_nb(ompi_pml_swy.worker, start, length, message, &params,
                                 &req->swy_req);
@@ -66,12 +63,11 @@ int mca_pml_swy_post_recv(mca_pml_swy_request_t *req, void *buf, size_t count,
     return mca_pml_swy_mpi_error(s);
 }
 
-int mca_pml_swy_irecv(void *buf, size_t count, ompi_datatype_t *datatype, int src, int tag,
-                      struct ompi_communicator_t *comm, struct ompi_request_t **request)
-{
+int mca_pml_swy_irecv(void* buf, size_t count, ompi_datatype_t* datatype, int src, int tag,
+                      struct ompi_communicator_t* comm, struct ompi_request_t** request) {
     swy_tag_t stag, mask;
     pml_swy_recv_tag(tag, src, comm->c_contextid, MPI_ANY_TAG, MPI_ANY_SOURCE, &stag, &mask);
-    mca_pml_swy_request_t *req = mca_pml_swy_request_get(comm);
+    mca_pml_swy_request_t* req = mca_pml_swy_request_get(comm);
     if (OPAL_UNLIKELY(req == NULL)) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
@@ -88,13 +84,12 @@ int mca_pml_swy_irecv(void *buf, size_t count, ompi_datatype_t *datatype, int sr
  * Blocking receive into (buf, count, datatype): tagged (message NULL) or matched. Polls its
  * own Switchyard request (no callback, nothing from the free list) and fills @p status.
  */
-static int mca_pml_swy_recv_blocking(void *buf, size_t count, ompi_datatype_t *datatype,
+static int mca_pml_swy_recv_blocking(void* buf, size_t count, ompi_datatype_t* datatype,
                                      swy_tag_t tag, swy_tag_t mask, swy_message_h message,
-                                     ompi_status_public_t *status)
-{
-    void *start;
+                                     ompi_status_public_t* status) {
+    void* start;
     size_t length;
-    void *tmp = NULL;
+    void* tmp = NULL;
     if (OPAL_UNLIKELY(!mca_pml_swy_dt_contig(buf, count, datatype, &start, &length))) {
         length = datatype->super.size * count;
         tmp = length != 0 ? malloc(length) : NULL;
@@ -135,27 +130,24 @@ static int mca_pml_swy_recv_blocking(void *buf, size_t count, ompi_datatype_t *d
     return mca_pml_swy_set_public_status(status, s, &info);
 }
 
-int mca_pml_swy_recv(void *buf, size_t count, ompi_datatype_t *datatype, int src, int tag,
-                     struct ompi_communicator_t *comm, ompi_status_public_t *status)
-{
+int mca_pml_swy_recv(void* buf, size_t count, ompi_datatype_t* datatype, int src, int tag,
+                     struct ompi_communicator_t* comm, ompi_status_public_t* status) {
     swy_tag_t stag, mask;
     pml_swy_recv_tag(tag, src, comm->c_contextid, MPI_ANY_TAG, MPI_ANY_SOURCE, &stag, &mask);
     return mca_pml_swy_recv_blocking(buf, count, datatype, stag, mask, NULL, status);
 }
 
 /* One probe; @p message is non-NULL for the matched (removing) probes. */
-static bool mca_pml_swy_probe_once(int src, int tag, struct ompi_communicator_t *comm,
-                                   swy_tag_recv_info_t *info, swy_message_h *message)
-{
+static bool mca_pml_swy_probe_once(int src, int tag, struct ompi_communicator_t* comm,
+                                   swy_tag_recv_info_t* info, swy_message_h* message) {
     swy_tag_t stag, mask;
     pml_swy_recv_tag(tag, src, comm->c_contextid, MPI_ANY_TAG, MPI_ANY_SOURCE, &stag, &mask);
     return swy_tag_probe_nb(ompi_pml_swy.worker, stag, mask, message != NULL, info, message) ==
            SWY_OK;
 }
 
-int mca_pml_swy_iprobe(int src, int tag, struct ompi_communicator_t *comm, int *matched,
-                       ompi_status_public_t *status)
-{
+int mca_pml_swy_iprobe(int src, int tag, struct ompi_communicator_t* comm, int* matched,
+                       ompi_status_public_t* status) {
     static unsigned step = 0;
     swy_tag_recv_info_t info;
     if (mca_pml_swy_probe_once(src, tag, comm, &info, NULL)) {
@@ -169,9 +161,8 @@ int mca_pml_swy_iprobe(int src, int tag, struct ompi_communicator_t *comm, int *
     return OMPI_SUCCESS;
 }
 
-int mca_pml_swy_probe(int src, int tag, struct ompi_communicator_t *comm,
-                      ompi_status_public_t *status)
-{
+int mca_pml_swy_probe(int src, int tag, struct ompi_communicator_t* comm,
+                      ompi_status_public_t* status) {
     unsigned step = (unsigned)ompi_pml_swy.progress_iterations;
     swy_tag_recv_info_t info;
     while (!mca_pml_swy_probe_once(src, tag, comm, &info, NULL)) {
@@ -182,24 +173,22 @@ int mca_pml_swy_probe(int src, int tag, struct ompi_communicator_t *comm,
 }
 
 /* Wrap a message Switchyard took out of matching into an MPI_Message. */
-static void mca_pml_swy_message_fill(ompi_message_t *msg, struct ompi_communicator_t *comm,
-                                     swy_message_h smsg, const swy_tag_recv_info_t *info)
-{
+static void mca_pml_swy_message_fill(ompi_message_t* msg, struct ompi_communicator_t* comm,
+                                     swy_message_h smsg, const swy_tag_recv_info_t* info) {
     msg->comm = comm;
     msg->req_ptr = smsg;
     msg->peer = pml_swy_tag_source(info->sender_tag);
     msg->count = info->length;
 }
 
-int mca_pml_swy_improbe(int src, int tag, struct ompi_communicator_t *comm, int *matched,
-                        struct ompi_message_t **message, ompi_status_public_t *status)
-{
+int mca_pml_swy_improbe(int src, int tag, struct ompi_communicator_t* comm, int* matched,
+                        struct ompi_message_t** message, ompi_status_public_t* status) {
     static unsigned step = 0;
     swy_tag_recv_info_t info;
     swy_message_h smsg = NULL;
     /* Allocated first: once Switchyard hands a message out it is no longer matchable, so
      * there must be somewhere to put it. */
-    ompi_message_t *msg = ompi_message_alloc();
+    ompi_message_t* msg = ompi_message_alloc();
     if (OPAL_UNLIKELY(msg == NULL)) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
@@ -216,13 +205,12 @@ int mca_pml_swy_improbe(int src, int tag, struct ompi_communicator_t *comm, int 
     return OMPI_SUCCESS;
 }
 
-int mca_pml_swy_mprobe(int src, int tag, struct ompi_communicator_t *comm,
-                       struct ompi_message_t **message, ompi_status_public_t *status)
-{
+int mca_pml_swy_mprobe(int src, int tag, struct ompi_communicator_t* comm,
+                       struct ompi_message_t** message, ompi_status_public_t* status) {
     unsigned step = (unsigned)ompi_pml_swy.progress_iterations;
     swy_tag_recv_info_t info;
     swy_message_h smsg = NULL;
-    ompi_message_t *msg = ompi_message_alloc();
+    ompi_message_t* msg = ompi_message_alloc();
     if (OPAL_UNLIKELY(msg == NULL)) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
@@ -235,11 +223,10 @@ int mca_pml_swy_mprobe(int src, int tag, struct ompi_communicator_t *comm,
     return OMPI_SUCCESS;
 }
 
-int mca_pml_swy_imrecv(void *buf, size_t count, ompi_datatype_t *datatype,
-                       struct ompi_message_t **message, struct ompi_request_t **request)
-{
-    ompi_message_t *msg = *message;
-    mca_pml_swy_request_t *req = mca_pml_swy_request_get(msg->comm);
+int mca_pml_swy_imrecv(void* buf, size_t count, ompi_datatype_t* datatype,
+                       struct ompi_message_t** message, struct ompi_request_t** request) {
+    ompi_message_t* msg = *message;
+    mca_pml_swy_request_t* req = mca_pml_swy_request_get(msg->comm);
     if (OPAL_UNLIKELY(req == NULL)) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
@@ -254,10 +241,9 @@ int mca_pml_swy_imrecv(void *buf, size_t count, ompi_datatype_t *datatype,
     return OMPI_SUCCESS;
 }
 
-int mca_pml_swy_mrecv(void *buf, size_t count, ompi_datatype_t *datatype,
-                      struct ompi_message_t **message, ompi_status_public_t *status)
-{
-    ompi_message_t *msg = *message;
+int mca_pml_swy_mrecv(void* buf, size_t count, ompi_datatype_t* datatype,
+                      struct ompi_message_t** message, ompi_status_public_t* status) {
+    ompi_message_t* msg = *message;
     swy_message_h smsg = (swy_message_h)msg->req_ptr;
     ompi_message_return(msg);
     *message = MPI_MESSAGE_NULL;

@@ -12,8 +12,8 @@
  * @return OMPI_SUCCESS (posted or completed) or an error (nothing posted; the caller releases
  *         @p req).
  */
-int mca_pml_swy_post_recv(mca_pml_swy_request_t *req, void *buf, size_t count,
-                          ompi_datatype_t *datatype, swy_tag_t tag, swy_tag_t mask,
+int mca_pml_swy_post_recv(mca_pml_swy_request_t* req, void* buf, size_t count,
+                          ompi_datatype_t* datatype, swy_tag_t tag, swy_tag_t mask,
                           swy_message_h message);
 
 #endif /* PML_SWY_RECV_H */

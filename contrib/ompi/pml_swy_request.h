@@ -14,45 +14,43 @@
 #include "pml_swy.h"
 
 enum {
-    PML_SWY_REQ_SEND = 1u << 0,        /**< a send (else a receive) */
-    PML_SWY_REQ_DETACHED = 1u << 2,    /**< buffered send: nobody waits, callback releases */
-    PML_SWY_REQ_UNPACK = 1u << 3,      /**< receive landed in tmp_buf: unpack on completion */
-    PML_SWY_REQ_TMP_MALLOC = 1u << 4,  /**< tmp_buf came from malloc (free() it) */
-    PML_SWY_REQ_TMP_BSEND = 1u << 5    /**< tmp_buf came from the MPI_Buffer_attach pool */
+    PML_SWY_REQ_SEND = 1u << 0,       /**< a send (else a receive) */
+    PML_SWY_REQ_DETACHED = 1u << 2,   /**< buffered send: nobody waits, callback releases */
+    PML_SWY_REQ_UNPACK = 1u << 3,     /**< receive landed in tmp_buf: unpack on completion */
+    PML_SWY_REQ_TMP_MALLOC = 1u << 4, /**< tmp_buf came from malloc (free() it) */
+    PML_SWY_REQ_TMP_BSEND = 1u << 5   /**< tmp_buf came from the MPI_Buffer_attach pool */
 };
 
 /** Bits of mca_pml_swy_request_t.owners_done. */
 enum {
-    PML_SWY_DONE_SWY = 1,  /**< Switchyard finished (or never had) the operation */
-    PML_SWY_DONE_OMPI = 2  /**< Open MPI called req_free */
+    PML_SWY_DONE_SWY = 1, /**< Switchyard finished (or never had) the operation */
+    PML_SWY_DONE_OMPI = 2 /**< Open MPI called req_free */
 };
 
 typedef struct mca_pml_swy_request {
-    ompi_request_t ompi;   /**< must be first: Open MPI sees only this */
-    swy_request_h swy_req; /**< the Switchyard operation (kept until release), or NULL */
-    unsigned flags;        /**< PML_SWY_REQ_* */
+    ompi_request_t ompi;          /**< must be first: Open MPI sees only this */
+    swy_request_h swy_req;        /**< the Switchyard operation (kept until release), or NULL */
+    unsigned flags;               /**< PML_SWY_REQ_* */
     volatile int32_t owners_done; /**< PML_SWY_DONE_*: who has finished with the request */
-    void *tmp_buf;         /**< send: packed copy; receive: landing area for unpack */
+    void* tmp_buf;                /**< send: packed copy; receive: landing area for unpack */
     size_t tmp_len;
 
     /* The call's arguments: for unpacking a non-contiguous receive and for restarting a
      * persistent request. datatype is retained while this request refers to it. */
-    void *buf;
+    void* buf;
     size_t count;
-    ompi_datatype_t *datatype;
+    ompi_datatype_t* datatype;
     swy_tag_t tag;
-    swy_tag_t mask;   /**< receives */
-    swy_ep_h ep;      /**< persistent sends */
+    swy_tag_t mask; /**< receives */
+    swy_ep_h ep;    /**< persistent sends */
     mca_pml_base_send_mode_t mode;
 } mca_pml_swy_request_t;
 
 OBJ_CLASS_DECLARATION(mca_pml_swy_request_t);
 
 /** A fresh, active, non-persistent request for communicator @p comm; NULL if out of memory. */
-static inline mca_pml_swy_request_t *mca_pml_swy_request_get(ompi_communicator_t *comm)
-{
-    mca_pml_swy_request_t *req =
-        (mca_pml_swy_request_t *)opal_free_list_get(&ompi_pml_swy.requests);
+static inline mca_pml_swy_request_t* mca_pml_swy_request_get(ompi_communicator_t* comm) {
+    mca_pml_swy_request_t* req = (mca_pml_swy_request_t*)opal_free_list_get(&ompi_pml_swy.requests);
     if (OPAL_UNLIKELY(req == NULL)) {
         return NULL;
     }
@@ -68,35 +66,33 @@ static inline mca_pml_swy_request_t *mca_pml_swy_request_get(ompi_communicator_t
 }
 
 /** Drop what the request holds (temporary buffer, datatype) and return it to the free list. */
-void mca_pml_swy_request_release(mca_pml_swy_request_t *req);
+void mca_pml_swy_request_release(mca_pml_swy_request_t* req);
 
 /** Release the temporary buffer of a finished operation (malloc'd or from the bsend pool). */
-void mca_pml_swy_request_drop_tmp(mca_pml_swy_request_t *req);
+void mca_pml_swy_request_drop_tmp(mca_pml_swy_request_t* req);
 
 /** Switchyard send callback (user_data: the mca_pml_swy_request_t). */
-void mca_pml_swy_send_cb(swy_request_h sreq, swy_status_t status, void *user_data);
+void mca_pml_swy_send_cb(swy_request_h sreq, swy_status_t status, void* user_data);
 /** Switchyard receive callback (user_data: the mca_pml_swy_request_t). */
-void mca_pml_swy_recv_cb(swy_request_h sreq, swy_status_t status,
-                         const swy_tag_recv_info_t *info, void *user_data);
+void mca_pml_swy_recv_cb(swy_request_h sreq, swy_status_t status, const swy_tag_recv_info_t* info,
+                         void* user_data);
 
 /** Finish a send: status, temporary buffer, then ompi completion (or release if detached). */
-void mca_pml_swy_send_done(mca_pml_swy_request_t *req, swy_status_t status);
+void mca_pml_swy_send_done(mca_pml_swy_request_t* req, swy_status_t status);
 /** Finish a receive: status from @p info, unpack if needed, then ompi completion. */
-void mca_pml_swy_recv_done(mca_pml_swy_request_t *req, swy_status_t status,
-                           const swy_tag_recv_info_t *info);
+void mca_pml_swy_recv_done(mca_pml_swy_request_t* req, swy_status_t status,
+                           const swy_tag_recv_info_t* info);
 
 /**
  * Switchyard tells a sender when the receiver truncated its message (rendezvous). In MPI that
  * is the receiver's error only: the send itself succeeded.
  */
-static inline swy_status_t mca_pml_swy_send_result(swy_status_t status)
-{
+static inline swy_status_t mca_pml_swy_send_result(swy_status_t status) {
     return status == SWY_ERR_MESSAGE_TRUNCATED ? SWY_OK : status;
 }
 
 /** Fill a request's status for a send that ended with @p status. */
-static inline void mca_pml_swy_set_send_status(ompi_status_public_t *st, swy_status_t status)
-{
+static inline void mca_pml_swy_set_send_status(ompi_status_public_t* st, swy_status_t status) {
     st->_cancelled = false;
     st->MPI_ERROR = OPAL_LIKELY(status == SWY_OK) ? MPI_SUCCESS : mca_pml_swy_mpi_error(status);
 }
@@ -106,9 +102,8 @@ static inline void mca_pml_swy_set_send_status(ompi_status_public_t *st, swy_sta
  * A canceled receive reports _cancelled and MPI_SUCCESS; a truncated one MPI_ERR_TRUNCATE
  * with the sender's source, tag and full length.
  */
-static inline void mca_pml_swy_set_recv_status(ompi_status_public_t *st, swy_status_t status,
-                                               const swy_tag_recv_info_t *info)
-{
+static inline void mca_pml_swy_set_recv_status(ompi_status_public_t* st, swy_status_t status,
+                                               const swy_tag_recv_info_t* info) {
     if (OPAL_LIKELY(status == SWY_OK || status == SWY_ERR_MESSAGE_TRUNCATED)) {
         st->MPI_SOURCE = pml_swy_tag_source(info->sender_tag);
         st->MPI_TAG = pml_swy_tag_mpi_tag(info->sender_tag);
@@ -129,9 +124,8 @@ static inline void mca_pml_swy_set_recv_status(ompi_status_public_t *st, swy_sta
  * standard MPI_ERROR is left alone there: the error is the return value.
  * @return the MPI error for the call.
  */
-static inline int mca_pml_swy_set_public_status(ompi_status_public_t *st, swy_status_t status,
-                                                const swy_tag_recv_info_t *info)
-{
+static inline int mca_pml_swy_set_public_status(ompi_status_public_t* st, swy_status_t status,
+                                                const swy_tag_recv_info_t* info) {
     if (st == MPI_STATUS_IGNORE) {
         if (OPAL_LIKELY(status == SWY_OK || status == SWY_ERR_CANCELED)) {
             return MPI_SUCCESS;
@@ -147,7 +141,7 @@ static inline int mca_pml_swy_set_public_status(ompi_status_public_t *st, swy_st
 }
 
 /** Prepare ompi_pml_swy.completed_send_req (at init) and tear it down (at cleanup). */
-void mca_pml_swy_completed_request_init(ompi_request_t *req);
-void mca_pml_swy_completed_request_fini(ompi_request_t *req);
+void mca_pml_swy_completed_request_init(ompi_request_t* req);
+void mca_pml_swy_completed_request_fini(ompi_request_t* req);
 
 #endif /* PML_SWY_REQUEST_H */

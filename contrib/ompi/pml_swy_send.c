@@ -8,23 +8,20 @@
 
 #include "pml_swy_datatype.h"
 
-static inline uint32_t mca_pml_swy_send_flags(mca_pml_base_send_mode_t mode)
-{
+static inline uint32_t mca_pml_swy_send_flags(mca_pml_base_send_mode_t mode) {
     /* Ready mode needs nothing special: a standard send is a correct ready send. */
     return mode == MCA_PML_BASE_SEND_SYNCHRONOUS ? SWY_REQ_FLAG_SYNC : 0;
 }
 
-static void mca_pml_swy_send_error(const char *what, swy_status_t s)
-{
+static void mca_pml_swy_send_error(const char* what, swy_status_t s) {
     opal_output(0, "pml swy: %s failed: %s", what, swy_status_string(s));
 }
 
 /* Pack a non-contiguous send into a malloc'd buffer owned by @p req. */
-static int mca_pml_swy_pack_tmp(mca_pml_swy_request_t *req, const void *buf, size_t count,
-                                ompi_datatype_t *datatype, void **start, size_t *length)
-{
+static int mca_pml_swy_pack_tmp(mca_pml_swy_request_t* req, const void* buf, size_t count,
+                                ompi_datatype_t* datatype, void** start, size_t* length) {
     size_t n = mca_pml_swy_dt_packed_size(buf, count, datatype);
-    void *tmp = n != 0 ? malloc(n) : NULL;
+    void* tmp = n != 0 ? malloc(n) : NULL;
     if (n != 0 && tmp == NULL) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
@@ -40,11 +37,10 @@ static int mca_pml_swy_pack_tmp(mca_pml_swy_request_t *req, const void *buf, siz
     return OMPI_SUCCESS;
 }
 
-swy_status_t mca_pml_swy_post_send(mca_pml_swy_request_t *req, swy_ep_h ep, const void *buf,
-                                   size_t count, ompi_datatype_t *datatype, swy_tag_t tag,
-                                   mca_pml_base_send_mode_t mode)
-{
-    void *start;
+swy_status_t mca_pml_swy_post_send(mca_pml_swy_request_t* req, swy_ep_h ep, const void* buf,
+                                   size_t count, ompi_datatype_t* datatype, swy_tag_t tag,
+                                   mca_pml_base_send_mode_t mode) {
+    void* start;
     size_t length;
     if (OPAL_UNLIKELY(!mca_pml_swy_dt_contig(buf, count, datatype, &start, &length))) {
         if (mca_pml_swy_pack_tmp(req, buf, count, datatype, &start, &length) != OMPI_SUCCESS) {
@@ -64,11 +60,10 @@ swy_status_t mca_pml_swy_post_send(mca_pml_swy_request_t *req, swy_ep_h ep, cons
     return s;
 }
 
-int mca_pml_swy_bsend(swy_ep_h ep, const void *buf, size_t count, ompi_datatype_t *datatype,
-                      swy_tag_t tag, ompi_communicator_t *comm)
-{
+int mca_pml_swy_bsend(swy_ep_h ep, const void* buf, size_t count, ompi_datatype_t* datatype,
+                      swy_tag_t tag, ompi_communicator_t* comm) {
     size_t length = mca_pml_swy_dt_packed_size(buf, count, datatype);
-    void *packed = NULL;
+    void* packed = NULL;
     if (length != 0) {
         packed = mca_pml_base_bsend_request_alloc_buf(length);
         if (OPAL_UNLIKELY(packed == NULL)) {
@@ -80,7 +75,7 @@ int mca_pml_swy_bsend(swy_ep_h ep, const void *buf, size_t count, ompi_datatype_
             return OMPI_ERROR;
         }
     }
-    mca_pml_swy_request_t *req = mca_pml_swy_request_get(comm);
+    mca_pml_swy_request_t* req = mca_pml_swy_request_get(comm);
     if (OPAL_UNLIKELY(req == NULL)) {
         if (packed != NULL) {
             mca_pml_base_bsend_request_free(packed);
@@ -108,10 +103,9 @@ int mca_pml_swy_bsend(swy_ep_h ep, const void *buf, size_t count, ompi_datatype_
     return OMPI_SUCCESS;
 }
 
-int mca_pml_swy_isend(const void *buf, size_t count, ompi_datatype_t *datatype, int dst, int tag,
-                      mca_pml_base_send_mode_t mode, struct ompi_communicator_t *comm,
-                      struct ompi_request_t **request)
-{
+int mca_pml_swy_isend(const void* buf, size_t count, ompi_datatype_t* datatype, int dst, int tag,
+                      mca_pml_base_send_mode_t mode, struct ompi_communicator_t* comm,
+                      struct ompi_request_t** request) {
     swy_ep_h ep = mca_pml_swy_get_ep(comm, dst);
     if (OPAL_UNLIKELY(ep == NULL)) {
         return OMPI_ERROR;
@@ -124,7 +118,7 @@ int mca_pml_swy_isend(const void *buf, size_t count, ompi_datatype_t *datatype, 
         }
         return rc;
     }
-    mca_pml_swy_request_t *req = mca_pml_swy_request_get(comm);
+    mca_pml_swy_request_t* req = mca_pml_swy_request_get(comm);
     if (OPAL_UNLIKELY(req == NULL)) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
@@ -145,8 +139,7 @@ int mca_pml_swy_isend(const void *buf, size_t count, ompi_datatype_t *datatype, 
 }
 
 /* Wait for a blocking send's Switchyard request and free it. */
-static int mca_pml_swy_send_wait(swy_request_h sreq)
-{
+static int mca_pml_swy_send_wait(swy_request_h sreq) {
     swy_status_t s;
     unsigned step = (unsigned)ompi_pml_swy.progress_iterations;
     while ((s = swy_request_test(sreq)) == SWY_INPROGRESS) {
@@ -161,9 +154,8 @@ static int mca_pml_swy_send_wait(swy_request_h sreq)
     return OMPI_SUCCESS;
 }
 
-int mca_pml_swy_send(const void *buf, size_t count, ompi_datatype_t *datatype, int dst, int tag,
-                     mca_pml_base_send_mode_t mode, struct ompi_communicator_t *comm)
-{
+int mca_pml_swy_send(const void* buf, size_t count, ompi_datatype_t* datatype, int dst, int tag,
+                     mca_pml_base_send_mode_t mode, struct ompi_communicator_t* comm) {
     swy_ep_h ep = mca_pml_swy_get_ep(comm, dst);
     if (OPAL_UNLIKELY(ep == NULL)) {
         return OMPI_ERROR;
@@ -173,9 +165,9 @@ int mca_pml_swy_send(const void *buf, size_t count, ompi_datatype_t *datatype, i
         return mca_pml_swy_bsend(ep, buf, count, datatype, stag, comm);
     }
 
-    void *start;
+    void* start;
     size_t length;
-    void *tmp = NULL;
+    void* tmp = NULL;
     if (OPAL_UNLIKELY(!mca_pml_swy_dt_contig(buf, count, datatype, &start, &length))) {
         length = mca_pml_swy_dt_packed_size(buf, count, datatype);
         tmp = length != 0 ? malloc(length) : NULL;
@@ -193,9 +185,9 @@ int mca_pml_swy_send(const void *buf, size_t count, ompi_datatype_t *datatype, i
      * from the free list. params stay NULL on the common path (standard mode). */
     swy_request_params_t sync_params = {.flags = SWY_REQ_FLAG_SYNC};
     swy_request_h sreq = NULL;
-    swy_status_t s = swy_tag_send_nb(ep, start, length, stag,
-                                     mode == MCA_PML_BASE_SEND_SYNCHRONOUS ? &sync_params : NULL,
-                                     &sreq);
+    swy_status_t s =
+        swy_tag_send_nb(ep, start, length, stag,
+                        mode == MCA_PML_BASE_SEND_SYNCHRONOUS ? &sync_params : NULL, &sreq);
     int rc;
     if (OPAL_LIKELY(s == SWY_OK)) {
         rc = OMPI_SUCCESS;

@@ -11,8 +11,8 @@
  *         buffer is already released); SWY_INPROGRESS: mca_pml_swy_send_cb will run; or an
  *         error: nothing was sent.
  */
-swy_status_t mca_pml_swy_post_send(mca_pml_swy_request_t *req, swy_ep_h ep, const void *buf,
-                                   size_t count, ompi_datatype_t *datatype, swy_tag_t tag,
+swy_status_t mca_pml_swy_post_send(mca_pml_swy_request_t* req, swy_ep_h ep, const void* buf,
+                                   size_t count, ompi_datatype_t* datatype, swy_tag_t tag,
                                    mca_pml_base_send_mode_t mode);
 
 /**
@@ -20,7 +20,7 @@ swy_status_t mca_pml_swy_post_send(mca_pml_swy_request_t *req, swy_ep_h ep, cons
  * the call is complete once the copy is made.
  * @return OMPI_SUCCESS, OMPI_ERR_BUFFER (no buffer attached or it is full), or OMPI_ERROR.
  */
-int mca_pml_swy_bsend(swy_ep_h ep, const void *buf, size_t count, ompi_datatype_t *datatype,
-                      swy_tag_t tag, ompi_communicator_t *comm);
+int mca_pml_swy_bsend(swy_ep_h ep, const void* buf, size_t count, ompi_datatype_t* datatype,
+                      swy_tag_t tag, ompi_communicator_t* comm);
 
 #endif /* PML_SWY_SEND_H */

@@ -3,11 +3,10 @@
 #include "pml_swy_send.h"
 
 /* A persistent request starts inactive and complete (MPI_Wait on it returns at once). */
-static mca_pml_swy_request_t *mca_pml_swy_persistent_get(void *buf, size_t count,
-                                                         ompi_datatype_t *datatype,
-                                                         ompi_communicator_t *comm)
-{
-    mca_pml_swy_request_t *req = mca_pml_swy_request_get(comm);
+static mca_pml_swy_request_t* mca_pml_swy_persistent_get(void* buf, size_t count,
+                                                         ompi_datatype_t* datatype,
+                                                         ompi_communicator_t* comm) {
+    mca_pml_swy_request_t* req = mca_pml_swy_request_get(comm);
     if (OPAL_UNLIKELY(req == NULL)) {
         return NULL;
     }
@@ -22,15 +21,14 @@ static mca_pml_swy_request_t *mca_pml_swy_persistent_get(void *buf, size_t count
     return req;
 }
 
-int mca_pml_swy_isend_init(const void *buf, size_t count, ompi_datatype_t *datatype, int dst,
-                           int tag, mca_pml_base_send_mode_t mode,
-                           struct ompi_communicator_t *comm, struct ompi_request_t **request)
-{
+int mca_pml_swy_isend_init(const void* buf, size_t count, ompi_datatype_t* datatype, int dst,
+                           int tag, mca_pml_base_send_mode_t mode, struct ompi_communicator_t* comm,
+                           struct ompi_request_t** request) {
     swy_ep_h ep = mca_pml_swy_get_ep(comm, dst);
     if (OPAL_UNLIKELY(ep == NULL)) {
         return OMPI_ERROR;
     }
-    mca_pml_swy_request_t *req = mca_pml_swy_persistent_get((void *)buf, count, datatype, comm);
+    mca_pml_swy_request_t* req = mca_pml_swy_persistent_get((void*)buf, count, datatype, comm);
     if (OPAL_UNLIKELY(req == NULL)) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
@@ -42,10 +40,9 @@ int mca_pml_swy_isend_init(const void *buf, size_t count, ompi_datatype_t *datat
     return OMPI_SUCCESS;
 }
 
-int mca_pml_swy_irecv_init(void *buf, size_t count, ompi_datatype_t *datatype, int src, int tag,
-                           struct ompi_communicator_t *comm, struct ompi_request_t **request)
-{
-    mca_pml_swy_request_t *req = mca_pml_swy_persistent_get(buf, count, datatype, comm);
+int mca_pml_swy_irecv_init(void* buf, size_t count, ompi_datatype_t* datatype, int src, int tag,
+                           struct ompi_communicator_t* comm, struct ompi_request_t** request) {
+    mca_pml_swy_request_t* req = mca_pml_swy_persistent_get(buf, count, datatype, comm);
     if (OPAL_UNLIKELY(req == NULL)) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
@@ -56,8 +53,7 @@ int mca_pml_swy_irecv_init(void *buf, size_t count, ompi_datatype_t *datatype, i
 }
 
 /* Start one persistent send. */
-static int mca_pml_swy_start_send(mca_pml_swy_request_t *req)
-{
+static int mca_pml_swy_start_send(mca_pml_swy_request_t* req) {
     if (req->mode == MCA_PML_BASE_SEND_BUFFERED) {
         int rc = mca_pml_swy_bsend(req->ep, req->buf, req->count, req->datatype, req->tag,
                                    req->ompi.req_mpi_object.comm);
@@ -78,10 +74,9 @@ static int mca_pml_swy_start_send(mca_pml_swy_request_t *req)
     return OMPI_SUCCESS;
 }
 
-int mca_pml_swy_start(size_t count, ompi_request_t **requests)
-{
+int mca_pml_swy_start(size_t count, ompi_request_t** requests) {
     for (size_t i = 0; i < count; ++i) {
-        mca_pml_swy_request_t *req = (mca_pml_swy_request_t *)requests[i];
+        mca_pml_swy_request_t* req = (mca_pml_swy_request_t*)requests[i];
         if (req == NULL || req->ompi.req_type != OMPI_REQUEST_PML) {
             continue; /* not ours (MPI_Startall may mix request kinds) */
         }

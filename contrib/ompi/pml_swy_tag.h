@@ -41,8 +41,7 @@ static const uint64_t pml_swy_tag_mask = ((UINT64_C(1) << PML_SWY_TAG_BITS) - 1)
 static const uint64_t pml_swy_tag_sign = UINT64_C(1) << 63;
 
 /** Tag of a message sent by rank @p my_rank of communicator @p context_id. */
-static inline swy_tag_t pml_swy_send_tag(int mpi_tag, int my_rank, uint32_t context_id)
-{
+static inline swy_tag_t pml_swy_send_tag(int mpi_tag, int my_rank, uint32_t context_id) {
     return (((uint64_t)(uint32_t)mpi_tag << PML_SWY_TAG_SHIFT) & pml_swy_tag_mask) |
            (((uint64_t)(uint32_t)my_rank << PML_SWY_RANK_SHIFT) & pml_swy_rank_mask) |
            ((uint64_t)context_id & pml_swy_context_mask);
@@ -54,8 +53,7 @@ static inline swy_tag_t pml_swy_send_tag(int mpi_tag, int my_rank, uint32_t cont
  * this header does not depend on mpi.h).
  */
 static inline void pml_swy_recv_tag(int mpi_tag, int src, uint32_t context_id, int any_tag,
-                                    int any_source, swy_tag_t *tag, swy_tag_t *mask)
-{
+                                    int any_source, swy_tag_t* tag, swy_tag_t* mask) {
     uint64_t t = (uint64_t)context_id & pml_swy_context_mask;
     uint64_t m = pml_swy_context_mask;
     if (src != any_source) {
@@ -73,16 +71,14 @@ static inline void pml_swy_recv_tag(int mpi_tag, int src, uint32_t context_id, i
 }
 
 /** The MPI tag a sender used (sign-extended from 24 bits). */
-static inline int pml_swy_tag_mpi_tag(swy_tag_t tag)
-{
+static inline int pml_swy_tag_mpi_tag(swy_tag_t tag) {
     /* Arithmetic shift of the signed value sign-extends the 24-bit field (gcc and clang
      * define >> on negative values as arithmetic). */
     return (int)((int64_t)tag >> PML_SWY_TAG_SHIFT);
 }
 
 /** The sender's rank in the communicator. */
-static inline int pml_swy_tag_source(swy_tag_t tag)
-{
+static inline int pml_swy_tag_source(swy_tag_t tag) {
     return (int)((tag & pml_swy_rank_mask) >> PML_SWY_RANK_SHIFT);
 }
 

@@ -20,7 +20,6 @@ inline swy_status_t invalid(const char* function, const char* what) {
 
 inline swy_status_t to_c(Status s) { return static_cast<swy_status_t>(s); }
 
-
 /// Holds the worker's lock for the duration of a call when the worker is multi-threaded.
 class WorkerGuard {
 public:

@@ -13,7 +13,9 @@ using api::WorkerGuard;
 
 namespace {
 core::Listener* listener_of(swy_listener_h l) { return reinterpret_cast<core::Listener*>(l); }
-core::ConnRequest* request_of(swy_conn_request_h r) { return reinterpret_cast<core::ConnRequest*>(r); }
+core::ConnRequest* request_of(swy_conn_request_h r) {
+    return reinterpret_cast<core::ConnRequest*>(r);
+}
 
 swy_status_t log_failure(const char* function, Status s, const std::string& why) {
     common::log_printf(common::LogLevel::kError, "%s: %s", function, why.c_str());
@@ -26,7 +28,8 @@ namespace swy::api {
 swy_status_t ep_create_connected(swy_worker_h worker, const swy_ep_params_t* params, swy_ep_h* ep) {
     const bool sockaddr = (params->flags & SWY_EP_FLAG_SOCKADDR) != 0;
     if (params->remote_address != nullptr) {
-        return invalid("swy_ep_create", "remote_address must be NULL with SOCKADDR or CONN_REQUEST");
+        return invalid("swy_ep_create",
+                       "remote_address must be NULL with SOCKADDR or CONN_REQUEST");
     }
     if (!sockaddr && params->conn_request == nullptr) {
         return invalid("swy_ep_create", "SWY_EP_FLAG_CONN_REQUEST without conn_request");
@@ -43,7 +46,8 @@ swy_status_t ep_create_connected(swy_worker_h worker, const swy_ep_params_t* par
     } else {
         core::ConnRequest* r = m->offered_request(params->conn_request);
         if (r == nullptr) {
-            return invalid("swy_ep_create", "conn_request is not a request waiting for an "
+            return invalid("swy_ep_create",
+                           "conn_request is not a request waiting for an "
                            "answer on this worker (already answered, or its listener is gone)");
         }
         s = m->accept_request(r, *params, &e, &why);

@@ -13,9 +13,7 @@ mem::MemTypeRegistry& registry_of(swy_context_h context) {
     return reinterpret_cast<core::Context*>(context)->memtypes();
 }
 
-bool valid_type(swy_memtype_t t) {
-    return t >= SWY_MEMTYPE_UNKNOWN && t <= SWY_MEMTYPE_CUDA;
-}
+bool valid_type(swy_memtype_t t) { return t >= SWY_MEMTYPE_UNKNOWN && t <= SWY_MEMTYPE_CUDA; }
 
 static_assert(static_cast<int>(mem::MemType::kHost) == SWY_MEMTYPE_HOST &&
               static_cast<int>(mem::MemType::kSimdev) == SWY_MEMTYPE_SIMDEV &&
@@ -36,7 +34,8 @@ swy_status_t swy_mem_alloc(swy_context_h context, swy_memtype_t type, size_t len
     if (!valid_type(type) || type == SWY_MEMTYPE_UNKNOWN) {
         return api::invalid(__func__, "type must be a concrete memory type");
     }
-    const Status s = registry_of(context).allocate(static_cast<mem::MemType>(type), length, address);
+    const Status s =
+        registry_of(context).allocate(static_cast<mem::MemType>(type), length, address);
     if (s == Status::kUnsupported) {
         common::log_printf(common::LogLevel::kError,
                            "swy_mem_alloc: cannot allocate %s memory (not in SWY_MEMTYPES, "
@@ -91,8 +90,8 @@ swy_status_t swy_mem_detect(swy_context_h context, const void* address, size_t l
     return SWY_OK;
 }
 
-swy_status_t swy_mem_copy(swy_context_h context, void* dst, swy_memtype_t dst_type,
-                          const void* src, swy_memtype_t src_type, size_t length) {
+swy_status_t swy_mem_copy(swy_context_h context, void* dst, swy_memtype_t dst_type, const void* src,
+                          swy_memtype_t src_type, size_t length) {
     if (context == nullptr) return api::invalid(__func__, "context is NULL");
     if (length == 0) return SWY_OK;
     if (dst == nullptr || src == nullptr) return api::invalid(__func__, "dst or src is NULL");

@@ -11,7 +11,8 @@ extern "C" {
 
 swy_status_t swy_tag_send_nb(swy_ep_h ep, const void* buffer, size_t length, swy_tag_t tag,
                              const swy_request_params_t* params, swy_request_h* req) {
-    if (__builtin_expect(ep == nullptr || req == nullptr || (buffer == nullptr && length != 0), 0)) {
+    if (__builtin_expect(ep == nullptr || req == nullptr || (buffer == nullptr && length != 0),
+                         0)) {
         return api::invalid(__func__, "ep and req must not be NULL; buffer only if length is 0");
     }
     core::Endpoint* e = api::ep_of(ep);
@@ -25,8 +26,10 @@ swy_status_t swy_tag_send_nb(swy_ep_h ep, const void* buffer, size_t length, swy
 swy_status_t swy_tag_recv_nb(swy_worker_h worker, void* buffer, size_t length, swy_tag_t tag,
                              swy_tag_t tag_mask, const swy_request_params_t* params,
                              swy_request_h* req) {
-    if (__builtin_expect(worker == nullptr || req == nullptr || (buffer == nullptr && length != 0), 0)) {
-        return api::invalid(__func__, "worker and req must not be NULL; buffer only if length is 0");
+    if (__builtin_expect(worker == nullptr || req == nullptr || (buffer == nullptr && length != 0),
+                         0)) {
+        return api::invalid(__func__,
+                            "worker and req must not be NULL; buffer only if length is 0");
     }
     core::Worker* w = api::worker_of(worker);
     WorkerGuard guard(w);
@@ -59,8 +62,8 @@ swy_status_t swy_tag_msg_recv_nb(swy_worker_h worker, void* buffer, size_t lengt
     core::Worker* w = api::worker_of(worker);
     WorkerGuard guard(w);
     core::Request* r = nullptr;
-    Status s = w->msg_recv(buffer, length, reinterpret_cast<core::UnexpectedDesc*>(message),
-                           params, &r);
+    Status s =
+        w->msg_recv(buffer, length, reinterpret_cast<core::UnexpectedDesc*>(message), params, &r);
     *req = api::handle_of(r);
     return api::to_c(s);
 }

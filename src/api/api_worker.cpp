@@ -154,8 +154,7 @@ swy_status_t swy_ep_query(swy_ep_h ep, swy_ep_attr_t* attr) {
     return SWY_OK;
 }
 
-swy_status_t swy_ep_print_protocols(swy_ep_h ep, swy_memtype_t memtype, char* buf,
-                                    size_t buflen) {
+swy_status_t swy_ep_print_protocols(swy_ep_h ep, swy_memtype_t memtype, char* buf, size_t buflen) {
     if (ep == nullptr || buf == nullptr || buflen == 0) {
         return api::invalid(__func__, "NULL argument");
     }
@@ -164,8 +163,8 @@ swy_status_t swy_ep_print_protocols(swy_ep_h ep, swy_memtype_t memtype, char* bu
     }
     core::Endpoint* e = api::ep_of(ep);
     WorkerGuard guard(e->worker());
-    const auto type = memtype == SWY_MEMTYPE_UNKNOWN ? mem::MemType::kHost
-                                                     : static_cast<mem::MemType>(memtype);
+    const auto type =
+        memtype == SWY_MEMTYPE_UNKNOWN ? mem::MemType::kHost : static_cast<mem::MemType>(memtype);
     if (e->table(type).empty()) return SWY_ERR_UNSUPPORTED;  // that memory type is not loaded
     std::string text = e->table(type).print();
     std::strncpy(buf, text.c_str(), buflen - 1);

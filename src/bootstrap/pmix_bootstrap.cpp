@@ -30,8 +30,8 @@
 namespace swy::bootstrap {
 namespace {
 
-using common::LogLevel;
 using common::log_printf;
+using common::LogLevel;
 
 /// Key of the worker address in the job's key-value store (versioned with the blob format).
 constexpr const char* kAddressKey = "swy.worker.address.1";
@@ -97,11 +97,11 @@ void progress_for(swy_worker_h worker, unsigned us) {
 swy_status_t pmix_failure(const char* what, pmix_status_t rc) {
     log_printf(LogLevel::kError, "bootstrap: %s failed: %s", what, PMIx_Error_string(rc));
     switch (rc) {
-    case PMIX_ERR_TIMEOUT: return SWY_ERR_TIMED_OUT;
-    case PMIX_ERR_NOT_FOUND: return SWY_ERR_NOT_FOUND;
-    case PMIX_ERR_UNREACH: return SWY_ERR_UNREACHABLE;
-    case PMIX_ERR_NOMEM: return SWY_ERR_NO_MEMORY;
-    default: return SWY_ERR_IO;
+        case PMIX_ERR_TIMEOUT: return SWY_ERR_TIMED_OUT;
+        case PMIX_ERR_NOT_FOUND: return SWY_ERR_NOT_FOUND;
+        case PMIX_ERR_UNREACH: return SWY_ERR_UNREACHABLE;
+        case PMIX_ERR_NOMEM: return SWY_ERR_NO_MEMORY;
+        default: return SWY_ERR_IO;
     }
 }
 
@@ -151,8 +151,8 @@ pmix_status_t fetch_value(swy_bootstrap* b, uint32_t rank, const char* key, Pend
         }
         if (rc != PMIX_ERR_NOT_FOUND) return rc;
         if (std::chrono::steady_clock::now() >= deadline) return PMIX_ERR_TIMEOUT;
-        log_printf(LogLevel::kDebug, "bootstrap: rank %u has not published %s yet: retrying",
-                   rank, key);
+        log_printf(LogLevel::kDebug, "bootstrap: rank %u has not published %s yet: retrying", rank,
+                   key);
         progress_for(b->worker, backoff_us);
         backoff_us = std::min(backoff_us * 2, 32000u);
     }

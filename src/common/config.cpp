@@ -10,14 +10,14 @@
 // from_environment() against setenv() in other threads, as any reader of environ does).
 #include "common/config.h"
 
+#include <unistd.h>  // environ
 #include <algorithm>
-#include <cstdlib>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <optional>
-#include <unistd.h>  // environ
 
 #include "common/log.h"
 
@@ -103,11 +103,16 @@ std::optional<size_t> parse_size(std::string_view s) {
         if (iequals(mult, "b")) {
             if (!tail.empty()) return std::nullopt;
         } else {
-            if (iequals(mult, "k")) unit = 1ull << 10;
-            else if (iequals(mult, "m")) unit = 1ull << 20;
-            else if (iequals(mult, "g")) unit = 1ull << 30;
-            else if (iequals(mult, "t")) unit = 1ull << 40;
-            else return std::nullopt;
+            if (iequals(mult, "k"))
+                unit = 1ull << 10;
+            else if (iequals(mult, "m"))
+                unit = 1ull << 20;
+            else if (iequals(mult, "g"))
+                unit = 1ull << 30;
+            else if (iequals(mult, "t"))
+                unit = 1ull << 40;
+            else
+                return std::nullopt;
             if (!tail.empty() && !iequals(tail, "b") && !iequals(tail, "ib")) return std::nullopt;
         }
     }
@@ -121,11 +126,16 @@ std::optional<uint64_t> parse_time_ns(std::string_view s) {
     auto v = parse_leading_u64(s, &suffix);
     if (!v) return std::nullopt;
     uint64_t unit;
-    if (suffix.empty() || iequals(suffix, "ms")) unit = 1'000'000;
-    else if (iequals(suffix, "s")) unit = 1'000'000'000;
-    else if (iequals(suffix, "us")) unit = 1'000;
-    else if (iequals(suffix, "ns")) unit = 1;
-    else return std::nullopt;
+    if (suffix.empty() || iequals(suffix, "ms"))
+        unit = 1'000'000;
+    else if (iequals(suffix, "s"))
+        unit = 1'000'000'000;
+    else if (iequals(suffix, "us"))
+        unit = 1'000;
+    else if (iequals(suffix, "ns"))
+        unit = 1;
+    else
+        return std::nullopt;
     return checked_mul(*v, unit);
 }
 
@@ -139,24 +149,24 @@ std::optional<double> parse_double(std::string_view s) {
 /// Why @p value is not a valid @p type, or nullptr if it is.
 const char* type_error(ConfigType type, std::string_view value) {
     switch (type) {
-    case ConfigType::kBool:
-        return parse_bool(value) ? nullptr : "expected y/yes/1/on/true or n/no/0/off/false";
-    case ConfigType::kUnsigned:
-        return parse_unsigned(value) ? nullptr
-                                     : "expected a non-negative decimal integer that fits 64 bits";
-    case ConfigType::kSize:
-        return parse_size(value) ? nullptr
-                                 : "expected bytes with an optional K/M/G/T suffix (e.g. 8K, "
-                                   "8KiB, 1M), \"inf\" or \"auto\"";
-    case ConfigType::kDouble:
-        return parse_double(value) ? nullptr : "expected a finite floating-point number";
-    case ConfigType::kTime:
-        return parse_time_ns(value) ? nullptr
-                                    : "expected a whole number with an optional ns/us/ms/s "
-                                      "suffix (plain number = ms)";
-    case ConfigType::kString:
-    case ConfigType::kList:
-        return nullptr;
+        case ConfigType::kBool:
+            return parse_bool(value) ? nullptr : "expected y/yes/1/on/true or n/no/0/off/false";
+        case ConfigType::kUnsigned:
+            return parse_unsigned(value)
+                       ? nullptr
+                       : "expected a non-negative decimal integer that fits 64 bits";
+        case ConfigType::kSize:
+            return parse_size(value) ? nullptr
+                                     : "expected bytes with an optional K/M/G/T suffix (e.g. 8K, "
+                                       "8KiB, 1M), \"inf\" or \"auto\"";
+        case ConfigType::kDouble:
+            return parse_double(value) ? nullptr : "expected a finite floating-point number";
+        case ConfigType::kTime:
+            return parse_time_ns(value) ? nullptr
+                                        : "expected a whole number with an optional ns/us/ms/s "
+                                          "suffix (plain number = ms)";
+        case ConfigType::kString:
+        case ConfigType::kList: return nullptr;
     }
     return "unknown type";
 }
@@ -164,7 +174,8 @@ const char* type_error(ConfigType type, std::string_view value) {
 /// Levenshtein distance, for "did you mean" on unknown variables. Names are short.
 size_t edit_distance(std::string_view a, std::string_view b) {
     std::vector<size_t> row(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t j = 0; j <= b.size(); ++j)
+        row[j] = j;
     for (size_t i = 1; i <= a.size(); ++i) {
         size_t diag = row[0];
         row[0] = i;
@@ -220,7 +231,8 @@ const ConfigVar* find_config_var(std::string_view name) {
 Config::Config() {
     auto table = config_table();
     values_.reserve(table.size());
-    for (const ConfigVar& var : table) values_.emplace_back(var.default_value);
+    for (const ConfigVar& var : table)
+        values_.emplace_back(var.default_value);
     explicit_.assign(table.size(), false);
 }
 

@@ -14,13 +14,13 @@
 namespace swy::common {
 
 enum class ConfigType {
-    kBool,     ///< y/yes/1/on/true or n/no/0/off/false
-    kUnsigned, ///< decimal integer
-    kSize,     ///< bytes with optional K/M/G suffix (powers of 1024), "inf" = max, "auto" = 0
-    kDouble,   ///< floating point
-    kString,   ///< free text or one of an enumerated set (help text lists them)
-    kList,     ///< comma-separated names
-    kTime,     ///< duration: number with ns/us/ms/s suffix (default unit: ms); stored in ns
+    kBool,      ///< y/yes/1/on/true or n/no/0/off/false
+    kUnsigned,  ///< decimal integer
+    kSize,      ///< bytes with optional K/M/G suffix (powers of 1024), "inf" = max, "auto" = 0
+    kDouble,    ///< floating point
+    kString,    ///< free text or one of an enumerated set (help text lists them)
+    kList,      ///< comma-separated names
+    kTime,      ///< duration: number with ns/us/ms/s suffix (default unit: ms); stored in ns
 };
 
 /// One declared variable. `name` is without the "SWY_" prefix (e.g. "RNDV_THRESH").

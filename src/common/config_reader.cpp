@@ -11,9 +11,8 @@ const ConfigVar* ConfigReader::declared(std::string_view name, ConfigType type) 
         return nullptr;
     }
     if (var->type != type) {
-        fail("SWY_" + std::string(name) + " is read as a " +
-             std::string(config_type_name(type)) + " but declared as a " +
-             std::string(config_type_name(var->type)) + " (a library bug)");
+        fail("SWY_" + std::string(name) + " is read as a " + std::string(config_type_name(type)) +
+             " but declared as a " + std::string(config_type_name(var->type)) + " (a library bug)");
         return nullptr;
     }
     return var;
@@ -71,7 +70,7 @@ uint64_t ConfigReader::get_time_ns(std::string_view name) {
 
 std::string ConfigReader::get_string(std::string_view name) {
     return declared(name, ConfigType::kString) != nullptr ? config_.get_string(name)
-                                                           : std::string();
+                                                          : std::string();
 }
 
 std::string ConfigReader::get_choice(std::string_view name,

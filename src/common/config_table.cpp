@@ -18,8 +18,7 @@ constexpr ConfigVar kTable[] = {
     {"TLS", kList, "all",
      "Transports to use: self, shm, cma, tcp, verbs. \"all\" uses every transport found on "
      "this host; a leading \"^\" excludes the listed ones instead (\"^tcp,verbs\")."},
-    {"MEMTYPES", kList, "host",
-     "Memory-type plugins to load: host, simdev, dmabuf, cuda."},
+    {"MEMTYPES", kList, "host", "Memory-type plugins to load: host, simdev, dmabuf, cuda."},
     {"PROTO", kList, "all",
      "Allow-list of protocols the selector may choose from: eager_short, eager_bcopy, "
      "rndv_get_cma, rndv_put_cma, rndv_get_zcopy, rndv_put_zcopy (verbs RDMA READ/WRITE), "
@@ -128,13 +127,13 @@ std::span<const ConfigVar> config_table() {
 
 std::string_view config_type_name(ConfigType type) {
     switch (type) {
-    case kBool: return "bool";
-    case kUnsigned: return "unsigned";
-    case kSize: return "size";
-    case kDouble: return "double";
-    case kString: return "string";
-    case kList: return "list";
-    case kTime: return "time";
+        case kBool: return "bool";
+        case kUnsigned: return "unsigned";
+        case kSize: return "size";
+        case kDouble: return "double";
+        case kString: return "string";
+        case kList: return "list";
+        case kTime: return "time";
     }
     return "?";
 }

@@ -127,9 +127,9 @@ private:
     size_t capacity_;
     uint32_t mask_;
     std::vector<std::unique_ptr<Conn>> slots_;
-    std::deque<uint16_t> free_;               // released slots, oldest first
-    std::vector<bool> released_;              // on free_ (index: slot)
-    std::vector<uint32_t> last_generation_;   // of erased slots (their object is gone)
+    std::deque<uint16_t> free_;              // released slots, oldest first
+    std::vector<bool> released_;             // on free_ (index: slot)
+    std::vector<uint32_t> last_generation_;  // of erased slots (their object is gone)
 };
 
 }  // namespace swy::common

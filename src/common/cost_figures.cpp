@@ -44,7 +44,7 @@ size_t declared_index(std::string_view name) {
     const size_t i = find_index(name);
     if (i != kNotDeclared) return i;
     log_printf(LogLevel::kError, "cost figure '%.*s' is not declared",
-                       static_cast<int>(name.size()), name.data());
+               static_cast<int>(name.size()), name.data());
     std::abort();
 }
 
@@ -104,8 +104,9 @@ Status read_bounded(const std::string& path, std::string* text, std::string* why
     if (!fd) {
         const int e = errno;
         *why = path + ": " + (e == ELOOP ? "is a symbolic link (not followed)" : errno_text(e));
-        return e == ENOENT ? Status::kNotFound : e == ELOOP ? Status::kInvalidParam
-                                                            : Status::kIoError;
+        return e == ENOENT  ? Status::kNotFound
+               : e == ELOOP ? Status::kInvalidParam
+                            : Status::kIoError;
     }
     if (::fstat(fd.get(), &st) != 0) {
         *why = path + ": " + errno_text(errno);
@@ -166,8 +167,7 @@ Status parse(const std::string& path, const std::string& text, CostFigures* f, s
         }
         const CostFigureVar* figure = find_cost_figure(key);
         if (figure == nullptr) {  // a newer version's figure: skip it, value unparsed
-            log_printf(LogLevel::kWarn, "%sunknown key '%s' ignored",
-                               where.c_str(), key.c_str());
+            log_printf(LogLevel::kWarn, "%sunknown key '%s' ignored", where.c_str(), key.c_str());
             continue;
         }
         // from_chars, not strtod: the application's locale must not change what we read.
@@ -179,10 +179,9 @@ Status parse(const std::string& path, const std::string& text, CostFigures* f, s
             return Status::kMalformed;
         }
         if (!in_range(*figure, v)) {
-            log_printf(LogLevel::kWarn,
-                               "%s'%s' = %s is outside [%g, %g]; the built-in %g is used",
-                               where.c_str(), key.c_str(), value.c_str(), figure->min,
-                               figure->max, f->get(key));
+            log_printf(LogLevel::kWarn, "%s'%s' = %s is outside [%g, %g]; the built-in %g is used",
+                       where.c_str(), key.c_str(), value.c_str(), figure->min, figure->max,
+                       f->get(key));
             continue;
         }
         f->set(key, v);
@@ -198,8 +197,8 @@ std::string render(const CostFigures& f) {
         const double v = f.get(figure.name);
         char number[64];
         // to_chars, not printf: the application's locale must not change what we write.
-        const auto r = std::to_chars(number, number + sizeof(number), v,
-                                     std::chars_format::general, 6);
+        const auto r =
+            std::to_chars(number, number + sizeof(number), v, std::chars_format::general, 6);
         const std::string value(number, r.ptr);
         if (in_range(figure, v)) {
             text += std::string(figure.name) + " = " + value + "\n";
@@ -313,7 +312,8 @@ const CostFigureVar* find_cost_figure(std::string_view name) {
 CostFigures::CostFigures() {
     const std::span<const CostFigureVar> table = cost_figure_table();
     values_.reserve(table.size());
-    for (const CostFigureVar& figure : table) values_.push_back(figure.default_value);
+    for (const CostFigureVar& figure : table)
+        values_.push_back(figure.default_value);
 }
 
 double CostFigures::get(std::string_view name) const { return values_[declared_index(name)]; }
@@ -355,16 +355,16 @@ CostFigures CostFigures::load_configured(const std::string& configured) {
     if (s == Status::kOk) return f;
     // No file at the default place is the normal case of an uncalibrated host.
     if (s == Status::kNotFound && !explicit_path) return CostFigures{};
-    log_printf(LogLevel::kWarn,
-                       "calibration file not used, built-in cost figures instead: %s",
-                       why.c_str());
+    log_printf(LogLevel::kWarn, "calibration file not used, built-in cost figures instead: %s",
+               why.c_str());
     return CostFigures{};
 }
 
 Status CostFigures::save(const std::string& path, std::string* why) const {
     const size_t slash = path.rfind('/');
-    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/"
-                                                                         : path.substr(0, slash);
+    const std::string dir = slash == std::string::npos ? "."
+                            : slash == 0               ? "/"
+                                                       : path.substr(0, slash);
     const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
     if (base.empty() || base == "." || base == "..") {
         *why = "cannot write '" + path + "': not a file name";

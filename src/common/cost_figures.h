@@ -41,20 +41,20 @@ const char* figure_unit_name(FigureUnit unit);
 // Accepted ranges. Wide enough for any real host (a 1 MB/s link to 10 TB/s memory, 0.1 ns
 // to 1 s per call); narrow enough that a figure outside is a broken measurement or a broken
 // file, which would otherwise push the selector to absurd thresholds.
-inline constexpr double kFigureBwMin = 1e6;     ///< bytes per second
-inline constexpr double kFigureBwMax = 1e13;    ///< bytes per second
-inline constexpr double kFigureTimeMin = 1e-10; ///< seconds
-inline constexpr double kFigureTimeMax = 1.0;   ///< seconds
+inline constexpr double kFigureBwMin = 1e6;      ///< bytes per second
+inline constexpr double kFigureBwMax = 1e13;     ///< bytes per second
+inline constexpr double kFigureTimeMin = 1e-10;  ///< seconds
+inline constexpr double kFigureTimeMax = 1.0;    ///< seconds
 
 /// One declared figure: its key in the calibration file, built-in value, accepted range
 /// [min, max] (a value outside, NaN included, is ignored on load) and what it measures.
 struct CostFigureVar {
-    std::string_view name;   ///< the file key; a new one starts with its transport's name
-    double default_value;    ///< in SI base units; must lie in [min, max]
+    std::string_view name;  ///< the file key; a new one starts with its transport's name
+    double default_value;   ///< in SI base units; must lie in [min, max]
     double min;
     double max;
-    FigureUnit unit;         ///< how swy-info shows it
-    std::string_view help;   ///< one line: what is measured, and how
+    FigureUnit unit;        ///< how swy-info shows it
+    std::string_view help;  ///< one line: what is measured, and how
 };
 
 /// Every declared figure, in a stable order: the common ones (cost_figures.cpp), then each
@@ -87,7 +87,7 @@ public:
     /// figures).
     bool same_values(const CostFigures& other) const { return values_ == other.values_; }
 
-    bool from_file = false;  ///< true when loaded from a calibration file
+    bool from_file = false;                    ///< true when loaded from a calibration file
     std::string source = "built-in defaults";  ///< the file's path, or "built-in defaults"
 
     /// Largest calibration file read (a real one is under 1 KiB); a larger file is refused.

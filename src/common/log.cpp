@@ -1,11 +1,11 @@
 #include "common/log.h"
 
+#include <unistd.h>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <unistd.h>
 
 namespace swy::common {
 namespace {
@@ -37,13 +37,13 @@ namespace {
 void vlog(LogLevel level, const char* fmt, va_list ap) {
     static constexpr const char* kTags[] = {"ERROR", "WARN ", "INFO ", "DEBUG", "TRACE"};
     char line[1024];
-    const int prefix = std::snprintf(line, sizeof(line), "[swy:%d] %s ",
-                                     static_cast<int>(getpid()), kTags[static_cast<int>(level)]);
+    const int prefix = std::snprintf(line, sizeof(line), "[swy:%d] %s ", static_cast<int>(getpid()),
+                                     kTags[static_cast<int>(level)]);
     if (prefix <= 0 || prefix >= static_cast<int>(sizeof(line))) return;
     va_list again;
     va_copy(again, ap);
-    const int body = std::vsnprintf(line + prefix, sizeof(line) - static_cast<size_t>(prefix),
-                                    fmt, ap);
+    const int body =
+        std::vsnprintf(line + prefix, sizeof(line) - static_cast<size_t>(prefix), fmt, ap);
     if (body >= 0 && static_cast<size_t>(prefix + body) >= sizeof(line)) {
         // Too long for the line buffer (protocol tables): format it again, whole.
         std::string whole(line, static_cast<size_t>(prefix));

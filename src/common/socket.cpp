@@ -113,8 +113,7 @@ const uint8_t* SocketAddress::ip() const {
         case AF_INET:
             return reinterpret_cast<const uint8_t*>(
                 &reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr);
-        case AF_INET6:
-            return reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_addr.s6_addr;
+        case AF_INET6: return reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_addr.s6_addr;
         default: return nullptr;
     }
 }

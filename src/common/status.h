@@ -36,7 +36,7 @@ constexpr bool is_error(Status s) { return static_cast<int>(s) < 0; }
 /// -65536 would read as kOk.
 constexpr Status status_from_wire(int32_t value) {
     return value <= 0 && value >= static_cast<int>(Status::kNotFound) ? static_cast<Status>(value)
-                                                                     : Status::kMalformed;
+                                                                      : Status::kMalformed;
 }
 
 /// Static text for a status (same strings as swy_status_string()).

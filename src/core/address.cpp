@@ -43,7 +43,8 @@ HostIdentity HostIdentity::local() {
                 if (*p >= '0' && *p <= '9') v = *p - '0';
                 if (*p >= 'a' && *p <= 'f') v = *p - 'a' + 10;
                 if (v < 0) continue;
-                id.boot_id[n / 2] = static_cast<uint8_t>(id.boot_id[n / 2] | (v << (n % 2 ? 0 : 4)));
+                id.boot_id[n / 2] =
+                    static_cast<uint8_t>(id.boot_id[n / 2] | (v << (n % 2 ? 0 : 4)));
                 ++n;
             }
         }
@@ -69,7 +70,8 @@ std::vector<uint8_t> encode_address(const WorkerAddress& address) {
         size_t at = out.size();
         out.resize(at + sizeof(ws) + s.bytes.size());
         std::memcpy(out.data() + at, &ws, sizeof(ws));
-        if (!s.bytes.empty()) std::memcpy(out.data() + at + sizeof(ws), s.bytes.data(), s.bytes.size());
+        if (!s.bytes.empty())
+            std::memcpy(out.data() + at + sizeof(ws), s.bytes.data(), s.bytes.size());
     }
     return out;
 }

@@ -80,14 +80,16 @@ unsigned ConnManager::progress() {
     const int ready = epoll_wait(epoll_fd_.get(), events, 16, 0);
     if (ready <= 0 && !in_flight) return 0;
     uint64_t expirations = 0;
-    while (::read(timer_fd_.get(), &expirations, sizeof(expirations)) > 0) {
-    }
+    while (::read(timer_fd_.get(), &expirations, sizeof(expirations)) > 0) {}
     const auto now = ConnClock::now();
     unsigned n = 0;
     // Indices, not iterators: callbacks below may add requests or connectors.
-    for (size_t i = 0; i < listeners_.size(); ++i) n += accept_all(listeners_[i].get());
-    for (size_t i = 0; i < connectors_.size(); ++i) n += progress_connector(connectors_[i].get(), now);
-    for (size_t i = 0; i < requests_.size(); ++i) n += progress_request(requests_[i].get(), now);
+    for (size_t i = 0; i < listeners_.size(); ++i)
+        n += accept_all(listeners_[i].get());
+    for (size_t i = 0; i < connectors_.size(); ++i)
+        n += progress_connector(connectors_[i].get(), now);
+    for (size_t i = 0; i < requests_.size(); ++i)
+        n += progress_request(requests_[i].get(), now);
     n += decide_held();
     std::erase_if(connectors_, [](const auto& c) { return c->state == Connector::State::kDone; });
     std::erase_if(requests_, [](const auto& r) { return r->state == ConnRequest::State::kDone; });
@@ -102,7 +104,8 @@ bool ConnManager::arm() {
     const auto deadline = next_deadline();
     itimerspec spec{};
     if (deadline != ConnClock::time_point::max()) {
-        auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - ConnClock::now());
+        auto left =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - ConnClock::now());
         if (left.count() <= 0) return false;
         spec.it_value.tv_sec = static_cast<time_t>(left.count() / 1'000'000'000);
         spec.it_value.tv_nsec = static_cast<long>(left.count() % 1'000'000'000);

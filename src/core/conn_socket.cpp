@@ -38,7 +38,8 @@ Status ConnSocket::receive() {
         ssize_t n = ::recv(fd_.get(), chunk, sizeof(chunk), 0);
         if (n > 0) {
             // A peer may not make us buffer more than one maximal frame plus a verdict.
-            if (recvq_.size() + static_cast<size_t>(n) > 2 * (kConnMaxBody + kConnFrameHeaderSize)) {
+            if (recvq_.size() + static_cast<size_t>(n) >
+                2 * (kConnMaxBody + kConnFrameHeaderSize)) {
                 return Status::kIoError;
             }
             recvq_.insert(recvq_.end(), chunk, chunk + n);
@@ -62,7 +63,8 @@ Status ConnSocket::next_frame(ConnFrameHeader* header, std::vector<uint8_t>* bod
     if (recvq_.size() - kConnFrameHeaderSize < h.length) return Status::kInProgress;
     const auto* start = recvq_.data() + kConnFrameHeaderSize;
     body->assign(start, start + h.length);
-    recvq_.erase(recvq_.begin(), recvq_.begin() + static_cast<long>(kConnFrameHeaderSize + h.length));
+    recvq_.erase(recvq_.begin(),
+                 recvq_.begin() + static_cast<long>(kConnFrameHeaderSize + h.length));
     *header = h;
     return Status::kOk;
 }

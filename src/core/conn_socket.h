@@ -22,7 +22,8 @@ class ConnSocket {
 public:
     ConnSocket() = default;
     /// Takes ownership of @p fd (non-blocking, close-on-exec); @p peer names it in logs.
-    ConnSocket(common::UniqueFd fd, std::string peer) : fd_(std::move(fd)), peer_(std::move(peer)) {}
+    ConnSocket(common::UniqueFd fd, std::string peer)
+        : fd_(std::move(fd)), peer_(std::move(peer)) {}
     /// Take ownership of @p fd (closing any previous one).
     void adopt(common::UniqueFd fd, std::string peer) {
         fd_ = std::move(fd);

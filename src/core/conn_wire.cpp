@@ -8,7 +8,8 @@ namespace swy::core {
 
 namespace {
 void put32(uint8_t* p, uint32_t v) {
-    for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+    for (int i = 0; i < 4; ++i)
+        p[i] = static_cast<uint8_t>(v >> (8 * i));
 }
 uint32_t get32(const uint8_t* p) {
     return uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24);
@@ -70,8 +71,8 @@ ConnFrameCheck decode_conn_frame(const uint8_t* data, size_t avail, ConnFrameHea
         return ConnFrameCheck::kBad;
     }
     if (!length_allowed(type, length)) {
-        *why = "frame type " + std::to_string(type) + " with a body of " +
-               std::to_string(length) + " bytes";
+        *why = "frame type " + std::to_string(type) + " with a body of " + std::to_string(length) +
+               " bytes";
         return ConnFrameCheck::kBad;
     }
     out->type = static_cast<ConnFrameType>(type);
@@ -100,7 +101,8 @@ Status decode_challenge(const uint8_t* body, size_t length, ConnChallenge* out, 
     return Status::kOk;
 }
 
-std::vector<uint8_t> encode_client_address(const uint8_t* proof, const std::vector<uint8_t>& address) {
+std::vector<uint8_t> encode_client_address(const uint8_t* proof,
+                                           const std::vector<uint8_t>& address) {
     const size_t skip = proof != nullptr ? kConnProofSize : 0;
     std::vector<uint8_t> body(skip + address.size());
     if (skip != 0) std::memcpy(body.data(), proof, skip);
@@ -142,7 +144,8 @@ void conn_uid_commitment(const uint8_t* client_nonce, const uint8_t* server_nonc
     std::string unused;
     common::AuthKey::from_bytes(nonces, sizeof(nonces), &key, &unused);
     uint8_t uid_bytes[8];
-    for (int i = 0; i < 8; ++i) uid_bytes[i] = static_cast<uint8_t>(uid >> (8 * i));
+    for (int i = 0; i < 8; ++i)
+        uid_bytes[i] = static_cast<uint8_t>(uid >> (8 * i));
     common::auth_proof(key, "uid", client_nonce, server_nonce, uid_bytes, sizeof(uid_bytes), out);
 }
 

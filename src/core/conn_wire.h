@@ -100,7 +100,8 @@ std::vector<uint8_t> encode_challenge(const ConnChallenge& c);
 Status decode_challenge(const uint8_t* body, size_t length, ConnChallenge* out, std::string* why);
 
 /// A kAddress frame: @p proof (kConnProofSize bytes, or null without key), then @p address.
-std::vector<uint8_t> encode_client_address(const uint8_t* proof, const std::vector<uint8_t>& address);
+std::vector<uint8_t> encode_client_address(const uint8_t* proof,
+                                           const std::vector<uint8_t>& address);
 /// Split a kAddress body: with @p keyed the first kConnProofSize bytes are the proof (copied
 /// to @p proof), the rest the worker address (copied to @p address and validated into
 /// @p decoded). kMalformed with @p why for a body too short or an invalid address.

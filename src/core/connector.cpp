@@ -12,8 +12,8 @@
 
 namespace swy::core {
 
-using common::LogLevel;
 using common::log_printf;
+using common::LogLevel;
 
 namespace {
 Status connect_errno_status(int e) {
@@ -110,8 +110,8 @@ unsigned ConnManager::progress_connector(Connector* c, ConnClock::time_point now
         return 1;
     }
     if (now >= c->deadline) {
-        fail_connector(c, Status::kTimedOut, "no answer in " +
-                       std::to_string(kConnectTimeout.count()) + " s");
+        fail_connector(c, Status::kTimedOut,
+                       "no answer in " + std::to_string(kConnectTimeout.count()) + " s");
         return 1;
     }
     if (c->state == State::kConnecting) {
@@ -136,7 +136,8 @@ unsigned ConnManager::progress_connector(Connector* c, ConnClock::time_point now
         return 1;
     }
     read_server_frames(c, rs == Status::kEndpointClosed);
-    if (c->state != State::kDone) watch(c->sock.fd(), c->sock.send_pending(), &c->watching_out, false);
+    if (c->state != State::kDone)
+        watch(c->sock.fd(), c->sock.send_pending(), &c->watching_out, false);
     return 1;
 }
 
@@ -151,14 +152,18 @@ bool ConnManager::answer_challenge(Connector* c, const std::vector<uint8_t>& bod
         uint8_t expected[kConnProofSize];
         conn_server_proof(c->key, c->nonce, c->challenge.nonce, c->challenge.commitment, expected);
         if (!c->challenge.keyed || !common::auth_proof_equal(c->challenge.proof, expected)) {
-            fail_connector(c, Status::kConnectionReset, std::string("authentication failed: ") +
-                           (c->challenge.keyed ? "the server holds another key"
-                                               : "the server holds no key"), true);
+            fail_connector(c, Status::kConnectionReset,
+                           std::string("authentication failed: ") +
+                               (c->challenge.keyed ? "the server holds another key"
+                                                   : "the server holds no key"),
+                           true);
             return false;
         }
     } else if (c->challenge.keyed) {
-        fail_connector(c, Status::kConnectionReset, "authentication failed: the server requires "
-                       "a key (SWY_EP_FLAG_AUTH_KEY)", true);
+        fail_connector(c, Status::kConnectionReset,
+                       "authentication failed: the server requires "
+                       "a key (SWY_EP_FLAG_AUTH_KEY)",
+                       true);
         return false;
     }
     c->challenged = true;  // from here on, held requests can be matched against the commitment
@@ -185,7 +190,8 @@ void ConnManager::read_server_frames(Connector* c, bool eof) {
             s = Status::kMalformed;
             why = c->challenged ? "a second challenge" : "the first frame is not a challenge";
         }
-        if (s == Status::kOk && (h.type == ConnFrameType::kHello || h.type == ConnFrameType::kAddress)) {
+        if (s == Status::kOk &&
+            (h.type == ConnFrameType::kHello || h.type == ConnFrameType::kAddress)) {
             s = Status::kMalformed;
             why = "a client's frame from the server";
         }
@@ -208,7 +214,8 @@ void ConnManager::read_server_frames(Connector* c, bool eof) {
             return;
         }
         if (!c->reaches(a.worker_uid)) {
-            fail_connector(c, Status::kMalformed, "the accept names another worker than the "
+            fail_connector(c, Status::kMalformed,
+                           "the accept names another worker than the "
                            "challenge committed to");
             return;
         }
@@ -221,8 +228,10 @@ void ConnManager::read_server_frames(Connector* c, bool eof) {
         c->ep = nullptr;
         Status ws = worker_->wire_endpoint(ep, body, c->ep_flags, &why);
         if (ws != Status::kOk) {
-            log_printf(LogLevel::kError, "connection to %s: accepted, but no lane reaches the "
-                       "server: %s", c->sock.peer().c_str(), why.c_str());
+            log_printf(LogLevel::kError,
+                       "connection to %s: accepted, but no lane reaches the "
+                       "server: %s",
+                       c->sock.peer().c_str(), why.c_str());
             ep->fail(ws);
         }
         return;

@@ -28,16 +28,16 @@ Status Context::create(const common::Config& config, Context** out, std::string*
         // Every registered transport, and the helpers transports use (tl::tls_helpers()).
         for (const auto& t : tls) {
             if (!tl::tls_name_known(t)) {
-                *why = "SWY_TLS: unknown transport '" + t + "' (known: " + tl::tls_names_text() +
-                       ")";
+                *why =
+                    "SWY_TLS: unknown transport '" + t + "' (known: " + tl::tls_names_text() + ")";
                 delete ctx;
                 return Status::kInvalidParam;
             }
         }
         ctx->tls_ = tls;
     }
-    Status ms = mem::MemTypeRegistry::create(config.get_list("MEMTYPES"), config,
-                                             &ctx->memtypes_, why);
+    Status ms =
+        mem::MemTypeRegistry::create(config.get_list("MEMTYPES"), config, &ctx->memtypes_, why);
     if (ms != Status::kOk) {
         delete ctx;
         return ms;
@@ -68,8 +68,9 @@ uint64_t Context::new_worker_uid() {
     uint64_t uid = 0;
     while (uid == 0) {
         if (getrandom(&uid, sizeof(uid), 0) != sizeof(uid)) {
-            uid = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
-                  (static_cast<uint64_t>(getpid()) << 40);
+            uid =
+                static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                (static_cast<uint64_t>(getpid()) << 40);
         }
     }
     return uid;

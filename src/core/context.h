@@ -2,9 +2,9 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
-#include <cstdint>
 #include <string>
 
 #include "common/config.h"

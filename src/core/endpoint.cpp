@@ -107,7 +107,8 @@ void Endpoint::wire(std::unique_ptr<tl::Endpoint> lane, uint16_t iface_index) {
         fast_max_ = std::min(eager_end, single_packet_max_);
     }
     // Sends posted before wire-up waited without a protocol: choose it now, in order.
-    for (Request* r = pending_.front(); r != nullptr; r = r->link.next) choose_protocol(r);
+    for (Request* r = pending_.front(); r != nullptr; r = r->link.next)
+        choose_protocol(r);
 }
 
 Endpoint::~Endpoint() {
@@ -124,8 +125,10 @@ void Endpoint::fail(Status why) {
         failure_ = why;
     }
     const Status request_status = why == Status::kCanceled ? Status::kCanceled : why;
-    while (Request* r = pending_.pop_front()) worker_->complete(r, request_status);
-    while (Request* r = in_flight_.pop_front()) worker_->complete(r, request_status);
+    while (Request* r = pending_.pop_front())
+        worker_->complete(r, request_status);
+    while (Request* r = in_flight_.pop_front())
+        worker_->complete(r, request_status);
     if (!error_reported_ && why != Status::kCanceled && err_cb_ != nullptr) {
         error_reported_ = true;
         err_cb_(err_arg_, reinterpret_cast<swy_ep_h>(this), static_cast<swy_status_t>(why));

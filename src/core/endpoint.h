@@ -120,7 +120,7 @@ private:
     size_t single_packet_max_ = 0;
     size_t fragment_max_ = 0;
     size_t pio_max_ = 0;
-    size_t fast_max_ = 0;       // sizes up to here go eager in one packet (fast path)
+    size_t fast_max_ = 0;  // sizes up to here go eager in one packet (fast path)
     bool fast_path_ = false;
     proto::ProtoTable tables_[mem::kMemTypeCount];
     RequestQueue pending_;

@@ -13,8 +13,8 @@
 
 namespace swy::core {
 
-using common::LogLevel;
 using common::log_printf;
+using common::LogLevel;
 
 Status ConnManager::listen(const swy_listener_params_t& params, Listener** out, std::string* why) {
     if (!valid_inet_sockaddr(params.sockaddr, params.sockaddr_length, why)) {
@@ -74,7 +74,8 @@ void ConnManager::destroy_listener(Listener* listener) {
         if (r->state == ConnRequest::State::kAwaitHello ||
             r->state == ConnRequest::State::kAwaitAddress) {
             close_request(r.get());
-        } else if (r->state == ConnRequest::State::kHeld || r->state == ConnRequest::State::kOffered) {
+        } else if (r->state == ConnRequest::State::kHeld ||
+                   r->state == ConnRequest::State::kOffered) {
             send_verdict(r.get(), false);
         }
     }
@@ -152,8 +153,10 @@ void ConnManager::read_hello(ConnRequest* r) {
     if (s != Status::kOk) return malformed_request(r, why);
     std::memcpy(r->client_nonce, body.data(), kConnNonceSize);
     if (common::auth_nonce(r->server_nonce) != Status::kOk) {
-        log_printf(LogLevel::kError, "listener: no random nonce for %s (getrandom failed); "
-                   "closing it", r->sock.peer().c_str());
+        log_printf(LogLevel::kError,
+                   "listener: no random nonce for %s (getrandom failed); "
+                   "closing it",
+                   r->sock.peer().c_str());
         close_request(r);
         return;
     }
@@ -162,7 +165,8 @@ void ConnManager::read_hello(ConnRequest* r) {
     conn_uid_commitment(r->client_nonce, r->server_nonce, worker_->uid(), c.commitment);
     c.keyed = !r->listener->key.empty();  // requests awaiting a hello outlive no listener
     if (c.keyed) {
-        conn_server_proof(r->listener->key, r->client_nonce, r->server_nonce, c.commitment, c.proof);
+        conn_server_proof(r->listener->key, r->client_nonce, r->server_nonce, c.commitment,
+                          c.proof);
     }
     r->sock.queue(encode_challenge(c));
     r->state = ConnRequest::State::kAwaitAddress;
@@ -195,8 +199,10 @@ void ConnManager::read_address(ConnRequest* r) {
             proven = common::auth_proof_equal(body.data(), expected);
         }
         if (!proven) {
-            log_printf(LogLevel::kError, "listener on %s: authentication failed from %s; "
-                       "closing it", r->listener->name.c_str(), r->sock.peer().c_str());
+            log_printf(LogLevel::kError,
+                       "listener on %s: authentication failed from %s; "
+                       "closing it",
+                       r->listener->name.c_str(), r->sock.peer().c_str());
             close_request(r);
             return;
         }
@@ -213,7 +219,8 @@ void ConnManager::read_address(ConnRequest* r) {
 
 unsigned ConnManager::progress_request(ConnRequest* r, ConnClock::time_point now) {
     using State = ConnRequest::State;
-    if (r->state == State::kDone || r->state == State::kOffered || r->state == State::kHeld) return 0;
+    if (r->state == State::kDone || r->state == State::kOffered || r->state == State::kHeld)
+        return 0;
     Status fs = r->sock.flush();
     Status rs = is_error(fs) ? fs : r->sock.receive();
     if (r->state == State::kAwaitHello || r->state == State::kAwaitAddress) {
@@ -232,13 +239,17 @@ unsigned ConnManager::progress_request(ConnRequest* r, ConnClock::time_point now
             // A client that got our challenge and left checked the key itself: keyed clients
             // leave when we prove another key or none, unkeyed ones when we ask for one.
             if (r->listener != nullptr && !r->listener->key.empty()) {
-                log_printf(LogLevel::kError, "listener on %s: authentication failed from %s "
+                log_printf(LogLevel::kError,
+                           "listener on %s: authentication failed from %s "
                            "(it closed after the challenge: it holds no key or another); "
-                           "closing it", r->listener->name.c_str(), r->sock.peer().c_str());
+                           "closing it",
+                           r->listener->name.c_str(), r->sock.peer().c_str());
             } else {
-                log_printf(LogLevel::kError, "listener: %s closed after the challenge (a "
+                log_printf(LogLevel::kError,
+                           "listener: %s closed after the challenge (a "
                            "client that requires a key, which this listener does not hold?); "
-                           "closing it", r->sock.peer().c_str());
+                           "closing it",
+                           r->sock.peer().c_str());
             }
             close_request(r);
         } else if (rs == Status::kEndpointClosed) {
@@ -247,11 +258,14 @@ unsigned ConnManager::progress_request(ConnRequest* r, ConnClock::time_point now
                        r->sock.peer().c_str(), r->sock.buffered());
             close_request(r);
         } else if (is_error(rs)) {
-            log_printf(LogLevel::kError, "listener: connection from %s failed during the "
-                       "handshake (%s); closing it", r->sock.peer().c_str(), status_text(rs));
+            log_printf(LogLevel::kError,
+                       "listener: connection from %s failed during the "
+                       "handshake (%s); closing it",
+                       r->sock.peer().c_str(), status_text(rs));
             close_request(r);
         } else if (now >= r->deadline) {
-            log_printf(LogLevel::kError, "listener: no complete hello and address from %s in "
+            log_printf(LogLevel::kError,
+                       "listener: no complete hello and address from %s in "
                        "%lld s; closing it",
                        r->sock.peer().c_str(), static_cast<long long>(kHelloTimeout.count()));
             close_request(r);
@@ -284,7 +298,8 @@ ConnManager::Decision ConnManager::decide(const ConnRequest* r) const {
         }
     }
     for (const auto& o : requests_) {
-        if (o.get() != r && o->state == ConnRequest::State::kOffered && o->peer_uid == r->peer_uid) {
+        if (o.get() != r && o->state == ConnRequest::State::kOffered &&
+            o->peer_uid == r->peer_uid) {
             return Decision::kWait;
         }
     }
@@ -302,7 +317,8 @@ unsigned ConnManager::decide_held() {
         switch (decide(r.get())) {
             case Decision::kWait: break;
             case Decision::kAutoAccept:
-                log_printf(LogLevel::kDebug, "listener: %016llx already has an endpoint here; "
+                log_printf(LogLevel::kDebug,
+                           "listener: %016llx already has an endpoint here; "
                            "accepted without on_connect",
                            static_cast<unsigned long long>(r->peer_uid));
                 send_verdict(r.get(), true);

@@ -47,8 +47,8 @@
 #include <vector>
 
 #include "common/auth.h"
-#include "common/unique_fd.h"
 #include "common/status.h"
+#include "common/unique_fd.h"
 #include "core/conn_socket.h"
 
 namespace swy::core {
@@ -67,7 +67,7 @@ struct Listener {
     void* arg = nullptr;
     sockaddr_storage bound{};
     socklen_t bound_length = 0;
-    std::string name;  ///< bound address, for logs
+    std::string name;     ///< bound address, for logs
     common::AuthKey key;  ///< empty: no authentication
 };
 
@@ -78,9 +78,9 @@ struct ConnRequest {
         kAwaitAddress,  ///< challenge sent; waiting for the client's proof and address
         kHeld,          ///< address arrived (proof checked); the one-endpoint-per-pair rule
                         ///< decides what next
-        kOffered,     ///< on_connect called; waiting for the application to answer
-        kClosing,     ///< verdict queued; waiting for it to be written and for the client's EOF
-        kDone,        ///< socket closed; freed by the next progress
+        kOffered,       ///< on_connect called; waiting for the application to answer
+        kClosing,       ///< verdict queued; waiting for it to be written and for the client's EOF
+        kDone,          ///< socket closed; freed by the next progress
     };
     Listener* listener = nullptr;  ///< null once the listener is gone
     ConnSocket sock;
@@ -106,7 +106,7 @@ struct Connector {
     ConnClock::time_point deadline;
     uint64_t peer_uid = 0;  ///< the server's uid, once a commitment or the accept matched it
     bool watching_out = false;
-    common::AuthKey key;    ///< empty: no authentication (SWY_EP_FLAG_AUTH_KEY not set)
+    common::AuthKey key;  ///< empty: no authentication (SWY_EP_FLAG_AUTH_KEY not set)
     uint8_t nonce[kConnNonceSize] = {};
     bool challenged = false;  ///< the server's challenge arrived (and its proof checked out)
     ConnChallenge challenge;

@@ -43,7 +43,7 @@ struct Request : proto::PostedReceive {
     bool completed = false;
     bool user_owned = false;  ///< handed to the application (it will call free)
     bool user_freed = false;
-    uint32_t flags = 0;       ///< swy_request_flags
+    uint32_t flags = 0;  ///< swy_request_flags
     swy_send_cb_t send_cb = nullptr;
     swy_recv_cb_t recv_cb = nullptr;
     void* user_data = nullptr;
@@ -55,10 +55,10 @@ struct Request : proto::PostedReceive {
     Endpoint* ep = nullptr;
     const uint8_t* send_buffer = nullptr;
     size_t length = 0;
-    size_t offset = 0;        ///< bytes handed to the lane so far
+    size_t offset = 0;  ///< bytes handed to the lane so far
     uint64_t send_tag = 0;
     uint32_t message_id = 0;
-    uint8_t proto = 0;        ///< proto::ProtoId chosen at send time
+    uint8_t proto = 0;  ///< proto::ProtoId chosen at send time
     /// The running protocol's own stage enum (protocols/protocol.h; 0: not started).
     uint8_t stage = 0;
     uint8_t memtype = 1;      ///< mem::MemType of the user buffer (send or receive)
@@ -75,20 +75,20 @@ struct Request : proto::PostedReceive {
     swy_tag_recv_info_t info{};
     bool matched = false;
     bool truncated = false;
-    bool copy_failed = false;    ///< a memory-type copy into the buffer failed
+    bool copy_failed = false;  ///< a memory-type copy into the buffer failed
 
     // ---- rendezvous state (both sides; the stage is in `stage`, src/protocols/rndv/) ----
-    uint64_t peer_request = 0;   ///< the other side's request id
-    uint64_t remote_address = 0; ///< peer buffer (get: sender's, put: receiver's)
-    uint64_t remote_key = 0;     ///< its zero-copy key (RDMA rkey; CMA: unused, the lane's pid)
-    PeerRef peer;                ///< receiver: who sent the RTS (controls must come from it)
-    size_t rndv_length = 0;      ///< bytes to move (clamped to the receive buffer)
-    size_t rndv_done = 0;        ///< bytes moved so far
+    uint64_t peer_request = 0;    ///< the other side's request id
+    uint64_t remote_address = 0;  ///< peer buffer (get: sender's, put: receiver's)
+    uint64_t remote_key = 0;      ///< its zero-copy key (RDMA rkey; CMA: unused, the lane's pid)
+    PeerRef peer;                 ///< receiver: who sent the RTS (controls must come from it)
+    size_t rndv_length = 0;       ///< bytes to move (clamped to the receive buffer)
+    size_t rndv_done = 0;         ///< bytes moved so far
     Status rndv_status = Status::kOk;  ///< status the peer told us (truncation)
-    size_t rndv_offset = 0;      ///< start of our part in the message (split transfers)
-    size_t split_offset = 0;     ///< receiver: where the sender's pushed part starts
+    size_t rndv_offset = 0;            ///< start of our part in the message (split transfers)
+    size_t split_offset = 0;           ///< receiver: where the sender's pushed part starts
     Status fin_status = Status::kOk;   ///< what our FIN says (sender) or the peer's said
-    tl::AmSource source{};       ///< where the RTS came from (receiver side)
+    tl::AmSource source{};             ///< where the RTS came from (receiver side)
 
     /// Final status of a receive whose data all arrived: a failed memory-type copy, else
     /// truncation, else kOk.

@@ -226,10 +226,10 @@ std::string device_locality(hwloc_topology_t topo, hwloc_obj_t dev, hwloc_const_
                                         HWLOC_DISTANCES_KIND_MEANS_LATENCY, 0) == 0 &&
             nr >= 1 && dist != nullptr) {
             hwloc_uint64_t there = 0, back = 0, self = 0, self2 = 0;
-            bool ok = hwloc_distances_obj_pair_values(dist, caller_node, dev_node, &there,
-                                                      &back) == 0;
-            bool have_self = hwloc_distances_obj_pair_values(dist, caller_node, caller_node,
-                                                             &self, &self2) == 0;
+            bool ok =
+                hwloc_distances_obj_pair_values(dist, caller_node, dev_node, &there, &back) == 0;
+            bool have_self =
+                hwloc_distances_obj_pair_values(dist, caller_node, caller_node, &self, &self2) == 0;
             hwloc_distances_release(topo, dist);
             if (ok) {
                 std::string text = "remote, NUMA node " + std::to_string(dev_node->os_index) +
@@ -275,8 +275,8 @@ void describe_devices(hwloc_topology_t topo, std::string& out) {
         std::snprintf(ids, sizeof(ids), "class 0x%04x %s, id %04x:%04x", class_id,
                       pci_class_name(class_id), pci->attr->pcidev.vendor_id,
                       pci->attr->pcidev.device_id);
-        out += "    PCI " + pci_busid(pci) + " (" + ids + ", no OS device): " +
-               device_locality(topo, pci, caller_set, caller_node) + "\n";
+        out += "    PCI " + pci_busid(pci) + " (" + ids +
+               ", no OS device): " + device_locality(topo, pci, caller_set, caller_node) + "\n";
         ++shown;
     }
     if (shown == 0) out += "    none found (no network, OpenFabrics or GPU device visible)\n";
@@ -385,8 +385,8 @@ Status Topology::bind_to_numa_node(void* addr, size_t len, int node) const {
     // One node: there is nowhere else for the pages to go, binding means nothing.
     if (hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_NUMANODE) <= 1) return Status::kUnsupported;
     const hwloc_topology_support* support = hwloc_topology_get_support(topo_);
-    if (support == nullptr || support->membind == nullptr ||
-        !support->membind->set_area_membind || !support->membind->bind_membind) {
+    if (support == nullptr || support->membind == nullptr || !support->membind->set_area_membind ||
+        !support->membind->bind_membind) {
         return Status::kUnsupported;
     }
     if (hwloc_set_area_membind(topo_, addr, len, obj->nodeset, HWLOC_MEMBIND_BIND,
@@ -397,13 +397,10 @@ Status Topology::bind_to_numa_node(void* addr, size_t len, int node) const {
         case ENOSYS:
         case EXDEV:
         case EPERM:
-        case EOPNOTSUPP:
-            return Status::kUnsupported;  // kernel without NUMA, or mbind filtered
+        case EOPNOTSUPP: return Status::kUnsupported;  // kernel without NUMA, or mbind filtered
         case EINVAL:
-        case EFAULT:
-            return Status::kInvalidParam;  // range not mapped
-        default:
-            return Status::kIoError;
+        case EFAULT: return Status::kInvalidParam;  // range not mapped
+        default: return Status::kIoError;
     }
 }
 

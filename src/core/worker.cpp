@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 
 #include "common/log.h"
 #include "core/listener.h"
@@ -18,8 +18,8 @@
 
 namespace swy::core {
 
-using common::LogLevel;
 using common::log_printf;
+using common::LogLevel;
 
 Worker::Worker(Context* context, const swy_worker_params_t* params)
     : context_(context),
@@ -81,18 +81,17 @@ Status Worker::open_interfaces(std::string* why) {
     for (const tl::TransportEntry* entry : tl::transports()) {
         if (!context_->transport_enabled(std::string(entry->name).c_str())) continue;
         const auto index = static_cast<uint16_t>(ifaces_.size());
-        const tl::OpenParams params{.config = cfg,
-                                    .costs = context_->costs(),
-                                    .worker_uid = uid_,
-                                    .iface_index = index,
-                                    .sink = this,
-                                    .auth_key = auth_key_,
-                                    .tls_enabled =
-                                        [ctx = context_](const char* name) {
-                                            return ctx->transport_enabled(name);
-                                        },
-                                    .place_local_memory = place_local_memory,
-                                    .host_memory_lane_open = host_memory_lane_open};
+        const tl::OpenParams params{
+            .config = cfg,
+            .costs = context_->costs(),
+            .worker_uid = uid_,
+            .iface_index = index,
+            .sink = this,
+            .auth_key = auth_key_,
+            .tls_enabled =
+                [ctx = context_](const char* name) { return ctx->transport_enabled(name); },
+            .place_local_memory = place_local_memory,
+            .host_memory_lane_open = host_memory_lane_open};
         std::unique_ptr<tl::Interface> iface;
         Status s = entry->open(params, &iface, why);
         if (s != Status::kOk) return s;
@@ -234,7 +233,8 @@ Status Worker::arm() {
 }
 
 void Worker::disarm() {
-    for (auto& iface : ifaces_) iface->disarm();
+    for (auto& iface : ifaces_)
+        iface->disarm();
     if (conn_ != nullptr) conn_->disarm();
 }
 
@@ -260,7 +260,8 @@ std::vector<uint8_t> Worker::address() const {
     a.host = context_->host();
     for (const tl::TransportEntry* entry : tl::transports()) {  // registry order, as before
         for (const OpenTransport& t : transports_) {
-            if (t.entry == entry) a.sections.push_back({entry->address_section, ifaces_[t.index]->address()});
+            if (t.entry == entry)
+                a.sections.push_back({entry->address_section, ifaces_[t.index]->address()});
         }
     }
     return encode_address(a);
@@ -340,12 +341,14 @@ Status Worker::create_endpoint(const swy_ep_params_t& params, Endpoint** out, st
         const tl::LaneAttr& la = ep->lane_attr();
         const bool zcopy = (la.caps & tl::cap::kGetZcopy) != 0;
         const bool keys = (la.caps & tl::cap::kRemoteKeys) != 0;
-        common::log_print_always(LogLevel::kInfo,
-                   "endpoint to %016llx over %s (pio %s, credits %u, zero-copy %s%s; costs: %s):\n%s",
-                   static_cast<unsigned long long>(ep->remote_uid()), la.transport,
-                   ep->pio_granted() ? "yes" : "no", la.credits, zcopy ? (keys ? "yes, remote keys" : "yes") : "no: ",
-                   zcopy ? "" : la.zcopy_reason.c_str(),
-                   context_->costs().source.c_str(), ep->host_table().print().c_str());
+        common::log_print_always(
+            LogLevel::kInfo,
+            "endpoint to %016llx over %s (pio %s, credits %u, zero-copy %s%s; costs: %s):\n%s",
+            static_cast<unsigned long long>(ep->remote_uid()), la.transport,
+            ep->pio_granted() ? "yes" : "no", la.credits,
+            zcopy ? (keys ? "yes, remote keys" : "yes") : "no: ",
+            zcopy ? "" : la.zcopy_reason.c_str(), context_->costs().source.c_str(),
+            ep->host_table().print().c_str());
     }
     *out = ep;
     return Status::kOk;
@@ -376,7 +379,7 @@ Status Worker::close_endpoint(Endpoint* ep, swy_ep_close_mode_t mode, Request** 
         closing_.erase(closing_.begin() + static_cast<long>(i));
         complete(r, Status::kCanceled);
     }
-    ++progress_depth_;  // a callback closing another endpoint defers its deletion too
+    ++progress_depth_;            // a callback closing another endpoint defers its deletion too
     ep->fail(Status::kCanceled);  // callbacks run here; they see the endpoint closed
     --progress_depth_;
     if (ep->pio_granted() && pio_granted_ > 0) --pio_granted_;
@@ -401,7 +404,8 @@ Status Worker::close_endpoint(Endpoint* ep, swy_ep_close_mode_t mode, Request** 
 void Worker::reap_endpoints() {
     std::vector<Endpoint*> dead;
     dead.swap(dead_eps_);
-    for (Endpoint* ep : dead) delete ep;
+    for (Endpoint* ep : dead)
+        delete ep;
 }
 
 // ------------------------------------------------------------------------------------------

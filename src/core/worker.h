@@ -19,10 +19,10 @@
 #include "core/context.h"
 #include "core/endpoint.h"
 #include "core/request.h"
-#include "protocols/eager/eager_recv.h"
-#include "protocols/tag/matcher.h"
 #include "memtypes/registry.h"
+#include "protocols/eager/eager_recv.h"
 #include "protocols/rndv/rendezvous.h"
+#include "protocols/tag/matcher.h"
 #include "protocols/wire.h"
 #include "transports/registry.h"
 #include "transports/transport.h"
@@ -33,8 +33,8 @@ class ConnManager;
 
 /// A message that arrived before its receive was posted (or was taken by a matched probe).
 struct UnexpectedDesc : proto::UnexpectedMessage {
-    size_t length = 0;     ///< full message length
-    size_t received = 0;   ///< bytes arrived so far (== length when complete)
+    size_t length = 0;    ///< full message length
+    size_t received = 0;  ///< bytes arrived so far (== length when complete)
     /// Bytes of `data`: grows with what arrives, never with what a header announces, so a
     /// peer makes us hold only as much as it really sent (and at most the worker's caps).
     size_t capacity = 0;
@@ -294,7 +294,7 @@ private:
     size_t pio_max_eps_ = 16;
     size_t pio_reserved_ = 4;
     std::unique_ptr<ConnManager> conn_;  // null until a listener or sockaddr endpoint exists
-    common::AuthKey auth_key_;  // SWY_AUTH_KEY or set_auth_key(); handed to tcp and verbs
+    common::AuthKey auth_key_;           // SWY_AUTH_KEY or set_auth_key(); handed to tcp and verbs
 };
 
 }  // namespace swy::core

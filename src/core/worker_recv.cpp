@@ -11,8 +11,8 @@
 
 namespace swy::core {
 
-using common::LogLevel;
 using common::log_printf;
+using common::LogLevel;
 
 void Worker::on_am(tl::AmId id, tl::AmSource src, const uint8_t* data, size_t length) {
     switch (id) {
@@ -41,7 +41,8 @@ Status Worker::resolve_memtype(const void* buffer, size_t length, swy_memtype_t 
         return Status::kOk;
     }
     if (length == 0) {  // nothing will be touched
-        *type = stated == SWY_MEMTYPE_UNKNOWN ? mem::MemType::kHost : static_cast<mem::MemType>(stated);
+        *type =
+            stated == SWY_MEMTYPE_UNKNOWN ? mem::MemType::kHost : static_cast<mem::MemType>(stated);
         *cpu_buffer = true;
         return Status::kOk;
     }
@@ -50,8 +51,9 @@ Status Worker::resolve_memtype(const void* buffer, size_t length, swy_memtype_t 
     if (stated != SWY_MEMTYPE_UNKNOWN) {
         const auto want = static_cast<mem::MemType>(stated);
         if (static_cast<unsigned>(stated) >= mem::kMemTypeCount || !memtypes.loaded(want)) {
-            log_printf(LogLevel::kError, "memory type %s is not loaded (SWY_MEMTYPES)",
-                       static_cast<unsigned>(stated) < mem::kMemTypeCount ? mem::memtype_name(want) : "?");
+            log_printf(
+                LogLevel::kError, "memory type %s is not loaded (SWY_MEMTYPES)",
+                static_cast<unsigned>(stated) < mem::kMemTypeCount ? mem::memtype_name(want) : "?");
             return Status::kUnsupported;
         }
         // Checked up front (only for non-host types: a stated host skips detection), so that a
@@ -81,8 +83,7 @@ Status Worker::resolve_memtype(const void* buffer, size_t length, swy_memtype_t 
     return Status::kOk;
 }
 
-Status Worker::copy_in_device(Request* r, size_t offset, const uint8_t* src,
-                              size_t length) const {
+Status Worker::copy_in_device(Request* r, size_t offset, const uint8_t* src, size_t length) const {
     if (length == 0) return Status::kOk;
     return context_->memtypes().copy_from_host(static_cast<mem::MemType>(r->memtype),
                                                r->recv_buffer + offset, src, length);
@@ -97,7 +98,8 @@ bool Worker::grow_unexpected(UnexpectedDesc* d, size_t need) {
     size_t& peer_bytes = *d->account;
     const size_t extra = grow - d->capacity;
     std::unique_ptr<uint8_t[]> bigger;
-    if (unexpected_bytes_ + extra <= unexpected_max_ && peer_bytes + extra <= unexpected_peer_max_) {
+    if (unexpected_bytes_ + extra <= unexpected_max_ &&
+        peer_bytes + extra <= unexpected_peer_max_) {
         bigger.reset(new (std::nothrow) uint8_t[grow]);
     }
     if (__builtin_expect(!bigger, 0)) {

@@ -33,7 +33,9 @@ struct MemRange {
     int device = -1;
     uintptr_t base = 0;
     size_t length = 0;
-    bool contains(uintptr_t p, size_t n) const { return p >= base && n <= length && p - base <= length - n; }
+    bool contains(uintptr_t p, size_t n) const {
+        return p >= base && n <= length && p - base <= length - n;
+    }
 };
 static_assert(sizeof(MemRange) == 24);
 
@@ -72,8 +74,7 @@ struct MemTypePlugin {
     /// sets *token to 0. test(0) is always kOk.
     Status (*test)(void* state, uint64_t token);
     /// Export [ptr, ptr+length) as a dma-buf: fd (owned by the caller) and offset into it.
-    Status (*export_dmabuf)(void* state, const void* ptr, size_t length, int* fd,
-                            uint64_t* offset);
+    Status (*export_dmabuf)(void* state, const void* ptr, size_t length, int* fd, uint64_t* offset);
     /// Allocation (simdev and tests; cuda uses the application's allocator).
     Status (*allocate)(void* state, size_t length, void** out);
     Status (*release)(void* state, void* ptr);

@@ -26,8 +26,7 @@ MemRange host_range(const void* ptr, size_t length) {
 
 }  // namespace
 
-Status MemTypeRegistry::create(const std::vector<std::string>& names,
-                               const common::Config& config,
+Status MemTypeRegistry::create(const std::vector<std::string>& names, const common::Config& config,
                                std::unique_ptr<MemTypeRegistry>* out, std::string* why) {
     std::string dummy;
     if (why == nullptr) why = &dummy;
@@ -35,8 +34,8 @@ Status MemTypeRegistry::create(const std::vector<std::string>& names,
     for (const auto& n : names) {
         if (std::find_if(std::begin(kKnown), std::end(kKnown),
                          [&](const char* k) { return n == k; }) == std::end(kKnown)) {
-            *why = "SWY_MEMTYPES: unknown memory type '" + n +
-                   "' (known: host, simdev, dmabuf, cuda)";
+            *why =
+                "SWY_MEMTYPES: unknown memory type '" + n + "' (known: host, simdev, dmabuf, cuda)";
             return Status::kInvalidParam;
         }
     }
@@ -118,7 +117,8 @@ MemTypeRegistry::~MemTypeRegistry() {
     for (auto& p : plugins_) {
         if (p.abi_version != 0 && p.destroy != nullptr) p.destroy(p.state);
     }
-    for (void* p : host_allocs_) plugins_[index_of(MemType::kHost)].release(nullptr, p);
+    for (void* p : host_allocs_)
+        plugins_[index_of(MemType::kHost)].release(nullptr, p);
 }
 
 bool MemTypeRegistry::loaded(MemType type) const {

@@ -90,7 +90,8 @@ public:
 
     /// Any direction: host↔host (memcpy), host↔device (the plugin), device↔device (staged
     /// through a host bounce buffer). Types may be kUnknown (detected).
-    Status copy(void* dst, MemType dst_type, const void* src, MemType src_type, size_t length) const;
+    Status copy(void* dst, MemType dst_type, const void* src, MemType src_type,
+                size_t length) const;
 
     /// Asynchronous copies: kOk = already complete (*token = 0); kInProgress = poll test(*token)
     /// until it is not kInProgress. Tokens carry the memory type in their top byte.

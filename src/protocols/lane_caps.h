@@ -23,8 +23,8 @@ namespace swy::proto {
 /// Payload limits of eager messages on one lane, after the protocol headers (wire.h).
 struct EagerLimits {
     size_t single_packet_max = 0;  ///< payload of a one-packet message (room for the sync header)
-    size_t fragment_max = 0;       ///< payload of a bcopy fragment (after the first-fragment header)
-    size_t pio_max = 0;            ///< largest eager_short payload; 0 when the lane has no PIO
+    size_t fragment_max = 0;  ///< payload of a bcopy fragment (after the first-fragment header)
+    size_t pio_max = 0;       ///< largest eager_short payload; 0 when the lane has no PIO
 };
 
 /// The limits on @p lane: single_packet_max and fragment_max from its max_message;

@@ -47,10 +47,10 @@ enum class ZcopyNeed : uint8_t {
 /// What a protocol is, known at compile time.
 struct ProtoInfo {
     ProtoId id;
-    const char* name;    ///< stable name: SWY_PROTO values, tables, swy-perf ("eager_short")
+    const char* name;  ///< stable name: SWY_PROTO values, tables, swy-perf ("eager_short")
     ProtoFamily family;
-    RndvScheme scheme;   ///< rendezvous: the scheme its RTS carries (eager: unused, kGet)
-    ZcopyNeed zcopy;     ///< zero-copy operation it needs from the lane
+    RndvScheme scheme;  ///< rendezvous: the scheme its RTS carries (eager: unused, kGet)
+    ZcopyNeed zcopy;    ///< zero-copy operation it needs from the lane
     /// True when the zero-copy lane must hand out remote keys (RDMA: the RTS or RTR carries
     /// an rkey); false when the lane's verified peer is the key (CMA).
     bool remote_keys;
@@ -58,10 +58,10 @@ struct ProtoInfo {
 
 /// One descriptor per ProtoId, indexed by the enum value (checked below).
 inline constexpr ProtoInfo kProtoInfo[kProtoCount] = {
-    {ProtoId::kEagerShort, "eager_short", ProtoFamily::kEager, RndvScheme::kGet,
-     ZcopyNeed::kNone, false},
-    {ProtoId::kEagerBcopy, "eager_bcopy", ProtoFamily::kEager, RndvScheme::kGet,
-     ZcopyNeed::kNone, false},
+    {ProtoId::kEagerShort, "eager_short", ProtoFamily::kEager, RndvScheme::kGet, ZcopyNeed::kNone,
+     false},
+    {ProtoId::kEagerBcopy, "eager_bcopy", ProtoFamily::kEager, RndvScheme::kGet, ZcopyNeed::kNone,
+     false},
     {ProtoId::kRndvGetCma, "rndv_get_cma", ProtoFamily::kRendezvous, RndvScheme::kGet,
      ZcopyNeed::kGet, false},
     {ProtoId::kRndvPutCma, "rndv_put_cma", ProtoFamily::kRendezvous, RndvScheme::kPut,

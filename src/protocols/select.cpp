@@ -81,24 +81,24 @@ std::vector<Candidate> candidates(const LaneCaps& lane) {
         out.push_back({ProtoId::kEagerShort, 0, lane.pio_max, L + m + c.am_short.fixed_s,
                        c.am_short.per_byte_s + unexpected});
     }
-    out.push_back({ProtoId::kEagerBcopy, 0, kMax, L + fragment_fixed,
-                   fragment_per_byte + unexpected});
+    out.push_back(
+        {ProtoId::kEagerBcopy, 0, kMax, L + fragment_fixed, fragment_per_byte + unexpected});
     if (lane.rndv) {
         const double handshake = 2 * L + 2 * m + c.am_bcopy.fixed_s;
         const double control = L + m;  // one more control message (FIN, ...)
         if (lane.zcopy) {
             const double reg_fixed = c.reg.fixed_s;
             const double reg_per_byte = c.reg.per_byte_s;
-            out.push_back({lane.remote_keys ? ProtoId::kRndvGetZcopy : ProtoId::kRndvGetCma, 0, kMax,
-                           handshake + c.get_zcopy.fixed_s + 2 * reg_fixed,
+            out.push_back({lane.remote_keys ? ProtoId::kRndvGetZcopy : ProtoId::kRndvGetCma, 0,
+                           kMax, handshake + c.get_zcopy.fixed_s + 2 * reg_fixed,
                            c.get_zcopy.per_byte_s + 2 * reg_per_byte});
             if (!lane.remote_keys && lane.split_min != 0 && lane.split_min != kMax) {
                 out.push_back({ProtoId::kRndvGetCma, lane.split_min, kMax,
                                handshake + 2 * c.get_zcopy.fixed_s + control,
                                c.get_zcopy.per_byte_s / 2});
             }
-            out.push_back({lane.remote_keys ? ProtoId::kRndvPutZcopy : ProtoId::kRndvPutCma, 0, kMax,
-                           handshake + c.put_zcopy.fixed_s + m + reg_fixed,
+            out.push_back({lane.remote_keys ? ProtoId::kRndvPutZcopy : ProtoId::kRndvPutCma, 0,
+                           kMax, handshake + c.put_zcopy.fixed_s + m + reg_fixed,
                            c.put_zcopy.per_byte_s + reg_per_byte});
         }
         out.push_back({ProtoId::kRndvPipeline, 0, kMax, handshake + control, fragment_per_byte});
@@ -173,7 +173,7 @@ ProtoTable select_protocols(const LaneCaps& lane, const SelectOverrides& o) {
     for (size_t i = 0; i < points.size(); ++i) {
         const size_t lo = points[i];
         const size_t hi = i + 1 < points.size() ? points[i + 1] - 1 : kMax;
-        const size_t probe = hi != kMax ? lo + (hi - lo) / 2
+        const size_t probe = hi != kMax      ? lo + (hi - lo) / 2
                              : lo > kMax / 2 ? lo
                                              : lo + std::max<size_t>(lo, 1024);
         const Candidate* best = nullptr;
@@ -196,12 +196,13 @@ ProtoTable select_protocols(const LaneCaps& lane, const SelectOverrides& o) {
         std::string reason = "t(" + format_size(probe) + ") = " + format_time(best->at(probe));
         if (second != nullptr) {
             const double gain = second->at(probe) - best->at(probe);
-            reason += ", beats " + std::string(proto_name(second->proto)) + " by " +
-                      format_time(gain);
+            reason +=
+                ", beats " + std::string(proto_name(second->proto)) + " by " + format_time(gain);
         } else {
             reason += ", only candidate";
         }
-        if (o.rndv_thresh != 0 && (is_rndv(best->proto) ? lo == o.rndv_thresh : hi + 1 == o.rndv_thresh)) {
+        if (o.rndv_thresh != 0 &&
+            (is_rndv(best->proto) ? lo == o.rndv_thresh : hi + 1 == o.rndv_thresh)) {
             reason += " [SWY_RNDV_THRESH]";
         }
         table.add(hi, best->proto, reason);

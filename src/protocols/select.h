@@ -18,16 +18,16 @@ namespace swy::proto {
 /// What the lane between two workers offers, as the selector sees it: built from the lane's
 /// attributes by lane_caps() (protocols/lane_caps.h), never by hand outside tests.
 struct LaneCaps {
-    bool pio = false;          ///< eager_short possible (a PIO ring, inline sends)
-    size_t pio_max = 0;        ///< largest eager_short payload
-    size_t fragment_max = 0;   ///< bcopy payload per fragment
+    bool pio = false;         ///< eager_short possible (a PIO ring, inline sends)
+    size_t pio_max = 0;       ///< largest eager_short payload
+    size_t fragment_max = 0;  ///< bcopy payload per fragment
     /// Zero-copy get and put reach the peer (tl::cap::kGetZcopy and kPutZcopy).
     bool zcopy = false;
     /// ... with remote keys (tl::cap::kRemoteKeys, e.g. RDMA): rndv_get_zcopy and
     /// rndv_put_zcopy; without (the lane's verified peer is the key, e.g. CMA): rndv_get_cma
     /// and rndv_put_cma. Only with zcopy.
     bool remote_keys = false;
-    bool rndv = true;          ///< rendezvous possible at all (false for self)
+    bool rndv = true;  ///< rendezvous possible at all (false for self)
     /// GETs from this size are split between both processes (SWY_RNDV_SPLIT_MIN; 0: never):
     /// two cores copy at once, for one more control message. Zero-copy lanes without remote
     /// keys only (both sides copy in the call).

@@ -15,16 +15,16 @@ namespace swy::proto {
 
 /// Active-message ids used by the worker (transports reserve 0xF0 and above).
 enum AmIdValue : tl::AmId {
-    kAmEagerOnly = 1,    ///< whole message in one packet: EagerOnlyHeader + payload
-    kAmEagerSyncOnly = 2,///< same, synchronous: EagerSyncHeader + payload
-    kAmEagerFirst = 3,   ///< first fragment: EagerFirstHeader + payload
-    kAmEagerMiddle = 4,  ///< later fragment: EagerMiddleHeader + payload
-    kAmSyncAck = 5,      ///< receiver matched a synchronous send: AckHeader
-    kAmRndvRts = 6,      ///< rendezvous request to send: RtsHeader
-    kAmRndvAts = 7,      ///< rendezvous done by the receiver: AckHeader (status)
-    kAmRndvRtr = 8,      ///< receiver ready: RtrHeader (put or pipeline)
-    kAmRndvFin = 9,      ///< sender finished a put: AckHeader (id = receive request)
-    kAmRndvData = 10,    ///< pipeline fragment: RndvDataHeader + payload
+    kAmEagerOnly = 1,      ///< whole message in one packet: EagerOnlyHeader + payload
+    kAmEagerSyncOnly = 2,  ///< same, synchronous: EagerSyncHeader + payload
+    kAmEagerFirst = 3,     ///< first fragment: EagerFirstHeader + payload
+    kAmEagerMiddle = 4,    ///< later fragment: EagerMiddleHeader + payload
+    kAmSyncAck = 5,        ///< receiver matched a synchronous send: AckHeader
+    kAmRndvRts = 6,        ///< rendezvous request to send: RtsHeader
+    kAmRndvAts = 7,        ///< rendezvous done by the receiver: AckHeader (status)
+    kAmRndvRtr = 8,        ///< receiver ready: RtrHeader (put or pipeline)
+    kAmRndvFin = 9,        ///< sender finished a put: AckHeader (id = receive request)
+    kAmRndvData = 10,      ///< pipeline fragment: RndvDataHeader + payload
     kAmMax = 11,
 };
 
@@ -72,8 +72,8 @@ struct RtsHeader {
     uint64_t total_length;
     uint64_t address;
     int32_t reserved0;  ///< 0 (was a pid, which a receiver must never take from the wire)
-    uint32_t scheme;  ///< RndvScheme the sender's selector chose
-    uint32_t rkey;    ///< kGetKeyed: remote key of the sender's registered buffer
+    uint32_t scheme;    ///< RndvScheme the sender's selector chose
+    uint32_t rkey;      ///< kGetKeyed: remote key of the sender's registered buffer
     uint32_t reserved;
 };
 static_assert(sizeof(RtsHeader) == 48);
@@ -81,7 +81,13 @@ static_assert(sizeof(RtsHeader) == 48);
 /// kGet/kPut move data by zero-copy without remote keys (the lane's verified peer is the key,
 /// e.g. CMA), kGetKeyed/kPutKeyed by zero-copy with the rkey in the header (e.g. RDMA
 /// READ/WRITE on verbs lanes). The values are on the wire: never renumber them.
-enum class RndvScheme : uint32_t { kGet = 0, kPut = 1, kPipeline = 2, kGetKeyed = 3, kPutKeyed = 4 };
+enum class RndvScheme : uint32_t {
+    kGet = 0,
+    kPut = 1,
+    kPipeline = 2,
+    kGetKeyed = 3,
+    kPutKeyed = 4
+};
 inline constexpr uint32_t kRndvSchemeMax = 4;
 
 /// Receiver's answer for put and pipeline: where and how much (clamped to its buffer).

@@ -26,12 +26,12 @@ namespace swy::tl {
 /// What a transport's open() gets from the worker. Set-up time only; references are valid
 /// for the duration of the call.
 struct OpenParams {
-    const common::Config& config;        ///< the context's configuration (typed reads: its entry)
-    const common::CostFigures& costs;     ///< calibration file or built-in figures
+    const common::Config& config;      ///< the context's configuration (typed reads: its entry)
+    const common::CostFigures& costs;  ///< calibration file or built-in figures
     uint64_t worker_uid = 0;
-    uint16_t iface_index = 0;            ///< AmSource::iface of what this interface receives
-    AmSink* sink = nullptr;              ///< the worker
-    const common::AuthKey& auth_key;     ///< SWY_AUTH_KEY (empty: none)
+    uint16_t iface_index = 0;         ///< AmSource::iface of what this interface receives
+    AmSink* sink = nullptr;           ///< the worker
+    const common::AuthKey& auth_key;  ///< SWY_AUTH_KEY (empty: none)
     /// Whether SWY_TLS enables @p name: a transport uses it for the helpers it builds on
     /// (tls_helpers(): shm asks for "cma"). Null: everything is enabled.
     std::function<bool(const char* name)> tls_enabled;
@@ -48,8 +48,8 @@ struct OpenParams {
 struct ReachQuery {
     uint64_t local_uid = 0;
     uint64_t remote_uid = 0;
-    bool same_host = false;              ///< boot id and network namespace are equal
-    const uint8_t* section = nullptr;    ///< the peer's address section of this transport
+    bool same_host = false;            ///< boot id and network namespace are equal
+    const uint8_t* section = nullptr;  ///< the peer's address section of this transport
     size_t section_length = 0;
 };
 
@@ -58,8 +58,8 @@ struct ConnectParams {
     uint64_t remote_uid = 0;
     const uint8_t* section = nullptr;
     size_t section_length = 0;
-    bool no_pio = false;                 ///< SWY_EP_FLAG_NO_PIO
-    bool pio_first = false;              ///< SWY_EP_FLAG_PIO_FIRST
+    bool no_pio = false;     ///< SWY_EP_FLAG_NO_PIO
+    bool pio_first = false;  ///< SWY_EP_FLAG_PIO_FIRST
     /// The worker's PIO quota (SWY_PIO_MAX_EPS less SWY_PIO_RESERVED unless pio_first) still
     /// has room: a transport with a shared PIO window grants one only then.
     bool pio_quota_left = false;
@@ -67,7 +67,7 @@ struct ConnectParams {
 
 /// One transport, as it declares itself. All function pointers but the optional ones are set.
 struct TransportEntry {
-    std::string_view name;               ///< as SWY_TLS names it ("shm")
+    std::string_view name;  ///< as SWY_TLS names it ("shm")
     /// Every variable in config_vars starts with it ("SHM_"); the typed settings of the
     /// transport are read from those at open().
     std::string_view config_prefix;
@@ -93,8 +93,8 @@ struct TransportEntry {
     bool (*can_reach)(const ReachQuery& query);
     /// Interface::connect() with the endpoint's PIO wishes applied as this transport's
     /// policy wants (shared window, per-QP inline, none).
-    Status (*connect)(Interface* iface, const ConnectParams& params,
-                      std::unique_ptr<Endpoint>* out, std::string* why);
+    Status (*connect)(Interface* iface, const ConnectParams& params, std::unique_ptr<Endpoint>* out,
+                      std::string* why);
 
     // ---- optional (null: the transport has none) ----
     /// Switch the shared key its handshakes use (swy_worker_set_auth_key).
@@ -118,7 +118,7 @@ std::span<const TransportEntry* const> transports();
 /// but that a transport uses where SWY_TLS enables it (OpenParams::tls_enabled), e.g. "cma",
 /// the zero-copy of shm lanes (transports/cma/cma_helper.h).
 struct HelperEntry {
-    std::string_view name;               ///< as SWY_TLS names it ("cma")
+    std::string_view name;  ///< as SWY_TLS names it ("cma")
     /// Checks the helper's settings (kInvalidParam with @p why when one cannot mean anything).
     Status (*check_config)(const common::Config& config, std::string* why);
 };

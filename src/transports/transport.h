@@ -59,25 +59,25 @@ struct LaneCosts {
 /// What one lane (transport endpoint) can do. Filled at connect time; never changes.
 struct LaneAttr {
     const char* transport = "";
-    uint32_t caps = 0;             ///< cap:: bits (transports/zcopy.h): what the lane can do
-    bool pio = false;              ///< holds a dedicated PIO window (mapped cells it owns)
-    uint32_t credits = 0;          ///< cells it may have in flight
-    bool credits_shared = false;   ///< credits are shared with other senders
-    size_t max_message = 0;        ///< largest header+payload of one am_send
-    LaneCosts costs;               ///< what its operations cost (the selector reads only these)
+    uint32_t caps = 0;            ///< cap:: bits (transports/zcopy.h): what the lane can do
+    bool pio = false;             ///< holds a dedicated PIO window (mapped cells it owns)
+    uint32_t credits = 0;         ///< cells it may have in flight
+    bool credits_shared = false;  ///< credits are shared with other senders
+    size_t max_message = 0;       ///< largest header+payload of one am_send
+    LaneCosts costs;              ///< what its operations cost (the selector reads only these)
     /// Why the lane has no zero-copy get/put (cap::kGetZcopy clear), in words for
     /// swy_ep_query, logs and swy-info ("" when it has).
     std::string zcopy_reason;
-    bool rndv = false;             ///< rendezvous makes sense on this lane
+    bool rndv = false;  ///< rendezvous makes sense on this lane
     /// Largest header+payload of one PIO send when smaller than max_message (verbs: the QP's
     /// inline limit); 0: max_message.
     size_t pio_max_message = 0;
     /// Lanes with two tiers of PIO say what each endpoint got (verbs: inline in the work
     /// request, then cells of device memory; others leave these alone).
-    size_t pio_inline_max = 0;     ///< largest header+payload sent inline (0: not such a lane)
-    uint32_t pio_credits = 0;      ///< PIO sends in flight at once (device-memory cells); 0: credits
-    size_t pio_dm_bytes = 0;       ///< device memory this endpoint holds (0: none)
-    std::string pio_window;        ///< what it got and why, in words ("" for other lanes)
+    size_t pio_inline_max = 0;  ///< largest header+payload sent inline (0: not such a lane)
+    uint32_t pio_credits = 0;   ///< PIO sends in flight at once (device-memory cells); 0: credits
+    size_t pio_dm_bytes = 0;    ///< device memory this endpoint holds (0: none)
+    std::string pio_window;     ///< what it got and why, in words ("" for other lanes)
 };
 
 /// Where a received message came from: the interface and its per-interface sender index.
@@ -144,8 +144,8 @@ public:
 
     /// Like am_send, with the payload produced by @p pack. If pack fails, nothing reaches the
     /// peer and its status is returned.
-    virtual Status am_send_packed(AmId id, const void* hdr, size_t hdr_len, PackFn pack,
-                                  void* arg, size_t length) = 0;
+    virtual Status am_send_packed(AmId id, const void* hdr, size_t hdr_len, PackFn pack, void* arg,
+                                  size_t length) = 0;
 
     /// Unique id of the remote worker (as its address said; not a proof of identity).
     virtual uint64_t remote_uid() const = 0;
@@ -171,8 +171,7 @@ public:
     /// Connect to a remote worker described by its section of the address.
     /// @param want_pio    try to obtain a dedicated PIO lane
     virtual Status connect(uint64_t remote_uid, const uint8_t* section, size_t length,
-                           bool want_pio, std::unique_ptr<Endpoint>* out,
-                           std::string* why) = 0;
+                           bool want_pio, std::unique_ptr<Endpoint>* out, std::string* why) = 0;
     /// Lane to answer the sender of a received message (sync acks, rendezvous control).
     virtual Endpoint* reply_endpoint(uint16_t sender) = 0;
     /// Remote worker uid of a sender index, as the peer claimed it (0 if unknown). For logs

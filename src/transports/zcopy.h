@@ -21,10 +21,10 @@ namespace swy::tl {
 
 /// Capability bits of a lane (LaneAttr::caps).
 namespace cap {
-inline constexpr uint32_t kAmShort = 1u << 0;    ///< PIO sends of small messages
-inline constexpr uint32_t kAmBcopy = 1u << 1;    ///< sends copied through cells / buffers
-inline constexpr uint32_t kGetZcopy = 1u << 2;   ///< ZcopyLane::get_zcopy reaches the peer
-inline constexpr uint32_t kPutZcopy = 1u << 3;   ///< ZcopyLane::put_zcopy reaches the peer
+inline constexpr uint32_t kAmShort = 1u << 0;   ///< PIO sends of small messages
+inline constexpr uint32_t kAmBcopy = 1u << 1;   ///< sends copied through cells / buffers
+inline constexpr uint32_t kGetZcopy = 1u << 2;  ///< ZcopyLane::get_zcopy reaches the peer
+inline constexpr uint32_t kPutZcopy = 1u << 3;  ///< ZcopyLane::put_zcopy reaches the peer
 /// The peer names its memory with keys from register_memory() (RDMA rkeys), and our side of
 /// every zero-copy operation must be registered too. Without it (CMA) the lane's verified
 /// peer is the key: nothing is registered, nothing is allocated per transfer.
@@ -71,7 +71,7 @@ struct RemoteKey {
 
 /// What to call when an operation that returned kInProgress ends.
 struct ZcopyCompletion {
-    ZcopyCallback done = nullptr;    ///< the operation completed (kOk or its error)
+    ZcopyCallback done = nullptr;  ///< the operation completed (kOk or its error)
     /// put only (may be null): every part of the put has been handed to the lane, so a message
     /// sent on the same lane from now on reaches the peer after the put's data (RDMA: an RC
     /// queue executes in order). Runs at most once, possibly before put_zcopy returns; never
@@ -93,10 +93,8 @@ public:
     /// Register [address, address + length) with @p access (ZcopyAccess bits). Only lanes with
     /// cap::kRemoteKeys need it. Errors: kUnsupported (no registration on this lane), kIoError
     /// (the device refused; @p why says why), kNoMemory.
-    virtual Status register_memory(const void* /*address*/, size_t /*length*/,
-                                   unsigned /*access*/,
-                                   std::unique_ptr<MemoryRegistration>* /*out*/,
-                                   std::string* why) {
+    virtual Status register_memory(const void* /*address*/, size_t /*length*/, unsigned /*access*/,
+                                   std::unique_ptr<MemoryRegistration>* /*out*/, std::string* why) {
         *why = "this lane needs no registration";
         return Status::kUnsupported;
     }
@@ -107,8 +105,7 @@ public:
     /// kIoError (the device refused; @p why says why), kNoMemory.
     virtual Status register_dmabuf(int /*fd*/, uint64_t /*offset*/, size_t /*length*/,
                                    uint64_t /*iova*/, unsigned /*access*/,
-                                   std::unique_ptr<MemoryRegistration>* /*out*/,
-                                   std::string* why) {
+                                   std::unique_ptr<MemoryRegistration>* /*out*/, std::string* why) {
         *why = "this lane cannot register dma-buf memory";
         return Status::kUnsupported;
     }

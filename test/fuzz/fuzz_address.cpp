@@ -34,7 +34,8 @@ void check_tcp(const uint8_t* data, size_t size) {
         return;
     }
     if (entries.empty()) fail("tcp section accepted with no entry");
-    for (const auto& e : entries) (void)swy::tl::tcp::is_loopback(e);
+    for (const auto& e : entries)
+        (void)swy::tl::tcp::is_loopback(e);
     std::vector<uint8_t> again = swy::tl::tcp::encode_tcp_address(entries);
     if (again.size() != size || std::memcmp(again.data(), data, size) != 0) {
         fail("tcp section does not re-encode to its own bytes");
@@ -84,9 +85,9 @@ int swy::fuzz::fuzz_address(const uint8_t* data, size_t size) {
     std::vector<uint8_t> input(data + 1, data + size);
     const uint8_t* p = input.empty() ? nullptr : input.data();
     switch (data[0] % 3) {
-    case 0: check_address(p, input.size()); break;
-    case 1: check_tcp(p, input.size()); break;
-    case 2: check_shm(p, input.size()); break;
+        case 0: check_address(p, input.size()); break;
+        case 1: check_tcp(p, input.size()); break;
+        case 2: check_shm(p, input.size()); break;
     }
     return 0;
 }

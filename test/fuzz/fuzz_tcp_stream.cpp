@@ -42,7 +42,8 @@ public:
         if (length > kMaxFrameBody) fail("a frame longer than kMaxFrameBody was delivered");
         if (length > 0 && data == nullptr) fail("a non-empty frame without data");
         unsigned sum = 0;
-        for (size_t i = 0; i < length; ++i) sum += data[i];
+        for (size_t i = 0; i < length; ++i)
+            sum += data[i];
         checksum_ += sum;
     }
     void on_remote_failure(uint16_t, uint64_t, Status) override {}

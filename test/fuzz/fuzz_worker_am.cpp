@@ -83,7 +83,8 @@ struct PostedReceive {
         if (!done.called) {
             swy_status_t s = swy_request_cancel(w, req);
             if (s != SWY_OK && s != SWY_ERR_BUSY) fail("cancel refused with an error");
-            for (int i = 0; i < 8 && !done.called; ++i) swy_worker_progress(w);
+            for (int i = 0; i < 8 && !done.called; ++i)
+                swy_worker_progress(w);
         }
         if (done.called) {
             if (done.status == SWY_OK && done.info.length > capacity) {
@@ -134,7 +135,8 @@ int swy::fuzz::fuzz_worker_am(const uint8_t* data, size_t size) {
                      packet.size());
             swy_worker_progress(worker);
         }
-        for (int i = 0; i < 16; ++i) swy_worker_progress(worker);
+        for (int i = 0; i < 16; ++i)
+            swy_worker_progress(worker);
         exact.check_and_release(worker);
         any.check_and_release(worker);
     }

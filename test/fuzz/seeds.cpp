@@ -8,11 +8,11 @@
 #include "core/conn_wire.h"
 #include "protocols/wire.h"
 #include "targets.h"
-#include "transports/shm/shm_address.h"
-#include "transports/tcp/tcp_wire.h"
 #include "transports/self/self_transport.h"
+#include "transports/shm/shm_address.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/tcp/tcp_transport.h"
+#include "transports/tcp/tcp_wire.h"
 
 namespace swy::fuzz {
 namespace {
@@ -158,7 +158,8 @@ std::vector<Bytes> conn_wire_seeds() {
     uint8_t proof[core::kConnProofSize] = {9, 8, 7};
     auto cat = [](std::vector<Bytes> parts) {
         Bytes out;
-        for (const Bytes& p : parts) out.insert(out.end(), p.begin(), p.end());
+        for (const Bytes& p : parts)
+            out.insert(out.end(), p.begin(), p.end());
         return out;
     };
     core::ConnChallenge c;
@@ -169,7 +170,8 @@ std::vector<Bytes> conn_wire_seeds() {
     return {
         with_mode(0, cat({unkeyed, core::encode_conn_frame(core::ConnFrameType::kAccept,
                                                            address.data(), address.size())})),
-        with_mode(0, cat({keyed, core::encode_conn_frame(core::ConnFrameType::kReject, nullptr, 0)})),
+        with_mode(0,
+                  cat({keyed, core::encode_conn_frame(core::ConnFrameType::kReject, nullptr, 0)})),
         with_mode(1, cat({hello, core::encode_client_address(nullptr, address)})),
         with_mode(2, cat({hello, core::encode_client_address(proof, address)})),
     };

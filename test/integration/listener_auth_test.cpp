@@ -22,13 +22,14 @@ namespace {
 
 std::vector<unsigned char> make_key(size_t length, unsigned char salt) {
     std::vector<unsigned char> k(length);
-    for (size_t i = 0; i < length; ++i) k[i] = static_cast<unsigned char>(i * 31 + salt);
+    for (size_t i = 0; i < length; ++i)
+        k[i] = static_cast<unsigned char>(i * 31 + salt);
     return k;
 }
 
 /// Whether any @p window-byte run of @p needle occurs in @p hay.
-bool contains_window(const std::vector<unsigned char>& hay, const std::vector<unsigned char>& needle,
-                     size_t window = 8) {
+bool contains_window(const std::vector<unsigned char>& hay,
+                     const std::vector<unsigned char>& needle, size_t window = 8) {
     if (needle.size() < window || hay.size() < window) return false;
     for (size_t i = 0; i + window <= needle.size(); ++i) {
         for (size_t j = 0; j + window <= hay.size(); ++j) {
@@ -49,7 +50,8 @@ bool contains_pid(const std::vector<unsigned char>& hay) {
 }
 
 /// Read and keep everything until the peer closes, progressing @p worker meanwhile.
-std::vector<unsigned char> read_all_until_closed(int fd, swy_worker_h worker, double timeout_s = 15.0) {
+std::vector<unsigned char> read_all_until_closed(int fd, swy_worker_h worker,
+                                                 double timeout_s = 15.0) {
     std::vector<unsigned char> all;
     auto deadline = deadline_in(timeout_s);
     unsigned char buf[4096];
@@ -103,7 +105,8 @@ TEST(ListenerAuth, NothingTheServerSendsBeforeTheAcceptRevealsItsAddress) {
         const std::vector<unsigned char> hello = raw_hello();
         ICHECK(send(fd, hello.data(), hello.size(), MSG_NOSIGNAL) == (ssize_t)hello.size());
         std::vector<unsigned char> got = recv_exact(fd, kChallengeFrame, 15.0, n.worker());
-        const std::vector<unsigned char> mine = frame(kConnMagic, kConnVersion, 5, (uint32_t)addr.size(), addr);
+        const std::vector<unsigned char> mine =
+            frame(kConnMagic, kConnVersion, 5, (uint32_t)addr.size(), addr);
         ICHECK(send(fd, mine.data(), mine.size(), MSG_NOSIGNAL) == (ssize_t)mine.size());
         auto deadline = deadline_in(15.0);
         while (s.held.empty()) {
@@ -118,7 +121,8 @@ TEST(ListenerAuth, NothingTheServerSendsBeforeTheAcceptRevealsItsAddress) {
             if (r > 0) got.insert(got.end(), buf, buf + r);
         }
         ICHECK_MSG(got.size() == kChallengeFrame, "%zu bytes before the accept", got.size());
-        ICHECK_MSG(!contains_window(got, addr), "8 bytes of the worker address went out "
+        ICHECK_MSG(!contains_window(got, addr),
+                   "8 bytes of the worker address went out "
                    "before the accept");
         ICHECK_MSG(!contains_pid(got), "the pid went out before the accept");
         // The control: the accept does carry the address, and the search finds it there.
@@ -127,7 +131,8 @@ TEST(ListenerAuth, NothingTheServerSendsBeforeTheAcceptRevealsItsAddress) {
         p.conn_request = s.held[0];
         swy_ep_h ep = nullptr;
         ICHECK_OK(swy_ep_create(n.worker(), &p, &ep));
-        const std::vector<unsigned char> accept = recv_exact(fd, 12 + addr.size(), 15.0, n.worker());
+        const std::vector<unsigned char> accept =
+            recv_exact(fd, 12 + addr.size(), 15.0, n.worker());
         ICHECK(accept[5] == 2);
         ICHECK(contains_window(accept, addr) && contains_pid(accept));
         close(fd);
@@ -162,8 +167,9 @@ TEST(ListenerAuth, KeyedListenerAndClientWithTheSameKeyCarryMessages) {
             swy_listener_destroy(s.listener);
         } else {
             ErrorCount errors;
-            swy_ep_h ep = connect_sockaddr(n.worker(), loopback(Family::kV4, wait_port(w, kPortSlot)),
-                                           &errors, key.data(), key.size());
+            swy_ep_h ep =
+                connect_sockaddr(n.worker(), loopback(Family::kV4, wait_port(w, kPortSlot)),
+                                 &errors, key.data(), key.size());
             std::vector<std::vector<unsigned char>> bufs;
             std::vector<Send> sends;
             for (size_t i = 0; i < kAuthSizes.size(); ++i) {
@@ -171,7 +177,8 @@ TEST(ListenerAuth, KeyedListenerAndClientWithTheSameKeyCarryMessages) {
                 fill_pattern(bufs.back().data(), kAuthSizes[i], pattern_seed(kAuthSizes[i], 1, i));
                 sends.push_back(post_send(ep, bufs.back().data(), kAuthSizes[i], kDataTag | i));
             }
-            for (Send& snd : sends) ICHECK_OK(finish_send(n.worker(), snd));
+            for (Send& snd : sends)
+                ICHECK_OK(finish_send(n.worker(), snd));
             std::vector<unsigned char> in(70000 + kGuardBytes, kGuardByte);
             Recv r = post_recv(n.worker(), in.data(), 70000, kReplyTag);
             ICHECK_OK(finish_recv(n.worker(), r));
@@ -215,7 +222,8 @@ TEST(ListenerAuth, KeyedListenerRefusesClientsWithoutTheKeyAndKeepsServing) {
                 uint64_t v = 1;
                 Send snd = post_send(ep, &v, sizeof(v), kDataTag);
                 ICHECK_STATUS(finish_send(n.worker(), snd), SWY_ERR_CONNECTION_RESET);
-                for (int i = 0; i < 100; ++i) swy_worker_progress(n.worker());
+                for (int i = 0; i < 100; ++i)
+                    swy_worker_progress(n.worker());
                 ICHECK(errors.calls == 1 && errors.last == SWY_ERR_CONNECTION_RESET);
                 swy_ep_attr_t attr{};
                 ICHECK_OK(swy_ep_query(ep, &attr));
@@ -228,9 +236,11 @@ TEST(ListenerAuth, KeyedListenerRefusesClientsWithoutTheKeyAndKeepsServing) {
             std::vector<unsigned char> forged(32, 0xEE);
             forged.insert(forged.end(), addr.begin(), addr.end());
             int fd = raw_connect(a.port());
-            const std::vector<unsigned char> challenge = raw_hello_and_challenge(fd, kKeyedChallengeFrame);
+            const std::vector<unsigned char> challenge =
+                raw_hello_and_challenge(fd, kKeyedChallengeFrame);
             ICHECK(challenge[5] == 4);
-            const std::vector<unsigned char> answer = frame(kConnMagic, kConnVersion, 5, (uint32_t)forged.size(), forged);
+            const std::vector<unsigned char> answer =
+                frame(kConnMagic, kConnVersion, 5, (uint32_t)forged.size(), forged);
             ICHECK(send(fd, answer.data(), answer.size(), MSG_NOSIGNAL) == (ssize_t)answer.size());
             ICHECK_MSG(read_until_closed(fd, 15.0) == 0, "a verdict for a forged proof");
             close(fd);
@@ -264,8 +274,10 @@ TEST(ListenerAuth, KeyedClientNeverSendsItsAddressToAServerWithoutTheKey) {
             std::vector<unsigned char> got = recv_exact(fd, 12 + 16, 15.0, n.worker());
             ICHECK(got[5] == 1);  // a hello
             const std::vector<unsigned char> challenge =
-                frame(kConnMagic, kConnVersion, 4, (uint32_t)body, std::vector<unsigned char>(body, 0x33));
-            ICHECK(send(fd, challenge.data(), challenge.size(), MSG_NOSIGNAL) == (ssize_t)challenge.size());
+                frame(kConnMagic, kConnVersion, 4, (uint32_t)body,
+                      std::vector<unsigned char>(body, 0x33));
+            ICHECK(send(fd, challenge.data(), challenge.size(), MSG_NOSIGNAL) ==
+                   (ssize_t)challenge.size());
             ICHECK_STATUS(finish_send(n.worker(), snd), SWY_ERR_CONNECTION_RESET);
             ICHECK(errors.calls == 1 && errors.last == SWY_ERR_CONNECTION_RESET);
             const std::vector<unsigned char> rest = read_all_until_closed(fd, n.worker());
@@ -280,12 +292,13 @@ TEST(ListenerAuth, KeyedClientNeverSendsItsAddressToAServerWithoutTheKey) {
         Server s;
         const uint16_t port = s.listen(n.worker(), Family::kV4);
         ErrorCount errors;
-        swy_ep_h ep = connect_sockaddr(n.worker(), loopback(Family::kV4, port), &errors,
-                                       key.data(), key.size());
+        swy_ep_h ep = connect_sockaddr(n.worker(), loopback(Family::kV4, port), &errors, key.data(),
+                                       key.size());
         uint64_t v = 6;
         Send snd = post_send(ep, &v, sizeof(v), kDataTag);
         ICHECK_STATUS(finish_send(n.worker(), snd), SWY_ERR_CONNECTION_RESET);
-        for (int i = 0; i < 200; ++i) swy_worker_progress(n.worker());
+        for (int i = 0; i < 200; ++i)
+            swy_worker_progress(n.worker());
         ICHECK(errors.calls == 1 && s.offered == 0);
         close_ep(n.worker(), ep);
         swy_listener_destroy(s.listener);
@@ -298,7 +311,8 @@ TEST(ListenerAuth, KeyedClientNeverSendsItsAddressToAServerWithoutTheKey) {
 // The symbol programs built against the header before swy_listener_params_t grew call
 // (switchyard.h maps swy_listener_create to swy_listener_create_v2).
 #undef swy_listener_create
-extern "C" swy_status_t swy_listener_create(swy_worker_h worker, const swy_listener_params_t* params,
+extern "C" swy_status_t swy_listener_create(swy_worker_h worker,
+                                            const swy_listener_params_t* params,
                                             swy_listener_h* listener);
 
 namespace swy_itest {

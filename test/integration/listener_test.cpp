@@ -23,8 +23,8 @@ void client_sends(Node& n, swy_ep_h ep, int rank, const std::string& transport) 
         fill_pattern(bufs.back().data(), kSizes[i], pattern_seed(kSizes[i], rank, i));
     }
     for (size_t i = 0; i < kSizes.size(); ++i) {
-        sends.push_back(post_send(ep, bufs[i].data(), kSizes[i],
-                                  kDataTag | (swy_tag_t(rank) << 16) | i));
+        sends.push_back(
+            post_send(ep, bufs[i].data(), kSizes[i], kDataTag | (swy_tag_t(rank) << 16) | i));
         ICHECK_MSG(!sends.back().done, "send %zu completed before the wire-up", i);
     }
     for (size_t i = 0; i < sends.size(); ++i) {
@@ -41,7 +41,8 @@ void client_sends(Node& n, swy_ep_h ep, int rank, const std::string& transport) 
 void server_receives(Node& n, int rank) {
     for (size_t i = 0; i < kSizes.size(); ++i) {
         std::vector<unsigned char> buf(kSizes[i] + kGuardBytes, kGuardByte);
-        Recv r = post_recv(n.worker(), buf.data(), kSizes[i], kDataTag | (swy_tag_t(rank) << 16) | i);
+        Recv r =
+            post_recv(n.worker(), buf.data(), kSizes[i], kDataTag | (swy_tag_t(rank) << 16) | i);
         ICHECK_OK(finish_recv(n.worker(), r));
         ICHECK(r.info.length == kSizes[i]);
         ICHECK_PATTERN(buf.data(), kSizes[i], pattern_seed(kSizes[i], rank, i),
@@ -79,8 +80,10 @@ void client_server(World& w, Family family, const NodeOptions& opts, const std::
         s.wait_for_endpoints(clients);
         ICHECK(s.offered == static_cast<int>(clients));
         for (size_t a = 0; a < clients; ++a)
-            for (size_t b = a + 1; b < clients; ++b) ICHECK(s.uids[a] != s.uids[b]);
-        for (int r = 1; r < w.size(); ++r) server_receives(n, r);
+            for (size_t b = a + 1; b < clients; ++b)
+                ICHECK(s.uids[a] != s.uids[b]);
+        for (int r = 1; r < w.size(); ++r)
+            server_receives(n, r);
         // Which endpoint reaches which rank: tell each its index, learn its rank back.
         std::vector<swy_ep_h> by_rank(w.size(), nullptr);
         for (size_t i = 0; i < clients; ++i) {
@@ -95,9 +98,11 @@ void client_server(World& w, Family family, const NodeOptions& opts, const std::
             ICHECK_MSG(by_rank[msg[0]] == nullptr, "two endpoints reach rank %d", (int)msg[0]);
             by_rank[msg[0]] = s.eps[msg[1]];
         }
-        for (int r = 1; r < w.size(); ++r) send_replies(n, by_rank[r], r);
+        for (int r = 1; r < w.size(); ++r)
+            send_replies(n, by_rank[r], r);
         w.barrier(n.worker());
-        for (swy_ep_h ep : s.eps) close_ep(n.worker(), ep);
+        for (swy_ep_h ep : s.eps)
+            close_ep(n.worker(), ep);
         swy_listener_destroy(s.listener);
     } else {
         SockAddr a = loopback(family, wait_port(w, kPortSlot));
@@ -158,12 +163,14 @@ TEST(Listener, ConnectionRefusedFailsQueuedSendsAndReportsOnce) {
         swy_ep_h ep = connect_sockaddr(n.worker(), a, &errors);
         std::vector<unsigned char> buf(100000, 7);
         std::vector<Send> sends;
-        for (size_t size : {size_t{0}, size_t{64}, buf.size()}) sends.push_back(post_send(ep, buf.data(), size, 5));
+        for (size_t size : {size_t{0}, size_t{64}, buf.size()})
+            sends.push_back(post_send(ep, buf.data(), size, 5));
         for (Send& s : sends) {
             ICHECK(!s.done);
             ICHECK_STATUS(finish_send(n.worker(), s, 10.0), SWY_ERR_UNREACHABLE);
         }
-        for (int i = 0; i < 100; ++i) swy_worker_progress(n.worker());
+        for (int i = 0; i < 100; ++i)
+            swy_worker_progress(n.worker());
         ICHECK_MSG(errors.calls == 1, "error callback ran %d times", errors.calls);
         ICHECK_STATUS(errors.last, SWY_ERR_UNREACHABLE);
         swy_request_h req = nullptr;
@@ -188,7 +195,8 @@ TEST(Listener, RejectedRequestFailsTheClientEndpoint) {
             swy_listener_destroy(s.listener);
         } else {
             ErrorCount errors;
-            swy_ep_h ep = connect_sockaddr(n.worker(), loopback(Family::kV4, wait_port(w, kPortSlot)), &errors);
+            swy_ep_h ep = connect_sockaddr(n.worker(),
+                                           loopback(Family::kV4, wait_port(w, kPortSlot)), &errors);
             uint64_t v = 42;
             Send s = post_send(ep, &v, sizeof(v), 9);
             ICHECK_STATUS(finish_send(n.worker(), s), SWY_ERR_CONNECTION_RESET);
@@ -220,14 +228,15 @@ TEST(Listener, MalformedHandshakesCloseThatConnectionAndTheListenerKeepsAcceptin
             const std::vector<unsigned char> nonce(16, 7);
             // Refused at the first frame.
             const std::vector<std::vector<unsigned char>> hostile = {
-                {'G', 'E', 'T', ' ', '/', ' ', 'H', 'T', 'T', 'P', '/', '1', '.', '1', '\r', '\n', '\r', '\n'},
-                frame(kMagic, 99, 1, 16, nonce),                            // unknown version
-                frame(kMagic, 1, 1, (uint32_t)good.size(), good),           // a version-1 hello
-                frame(kMagic, 2, 7, 16, nonce),                             // unknown type
-                frame(kMagic, 2, 1, 0x7FFFFFFF, {}),                        // absurd length
-                frame(kMagic, 2, 1, 15, std::vector<unsigned char>(15, 7)), // short nonce
-                frame(kMagic, 2, 3, 0, {}),                                 // verdict from a client
-                frame(kMagic, 2, 5, (uint32_t)good.size(), good),           // address before hello
+                {'G', 'E', 'T', ' ', '/', ' ', 'H', 'T', 'T', 'P', '/', '1', '.', '1', '\r', '\n',
+                 '\r', '\n'},
+                frame(kMagic, 99, 1, 16, nonce),                             // unknown version
+                frame(kMagic, 1, 1, (uint32_t)good.size(), good),            // a version-1 hello
+                frame(kMagic, 2, 7, 16, nonce),                              // unknown type
+                frame(kMagic, 2, 1, 0x7FFFFFFF, {}),                         // absurd length
+                frame(kMagic, 2, 1, 15, std::vector<unsigned char>(15, 7)),  // short nonce
+                frame(kMagic, 2, 3, 0, {}),                        // verdict from a client
+                frame(kMagic, 2, 5, (uint32_t)good.size(), good),  // address before hello
             };
             for (const auto& bytes : hostile) {
                 int fd = raw_connect(port);
@@ -237,10 +246,10 @@ TEST(Listener, MalformedHandshakesCloseThatConnectionAndTheListenerKeepsAcceptin
             }
             // Refused at the second frame, after a valid hello and the server's challenge.
             const std::vector<std::vector<unsigned char>> hostile_second = {
-                frame(kMagic, 2, 5, (uint32_t)corrupt.size(), corrupt),     // bad worker address
+                frame(kMagic, 2, 5, (uint32_t)corrupt.size(), corrupt),  // bad worker address
                 frame(kMagic, 2, 5, (uint32_t)good.size() - 3,
                       std::vector<unsigned char>(good.begin(), good.end() - 3)),  // cut address
-                frame(kMagic, 2, 1, 16, nonce),                             // a second hello
+                frame(kMagic, 2, 1, 16, nonce),                                   // a second hello
             };
             for (const auto& bytes : hostile_second) {
                 int fd = raw_connect(port);
@@ -294,7 +303,8 @@ TEST(Listener, SimultaneousConnectLeavesOneEndpointPerSide) {
         ICHECK_PATTERN(in.data(), out.size(), pattern_seed(out.size(), peer, 0), "from %d", peer);
         ICHECK(guard_intact(in.data() + out.size()));
         w.barrier(n.worker());
-        for (int i = 0; i < 1000; ++i) swy_worker_progress(n.worker());
+        for (int i = 0; i < 1000; ++i)
+            swy_worker_progress(n.worker());
         ICHECK_MSG(s.offered == 0, "on_connect ran %d times", s.offered);
         ICHECK(errors.calls == 0);
         w.barrier(n.worker());
@@ -348,8 +358,7 @@ TEST(Listener, BlockingWaitWakesUpForTheHandshake) {
             while (s.eps.empty()) {
                 swy_status_t st = swy_worker_wait(n.worker(), 20000);
                 ICHECK(st == SWY_OK || st == SWY_ERR_TIMED_OUT);
-                while (swy_worker_progress(n.worker()) != 0) {
-                }
+                while (swy_worker_progress(n.worker()) != 0) {}
                 swy_worker_progress(n.worker());
                 exit_if_aborted();
             }
@@ -360,7 +369,8 @@ TEST(Listener, BlockingWaitWakesUpForTheHandshake) {
             close_ep(n.worker(), s.eps[0]);
             swy_listener_destroy(s.listener);
         } else {
-            swy_ep_h ep = connect_sockaddr(n.worker(), loopback(Family::kV4, wait_port(w, kPortSlot)));
+            swy_ep_h ep =
+                connect_sockaddr(n.worker(), loopback(Family::kV4, wait_port(w, kPortSlot)));
             uint64_t v = 0xABCD;
             Send snd = post_send(ep, &v, sizeof(v), 77);
             while (swy_request_test(snd.req) == SWY_INPROGRESS) {

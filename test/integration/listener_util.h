@@ -30,7 +30,8 @@ constexpr swy_tag_t kIamTag = swy_tag_t{4} << 40;    // client → server: {rank
 
 // Empty, tiny, around fragment sizes, and rendezvous sizes (the table check below proves the
 // largest ones go by rendezvous).
-inline const std::vector<size_t> kSizes = {0, 1, 8, 200, 4096, 9000, 65536, 300000, 1u << 20, 4u << 20};
+inline const std::vector<size_t> kSizes = {0,    1,     8,      200,      4096,
+                                           9000, 65536, 300000, 1u << 20, 4u << 20};
 
 enum class Family { kV4, kV6 };
 
@@ -149,8 +150,9 @@ struct ErrorCount {
     }
 };
 
-inline swy_ep_h connect_sockaddr(swy_worker_h worker, const SockAddr& a, ErrorCount* errors = nullptr,
-                                 const void* key = nullptr, size_t key_length = 0) {
+inline swy_ep_h connect_sockaddr(swy_worker_h worker, const SockAddr& a,
+                                 ErrorCount* errors = nullptr, const void* key = nullptr,
+                                 size_t key_length = 0) {
     swy_ep_params_t p{};
     p.flags = SWY_EP_FLAG_SOCKADDR;
     p.sockaddr = a.get();
@@ -219,8 +221,8 @@ inline size_t read_until_closed(int fd, double timeout_s) {
     }
 }
 
-inline std::vector<unsigned char> frame(uint32_t magic, uint8_t version, uint8_t type, uint32_t length,
-                                 const std::vector<unsigned char>& body) {
+inline std::vector<unsigned char> frame(uint32_t magic, uint8_t version, uint8_t type,
+                                        uint32_t length, const std::vector<unsigned char>& body) {
     std::vector<unsigned char> f(12 + body.size());
     memcpy(f.data(), &magic, 4);  // the test runs on little-endian hosts like the wire
     f[4] = version;
@@ -264,7 +266,8 @@ inline std::vector<unsigned char> raw_hello() {
 }
 
 /// Send a hello on @p fd and read the listener's challenge (unkeyed: kChallengeFrame bytes).
-inline std::vector<unsigned char> raw_hello_and_challenge(int fd, size_t challenge = kChallengeFrame) {
+inline std::vector<unsigned char> raw_hello_and_challenge(int fd,
+                                                          size_t challenge = kChallengeFrame) {
     const std::vector<unsigned char> hello = raw_hello();
     ICHECK(send(fd, hello.data(), hello.size(), MSG_NOSIGNAL) == (ssize_t)hello.size());
     return recv_exact(fd, challenge);
@@ -275,7 +278,8 @@ inline std::vector<unsigned char> own_address(swy_worker_h worker) {
     void* addr = nullptr;
     size_t len = 0;
     ICHECK_OK(swy_worker_get_address(worker, &addr, &len));
-    std::vector<unsigned char> v(static_cast<unsigned char*>(addr), static_cast<unsigned char*>(addr) + len);
+    std::vector<unsigned char> v(static_cast<unsigned char*>(addr),
+                                 static_cast<unsigned char*>(addr) + len);
     swy_worker_release_address(worker, addr);
     return v;
 }

@@ -10,13 +10,13 @@
 //   - the child _exit()s: it never returns into gtest, and exceptions are caught.
 #pragma once
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <dirent.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -47,7 +47,7 @@ constexpr int kNumScratch = 512;
 
 /// Exit codes of a rank (anything else non-zero is a failure too).
 constexpr int kExitCheckFailed = 1;
-constexpr int kExitAborted = 2;   ///< gave up because another rank failed
+constexpr int kExitAborted = 2;  ///< gave up because another rank failed
 constexpr int kExitException = 3;
 
 static_assert(std::atomic<uint32_t>::is_always_lock_free);
@@ -76,8 +76,8 @@ struct SharedArea {
     std::atomic<uint64_t> scratch[kNumScratch];  ///< free for each test's own use
 };
 
-inline int g_rank = -1;                  // this process's rank (-1 in the parent)
-inline SharedArea* g_area = nullptr;     // mapping shared by parent and ranks
+inline int g_rank = -1;               // this process's rank (-1 in the parent)
+inline SharedArea* g_area = nullptr;  // mapping shared by parent and ranks
 
 [[noreturn]] inline void die(int code, const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -97,16 +97,17 @@ inline SharedArea* g_area = nullptr;     // mapping shared by parent and ranks
     _exit(code);
 }
 
-#define ICHECK(cond)                                                                          \
-    do {                                                                                      \
-        if (!(cond)) ::swy_itest::die(::swy_itest::kExitCheckFailed, __FILE__, __LINE__,       \
-                                      "check failed: %s", #cond);                             \
+#define ICHECK(cond)                                                            \
+    do {                                                                        \
+        if (!(cond))                                                            \
+            ::swy_itest::die(::swy_itest::kExitCheckFailed, __FILE__, __LINE__, \
+                             "check failed: %s", #cond);                        \
     } while (0)
 
 #define ICHECK_MSG(cond, ...)                                                                 \
     do {                                                                                      \
-        if (!(cond)) ::swy_itest::die(::swy_itest::kExitCheckFailed, __FILE__, __LINE__,       \
-                                      __VA_ARGS__);                                           \
+        if (!(cond))                                                                          \
+            ::swy_itest::die(::swy_itest::kExitCheckFailed, __FILE__, __LINE__, __VA_ARGS__); \
     } while (0)
 
 /// Check that a swy_status_t expression equals @p expected; prints both as text.
@@ -136,8 +137,8 @@ inline void exit_if_aborted() {
 using Clock = std::chrono::steady_clock;
 
 inline Clock::time_point deadline_in(double seconds) {
-    return Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                              std::chrono::duration<double>(seconds));
+    return Clock::now() +
+           std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
 // --------------------------------------------------------------------------------------------
@@ -179,17 +180,17 @@ inline size_t verify_pattern(const void* buf, size_t len, uint64_t seed) {
     return len;
 }
 
-#define ICHECK_PATTERN(buf, len, seed, ...)                                                   \
-    do {                                                                                      \
-        size_t icheck_len_ = (len);                                                           \
-        size_t icheck_bad_ = ::swy_itest::verify_pattern((buf), icheck_len_, (seed));          \
-        if (icheck_bad_ != icheck_len_) {                                                     \
-            char icheck_ctx_[512];                                                            \
-            snprintf(icheck_ctx_, sizeof(icheck_ctx_), __VA_ARGS__);                          \
-            ::swy_itest::die(::swy_itest::kExitCheckFailed, __FILE__, __LINE__,               \
-                             "payload mismatch at byte %zu of %zu (%s)", icheck_bad_,         \
-                             icheck_len_, icheck_ctx_);                                       \
-        }                                                                                     \
+#define ICHECK_PATTERN(buf, len, seed, ...)                                                        \
+    do {                                                                                           \
+        size_t icheck_len_ = (len);                                                                \
+        size_t icheck_bad_ = ::swy_itest::verify_pattern((buf), icheck_len_, (seed));              \
+        if (icheck_bad_ != icheck_len_) {                                                          \
+            char icheck_ctx_[512];                                                                 \
+            snprintf(icheck_ctx_, sizeof(icheck_ctx_), __VA_ARGS__);                               \
+            ::swy_itest::die(::swy_itest::kExitCheckFailed, __FILE__, __LINE__,                    \
+                             "payload mismatch at byte %zu of %zu (%s)", icheck_bad_, icheck_len_, \
+                             icheck_ctx_);                                                         \
+        }                                                                                          \
     } while (0)
 
 /// Guard bytes after a receive buffer, to prove nothing was written past it.
@@ -219,8 +220,8 @@ inline swy_status_t wait_request(swy_worker_h worker, swy_request_h req, const c
         swy_worker_progress(worker);
         if ((++spins & 0x3ff) == 0) {
             exit_if_aborted();
-            ICHECK_MSG(Clock::now() < deadline, "timed out after %.0f s waiting for %s",
-                       timeout_s, what);
+            ICHECK_MSG(Clock::now() < deadline, "timed out after %.0f s waiting for %s", timeout_s,
+                       what);
             sched_yield();  // ranks may outnumber cores
         }
     }
@@ -242,8 +243,8 @@ inline Send post_send(swy_ep_h ep, const void* buf, size_t len, swy_tag_t tag, u
     if (st == SWY_INPROGRESS) {
         ICHECK_MSG(s.req != nullptr, "swy_tag_send_nb returned SWY_INPROGRESS with no request");
     } else {
-        ICHECK_MSG(s.req == nullptr, "swy_tag_send_nb returned %d (%s) but set a request",
-                   (int)st, swy_status_string(st));
+        ICHECK_MSG(s.req == nullptr, "swy_tag_send_nb returned %d (%s) but set a request", (int)st,
+                   swy_status_string(st));
         s.status = st;
         s.done = true;
     }
@@ -391,8 +392,8 @@ public:
             if (worker != nullptr) swy_worker_progress(worker);
             if ((++spins & 0xff) == 0) {
                 exit_if_aborted();
-                ICHECK_MSG(Clock::now() < deadline, "timed out waiting for scratch[%d] >= %llu",
-                           i, (unsigned long long)value);
+                ICHECK_MSG(Clock::now() < deadline, "timed out waiting for scratch[%d] >= %llu", i,
+                           (unsigned long long)value);
                 sched_yield();
             }
         }
@@ -579,8 +580,10 @@ inline ::testing::AssertionResult run_ranks(int nranks, const std::function<void
     for (int r = 0; r < nranks; ++r) {
         pid_t pid = fork();
         if (pid < 0) {
-            for (int k = 0; k < r; ++k) kill(pids[k], SIGKILL);
-            for (int k = 0; k < r; ++k) waitpid(pids[k], nullptr, 0);
+            for (int k = 0; k < r; ++k)
+                kill(pids[k], SIGKILL);
+            for (int k = 0; k < r; ++k)
+                waitpid(pids[k], nullptr, 0);
             munmap(mem, sizeof(SharedArea));
             return ::testing::AssertionFailure() << "fork: " << strerror(errno);
         }
@@ -710,7 +713,8 @@ inline std::vector<size_t> boundary_sizes(const std::vector<swy_ep_attr_t>& attr
         around(a.bcopy_max_size);
         if (a.bcopy_max_size > 0 && a.bcopy_max_size < (32u << 20)) around(2 * a.bcopy_max_size);
     }
-    for (size_t p = 2; p <= max_pow2; p *= 2) s.insert(p);
+    for (size_t p = 2; p <= max_pow2; p *= 2)
+        s.insert(p);
     return std::vector<size_t>(s.begin(), s.end());
 }
 

@@ -12,10 +12,12 @@ namespace {
 
 TEST(MultiprocHarness, PassesWhenEveryRankSucceedsAndBarriersHold) {
     EXPECT_TRUE(run_ranks(4, [](World& w) {
-        for (int i = 0; i < 200; ++i) w.barrier();
+        for (int i = 0; i < 200; ++i)
+            w.barrier();
         w.scratch(w.rank()).store(1);
         w.barrier();
-        for (int r = 0; r < w.size(); ++r) ICHECK(w.scratch(r).load() == 1);
+        for (int r = 0; r < w.size(); ++r)
+            ICHECK(w.scratch(r).load() == 1);
     }));
 }
 
@@ -25,8 +27,10 @@ TEST(MultiprocHarness, ReportsTheRankWhoseCheckFailed) {
         w.barrier();
     });
     EXPECT_FALSE(result);
-    EXPECT_NE(std::string(result.message()).find("rank 1: exited with code 1 (check failed)  <-- failed first"),
-              std::string::npos) << result.message();
+    EXPECT_NE(std::string(result.message())
+                  .find("rank 1: exited with code 1 (check failed)  <-- failed first"),
+              std::string::npos)
+        << result.message();
 }
 
 TEST(MultiprocHarness, ReportsACrashedRankBySignal) {
@@ -47,9 +51,11 @@ TEST(MultiprocHarness, ReportsACrashedRankBySignal) {
 TEST(MultiprocHarness, KillsHungRanksAtTheTimeout) {
     RunOptions opts;
     opts.timeout_s = 1;
-    auto result = run_ranks(2, [](World&) { sleep(30); }, opts);
+    auto result = run_ranks(
+        2, [](World&) { sleep(30); }, opts);
     EXPECT_FALSE(result);
-    EXPECT_NE(std::string(result.message()).find("timed out"), std::string::npos) << result.message();
+    EXPECT_NE(std::string(result.message()).find("timed out"), std::string::npos)
+        << result.message();
 }
 
 TEST(MultiprocHarness, CatchesExceptionsInsideRanks) {
@@ -59,8 +65,14 @@ TEST(MultiprocHarness, CatchesExceptionsInsideRanks) {
 TEST(MultiprocHarness, ExpectedSignalMustActuallyHappen) {
     RunOptions opts;
     opts.expected_signal[1] = SIGKILL;
-    EXPECT_TRUE(run_ranks(2, [](World& w) { if (w.rank() == 1) raise(SIGKILL); }, opts));
-    EXPECT_FALSE(run_ranks(2, [](World&) {}, opts));
+    EXPECT_TRUE(run_ranks(
+        2,
+        [](World& w) {
+            if (w.rank() == 1) raise(SIGKILL);
+        },
+        opts));
+    EXPECT_FALSE(run_ranks(
+        2, [](World&) {}, opts));
 }
 
 TEST(MultiprocHarness, PatternCatchesASingleFlippedBit) {

@@ -66,8 +66,8 @@ Node& net_node(World& w, std::unique_ptr<Node>* holder, const std::string& proto
     for (int r = 0; r < w.size(); ++r) {
         if (r == w.rank()) continue;
         swy_ep_attr_t a = n.query(r);
-        ICHECK_MSG(net_transport() == a.transport, "lane to rank %d is %s, not %s", r,
-                   a.transport, net_transport().c_str());
+        ICHECK_MSG(net_transport() == a.transport, "lane to rank %d is %s, not %s", r, a.transport,
+                   net_transport().c_str());
     }
     return n;
 }
@@ -113,8 +113,8 @@ void exchange(World& w, Node& n, size_t size, size_t capacity, uint64_t idx, boo
                    "receive (%s) reports length %zu tag 0x%llx; sent %zu tag 0x%llx", order,
                    r.info.length, (unsigned long long)r.info.sender_tag, size,
                    (unsigned long long)tag);
-        ICHECK_PATTERN(buf.data(), std::min(size, capacity), seed, "%zu bytes into %zu, %s",
-                       size, capacity, order);
+        ICHECK_PATTERN(buf.data(), std::min(size, capacity), seed, "%zu bytes into %zu, %s", size,
+                       capacity, order);
         ICHECK_MSG(guard_intact(buf.data() + capacity),
                    "receive of %zu bytes (%s) wrote past its %zu-byte buffer", size, order,
                    capacity);
@@ -124,11 +124,15 @@ void exchange(World& w, Node& n, size_t size, size_t capacity, uint64_t idx, boo
 
 /// thr-1, thr, thr+1 of every row boundary, plus fixed sizes across the frame limit.
 std::vector<size_t> sizes_around(const std::vector<Row>& rows) {
-    std::vector<size_t> sizes{0, 1, 8, 4095, 4096, (256u << 10) - 1, 256u << 10,
-                              (256u << 10) + 1, 1u << 20, (4u << 20) + 3};
+    std::vector<size_t> sizes{0,          1,
+                              8,          4095,
+                              4096,       (256u << 10) - 1,
+                              256u << 10, (256u << 10) + 1,
+                              1u << 20,   (4u << 20) + 3};
     for (const Row& r : rows) {
         if (r.lo == 0) continue;
-        for (size_t s : {r.lo - 1, r.lo, r.lo + 1}) sizes.push_back(s);
+        for (size_t s : {r.lo - 1, r.lo, r.lo + 1})
+            sizes.push_back(s);
     }
     std::sort(sizes.begin(), sizes.end());
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
@@ -144,12 +148,14 @@ TEST(NetProtocols, EverySizeAroundEveryThresholdArrivesIntact) {
         // The default table must switch to rendezvous somewhere, or nothing here exercises
         // the zero-copy receive.
         bool has_rndv = false;
-        for (const Row& r : rows) has_rndv |= r.proto.rfind("rndv_", 0) == 0;
-        ICHECK_MSG(has_rndv, "no rendezvous in the %s protocol table:\n%s",
-                   net_transport().c_str(), text.c_str());
+        for (const Row& r : rows)
+            has_rndv |= r.proto.rfind("rndv_", 0) == 0;
+        ICHECK_MSG(has_rndv, "no rendezvous in the %s protocol table:\n%s", net_transport().c_str(),
+                   text.c_str());
         uint64_t idx = 0;
         for (size_t size : sizes_around(rows)) {
-            for (bool posted_first : {true, false}) exchange(w, n, size, size, idx++, posted_first);
+            for (bool posted_first : {true, false})
+                exchange(w, n, size, size, idx++, posted_first);
         }
         n.finish();
     }));
@@ -157,12 +163,15 @@ TEST(NetProtocols, EverySizeAroundEveryThresholdArrivesIntact) {
 
 /// One 256 MiB message: the rendezvous fragments land straight in the receive buffer.
 TEST(NetProtocols, A256MiBMessageArrivesIntact) {
-    EXPECT_TRUE(run_ranks(2, [](World& w) {
-        std::unique_ptr<Node> holder;
-        Node& n = net_node(w, &holder);
-        exchange(w, n, 256u << 20, 256u << 20, 1, true);
-        n.finish();
-    }, RunOptions{120.0, {}}));
+    EXPECT_TRUE(run_ranks(
+        2,
+        [](World& w) {
+            std::unique_ptr<Node> holder;
+            Node& n = net_node(w, &holder);
+            exchange(w, n, 256u << 20, 256u << 20, 1, true);
+            n.finish();
+        },
+        RunOptions{120.0, {}}));
 }
 
 class NetForced : public ::testing::TestWithParam<const char*> {};
@@ -170,8 +179,9 @@ class NetForced : public ::testing::TestWithParam<const char*> {};
 TEST_P(NetForced, EverySizeArrivesIntactWithTheProtocolForced) {
     const std::string proto = GetParam();
     if (proto.find("zcopy") != std::string::npos && net_transport() != "verbs") {
-        GTEST_SKIP() << proto << " is RDMA rendezvous: run with SWY_ITEST_NET=verbs on an RDMA "
-                                 "device (test/verbs/run-vm.sh)";
+        GTEST_SKIP() << proto
+                     << " is RDMA rendezvous: run with SWY_ITEST_NET=verbs on an RDMA "
+                        "device (test/verbs/run-vm.sh)";
     }
     EXPECT_TRUE(run_ranks(2, [&](World& w) {
         std::unique_ptr<Node> holder;
@@ -185,7 +195,8 @@ TEST_P(NetForced, EverySizeArrivesIntactWithTheProtocolForced) {
         uint64_t idx = 0;
         for (size_t size : {size_t{0}, size_t{1}, size_t{(256u << 10) - 40},
                             size_t{(256u << 10) + 1}, size_t{(3u << 20) + 5}}) {
-            for (bool posted_first : {true, false}) exchange(w, n, size, size, idx++, posted_first);
+            for (bool posted_first : {true, false})
+                exchange(w, n, size, size, idx++, posted_first);
         }
         n.finish();
     }));
@@ -213,7 +224,8 @@ TEST(NetProtocols, ForcedRendezvousThresholdIsHonouredAroundIt) {
                    rndv_from, text.c_str());
         uint64_t idx = 0;
         for (size_t size : {size_t{999}, size_t{1000}, size_t{1001}}) {
-            for (bool posted_first : {true, false}) exchange(w, n, size, size, idx++, posted_first);
+            for (bool posted_first : {true, false})
+                exchange(w, n, size, size, idx++, posted_first);
         }
         n.finish();
     }));
@@ -278,69 +290,77 @@ TEST(NetProtocols, SynchronousSendsCompleteOnlyAfterTheReceiveMatched) {
 /// Messages of one tag, eager and rendezvous mixed, sent back to back without waiting:
 /// receive i gets message i, whether posted before or after they arrive.
 TEST(NetProtocols, MixedSizesKeepSendOrderThroughExactAndWildcardReceives) {
-    EXPECT_TRUE(run_ranks(2, [](World& w) {
-        std::unique_ptr<Node> holder;
-        Node& n = net_node(w, &holder);
-        swy_worker_h wk = n.worker();
-        constexpr int kCount = 100;
-        auto size_of = [](int i) -> size_t {
-            switch (i % 5) {
-                case 0: return 8;
-                case 1: return 0;
-                case 2: return 3000 + static_cast<size_t>(i);
-                case 3: return (300u << 10) + static_cast<size_t>(i);  // fragments or rndv
-                default: return (1u << 20) + static_cast<size_t>(i);   // rendezvous
-            }
-        };
-        for (bool wildcard : {false, true}) {
-            for (bool posted_first : {true, false}) {
-                const swy_tag_t tag = kTag | 0x200000 | (wildcard ? 2 : 0) | (posted_first ? 1 : 0);
-                if (w.rank() == 0) {
-                    std::vector<std::vector<unsigned char>> bufs(kCount);
-                    std::vector<Send> sends(kCount);
-                    if (posted_first) w.barrier(wk);
-                    for (int i = 0; i < kCount; ++i) {
-                        bufs[i].resize(size_of(i));
-                        fill_pattern(bufs[i].data(), bufs[i].size(), pattern_seed(bufs[i].size(), 0, i));
-                        sends[i] = post_send(n.ep(1), bufs[i].data(), bufs[i].size(), tag);
-                    }
-                    if (!posted_first) w.barrier(wk);
-                    for (int i = 0; i < kCount; ++i) ICHECK_OK(finish_send(wk, sends[i]));
-                } else {
-                    std::vector<std::vector<unsigned char>> bufs(kCount);
-                    std::vector<Recv> recvs(kCount);
-                    const swy_tag_t mask = wildcard ? 0 : ~swy_tag_t{0};
-                    auto post_all = [&] {
-                        for (int i = 0; i < kCount; ++i) {
-                            bufs[i].assign(size_of(i) + kGuardBytes, kGuardByte);
-                            recvs[i] = post_recv(wk, bufs[i].data(), size_of(i), tag, mask);
-                        }
-                    };
-                    if (posted_first) {
-                        post_all();
-                        w.barrier(wk);
-                    } else {
-                        w.barrier(wk);
-                        ICHECK(progress_until_unexpected(wk, tag, ~swy_tag_t{0}, 10.0));
-                        post_all();
-                    }
-                    for (int i = 0; i < kCount; ++i) {
-                        ICHECK_OK(finish_recv(wk, recvs[i]));
-                        ICHECK_MSG(recvs[i].info.length == size_of(i) &&
-                                       recvs[i].info.sender_tag == tag,
-                                   "receive %d got %zu bytes tag 0x%llx", i, recvs[i].info.length,
-                                   (unsigned long long)recvs[i].info.sender_tag);
-                        ICHECK_PATTERN(bufs[i].data(), size_of(i), pattern_seed(size_of(i), 0, i),
-                                       "message %d (%s, %s)", i, wildcard ? "wildcard" : "exact",
-                                       posted_first ? "posted first" : "posted late");
-                        ICHECK(guard_intact(bufs[i].data() + size_of(i)));
-                    }
+    EXPECT_TRUE(run_ranks(
+        2,
+        [](World& w) {
+            std::unique_ptr<Node> holder;
+            Node& n = net_node(w, &holder);
+            swy_worker_h wk = n.worker();
+            constexpr int kCount = 100;
+            auto size_of = [](int i) -> size_t {
+                switch (i % 5) {
+                    case 0: return 8;
+                    case 1: return 0;
+                    case 2: return 3000 + static_cast<size_t>(i);
+                    case 3: return (300u << 10) + static_cast<size_t>(i);  // fragments or rndv
+                    default: return (1u << 20) + static_cast<size_t>(i);   // rendezvous
                 }
-                w.barrier(wk);
+            };
+            for (bool wildcard : {false, true}) {
+                for (bool posted_first : {true, false}) {
+                    const swy_tag_t tag =
+                        kTag | 0x200000 | (wildcard ? 2 : 0) | (posted_first ? 1 : 0);
+                    if (w.rank() == 0) {
+                        std::vector<std::vector<unsigned char>> bufs(kCount);
+                        std::vector<Send> sends(kCount);
+                        if (posted_first) w.barrier(wk);
+                        for (int i = 0; i < kCount; ++i) {
+                            bufs[i].resize(size_of(i));
+                            fill_pattern(bufs[i].data(), bufs[i].size(),
+                                         pattern_seed(bufs[i].size(), 0, i));
+                            sends[i] = post_send(n.ep(1), bufs[i].data(), bufs[i].size(), tag);
+                        }
+                        if (!posted_first) w.barrier(wk);
+                        for (int i = 0; i < kCount; ++i)
+                            ICHECK_OK(finish_send(wk, sends[i]));
+                    } else {
+                        std::vector<std::vector<unsigned char>> bufs(kCount);
+                        std::vector<Recv> recvs(kCount);
+                        const swy_tag_t mask = wildcard ? 0 : ~swy_tag_t{0};
+                        auto post_all = [&] {
+                            for (int i = 0; i < kCount; ++i) {
+                                bufs[i].assign(size_of(i) + kGuardBytes, kGuardByte);
+                                recvs[i] = post_recv(wk, bufs[i].data(), size_of(i), tag, mask);
+                            }
+                        };
+                        if (posted_first) {
+                            post_all();
+                            w.barrier(wk);
+                        } else {
+                            w.barrier(wk);
+                            ICHECK(progress_until_unexpected(wk, tag, ~swy_tag_t{0}, 10.0));
+                            post_all();
+                        }
+                        for (int i = 0; i < kCount; ++i) {
+                            ICHECK_OK(finish_recv(wk, recvs[i]));
+                            ICHECK_MSG(recvs[i].info.length == size_of(i) &&
+                                           recvs[i].info.sender_tag == tag,
+                                       "receive %d got %zu bytes tag 0x%llx", i,
+                                       recvs[i].info.length,
+                                       (unsigned long long)recvs[i].info.sender_tag);
+                            ICHECK_PATTERN(bufs[i].data(), size_of(i),
+                                           pattern_seed(size_of(i), 0, i), "message %d (%s, %s)", i,
+                                           wildcard ? "wildcard" : "exact",
+                                           posted_first ? "posted first" : "posted late");
+                            ICHECK(guard_intact(bufs[i].data() + size_of(i)));
+                        }
+                    }
+                    w.barrier(wk);
+                }
             }
-        }
-        n.finish();
-    }, RunOptions{120.0, {}}));
+            n.finish();
+        },
+        RunOptions{120.0, {}}));
 }
 
 /// A probe sees eager and rendezvous messages with their full length without consuming
@@ -365,8 +385,8 @@ TEST(NetProtocols, ProbeThenMatchedReceiveForEagerAndRendezvous) {
                 swy_tag_recv_info_t info{};
                 swy_message_h msg = nullptr;
                 auto deadline = deadline_in(10.0);
-                while (swy_tag_probe_nb(wk, kTag | 0x300000, ~swy_tag_t{0xFF}, 0, &info,
-                                        &msg) != SWY_OK) {
+                while (swy_tag_probe_nb(wk, kTag | 0x300000, ~swy_tag_t{0xFF}, 0, &info, &msg) !=
+                       SWY_OK) {
                     ICHECK_MSG(Clock::now() < deadline, "probe never saw %zu bytes", size);
                     swy_worker_progress(wk);
                 }
@@ -432,7 +452,8 @@ TEST(NetProtocols, ThreeRanksAllToAllMixedSizes) {
                 sends.push_back(post_send(n.ep(peer), out.back().data(), sizes[k], tag));
             }
         }
-        for (Send& s : sends) ICHECK_OK(finish_send(wk, s));
+        for (Send& s : sends)
+            ICHECK_OK(finish_send(wk, s));
         for (size_t i = 0; i < recvs.size(); ++i) {
             ICHECK_OK(finish_recv(wk, recvs[i]));
             const auto [src, size] = expect[i];

@@ -77,8 +77,8 @@ void exchange(World& w, Node& n, size_t size, uint64_t idx, bool posted_first, b
         Send s = post_send(n.ep(1), size ? buf.data() : nullptr, size, tag);
         if (!posted_first) {
             if (rndv) {
-                ICHECK_MSG(!s.done, "rendezvous send of %zu bytes completed immediately (%d)",
-                           size, (int)s.status);
+                ICHECK_MSG(!s.done, "rendezvous send of %zu bytes completed immediately (%d)", size,
+                           (int)s.status);
                 auto until = deadline_in(0.002);
                 while (Clock::now() < until) {
                     swy_worker_progress(wk);
@@ -117,7 +117,7 @@ void exchange(World& w, Node& n, size_t size, uint64_t idx, bool posted_first, b
     w.barrier(wk);
 }
 
-const std::vector<size_t> kFixedSizes{0, 1, 8, (64u << 10) + 1, 1u << 20, (4u << 20) + 3,
+const std::vector<size_t> kFixedSizes{0,        1, 8, (64u << 10) + 1, 1u << 20, (4u << 20) + 3,
                                       16u << 20};
 
 // ------------------------------------------------------------------------------------------
@@ -151,13 +151,14 @@ TEST_P(RndvForced, EverySizeArrivesIntactPostedBeforeAndAfterTheSend) {
                            "PROTO=eager_short without PIO gave:\n%s", text.c_str());
             }
         } else {
-            ICHECK_MSG(rows.size() == 1 && rows[0].proto == proto,
-                       "PROTO=%s gave:\n%s", proto.c_str(), text.c_str());
+            ICHECK_MSG(rows.size() == 1 && rows[0].proto == proto, "PROTO=%s gave:\n%s",
+                       proto.c_str(), text.c_str());
         }
         uint64_t idx = 0;
         for (size_t size : kFixedSizes) {
             const bool rndv = is_rndv(proto_at(rows, size));
-            for (bool posted_first : {true, false}) exchange(w, n, size, idx++, posted_first, rndv);
+            for (bool posted_first : {true, false})
+                exchange(w, n, size, idx++, posted_first, rndv);
         }
         n.finish();
     }));
@@ -185,7 +186,8 @@ TEST(RndvDefaultTable, SizesAroundEveryReportedThresholdArriveIntact) {
         std::string text;
         std::vector<TableRow> rows = ep_table(n.ep(peer), &text);
         bool any_rndv = false;
-        for (const TableRow& r : rows) any_rndv = any_rndv || is_rndv(r.proto);
+        for (const TableRow& r : rows)
+            any_rndv = any_rndv || is_rndv(r.proto);
         ICHECK_MSG(any_rndv, "default table with CMA has no rendezvous range:\n%s", text.c_str());
         ICHECK_MSG(proto_at(rows, 16u << 20) == "rndv_get_cma" ||
                        proto_at(rows, 16u << 20) == "rndv_put_cma",
@@ -201,7 +203,8 @@ TEST(RndvDefaultTable, SizesAroundEveryReportedThresholdArriveIntact) {
         uint64_t idx = 0;
         for (size_t size : sizes) {
             const bool rndv = is_rndv(proto_at(rows, size));
-            for (bool posted_first : {true, false}) exchange(w, n, size, idx++, posted_first, rndv);
+            for (bool posted_first : {true, false})
+                exchange(w, n, size, idx++, posted_first, rndv);
         }
         n.finish();
     }));
@@ -239,7 +242,8 @@ TEST(RndvAllToAll, FourRanksMixEagerAndRendezvousSizes) {
         for (int src = 0; src < w.size(); ++src) {
             if (src == me) continue;
             for (size_t i = 0; i < sizes.size(); ++i)
-                slots.push_back({src, i, std::vector<unsigned char>(sizes[i] + kGuardBytes, kGuardByte), {}});
+                slots.push_back(
+                    {src, i, std::vector<unsigned char>(sizes[i] + kGuardBytes, kGuardByte), {}});
         }
         // Half the receives (odd source offset) posted before anybody sends, half afterwards.
         auto early = [&](const Slot& s) { return ((s.src - me + w.size()) % w.size()) % 2 == 1; };
@@ -250,8 +254,8 @@ TEST(RndvAllToAll, FourRanksMixEagerAndRendezvousSizes) {
         for (int k = 1; k < w.size(); ++k) {
             const int dst = (me + k) % w.size();
             for (size_t i = 0; i < sizes.size(); ++i)
-                sends.push_back(post_send(n.ep(dst), sizes[i] ? sbufs[i].data() : nullptr,
-                                          sizes[i], tag_of(me, i)));
+                sends.push_back(post_send(n.ep(dst), sizes[i] ? sbufs[i].data() : nullptr, sizes[i],
+                                          tag_of(me, i)));
         }
         w.barrier(wk);
         for (Slot& s : slots)
@@ -260,14 +264,15 @@ TEST(RndvAllToAll, FourRanksMixEagerAndRendezvousSizes) {
             swy_status_t st = finish_recv(wk, s.r);
             const size_t size = sizes[s.i];
             ICHECK_MSG(st == SWY_OK && s.r.info.length == size,
-                       "receive of %zu bytes from rank %d: status %d (%s), length %zu", size,
-                       s.src, (int)st, swy_status_string(st), s.r.info.length);
+                       "receive of %zu bytes from rank %d: status %d (%s), length %zu", size, s.src,
+                       (int)st, swy_status_string(st), s.r.info.length);
             ICHECK_PATTERN(s.buf.data(), size, pattern_seed(size, s.src, s.i),
                            "%zu bytes from rank %d", size, s.src);
             ICHECK_MSG(guard_intact(s.buf.data() + size), "%zu bytes from rank %d overran", size,
                        s.src);
         }
-        for (Send& s : sends) ICHECK_OK(finish_send(wk, s));
+        for (Send& s : sends)
+            ICHECK_OK(finish_send(wk, s));
         n.finish();
     }));
 }
@@ -303,8 +308,8 @@ TEST_P(RndvSync, SynchronousSendWithRendezvousCompletesAfterMatch) {
             if (w.rank() == 0) {
                 std::vector<unsigned char> buf(size);
                 fill_pattern(buf.data(), size, pattern_seed(size, 0, k));
-                Send s = post_send(n.ep(1), size ? buf.data() : nullptr, size, tag,
-                                   SWY_REQ_FLAG_SYNC);
+                Send s =
+                    post_send(n.ep(1), size ? buf.data() : nullptr, size, tag, SWY_REQ_FLAG_SYNC);
                 ICHECK_MSG(!s.done, "synchronous %zu-byte rendezvous send completed immediately",
                            size);
                 auto until = deadline_in(0.05);

@@ -123,7 +123,8 @@ TEST_P(RndvScheme, ProbeReportsFullLengthWithoutConsumingThenMatchedProbeReceive
                        "probe of an RTS reports length %zu tag 0x%llx; sent %zu", info.length,
                        (unsigned long long)info.sender_tag, size);
             // Not consumed: probing again (also with a wildcard) finds it again.
-            for (int i = 0; i < 100; ++i) swy_worker_progress(wk);
+            for (int i = 0; i < 100; ++i)
+                swy_worker_progress(wk);
             swy_message_h msg = nullptr;
             swy_tag_recv_info_t again{};
             ICHECK_OK(swy_tag_probe_nb(wk, 0, 0, 0, &again, &msg));
@@ -259,14 +260,16 @@ TEST_P(RndvScheme, CancelIsRefusedOnceTheRendezvousIsInFlightAndTheReceiveComple
             swy_status_t c = swy_request_cancel(wk, r.req);
             ICHECK_MSG(c == SWY_ERR_BUSY,
                        "cancel of a receive whose rendezvous is in flight returned %d (%s), "
-                       "expected SWY_ERR_BUSY", (int)c, swy_status_string(c));
+                       "expected SWY_ERR_BUSY",
+                       (int)c, swy_status_string(c));
             swy_worker_progress(wk);
             c = swy_request_cancel(wk, r.req);
             ICHECK_MSG(c == SWY_ERR_BUSY || c == SWY_OK /* already completed */,
                        "second cancel returned %d (%s)", (int)c, swy_status_string(c));
             ICHECK_OK(finish_recv(wk, r));
             ICHECK_MSG(r.info.length == size, "length %zu", r.info.length);
-            ICHECK_PATTERN(buf.data(), size, pattern_seed(size, 0, 4), "receive after a refused cancel");
+            ICHECK_PATTERN(buf.data(), size, pattern_seed(size, 0, 4),
+                           "receive after a refused cancel");
             ICHECK(guard_intact(buf.data() + size));
         }
         n.finish();
@@ -363,9 +366,9 @@ TEST(RndvCmaForbidden, ReceiverRefusedCmaFallsBackToPipeline) {
 // A peer dies mid-rendezvous
 // ------------------------------------------------------------------------------------------
 
-constexpr int kPidWord = 200;      // the victim's pid
-constexpr int kDyingWord = 201;    // the victim sets it just before raise(SIGKILL)
-constexpr int kDataSeenWord = 202; // the receiver saw the first payload bytes land
+constexpr int kPidWord = 200;       // the victim's pid
+constexpr int kDyingWord = 201;     // the victim sets it just before raise(SIGKILL)
+constexpr int kDataSeenWord = 202;  // the receiver saw the first payload bytes land
 constexpr size_t kDeathSize = 64u << 20;
 
 enum class Victim { kSender, kReceiver };
@@ -411,10 +414,10 @@ void check_survivor(World& w, Node& n, swy_request_h req, const char* what, cons
     auto start = Clock::now();
     swy_status_t st = wait_request(n.worker(), req, what, 10.0);
     const double took = std::chrono::duration<double>(Clock::now() - start).count();
-    fprintf(stderr, "[rank %d] %s (%s) ended %.3f s after the peer died: %d (%s)\n", w.rank(),
-            what, dc.proto, took, (int)st, swy_status_string(st));
-    ICHECK_MSG(st < 0, "%s (%s) completed with %d (%s) although its peer died mid-rendezvous",
-               what, dc.proto, (int)st, swy_status_string(st));
+    fprintf(stderr, "[rank %d] %s (%s) ended %.3f s after the peer died: %d (%s)\n", w.rank(), what,
+            dc.proto, took, (int)st, swy_status_string(st));
+    ICHECK_MSG(st < 0, "%s (%s) completed with %d (%s) although its peer died mid-rendezvous", what,
+               dc.proto, (int)st, swy_status_string(st));
     swy_request_free(req);
 }
 
@@ -425,83 +428,85 @@ TEST_P(RndvPeerDeath, SurvivorsRequestFailsWithinTenSeconds) {
     RunOptions ro;
     ro.timeout_s = 40;
     ro.expected_signal[dc.victim == Victim::kSender ? 0 : 1] = SIGKILL;
-    EXPECT_TRUE(run_ranks(2, [&](World& w) {
-        NodeOptions opts;
-        opts.config = shm_cma(dc.proto);
-        Node n(w, opts);
-        n.connect_all();
-        swy_worker_h wk = n.worker();
-        const swy_tag_t tag = kTag | 0x600;
-        const int peer = 1 - w.rank();
-        if (w.rank() == 0) {
-            auto buf = patterned(kDeathSize, 0, 6);
-            if (dc.victim == Victim::kSender) w.barrier(wk);  // receive posted first
-            Send s = post_send(n.ep(1), buf.data(), kDeathSize, tag);
-            ICHECK_MSG(!s.done, "64 MiB rendezvous send completed immediately (%d)", (int)s.status);
-            if (dc.victim == Victim::kReceiver) w.barrier(wk);
-            if (dc.victim == Victim::kSender) {
+    EXPECT_TRUE(run_ranks(
+        2,
+        [&](World& w) {
+            NodeOptions opts;
+            opts.config = shm_cma(dc.proto);
+            Node n(w, opts);
+            n.connect_all();
+            swy_worker_h wk = n.worker();
+            const swy_tag_t tag = kTag | 0x600;
+            const int peer = 1 - w.rank();
+            if (w.rank() == 0) {
+                auto buf = patterned(kDeathSize, 0, 6);
+                if (dc.victim == Victim::kSender) w.barrier(wk);  // receive posted first
+                Send s = post_send(n.ep(1), buf.data(), kDeathSize, tag);
+                ICHECK_MSG(!s.done, "64 MiB rendezvous send completed immediately (%d)",
+                           (int)s.status);
+                if (dc.victim == Victim::kReceiver) w.barrier(wk);
+                if (dc.victim == Victim::kSender) {
+                    if (dc.when == When::kMidTransfer) {
+                        // One progress call moves a bounded amount; pause so the receiver can
+                        // report the first bytes before we could finish.
+                        auto deadline = deadline_in(10);
+                        while (w.scratch(kDataSeenWord).load(std::memory_order_acquire) == 0) {
+                            swy_worker_progress(wk);
+                            ICHECK_MSG(swy_request_test(s.req) == SWY_INPROGRESS,
+                                       "the 64 MiB send completed before the receiver saw data");
+                            auto pause = deadline_in(0.002);
+                            while (Clock::now() < pause &&
+                                   w.scratch(kDataSeenWord).load(std::memory_order_acquire) == 0) {}
+                            ICHECK_MSG(Clock::now() < deadline, "receiver never saw the data");
+                        }
+                    }
+                    die_now(w);
+                }
+                // Survivor: wait for the receiver's death (progressing, as a sender would).
                 if (dc.when == When::kMidTransfer) {
-                    // One progress call moves a bounded amount; pause so the receiver can
-                    // report the first bytes before we could finish.
                     auto deadline = deadline_in(10);
-                    while (w.scratch(kDataSeenWord).load(std::memory_order_acquire) == 0) {
+                    while (w.scratch(kDyingWord).load(std::memory_order_acquire) == 0) {
                         swy_worker_progress(wk);
-                        ICHECK_MSG(swy_request_test(s.req) == SWY_INPROGRESS,
-                                   "the 64 MiB send completed before the receiver saw data");
+                        // It may fail here already if the receiver died since the check above;
+                        // check_survivor() then reads the (error) status.
+                        if (swy_request_test(s.req) != SWY_INPROGRESS) break;
                         auto pause = deadline_in(0.002);
                         while (Clock::now() < pause &&
-                               w.scratch(kDataSeenWord).load(std::memory_order_acquire) == 0) {
-                        }
-                        ICHECK_MSG(Clock::now() < deadline, "receiver never saw the data");
+                               w.scratch(kDyingWord).load(std::memory_order_acquire) == 0) {}
+                        ICHECK_MSG(Clock::now() < deadline, "receiver never died");
                     }
                 }
-                die_now(w);
-            }
-            // Survivor: wait for the receiver's death (progressing, as a sender would).
-            if (dc.when == When::kMidTransfer) {
-                auto deadline = deadline_in(10);
-                while (w.scratch(kDyingWord).load(std::memory_order_acquire) == 0) {
-                    swy_worker_progress(wk);
-                    // It may fail here already if the receiver died since the check above;
-                    // check_survivor() then reads the (error) status.
-                    if (swy_request_test(s.req) != SWY_INPROGRESS) break;
-                    auto pause = deadline_in(0.002);
-                    while (Clock::now() < pause &&
-                           w.scratch(kDyingWord).load(std::memory_order_acquire) == 0) {
+                wait_victim_gone(w);
+                check_survivor(w, n, s.req, "send to a dead receiver", dc);
+            } else {
+                std::vector<unsigned char> buf(kDeathSize + kGuardBytes, 0);
+                if (dc.victim == Victim::kReceiver && dc.when == When::kAfterRts) {
+                    w.barrier(wk);                 // the RTS is sent
+                    wait_for_unexpected(wk, tag);  // and has arrived; nobody will match it
+                    die_now(w);
+                }
+                Recv r = post_recv(wk, buf.data(), kDeathSize, tag);
+                ICHECK(!r.done);
+                w.barrier(wk);
+                if (dc.when == When::kMidTransfer) {
+                    auto deadline = deadline_in(10);
+                    while (!payload_started(buf.data())) {
+                        swy_worker_progress(wk);
+                        ICHECK_MSG(swy_request_test(r.req) == SWY_INPROGRESS,
+                                   "the 64 MiB receive completed before the sender died");
+                        ICHECK_MSG(Clock::now() < deadline, "no payload arrived");
                     }
-                    ICHECK_MSG(Clock::now() < deadline, "receiver never died");
+                    w.scratch(kDataSeenWord).store(1, std::memory_order_release);
+                    if (dc.victim == Victim::kReceiver) die_now(w);
                 }
+                // Survivor: the sender dies now (after its RTS, or mid-transfer).
+                wait_victim_gone(w);
+                check_survivor(w, n, r.req, "receive from a dead sender", dc);
             }
-            wait_victim_gone(w);
-            check_survivor(w, n, s.req, "send to a dead receiver", dc);
-        } else {
-            std::vector<unsigned char> buf(kDeathSize + kGuardBytes, 0);
-            if (dc.victim == Victim::kReceiver && dc.when == When::kAfterRts) {
-                w.barrier(wk);                // the RTS is sent
-                wait_for_unexpected(wk, tag);  // and has arrived; nobody will match it
-                die_now(w);
-            }
-            Recv r = post_recv(wk, buf.data(), kDeathSize, tag);
-            ICHECK(!r.done);
-            w.barrier(wk);
-            if (dc.when == When::kMidTransfer) {
-                auto deadline = deadline_in(10);
-                while (!payload_started(buf.data())) {
-                    swy_worker_progress(wk);
-                    ICHECK_MSG(swy_request_test(r.req) == SWY_INPROGRESS,
-                               "the 64 MiB receive completed before the sender died");
-                    ICHECK_MSG(Clock::now() < deadline, "no payload arrived");
-                }
-                w.scratch(kDataSeenWord).store(1, std::memory_order_release);
-                if (dc.victim == Victim::kReceiver) die_now(w);
-            }
-            // Survivor: the sender dies now (after its RTS, or mid-transfer).
-            wait_victim_gone(w);
-            check_survivor(w, n, r.req, "receive from a dead sender", dc);
-        }
-        n.forget(peer);
-        n.finish(1);
-    }, ro));
+            n.forget(peer);
+            n.finish(1);
+        },
+        ro));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -548,58 +553,62 @@ TEST(RndvLarge, LargeMessageOver4GiBWithGetArrivesIntact) {
     skipped->store(0);
     RunOptions ro;
     ro.timeout_s = 120;
-    EXPECT_TRUE(run_ranks(2, [&](World& w) {
-        NodeOptions opts;
-        opts.config = shm_cma("rndv_get_cma");
-        Node n(w, opts);
-        n.connect_all();
-        swy_worker_h wk = n.worker();
-        const swy_tag_t tag = kTag | 0x4000;
-        const size_t mapped = size + kGuardBytes;
-        void* mem = mmap(nullptr, mapped, PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        w.scratch(300 + w.rank()).store(mem == MAP_FAILED ? 2 : 1, std::memory_order_release);
-        w.wait_scratch_at_least(300 + (1 - w.rank()), 1);
-        if (mem == MAP_FAILED || w.scratch(300 + (1 - w.rank())).load() == 2) {
-            skipped->store(1);
+    EXPECT_TRUE(run_ranks(
+        2,
+        [&](World& w) {
+            NodeOptions opts;
+            opts.config = shm_cma("rndv_get_cma");
+            Node n(w, opts);
+            n.connect_all();
+            swy_worker_h wk = n.worker();
+            const swy_tag_t tag = kTag | 0x4000;
+            const size_t mapped = size + kGuardBytes;
+            void* mem = mmap(nullptr, mapped, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            w.scratch(300 + w.rank()).store(mem == MAP_FAILED ? 2 : 1, std::memory_order_release);
+            w.wait_scratch_at_least(300 + (1 - w.rank()), 1);
+            if (mem == MAP_FAILED || w.scratch(300 + (1 - w.rank())).load() == 2) {
+                skipped->store(1);
+                n.finish();
+                return;
+            }
+            auto* p = static_cast<unsigned char*>(mem);
+            const size_t pages = (size + kPage - 1) / kPage;
+            const size_t tail_from = size - tail;
+            if (w.rank() == 0) {
+                for (size_t i = 0; i < pages; ++i) {  // touches every page
+                    uint64_t v = page_value(i);
+                    if (i * kPage + 8 <= tail_from) memcpy(p + i * kPage, &v, 8);
+                }
+                fill_pattern(p + tail_from, tail, pattern_seed(size, 0, 42));
+                w.barrier(wk);
+                Send s = post_send(n.ep(1), p, size, tag);
+                ICHECK_OK(finish_send(wk, s, 100));
+            } else {
+                for (size_t i = 0; i < pages; ++i)
+                    p[i * kPage] = 0x5A;  // touch; differs from sent
+                memset(p + size, kGuardByte, kGuardBytes);
+                Recv r = post_recv(wk, p, size, tag);
+                w.barrier(wk);
+                swy_status_t st = finish_recv(wk, r, 100);
+                ICHECK_MSG(st == SWY_OK && r.info.length == size,
+                           "4 GiB + 17 receive: status %d (%s), length %zu", (int)st,
+                           swy_status_string(st), r.info.length);
+                for (size_t i = 0; i < pages; ++i) {
+                    if (i * kPage + 8 > tail_from) break;
+                    uint64_t v = page_value(i);
+                    ICHECK_MSG(memcmp(p + i * kPage, &v, 8) == 0,
+                               "page %zu (offset %zu) of the 4 GiB + 17 message is wrong", i,
+                               i * kPage);
+                }
+                ICHECK_PATTERN(p + tail_from, tail, pattern_seed(size, 0, 42),
+                               "the last %zu bytes of the 4 GiB + 17 message", tail);
+                ICHECK_MSG(guard_intact(p + size), "the 4 GiB + 17 receive wrote past its buffer");
+            }
+            munmap(mem, mapped);
             n.finish();
-            return;
-        }
-        auto* p = static_cast<unsigned char*>(mem);
-        const size_t pages = (size + kPage - 1) / kPage;
-        const size_t tail_from = size - tail;
-        if (w.rank() == 0) {
-            for (size_t i = 0; i < pages; ++i) {  // touches every page
-                uint64_t v = page_value(i);
-                if (i * kPage + 8 <= tail_from) memcpy(p + i * kPage, &v, 8);
-            }
-            fill_pattern(p + tail_from, tail, pattern_seed(size, 0, 42));
-            w.barrier(wk);
-            Send s = post_send(n.ep(1), p, size, tag);
-            ICHECK_OK(finish_send(wk, s, 100));
-        } else {
-            for (size_t i = 0; i < pages; ++i) p[i * kPage] = 0x5A;  // touch; differs from sent
-            memset(p + size, kGuardByte, kGuardBytes);
-            Recv r = post_recv(wk, p, size, tag);
-            w.barrier(wk);
-            swy_status_t st = finish_recv(wk, r, 100);
-            ICHECK_MSG(st == SWY_OK && r.info.length == size,
-                       "4 GiB + 17 receive: status %d (%s), length %zu", (int)st,
-                       swy_status_string(st), r.info.length);
-            for (size_t i = 0; i < pages; ++i) {
-                if (i * kPage + 8 > tail_from) break;
-                uint64_t v = page_value(i);
-                ICHECK_MSG(memcmp(p + i * kPage, &v, 8) == 0,
-                           "page %zu (offset %zu) of the 4 GiB + 17 message is wrong", i,
-                           i * kPage);
-            }
-            ICHECK_PATTERN(p + tail_from, tail, pattern_seed(size, 0, 42),
-                           "the last %zu bytes of the 4 GiB + 17 message", tail);
-            ICHECK_MSG(guard_intact(p + size), "the 4 GiB + 17 receive wrote past its buffer");
-        }
-        munmap(mem, mapped);
-        n.finish();
-    }, ro));
+        },
+        ro));
     const bool skip = skipped->load() != 0;
     munmap(skipped, sizeof(std::atomic<int>));
     if (skip) GTEST_SKIP() << "a rank could not map 4 GiB";

@@ -89,18 +89,22 @@ TEST(SelfTransport, MessagesToOwnWorkerMatchInSendOrder) {
             ICHECK_OK(finish_recv(n.worker(), r));
             ICHECK_MSG(r.info.length == size_of(i), "receive #%d matched %zu bytes, expected %zu",
                        i, r.info.length, size_of(i));
-            ICHECK_PATTERN(in[i].data(), size_of(i), pattern_seed(size_of(i), 0, i), "message #%d", i);
+            ICHECK_PATTERN(in[i].data(), size_of(i), pattern_seed(size_of(i), 0, i), "message #%d",
+                           i);
             ICHECK(guard_intact(in[i].data() + size_of(i)));
         }
-        for (auto& s : sends) ICHECK_OK(finish_send(n.worker(), s));
+        for (auto& s : sends)
+            ICHECK_OK(finish_send(n.worker(), s));
         // swy_request_wait path too: a blocking wait on a posted receive.
         std::vector<unsigned char> b(16);
         swy_request_params_t p{};
         p.flags = SWY_REQ_FLAG_NO_IMM_COMPLETE;
         swy_request_h rreq = nullptr;
-        ICHECK_STATUS(swy_tag_recv_nb(n.worker(), b.data(), b.size(), kTag | 1, ~(swy_tag_t)0, &p, &rreq),
-                      SWY_INPROGRESS);
-        Send s = post_send(n.ep(0), out[1].data(), 16 <= out[1].size() ? 16 : out[1].size(), kTag | 1);
+        ICHECK_STATUS(
+            swy_tag_recv_nb(n.worker(), b.data(), b.size(), kTag | 1, ~(swy_tag_t)0, &p, &rreq),
+            SWY_INPROGRESS);
+        Send s =
+            post_send(n.ep(0), out[1].data(), 16 <= out[1].size() ? 16 : out[1].size(), kTag | 1);
         ICHECK_OK(swy_request_wait(n.worker(), rreq));
         swy_request_free(rreq);
         ICHECK_OK(finish_send(n.worker(), s));

@@ -30,7 +30,8 @@ SizePlan agree_on_sizes(World& w, Node& n) {
     int peer = (w.rank() + 1) % w.size();
     publish_attr(w, kAttrBase, n.query(peer));
     size_t bcopy = 0;
-    for (int r = 0; r < w.size(); ++r) bcopy = std::max(bcopy, read_attr(w, kAttrBase, r).bcopy_max_size);
+    for (int r = 0; r < w.size(); ++r)
+        bcopy = std::max(bcopy, read_attr(w, kAttrBase, r).bcopy_max_size);
     ICHECK_MSG(bcopy > 0 && bcopy < (16u << 20), "implausible bcopy_max_size %zu", bcopy);
     return SizePlan{bcopy};
 }
@@ -58,7 +59,9 @@ bool request_done(const Recv& r) { return r.done || swy_request_test(r.req) != S
 
 // Exact tags: tag = base | sender << 32 | (seq % 5). Several messages share a tag, so only
 // the ordering rule decides which receive each one lands in.
-swy_tag_t exact_tag(int sender, uint64_t seq) { return kTagBase | ((uint64_t)sender << 32) | (seq % 5); }
+swy_tag_t exact_tag(int sender, uint64_t seq) {
+    return kTagBase | ((uint64_t)sender << 32) | (seq % 5);
+}
 // Wildcard runs: the tag carries sender and sequence so the receiver can tell them apart.
 swy_tag_t wild_tag(int sender, uint64_t seq) { return kTagBase | ((uint64_t)sender << 32) | seq; }
 
@@ -77,9 +80,9 @@ void all_to_all(World& w, bool wildcard) {
         std::vector<std::vector<unsigned char>> sbuf, rbuf;
         std::vector<Send> sends;
         std::vector<Recv> recvs;
-        uint64_t sent = 0, send_done = 0;       // sends posted / retired
-        uint64_t posted = 0, recv_done = 0;     // receives posted / retired (exact mode)
-        uint64_t next_seq_from = 0;             // wildcard mode: next expected from this peer
+        uint64_t sent = 0, send_done = 0;    // sends posted / retired
+        uint64_t posted = 0, recv_done = 0;  // receives posted / retired (exact mode)
+        uint64_t next_seq_from = 0;          // wildcard mode: next expected from this peer
     };
     std::vector<PeerState> peers(np);
     for (int p = 0; p < np; ++p) {
@@ -87,7 +90,8 @@ void all_to_all(World& w, bool wildcard) {
         peers[p].sbuf.assign(kWindow, std::vector<unsigned char>(plan.max_size()));
         peers[p].sends.resize(kWindow);
         if (!wildcard) {
-            peers[p].rbuf.assign(kWindow, std::vector<unsigned char>(plan.max_size() + kGuardBytes));
+            peers[p].rbuf.assign(kWindow,
+                                 std::vector<unsigned char>(plan.max_size() + kGuardBytes));
             peers[p].recvs.resize(kWindow);
         }
     }
@@ -169,7 +173,8 @@ void all_to_all(World& w, bool wildcard) {
                            (unsigned long long)tag);
                 int sender = (int)((tag >> 32) & 0xff);
                 uint64_t seq = tag & 0xffffffffu;
-                ICHECK_MSG(sender >= 0 && sender < np && sender != me, "bad sender %d in tag", sender);
+                ICHECK_MSG(sender >= 0 && sender < np && sender != me, "bad sender %d in tag",
+                           sender);
                 PeerState& ps = peers[sender];
                 ICHECK_MSG(seq == ps.next_seq_from,
                            "wildcard receive #%llu got message #%llu from rank %d, expected "
@@ -206,7 +211,8 @@ TEST(ShmTagOrdering, ExactTagsMatchInSendOrderBetweenTwoRanks) {
 }
 
 TEST(ShmTagOrdering, ExactTagsMatchInSendOrderBetweenFourRanks) {
-    EXPECT_TRUE(run_ranks(4, [](World& w) { all_to_all(w, false); }, RunOptions{90, {}}));
+    EXPECT_TRUE(run_ranks(
+        4, [](World& w) { all_to_all(w, false); }, RunOptions{90, {}}));
 }
 
 TEST(ShmTagOrdering, WildcardReceivesSeeEachSendersMessagesInOrderTwoRanks) {
@@ -214,7 +220,8 @@ TEST(ShmTagOrdering, WildcardReceivesSeeEachSendersMessagesInOrderTwoRanks) {
 }
 
 TEST(ShmTagOrdering, WildcardReceivesSeeEachSendersMessagesInOrderFourRanks) {
-    EXPECT_TRUE(run_ranks(4, [](World& w) { all_to_all(w, true); }, RunOptions{90, {}}));
+    EXPECT_TRUE(run_ranks(
+        4, [](World& w) { all_to_all(w, true); }, RunOptions{90, {}}));
 }
 
 TEST(ShmTagOrdering, FiveThousandPostedReceivesMatchInPostOrder) {
@@ -257,8 +264,8 @@ TEST(ShmTagOrdering, FiveThousandPostedReceivesMatchInPostOrder) {
             }
             for (uint64_t i = 0; i < kCount; ++i) {
                 swy_status_t st = finish_send(n.worker(), sends[i]);
-                ICHECK_MSG(st == SWY_OK, "send #%llu completed with %d (%s)",
-                           (unsigned long long)i, (int)st, swy_status_string(st));
+                ICHECK_MSG(st == SWY_OK, "send #%llu completed with %d (%s)", (unsigned long long)i,
+                           (int)st, swy_status_string(st));
             }
         }
         n.finish();
@@ -281,13 +288,15 @@ TEST(ShmTagOrdering, TenThousandUnexpectedMessagesAreAllDeliveredInOrder) {
                 sends[i] = post_send(n.ep(1), bufs[i].data(), size_of(i), tag_of(i));
                 if ((i & 63) == 0) swy_worker_progress(n.worker());
             }
-            for (uint64_t i = 0; i < kCount; ++i) ICHECK_OK(finish_send(n.worker(), sends[i]));
+            for (uint64_t i = 0; i < kCount; ++i)
+                ICHECK_OK(finish_send(n.worker(), sends[i]));
             w.scratch(0).store(1, std::memory_order_release);  // every message is out
             w.barrier(n.worker());
         } else {
             // Drain the FIFO into the unexpected queue without posting anything.
             w.wait_scratch_at_least(0, 1, n.worker());
-            for (int i = 0; i < 1000; ++i) swy_worker_progress(n.worker());
+            for (int i = 0; i < 1000; ++i)
+                swy_worker_progress(n.worker());
             w.barrier(n.worker());
             std::vector<unsigned char> buf(128 + kGuardBytes);
             for (uint64_t i = 0; i < kCount; ++i) {

@@ -34,7 +34,9 @@ void on_ep_error(void* arg, swy_ep_h ep, swy_status_t status) {
     seen->ep = ep;
 }
 
-size_t stream_size(uint64_t i, size_t bc) { return i % 10 == 4 ? 2 * bc + 17 : 16 + (i * 31) % 700; }
+size_t stream_size(uint64_t i, size_t bc) {
+    return i % 10 == 4 ? 2 * bc + 17 : 16 + (i * 31) % 700;
+}
 
 bool is_peer_failure(swy_status_t st) {
     return st == SWY_ERR_CONNECTION_RESET || st == SWY_ERR_ENDPOINT_CLOSED;
@@ -96,7 +98,8 @@ void rank0(World& w) {
     Clock::time_point last_probe{};
     for (;;) {
         while (posted - done < (uint64_t)kWindow) {
-            recvs[posted % kWindow] = post_recv(wk, bufs[posted % kWindow].data(), max_size, kFrom1);
+            recvs[posted % kWindow] =
+                post_recv(wk, bufs[posted % kWindow].data(), max_size, kFrom1);
             ++posted;
         }
         Recv& r = recvs[done % kWindow];
@@ -153,8 +156,11 @@ void rank0(World& w) {
             }
         }
     }
-    double after = std::chrono::duration<double>(Clock::now() - (died == Clock::time_point{} ? start : died)).count();
-    fprintf(stderr, "[rank 0] noticed rank 1's death %.3f s after it: err_cb calls %d (status %s), "
+    double after =
+        std::chrono::duration<double>(Clock::now() - (died == Clock::time_point{} ? start : died))
+            .count();
+    fprintf(stderr,
+            "[rank 0] noticed rank 1's death %.3f s after it: err_cb calls %d (status %s), "
             "failed sends %d (%s); %llu messages received intact\n",
             after, seen.calls, swy_status_string(seen.status), send_failures,
             swy_status_string(send_failure_status), (unsigned long long)done);
@@ -244,11 +250,17 @@ TEST(ShmPeerFailure, KilledSenderIsReportedWithinTenSecondsAndOthersKeepWorking)
     const std::set<std::string> before = swy_shm_files();
     RunOptions opts;
     opts.expected_signal[1] = SIGKILL;
-    EXPECT_TRUE(run_ranks(3, [](World& w) {
-        if (w.rank() == 0) rank0(w);
-        else if (w.rank() == 1) rank1(w);
-        else rank2(w);
-    }, opts));
+    EXPECT_TRUE(run_ranks(
+        3,
+        [](World& w) {
+            if (w.rank() == 0)
+                rank0(w);
+            else if (w.rank() == 1)
+                rank1(w);
+            else
+                rank2(w);
+        },
+        opts));
     std::string leftovers;
     for (const auto& f : swy_shm_files())
         if (!before.count(f)) leftovers += " " + f;

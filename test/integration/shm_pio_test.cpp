@@ -10,9 +10,9 @@
 namespace swy_itest {
 namespace {
 
-constexpr int kAttrBase = 0;        // 4 words per rank: pio_max, bcopy, pio, ready
-constexpr int kConnectedWord = 100; // senders connect one after another, in rank order
-constexpr int kSlotsWord = 101;     // receiver's pio_window_slots
+constexpr int kAttrBase = 0;         // 4 words per rank: pio_max, bcopy, pio, ready
+constexpr int kConnectedWord = 100;  // senders connect one after another, in rank order
+constexpr int kSlotsWord = 101;      // receiver's pio_window_slots
 constexpr unsigned kSlots = 2;
 constexpr swy_tag_t kTag = 0x9100000000000000ull;
 
@@ -25,9 +25,10 @@ void check_attr_is_honest(const swy_ep_attr_t& a, const char* who) {
         ICHECK_MSG(a.pio_max_size == 0, "%s: pio=0 but pio_max_size %zu", who, a.pio_max_size);
         ICHECK_MSG(a.fallback_protocol != nullptr && a.fallback_protocol[0] != '\0',
                    "%s: pio=0 but no fallback_protocol", who);
-        ICHECK_MSG(a.small_protocol != nullptr && strcmp(a.small_protocol, a.fallback_protocol) == 0,
-                   "%s: pio=0 but small sends use '%s', not the fallback '%s'", who,
-                   a.small_protocol ? a.small_protocol : "(null)", a.fallback_protocol);
+        ICHECK_MSG(
+            a.small_protocol != nullptr && strcmp(a.small_protocol, a.fallback_protocol) == 0,
+            "%s: pio=0 but small sends use '%s', not the fallback '%s'", who,
+            a.small_protocol ? a.small_protocol : "(null)", a.fallback_protocol);
     }
     ICHECK_MSG(a.bcopy_max_size > 0, "%s: bcopy_max_size 0", who);
     ICHECK_MSG(a.connected == 1, "%s: connected=%d", who, a.connected);
@@ -47,9 +48,15 @@ void receive_from_senders(World& w, Node& n, const std::vector<int>& senders) {
     for (int s : senders) {
         std::vector<size_t> sizes = boundary_sizes({read_attr(w, kAttrBase, s)}, 256u << 10);
         for (size_t i = 0; i < sizes.size(); ++i)
-            pending.push_back(Pending{s, i, sizes[i], std::vector<unsigned char>(sizes[i] + kGuardBytes, kGuardByte), {}});
+            pending.push_back(
+                Pending{s,
+                        i,
+                        sizes[i],
+                        std::vector<unsigned char>(sizes[i] + kGuardBytes, kGuardByte),
+                        {}});
     }
-    for (auto& p : pending) p.r = post_recv(n.worker(), p.buf.data(), p.size, tag_of(p.sender, p.index));
+    for (auto& p : pending)
+        p.r = post_recv(n.worker(), p.buf.data(), p.size, tag_of(p.sender, p.index));
     w.barrier(n.worker());  // senders start now
     for (auto& p : pending) {
         swy_status_t st = finish_recv(n.worker(), p.r);
@@ -71,7 +78,8 @@ void send_to_receiver(World& w, Node& n, const swy_ep_attr_t& mine) {
     for (size_t i = 0; i < sizes.size(); ++i) {
         bufs[i].resize(sizes[i]);
         fill_pattern(bufs[i].data(), sizes[i], pattern_seed(sizes[i], w.rank(), i));
-        sends[i] = post_send(n.ep(0), sizes[i] ? bufs[i].data() : nullptr, sizes[i], tag_of(w.rank(), i));
+        sends[i] =
+            post_send(n.ep(0), sizes[i] ? bufs[i].data() : nullptr, sizes[i], tag_of(w.rank(), i));
     }
     for (size_t i = 0; i < sizes.size(); ++i) {
         swy_status_t st = finish_send(n.worker(), sends[i]);
@@ -106,8 +114,8 @@ TEST(ShmPioLanes, ReceiverWithTwoSlotsGrantsSomeSendersPioAndAllMessagesArrive) 
             fprintf(stderr, "[rank 0] %d senders with PIO, %d without; window %u slots, %u free\n",
                     with_pio, without_pio, after.pio_window_slots, after.pio_window_free);
             ICHECK_MSG(with_pio >= 1, "no sender got a PIO lane");
-            ICHECK_MSG(without_pio >= 1, "%d senders all got a PIO lane from %u slots",
-                       kRanks - 1, kSlots);
+            ICHECK_MSG(without_pio >= 1, "%d senders all got a PIO lane from %u slots", kRanks - 1,
+                       kSlots);
             ICHECK_MSG((unsigned)with_pio <= after.pio_window_slots,
                        "%d senders hold PIO lanes but the window has %u slots", with_pio,
                        after.pio_window_slots);
@@ -130,8 +138,8 @@ TEST(ShmPioLanes, ReceiverWithTwoSlotsGrantsSomeSendersPioAndAllMessagesArrive) 
             swy_worker_attr_t wa{};
             ICHECK_OK(swy_worker_query(n.worker(), &wa));
             ICHECK_MSG(wa.pio_endpoints_granted == (unsigned)a.pio,
-                       "%s: endpoint pio=%d but worker counts %u PIO endpoints", who.c_str(),
-                       a.pio, wa.pio_endpoints_granted);
+                       "%s: endpoint pio=%d but worker counts %u PIO endpoints", who.c_str(), a.pio,
+                       wa.pio_endpoints_granted);
             fprintf(stderr, "[rank %d] pio=%d pio_max_size=%zu credits=%u small=%s fallback=%s\n",
                     w.rank(), a.pio, a.pio_max_size, a.credits,
                     a.small_protocol ? a.small_protocol : "(null)",

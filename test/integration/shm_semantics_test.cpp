@@ -48,7 +48,8 @@ TEST(ShmTagSemantics, ProbeLeavesMessageThenMatchedProbeRemovesIt) {
                 swy_message_h msg = nullptr;
                 swy_tag_recv_info_t again{};
                 ICHECK_OK(swy_tag_probe_nb(wk, tag, ~(swy_tag_t)0, 0, &again, &msg));
-                ICHECK_MSG(again.length == size, "second non-removing probe: length %zu", again.length);
+                ICHECK_MSG(again.length == size, "second non-removing probe: length %zu",
+                           again.length);
                 ICHECK_STATUS(swy_tag_probe_nb(wk, tag ^ 0x100, ~(swy_tag_t)0, 0, &again, &msg),
                               SWY_ERR_NO_MESSAGE);
                 // Masked probe: only the low byte is compared.
@@ -75,10 +76,12 @@ TEST(ShmTagSemantics, ProbeLeavesMessageThenMatchedProbeRemovesIt) {
                 adopt_recv_result(r, st, &imm, "swy_tag_msg_recv_nb");
                 ICHECK_OK(finish_recv(wk, r));
                 ICHECK_MSG(r.info.length == size, "matched receive: length %zu", r.info.length);
-                ICHECK_PATTERN(buf.data(), size, pattern_seed(size, 0, k), "mrecv of %zu bytes", size);
+                ICHECK_PATTERN(buf.data(), size, pattern_seed(size, 0, k), "mrecv of %zu bytes",
+                               size);
                 ICHECK(guard_intact(buf.data() + size));
 
-                for (int i = 0; i < 1000; ++i) swy_worker_progress(wk);
+                for (int i = 0; i < 1000; ++i)
+                    swy_worker_progress(wk);
                 ICHECK_MSG(swy_request_test(decoy.req) == SWY_INPROGRESS,
                            "the decoy receive completed: a removed message was matched twice");
                 ICHECK_OK(swy_request_cancel(wk, decoy.req));
@@ -193,7 +196,8 @@ TEST(ShmTagSemantics, CanceledReceiveCompletesCanceledAndLaterMessageMatchesNext
                           SWY_INPROGRESS);
             ICHECK_OK(swy_request_cancel(wk, rb));
             ICHECK_STATUS(wait_request(wk, rb, "canceled receive"), SWY_ERR_CANCELED);
-            for (int i = 0; i < 100; ++i) swy_worker_progress(wk);
+            for (int i = 0; i < 100; ++i)
+                swy_worker_progress(wk);
             ICHECK_MSG(seen.calls == 1 && seen.status == SWY_ERR_CANCELED,
                        "callback ran %d times, last status %d", seen.calls, (int)seen.status);
             swy_request_free(rb);
@@ -226,9 +230,12 @@ TEST(ShmTagSemantics, SynchronousSendCompletesOnlyAfterReceiverMatches) {
             swy_worker_h wk = n.worker();
             if (w.rank() == 0) {
                 auto buf = patterned(size, 0, k);
-                Send s = post_send(n.ep(1), size ? buf.data() : nullptr, size, tag, SWY_REQ_FLAG_SYNC);
-                ICHECK_MSG(!s.done, "synchronous %zu-byte send completed immediately (status %d) "
-                           "with no receive posted", size, (int)s.status);
+                Send s =
+                    post_send(n.ep(1), size ? buf.data() : nullptr, size, tag, SWY_REQ_FLAG_SYNC);
+                ICHECK_MSG(!s.done,
+                           "synchronous %zu-byte send completed immediately (status %d) "
+                           "with no receive posted",
+                           size, (int)s.status);
                 auto until = deadline_in(0.1);
                 while (Clock::now() < until) {
                     swy_worker_progress(wk);
@@ -244,7 +251,8 @@ TEST(ShmTagSemantics, SynchronousSendCompletesOnlyAfterReceiverMatches) {
                 Recv r = post_recv(wk, buf.data(), size, tag);
                 ICHECK_OK(finish_recv(wk, r));
                 ICHECK_MSG(r.info.length == size, "length %zu, sent %zu", r.info.length, size);
-                ICHECK_PATTERN(buf.data(), size, pattern_seed(size, 0, k), "sync send of %zu", size);
+                ICHECK_PATTERN(buf.data(), size, pattern_seed(size, 0, k), "sync send of %zu",
+                               size);
             }
             w.barrier(wk);
         }

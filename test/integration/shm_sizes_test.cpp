@@ -43,8 +43,8 @@ void exchange(World& w, Node& n, int src, int dst, size_t size, uint64_t round, 
         }
         swy_status_t st = finish_recv(worker, r);
         const char* p = path == Path::kExpected ? "expected" : "unexpected";
-        ICHECK_MSG(st == SWY_OK, "receive of %zu bytes (%s path) completed with %d (%s)", size,
-                   p, (int)st, swy_status_string(st));
+        ICHECK_MSG(st == SWY_OK, "receive of %zu bytes (%s path) completed with %d (%s)", size, p,
+                   (int)st, swy_status_string(st));
         ICHECK_MSG(r.info.length == size, "receive (%s path) reports length %zu, sent %zu", p,
                    r.info.length, size);
         ICHECK_MSG(r.info.sender_tag == tag, "receive reports tag 0x%llx, sent 0x%llx",
@@ -111,14 +111,15 @@ TEST(ShmTransport, DeliversBackToBackMessagesOfEverySizeInOrder) {
             fill_pattern(sbufs[i].data(), sizes[i], pattern_seed(sizes[i], w.rank(), i));
             sends.push_back(post_send(n.ep(peer), sbufs[i].data(), sizes[i], tag));
         }
-        for (auto& s : sends) ICHECK_OK(finish_send(n.worker(), s));
+        for (auto& s : sends)
+            ICHECK_OK(finish_send(n.worker(), s));
         for (size_t i = 0; i < sizes.size(); ++i) {
             swy_status_t st = finish_recv(n.worker(), recvs[i]);
-            ICHECK_MSG(st == SWY_OK, "receive #%zu (%zu bytes) completed with %d (%s)", i,
-                       sizes[i], (int)st, swy_status_string(st));
+            ICHECK_MSG(st == SWY_OK, "receive #%zu (%zu bytes) completed with %d (%s)", i, sizes[i],
+                       (int)st, swy_status_string(st));
             ICHECK_MSG(recvs[i].info.length == sizes[i],
-                       "receive #%zu matched a %zu-byte message, expected %zu (out of order?)",
-                       i, recvs[i].info.length, sizes[i]);
+                       "receive #%zu matched a %zu-byte message, expected %zu (out of order?)", i,
+                       recvs[i].info.length, sizes[i]);
             ICHECK_PATTERN(rbufs[i].data(), sizes[i], pattern_seed(sizes[i], peer, i),
                            "message #%zu of %zu bytes", i, sizes[i]);
             ICHECK(guard_intact(rbufs[i].data() + sizes[i]));

@@ -46,8 +46,8 @@ void check_device_table(const std::vector<ProtoRow>& rows, const std::string& te
     if (proto == "eager_short" || proto == "eager_bcopy" || proto == "rndv_get_cma" ||
         proto == "rndv_put_cma") {
         ICHECK_MSG(rows.size() == 1 && rows[0].proto == "eager_bcopy",
-                   "PROTO=%s: expected eager_bcopy for every simdev size, got:\n%s",
-                   proto.c_str(), text.c_str());
+                   "PROTO=%s: expected eager_bcopy for every simdev size, got:\n%s", proto.c_str(),
+                   text.c_str());
     } else if (proto == "rndv_pipeline") {
         ICHECK_MSG(rows.size() == 1 && rows[0].proto == "rndv_pipeline",
                    "PROTO=rndv_pipeline: expected the pipeline for every simdev size, got:\n%s",
@@ -67,7 +67,8 @@ std::vector<size_t> sizes_for(const std::vector<ProtoRow>& host,
         s.insert(v + 1);
     };
     for (const auto* rows : {&host, &device})
-        for (const ProtoRow& r : *rows) around(r.lo);
+        for (const ProtoRow& r : *rows)
+            around(r.lo);
     around(a.pio_max_size);
     around(a.bcopy_max_size);
     return std::vector<size_t>(s.begin(), s.end());
@@ -75,8 +76,8 @@ std::vector<size_t> sizes_for(const std::vector<ProtoRow>& host,
 
 /// One message rank 0 → rank 1 from a @p p.send buffer into a @p p.recv buffer, the receive
 /// posted before the send (posted_first) or once the message (or its RTS) had time to arrive.
-void exchange(World& w, Node& n, const Placement& p, size_t size, uint64_t idx,
-              bool posted_first, bool sender_rndv) {
+void exchange(World& w, Node& n, const Placement& p, size_t size, uint64_t idx, bool posted_first,
+              bool sender_rndv) {
     const swy_tag_t tag = kTag | (idx << 1) | (posted_first ? 1 : 0);
     swy_worker_h wk = n.worker();
     const uint64_t seed = pattern_seed(size, 0, idx);
@@ -168,18 +169,19 @@ TEST_P(SimdevProtocol, EverySizeClassArrivesIntactPostedBeforeAndAfterTheSend) {
     }));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Placements, SimdevProtocol,
-    ::testing::Combine(::testing::Values(0, 1, 2), ::testing::Values("shm", "shm,cma"),
-                       ::testing::Values("all", "eager_short", "eager_bcopy", "rndv_get_cma",
-                                         "rndv_put_cma", "rndv_pipeline")),
-    [](const ::testing::TestParamInfo<Param>& info) {
-        std::string tls = std::get<1>(info.param);
-        for (char& c : tls)
-            if (c == ',') c = '_';
-        return std::string(kPlacements[std::get<0>(info.param)].name) + "_" + tls + "_" +
-               std::get<2>(info.param);
-    });
+INSTANTIATE_TEST_SUITE_P(Placements, SimdevProtocol,
+                         ::testing::Combine(::testing::Values(0, 1, 2),
+                                            ::testing::Values("shm", "shm,cma"),
+                                            ::testing::Values("all", "eager_short", "eager_bcopy",
+                                                              "rndv_get_cma", "rndv_put_cma",
+                                                              "rndv_pipeline")),
+                         [](const ::testing::TestParamInfo<Param>& info) {
+                             std::string tls = std::get<1>(info.param);
+                             for (char& c : tls)
+                                 if (c == ',') c = '_';
+                             return std::string(kPlacements[std::get<0>(info.param)].name) + "_" +
+                                    tls + "_" + std::get<2>(info.param);
+                         });
 
 // ------------------------------------------------------------------------------------------
 // Four ranks, each with its own memory types
@@ -198,8 +200,8 @@ TEST_P(SimdevAllToAll, FourRanksWithMixedMemoryTypesExchangeEverySize) {
         // Rank r sends from send_type[r] and receives into recv_type[r].
         const swy_memtype_t send_type[4] = {SWY_MEMTYPE_HOST, SWY_MEMTYPE_SIMDEV,
                                             SWY_MEMTYPE_SIMDEV, SWY_MEMTYPE_HOST};
-        const swy_memtype_t recv_type[4] = {SWY_MEMTYPE_HOST, SWY_MEMTYPE_SIMDEV,
-                                            SWY_MEMTYPE_HOST, SWY_MEMTYPE_SIMDEV};
+        const swy_memtype_t recv_type[4] = {SWY_MEMTYPE_HOST, SWY_MEMTYPE_SIMDEV, SWY_MEMTYPE_HOST,
+                                            SWY_MEMTYPE_SIMDEV};
         const std::vector<size_t> sizes{0, 100, 5000, (64u << 10) + 1, 1u << 20, (3u << 20) + 5};
         const int me = w.rank();
         auto tag_of = [](int src, size_t i) {
@@ -246,12 +248,12 @@ TEST_P(SimdevAllToAll, FourRanksWithMixedMemoryTypesExchangeEverySize) {
             snprintf(what, sizeof(what), "%zu bytes from rank %d (%s -> %s, receive %s)", size,
                      s.src, memtype_name(send_type[s.src]), memtype_name(recv_type[me]),
                      early(s) ? "posted first" : "posted after the send");
-            ICHECK_MSG(st == SWY_OK && s.r.info.length == size,
-                       "%s: status %d (%s), length %zu", what, (int)st, swy_status_string(st),
-                       s.r.info.length);
+            ICHECK_MSG(st == SWY_OK && s.r.info.length == size, "%s: status %d (%s), length %zu",
+                       what, (int)st, swy_status_string(st), s.r.info.length);
             s.buf.check(size, pattern_seed(size, s.src, s.i), what);
         }
-        for (Send& s : sends) ICHECK_OK(finish_send(wk, s));
+        for (Send& s : sends)
+            ICHECK_OK(finish_send(wk, s));
         slots.clear();  // device buffers go back before their context does
         sbufs.clear();
         n.finish();

@@ -47,13 +47,15 @@ TEST(SimdevSemantics, WildcardReceivesIntoSimdevMatchInSendOrder) {
                 if (posted_first) w.barrier(wk);
                 std::vector<Send> sends;
                 for (size_t i = 0; i < kSizes.size(); ++i)
-                    sends.push_back(post_send_mt(n.ep(1), bufs[i].data(), kSizes[i],
-                                                 bufs[i].type(), tag_of(i)));
+                    sends.push_back(post_send_mt(n.ep(1), bufs[i].data(), kSizes[i], bufs[i].type(),
+                                                 tag_of(i)));
                 if (!posted_first) w.barrier(wk);
-                for (Send& s : sends) ICHECK_OK(finish_send(wk, s));
+                for (Send& s : sends)
+                    ICHECK_OK(finish_send(wk, s));
             } else {
                 std::vector<TestBuffer> bufs;
-                for (size_t size : kSizes) bufs.emplace_back(n.context(), SWY_MEMTYPE_SIMDEV, size);
+                for (size_t size : kSizes)
+                    bufs.emplace_back(n.context(), SWY_MEMTYPE_SIMDEV, size);
                 std::vector<Recv> recvs(kSizes.size());
                 auto post_all = [&] {
                     for (size_t i = 0; i < kSizes.size(); ++i) {
@@ -77,12 +79,12 @@ TEST(SimdevSemantics, WildcardReceivesIntoSimdevMatchInSendOrder) {
                     swy_status_t st = finish_recv(wk, recvs[i]);
                     ICHECK_MSG(st == SWY_OK, "%s: status %d (%s)", what, (int)st,
                                swy_status_string(st));
-                    ICHECK_MSG(recvs[i].info.sender_tag == tag_of(i) &&
-                                   recvs[i].info.length == kSizes[i],
-                               "%s matched tag 0x%llx length %zu; expected message %zu (tag "
-                               "0x%llx): wildcard receives must match in send order",
-                               what, (unsigned long long)recvs[i].info.sender_tag,
-                               recvs[i].info.length, i, (unsigned long long)tag_of(i));
+                    ICHECK_MSG(
+                        recvs[i].info.sender_tag == tag_of(i) && recvs[i].info.length == kSizes[i],
+                        "%s matched tag 0x%llx length %zu; expected message %zu (tag "
+                        "0x%llx): wildcard receives must match in send order",
+                        what, (unsigned long long)recvs[i].info.sender_tag, recvs[i].info.length, i,
+                        (unsigned long long)tag_of(i));
                     bufs[i].check(kSizes[i], pattern_seed(kSizes[i], round, i), what);
                 }
             }
@@ -109,8 +111,8 @@ TEST(SimdevSemantics, ProbeThenMatchedProbeReceiveIntoSimdev) {
                 const swy_tag_t tag = kTag | 0x100000 | (idx << 4);
                 const uint64_t seed = pattern_seed(size, 0, idx);
                 char what[128];
-                snprintf(what, sizeof(what), "matched-probe receive of %zu bytes (%s sender)",
-                         size, memtype_name(send_type));
+                snprintf(what, sizeof(what), "matched-probe receive of %zu bytes (%s sender)", size,
+                         memtype_name(send_type));
                 if (w.rank() == 0) {
                     TestBuffer buf(n.context(), send_type, size);
                     buf.fill(seed);
@@ -168,8 +170,11 @@ TEST(SimdevSemantics, TruncatedReceiveIntoSimdevKeepsThePrefixAndTheGuard) {
         size_t size;
         size_t capacity;
     };
-    const std::vector<Case> cases{{100, 50},          {5000, 4000},         {40000, 30001},
-                                  {200000, 100001},   {(1u << 20) + 3, (512u << 10) + 1},
+    const std::vector<Case> cases{{100, 50},
+                                  {5000, 4000},
+                                  {40000, 30001},
+                                  {200000, 100001},
+                                  {(1u << 20) + 3, (512u << 10) + 1},
                                   {(1u << 20) + 3, 0}};
     EXPECT_TRUE(run_ranks(2, [&](World& w) {
         NodeOptions opts;
@@ -188,8 +193,10 @@ TEST(SimdevSemantics, TruncatedReceiveIntoSimdevKeepsThePrefixAndTheGuard) {
                     const uint64_t seed = pattern_seed(c.size, 0, idx);
                     const uint64_t follow_seed = pattern_seed(follow_len, 0, idx + 1000);
                     char what[160];
-                    snprintf(what, sizeof(what), "%zu bytes (%s sender) into a %zu-byte simdev "
-                             "buffer, receive %s", c.size, memtype_name(send_type), c.capacity,
+                    snprintf(what, sizeof(what),
+                             "%zu bytes (%s sender) into a %zu-byte simdev "
+                             "buffer, receive %s",
+                             c.size, memtype_name(send_type), c.capacity,
                              posted_first ? "posted first" : "posted after the send");
                     if (w.rank() == 0) {
                         TestBuffer big(n.context(), send_type, c.size);
@@ -226,12 +233,12 @@ TEST(SimdevSemantics, TruncatedReceiveIntoSimdevKeepsThePrefixAndTheGuard) {
                                    "%s: status %d (%s), expected SWY_ERR_MESSAGE_TRUNCATED", what,
                                    (int)st, swy_status_string(st));
                         ICHECK_MSG(r.info.length == c.size,
-                                   "%s: truncated receive reports length %zu", what,
-                                   r.info.length);
+                                   "%s: truncated receive reports length %zu", what, r.info.length);
                         buf.check(c.capacity, seed, what);
                         // The next message on the tag is whole.
                         TestBuffer next(n.context(), SWY_MEMTYPE_SIMDEV, follow_len);
-                        Recv r2 = post_recv_mt(wk, next.data(), follow_len, SWY_MEMTYPE_SIMDEV, tag);
+                        Recv r2 =
+                            post_recv_mt(wk, next.data(), follow_len, SWY_MEMTYPE_SIMDEV, tag);
                         ICHECK_OK(finish_recv(wk, r2, 10));
                         ICHECK(r2.info.length == follow_len);
                         next.check(follow_len, follow_seed, "the message after a truncation");
@@ -268,8 +275,8 @@ void run_refusals(World& w, Node& n, bool overrun) {
         swy_request_h req = nullptr;
         swy_status_t st =
             send ? swy_tag_send_nb(n.ep(1 - w.rank()), buf, len, kRefusedTag, &p, &req)
-                 : swy_tag_recv_nb(wk, const_cast<void*>(buf), len, kRefusedTag | 1,
-                                   ~(swy_tag_t)0, &p, &req);  // nothing is sent with this tag
+                 : swy_tag_recv_nb(wk, const_cast<void*>(buf), len, kRefusedTag | 1, ~(swy_tag_t)0,
+                                   &p, &req);  // nothing is sent with this tag
         if (st < 0 && req == nullptr) return;
         char line[256];
         snprintf(line, sizeof(line),
@@ -316,8 +323,7 @@ void run_refusals(World& w, Node& n, bool overrun) {
             sink.assign(info.length, 0);
             Recv r = post_recv(wk, sink.data(), sink.size(), kRefusedTag);
             auto give_up = deadline_in(2.0);
-            while (!r.done && swy_request_test(r.req) == SWY_INPROGRESS &&
-                   Clock::now() < give_up) {
+            while (!r.done && swy_request_test(r.req) == SWY_INPROGRESS && Clock::now() < give_up) {
                 swy_worker_progress(wk);
             }
             std::string outcome = r.done ? swy_status_string(r.status)
@@ -325,9 +331,9 @@ void run_refusals(World& w, Node& n, bool overrun) {
                                       ? "none: still in progress after 2 s"
                                       : swy_status_string(swy_request_test(r.req));
             if (!r.done) swy_request_free(r.req);
-            failures += "\n  the peer's refused send arrived anyway: " +
-                        std::to_string(info.length) + " bytes; receiving it into host memory " +
-                        "completed with " + outcome;
+            failures +=
+                "\n  the peer's refused send arrived anyway: " + std::to_string(info.length) +
+                " bytes; receiving it into host memory " + "completed with " + outcome;
         }
         bool all_done = true;
         for (auto& [line, req] : accepted_sends)
@@ -433,14 +439,14 @@ TEST(SimdevSemantics, SimdevBuffersAreDetectedWhenTheTypeIsNotStated) {
                             s.status = SWY_OK;
                         }
                         st = finish_send(wk, s);
-                        ICHECK_MSG(st == SWY_OK, "%s: send completed with %d (%s)", what,
-                                   (int)st, swy_status_string(st));
+                        ICHECK_MSG(st == SWY_OK, "%s: send completed with %d (%s)", what, (int)st,
+                                   swy_status_string(st));
                     } else {
                         Recv r = post_recv_mt(wk, buf.data(), size, SWY_MEMTYPE_UNKNOWN, tag);
                         swy_status_t st = finish_recv(wk, r);
                         ICHECK_MSG(st == SWY_OK && r.info.length == size,
-                                   "%s: receive completed with %d (%s), length %zu", what,
-                                   (int)st, swy_status_string(st), r.info.length);
+                                   "%s: receive completed with %d (%s), length %zu", what, (int)st,
+                                   swy_status_string(st), r.info.length);
                         buf.check(size, seed, what);
                     }
                     w.barrier(wk);

@@ -91,8 +91,8 @@ public:
         if (type_ == SWY_MEMTYPE_HOST) {
             memcpy(host.data(), ptr_, host.size());
         } else {
-            swy_status_t st = swy_mem_copy(ctx_, host.data(), SWY_MEMTYPE_HOST, ptr_, type_,
-                                           host.size());
+            swy_status_t st =
+                swy_mem_copy(ctx_, host.data(), SWY_MEMTYPE_HOST, ptr_, type_, host.size());
             ICHECK_MSG(st == SWY_OK, "swy_mem_copy out of a %zu-byte %s buffer returned %d (%s)",
                        size_, memtype_name(type_), (int)st, swy_status_string(st));
         }
@@ -139,8 +139,8 @@ inline Send post_send_mt(swy_ep_h ep, const void* buf, size_t len, swy_memtype_t
     if (st == SWY_INPROGRESS) {
         ICHECK_MSG(s.req != nullptr, "swy_tag_send_nb returned SWY_INPROGRESS with no request");
     } else {
-        ICHECK_MSG(s.req == nullptr, "swy_tag_send_nb returned %d (%s) but set a request",
-                   (int)st, swy_status_string(st));
+        ICHECK_MSG(s.req == nullptr, "swy_tag_send_nb returned %d (%s) but set a request", (int)st,
+                   swy_status_string(st));
         ICHECK_MSG(st == SWY_OK, "swy_tag_send_nb(%zu bytes, %s) returned %d (%s)", len,
                    memtype_name(memtype), (int)st, swy_status_string(st));
         s.status = st;
@@ -189,8 +189,7 @@ inline std::vector<ProtoRow> proto_table(swy_ep_h ep, swy_memtype_t memtype,
         unsigned long long lo = 0;
         char hi[32] = {0}, proto[64] = {0};
         ICHECK_MSG(sscanf(line.c_str(), "%llu..%31s %63s", &lo, hi, proto) == 3,
-                   "cannot parse %s protocol table line '%s'", memtype_name(memtype),
-                   line.c_str());
+                   "cannot parse %s protocol table line '%s'", memtype_name(memtype), line.c_str());
         rows.push_back({(size_t)lo,
                         strcmp(hi, "inf") == 0 ? SIZE_MAX : (size_t)strtoull(hi, nullptr, 10),
                         proto});
@@ -219,14 +218,16 @@ inline bool is_rndv_proto(const std::string& proto) { return proto.rfind("rndv_"
 inline std::vector<size_t> share_sizes(World& w, int base, const std::vector<size_t>& mine) {
     if (w.rank() == 0) {
         ICHECK((int)mine.size() + base + 1 <= kNumScratch);
-        for (size_t i = 0; i < mine.size(); ++i) w.scratch(base + 1 + (int)i).store(mine[i]);
+        for (size_t i = 0; i < mine.size(); ++i)
+            w.scratch(base + 1 + (int)i).store(mine[i]);
         w.scratch(base).store(mine.size() + 1, std::memory_order_release);
         return mine;
     }
     w.wait_scratch_at_least(base, 1);
     const size_t n = w.scratch(base).load(std::memory_order_acquire) - 1;
     std::vector<size_t> out(n);
-    for (size_t i = 0; i < n; ++i) out[i] = w.scratch(base + 1 + (int)i).load();
+    for (size_t i = 0; i < n; ++i)
+        out[i] = w.scratch(base + 1 + (int)i).load();
     return out;
 }
 

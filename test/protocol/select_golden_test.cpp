@@ -121,7 +121,8 @@ std::vector<Row> parse(const std::string& printed) {
 // The printed table without reasons: "lo..hi proto" lines, for exact golden comparison.
 std::string ranges_of(const ProtoTable& t) {
     std::string out;
-    for (const Row& r : parse(t.print())) out += r.lo + ".." + r.hi + " " + r.proto + "\n";
+    for (const Row& r : parse(t.print()))
+        out += r.lo + ".." + r.hi + " " + r.proto + "\n";
     return out;
 }
 
@@ -215,8 +216,7 @@ TEST(SelectGolden, LaneCapsComeFromCapabilityBits) {
     EXPECT_TRUE(c.remote_keys);
     EXPECT_EQ(c.split_min, 0u);  // a GET with keys completes later: never split
     const ProtoId big = select_protocols(c, o).lookup(64u << 20);
-    EXPECT_TRUE(big == ProtoId::kRndvGetZcopy || big == ProtoId::kRndvPutZcopy)
-        << proto_name(big);
+    EXPECT_TRUE(big == ProtoId::kRndvGetZcopy || big == ProtoId::kRndvPutZcopy) << proto_name(big);
     // From device memory: only with keys and where the memory can be registered.
     DeviceMemoryPath device;
     device.zcopy_reaches = false;
@@ -457,10 +457,10 @@ TEST(SelectGoldenTcp, CandidatesHaveTcpCosts) {
     ASSERT_EQ(c.size(), 2u);
     EXPECT_EQ(c[0].proto, ProtoId::kEagerBcopy);
     EXPECT_NEAR(c[0].fixed_s, 14.083e-6, 1e-15);
-    EXPECT_NEAR(c[0].per_byte_s,
-                1 / 1.9e9 + 2.713e-6 / (tl::tcp::kMaxFrameBody - sizeof(EagerFirstHeader)) +
-                    0.25 / 7.3e9,
-                1e-22);
+    EXPECT_NEAR(
+        c[0].per_byte_s,
+        1 / 1.9e9 + 2.713e-6 / (tl::tcp::kMaxFrameBody - sizeof(EagerFirstHeader)) + 0.25 / 7.3e9,
+        1e-22);
     EXPECT_EQ(c[1].proto, ProtoId::kRndvPipeline);
     EXPECT_NEAR(c[1].fixed_s, 3 * 14.083e-6, 1e-15);
 }
@@ -557,9 +557,7 @@ LaneCaps random_lane(std::mt19937_64& rng, const CostFigures& f) {
             l.costs = tl::shm::shm_lane_costs(f);
             l.zcopy = rng() % 2 == 0;  // CMA
             break;
-        case 1:
-            l.costs = tl::tcp::tcp_lane_costs(f);
-            break;
+        case 1: l.costs = tl::tcp::tcp_lane_costs(f); break;
         default:
             l.costs = tl::verbs::verbs_lane_costs(f).rcache_off;
             l.zcopy = true;  // RDMA
@@ -580,11 +578,11 @@ std::string describe(const LaneCaps& l, const CostFigures& f) {
     std::ostringstream s;
     s << "lane{pio=" << l.pio << " pio_max=" << l.pio_max << " frag=" << l.fragment_max
       << " zcopy=" << l.zcopy << " keys=" << l.remote_keys << " rndv=" << l.rndv
-      << " L=" << l.costs.latency_s << " m=" << l.costs.message_s << "} figures{memcpy=" << f.get("memcpy_bw_Bps")
-      << " shm=" << f.get("shm_copy_bw_Bps") << " cma_bw=" << f.get("cma_bw_Bps")
-      << " cma_call=" << f.get("cma_call_s") << " L=" << f.get("fifo_latency_s")
-      << " cell=" << f.get("cell_overhead_s") << " pio=" << f.get("pio_overhead_s")
-      << " bcopy=" << f.get("bcopy_overhead_s") << "}";
+      << " L=" << l.costs.latency_s << " m=" << l.costs.message_s
+      << "} figures{memcpy=" << f.get("memcpy_bw_Bps") << " shm=" << f.get("shm_copy_bw_Bps")
+      << " cma_bw=" << f.get("cma_bw_Bps") << " cma_call=" << f.get("cma_call_s")
+      << " L=" << f.get("fifo_latency_s") << " cell=" << f.get("cell_overhead_s")
+      << " pio=" << f.get("pio_overhead_s") << " bcopy=" << f.get("bcopy_overhead_s") << "}";
     return s.str();
 }
 
@@ -620,11 +618,13 @@ void expect_argmin(const ProtoTable& t, const std::vector<Candidate>& cands, siz
     }
     ASSERT_NE(best, nullptr) << ctx;  // eager_bcopy covers every size
     ASSERT_NE(picked, nullptr) << ctx << ": " << proto_name(chosen) << " chosen at " << size
-                               << " where it is not valid\n" << t.print();
+                               << " where it is not valid\n"
+                               << t.print();
     EXPECT_LE(picked->at(size), best->at(size) * (1 + 1e-9))
         << ctx << ": at " << size << " the table picks " << proto_name(chosen) << " ("
-        << picked->at(size) << " s) but " << proto_name(best->proto) << " costs "
-        << best->at(size) << " s\n" << t.print();
+        << picked->at(size) << " s) but " << proto_name(best->proto) << " costs " << best->at(size)
+        << " s\n"
+        << t.print();
 }
 
 TEST(SelectProperty, RangesAreContiguousAndIncreasing) {
@@ -651,7 +651,8 @@ TEST(SelectProperty, ChosenProtocolIsTheCheapestCandidateAtEverySize) {
         ProtoTable t = select_protocols(l, no_overrides());
         std::vector<Candidate> cands = candidates(l);
         const std::string ctx = describe(l, f);
-        for (int k = 0; k < 200; ++k) expect_argmin(t, cands, random_size(rng), ctx);
+        for (int k = 0; k < 200; ++k)
+            expect_argmin(t, cands, random_size(rng), ctx);
         // Both sides of every boundary.
         for (const ProtoRange& r : t.ranges()) {
             if (r.max_size == kInf || r.max_size > (size_t{1} << 50)) continue;

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "transports/shm/shm_address.h"
 #include "transports/self/self_transport.h"
+#include "transports/shm/shm_address.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/tcp/tcp_transport.h"
 #include "transports/verbs/verbs_transport.h"
@@ -33,10 +33,12 @@ constexpr size_t kSectionLengthOffset = 2;  // within a section header
 WorkerAddress sample_address() {
     WorkerAddress a;
     a.worker_uid = 0x0123456789abcdefull;
-    for (size_t i = 0; i < a.host.boot_id.size(); ++i) a.host.boot_id[i] = static_cast<uint8_t>(i * 7 + 1);
+    for (size_t i = 0; i < a.host.boot_id.size(); ++i)
+        a.host.boot_id[i] = static_cast<uint8_t>(i * 7 + 1);
     a.host.netns_inode = 4026531840ull;
     a.sections.push_back({tl::self::kAddressSection, {}});
-    a.sections.push_back({tl::shm::kAddressSection, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}});
+    a.sections.push_back(
+        {tl::shm::kAddressSection, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}});
     a.sections.push_back({tl::tcp::kAddressSection, {0xaa, 0xbb}});
     return a;
 }
@@ -93,7 +95,8 @@ TEST(WorkerAddress, RoundTripsWithoutSections) {
 TEST(WorkerAddress, RoundTripsMaximumSectionCountAndLength) {
     WorkerAddress a = sample_address();
     a.sections.clear();
-    for (int i = 0; i < 16; ++i) a.sections.push_back({tl::tcp::kAddressSection, std::vector<uint8_t>(i * 3, uint8_t(i))});
+    for (int i = 0; i < 16; ++i)
+        a.sections.push_back({tl::tcp::kAddressSection, std::vector<uint8_t>(i * 3, uint8_t(i))});
     a.sections.back().bytes.assign(UINT16_MAX, 0x5a);  // longest section the format can carry
     const auto bytes = encode_address(a);
     WorkerAddress b;
@@ -222,17 +225,21 @@ TEST(WorkerAddress, RandomCorruptionNeverCrashes) {
         switch (rng() % 4) {
             case 0: {  // flip a few bytes
                 const int flips = 1 + static_cast<int>(rng() % 4);
-                for (int f = 0; f < flips; ++f) bytes[rng() % bytes.size()] = static_cast<uint8_t>(rng());
+                for (int f = 0; f < flips; ++f)
+                    bytes[rng() % bytes.size()] = static_cast<uint8_t>(rng());
                 break;
             }
             case 1:  // truncate
                 bytes.resize(rng() % bytes.size());
                 break;
             case 2:  // extend with garbage
-                for (int n = 1 + static_cast<int>(rng() % 8); n > 0; --n) bytes.push_back(static_cast<uint8_t>(rng()));
+                for (int n = 1 + static_cast<int>(rng() % 8); n > 0; --n)
+                    bytes.push_back(static_cast<uint8_t>(rng()));
                 break;
             case 3: {  // hit the length / count fields, the ones a decoder must not trust
-                const size_t at = bytes.size() > kHeaderSize + 4 ? kHeaderSize + kSectionLengthOffset : kSectionCountOffset;
+                const size_t at = bytes.size() > kHeaderSize + 4
+                                      ? kHeaderSize + kSectionLengthOffset
+                                      : kSectionCountOffset;
                 bytes[at] = static_cast<uint8_t>(rng());
                 if (rng() % 2 != 0) bytes[kSectionCountOffset] = static_cast<uint8_t>(rng() % 20);
                 break;
@@ -264,7 +271,8 @@ TEST(WorkerAddress, RandomBuffersAreRejectedWithoutCrashing) {
     std::mt19937_64 rng(7);
     for (int iter = 0; iter < 3000; ++iter) {
         std::vector<uint8_t> bytes(rng() % 200);
-        for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+        for (auto& b : bytes)
+            b = static_cast<uint8_t>(rng());
         if (bytes.size() >= 4 && rng() % 2 == 0) {
             const uint32_t magic = 0x41595753;  // get past the magic check half the time
             std::memcpy(bytes.data(), &magic, 4);
@@ -363,7 +371,8 @@ TEST(ShmAddressSection, NegativeMemfdIsRejected) {
 
 TEST(ShmAddressSection, SegmentSizeMustBeAtLeastOnePageAndBelowOneTiB) {
     ShmAddress out{};
-    for (uint64_t size : {uint64_t{0}, uint64_t{1}, uint64_t{4095}, uint64_t{1} << 40, UINT64_MAX}) {
+    for (uint64_t size :
+         {uint64_t{0}, uint64_t{1}, uint64_t{4095}, uint64_t{1} << 40, UINT64_MAX}) {
         ShmAddress a = sample_shm();
         a.segment_size = size;
         EXPECT_FALSE(decode_bytes(encoded_with(a), &out)) << "size " << size;

@@ -140,7 +140,9 @@ TEST_F(CalibrationFile, GoodFileLoads) {
 }
 
 TEST_F(CalibrationFile, GarbageGivesDefaultsAndAWarningNotAFailedContext) {
-    const std::string p = write("garbage.conf", "\x7f" "ELF\x02\x01 not key value\n\xff\xfe\n");
+    const std::string p = write("garbage.conf",
+                                "\x7f"
+                                "ELF\x02\x01 not key value\n\xff\xfe\n");
     CostFigures f;
     std::string why;
     EXPECT_EQ(CostFigures::load(p, &f, &why), Status::kMalformed);
@@ -231,10 +233,10 @@ TEST_F(CalibrationFile, OversizedFileIsRefused) {
 
 TEST_F(CalibrationFile, OutOfRangeValuesAreIgnoredOthersKept) {
     const std::string p = write("range.conf",
-                                "memcpy_bw_Bps = 1e20\n"   // over 10 TB/s
+                                "memcpy_bw_Bps = 1e20\n"  // over 10 TB/s
                                 "shm_copy_bw_Bps = 0\n"
                                 "cma_bw_Bps = -5e9\n"
-                                "cma_call_s = 5\n"        // over 1 s
+                                "cma_call_s = 5\n"          // over 1 s
                                 "fifo_latency_s = 1e-12\n"  // under 0.1 ns
                                 "cell_overhead_s = nan\n"
                                 "pio_overhead_s = inf\n"
@@ -260,9 +262,9 @@ TEST_F(CalibrationFile, OutOfRangeValuesAreIgnoredOthersKept) {
 // The tcp figures have ranges like the others: a broken measurement keeps the built-in value.
 TEST_F(CalibrationFile, TcpFiguresOutsideTheirRangesAreIgnored) {
     const std::string p = write("tcp.conf",
-                                "tcp_latency_s = 2\n"     // over 1 s
+                                "tcp_latency_s = 2\n"  // over 1 s
                                 "tcp_overhead_s = -1e-6\n"
-                                "tcp_bw_Bps = 1e3\n"      // under 1 MB/s
+                                "tcp_bw_Bps = 1e3\n"       // under 1 MB/s
                                 "memcpy_bw_Bps = 8e9\n");  // the one good figure
     CostFigures f;
     std::string why;
@@ -296,8 +298,7 @@ TEST_F(CalibrationFile, WritableByGroupOrOthersIsRefused) {
     EXPECT_EQ(CostFigures::load(world, &f, &why), Status::kInvalidParam);
     EXPECT_NE(why.find("writable"), std::string::npos) << why;
     EXPECT_TRUE(is_default(context_figures(world)));
-    EXPECT_EQ(CostFigures::load(write("group.conf", kGood, 0620), &f, &why),
-              Status::kInvalidParam);
+    EXPECT_EQ(CostFigures::load(write("group.conf", kGood, 0620), &f, &why), Status::kInvalidParam);
     EXPECT_EQ(CostFigures::load(write("readable.conf", kGood, 0644), &f, &why), Status::kOk);
 }
 
@@ -410,7 +411,8 @@ TEST_F(CalibrationFile, SaveCreatesPrivateDirectoriesAndFile) {
     EXPECT_TRUE(S_ISREG(st.st_mode));
     EXPECT_EQ(st.st_mode & 07777, 0600u);
     int entries = 0;  // no temporary file left behind
-    for ([[maybe_unused]] const auto& e : fs::directory_iterator(path("a/b"))) ++entries;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(path("a/b")))
+        ++entries;
     EXPECT_EQ(entries, 1);
 }
 
@@ -476,7 +478,6 @@ TEST_F(CalibrationFile, SaveCommentsOutAFigureOutsideItsRange) {
     ASSERT_EQ(CostFigures::load(p, &g, &why), Status::kOk) << why;
     EXPECT_EQ(g.get("cma_call_s"), CostFigures{}.get("cma_call_s"));
 }
-
 
 // ---- Keys declared by the transports (issue #13): the file format is unchanged ----
 
@@ -553,7 +554,7 @@ TEST_F(CalibrationFile, ATransportDeclaredKeyOutOfItsDeclaredRangeIsIgnored) {
     const std::string p = write("verbs.conf",
                                 "verbs_reg_hit_Bps = 1e19\n"  // in verbs' range, over kFigureBwMax
                                 "verbs_reg_hit_Bps = 1e21\n"  // over it: ignored, 1e19 stays
-                                "verbs_reg_s = 3\n");          // over 1 s
+                                "verbs_reg_s = 3\n");         // over 1 s
     CostFigures f;
     std::string why;
     ::testing::internal::CaptureStderr();
@@ -588,7 +589,8 @@ TEST(CostFigureTable, DeclarationsAreUniqueAndTheirDefaultsInRange) {
         EXPECT_LE(table[i].min, table[i].default_value) << table[i].name;
         EXPECT_LE(table[i].default_value, table[i].max) << table[i].name;
         EXPECT_FALSE(table[i].help.empty()) << table[i].name;
-        for (size_t j = 0; j < i; ++j) EXPECT_NE(table[i].name, table[j].name);
+        for (size_t j = 0; j < i; ++j)
+            EXPECT_NE(table[i].name, table[j].name);
     }
     // The common figure, then each transport's own, in registry order (the file's order).
     size_t at = 0;

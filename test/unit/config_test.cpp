@@ -4,11 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cstdint>
 #include <cstdlib>
 #include <set>
 #include <string>
-#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -140,7 +140,8 @@ TEST(Config, DefaultsHaveTheirTypedValues) {
     EXPECT_TRUE(cfg.get_bool("NUMA_PLACEMENT"));
     EXPECT_EQ(cfg.get_time_ns("KEEPALIVE_INTERVAL"), 200'000'000u);
     EXPECT_EQ(cfg.get_string("CALIBRATION_FILE"), "");
-    for (const ConfigVar& var : config_table()) EXPECT_FALSE(cfg.is_set(var.name)) << var.name;
+    for (const ConfigVar& var : config_table())
+        EXPECT_FALSE(cfg.is_set(var.name)) << var.name;
 }
 
 TEST(Config, GetterOnWrongTypeOrUnknownNameStopsTheProcessInEveryBuild) {
@@ -176,8 +177,7 @@ TEST(ConfigReader, ReportsEveryProblemAtOnce) {
     ConfigReader r(cfg);
     (void)r.get_unsigned("SHM_FIFO_CELLS", 1, 1024);
     (void)r.get_string("NOT_THERE");
-    EXPECT_NE(r.error().find("SWY_SHM_FIFO_CELLS=0 is out of range: 1 to 1024"),
-              std::string::npos)
+    EXPECT_NE(r.error().find("SWY_SHM_FIFO_CELLS=0 is out of range: 1 to 1024"), std::string::npos)
         << r.error();
     EXPECT_NE(r.error().find("SWY_NOT_THERE"), std::string::npos) << r.error();
 }
@@ -286,8 +286,10 @@ TEST(ConfigSize, AcceptsPlainBytesAndEverySuffixAsPowersOf1024) {
     for (const char* k : {"8K", "8k", "8KB", "8kb", "8Kb", "8KiB", "8kib"}) {
         EXPECT_EQ(size_of(k), 8u * 1024) << k;
     }
-    for (const char* m : {"1M", "1m", "1MB", "1MiB"}) EXPECT_EQ(size_of(m), 1u << 20) << m;
-    for (const char* g : {"2G", "2g", "2GB", "2GiB"}) EXPECT_EQ(size_of(g), 2ull << 30) << g;
+    for (const char* m : {"1M", "1m", "1MB", "1MiB"})
+        EXPECT_EQ(size_of(m), 1u << 20) << m;
+    for (const char* g : {"2G", "2g", "2GB", "2GiB"})
+        EXPECT_EQ(size_of(g), 2ull << 30) << g;
     EXPECT_EQ(size_of("3T"), 3ull << 40);
 }
 
@@ -300,9 +302,8 @@ TEST(ConfigSize, AutoIsZeroAndInfIsSizeMax) {
 
 TEST(ConfigSize, RejectsGarbageNegativeFractionsAndOverflow) {
     Config cfg;
-    for (const char* bad : {"", "K", "8Q", "8KK", "8KBB", "8iB", "8 K", "-1", "-1K", "+5",
-                            "1.5K", "0x10", "autox", "18446744073709551616",
-                            "17179869184G"}) {
+    for (const char* bad : {"", "K", "8Q", "8KK", "8KBB", "8iB", "8 K", "-1", "-1K", "+5", "1.5K",
+                            "0x10", "autox", "18446744073709551616", "17179869184G"}) {
         EXPECT_EQ(cfg.set("RNDV_THRESH", bad), Status::kInvalidParam) << '"' << bad << '"';
     }
 }
@@ -326,8 +327,8 @@ TEST(ConfigTime, AcceptsEveryUnitAndPlainNumberMeansMilliseconds) {
 
 TEST(ConfigTime, RejectsUnknownUnitsNegativesFractionsAndOverflow) {
     Config cfg;
-    for (const char* bad : {"", "ms", "10h", "10m", "5 ms", "-5ms", "1.5s", "abc",
-                            "18446744073709551615s"}) {
+    for (const char* bad :
+         {"", "ms", "10h", "10m", "5 ms", "-5ms", "1.5s", "abc", "18446744073709551615s"}) {
         EXPECT_EQ(cfg.set("KEEPALIVE_INTERVAL", bad), Status::kInvalidParam) << '"' << bad << '"';
     }
 }
@@ -418,11 +419,14 @@ protected:
                 saved_.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
             }
         }
-        for (auto& [name, value] : saved_) unsetenv(name.c_str());
+        for (auto& [name, value] : saved_)
+            unsetenv(name.c_str());
     }
     void TearDown() override {
-        for (const std::string& name : set_) unsetenv(name.c_str());
-        for (auto& [name, value] : saved_) setenv(name.c_str(), value.c_str(), 1);
+        for (const std::string& name : set_)
+            unsetenv(name.c_str());
+        for (auto& [name, value] : saved_)
+            setenv(name.c_str(), value.c_str(), 1);
     }
     void set_env(const std::string& name, const std::string& value) {
         setenv(name.c_str(), value.c_str(), 1);

@@ -58,25 +58,31 @@ TEST(ConnWire, AcceptCarriesTheServerAddress) {
     ASSERT_EQ(decode_conn_frame(f.data(), f.size(), &h, &why), ConnFrameCheck::kOk) << why;
     EXPECT_EQ(h.type, ConnFrameType::kAccept);
     WorkerAddress a;
-    ASSERT_EQ(decode_accept(f.data() + kConnFrameHeaderSize, h.length, &a, &why), Status::kOk) << why;
+    ASSERT_EQ(decode_accept(f.data() + kConnFrameHeaderSize, h.length, &a, &why), Status::kOk)
+        << why;
     EXPECT_EQ(a.worker_uid, 0x1122334455667788ull);
 }
 
 TEST(ConnWire, ChallengeRoundTripsWithAndWithoutProof) {
     for (bool keyed : {false, true}) {
         ConnChallenge c;
-        for (size_t i = 0; i < kConnNonceSize; ++i) c.nonce[i] = static_cast<uint8_t>(i + 1);
-        for (size_t i = 0; i < kConnProofSize; ++i) c.commitment[i] = static_cast<uint8_t>(0x40 + i);
+        for (size_t i = 0; i < kConnNonceSize; ++i)
+            c.nonce[i] = static_cast<uint8_t>(i + 1);
+        for (size_t i = 0; i < kConnProofSize; ++i)
+            c.commitment[i] = static_cast<uint8_t>(0x40 + i);
         c.keyed = keyed;
-        for (size_t i = 0; i < kConnProofSize; ++i) c.proof[i] = static_cast<uint8_t>(0x80 + i);
+        for (size_t i = 0; i < kConnProofSize; ++i)
+            c.proof[i] = static_cast<uint8_t>(0x80 + i);
         std::vector<uint8_t> f = encode_challenge(c);
-        ASSERT_EQ(f.size(), kConnFrameHeaderSize + (keyed ? kConnKeyedChallengeSize : kConnChallengeSize));
+        ASSERT_EQ(f.size(),
+                  kConnFrameHeaderSize + (keyed ? kConnKeyedChallengeSize : kConnChallengeSize));
         ConnFrameHeader h;
         std::string why;
         ASSERT_EQ(decode_conn_frame(f.data(), f.size(), &h, &why), ConnFrameCheck::kOk) << why;
         EXPECT_EQ(h.type, ConnFrameType::kChallenge);
         ConnChallenge d;
-        ASSERT_EQ(decode_challenge(f.data() + kConnFrameHeaderSize, h.length, &d, &why), Status::kOk);
+        ASSERT_EQ(decode_challenge(f.data() + kConnFrameHeaderSize, h.length, &d, &why),
+                  Status::kOk);
         EXPECT_EQ(d.keyed, keyed);
         EXPECT_EQ(0, std::memcmp(d.nonce, c.nonce, kConnNonceSize));
         EXPECT_EQ(0, std::memcmp(d.commitment, c.commitment, kConnProofSize));
@@ -89,7 +95,8 @@ TEST(ConnWire, ChallengeRoundTripsWithAndWithoutProof) {
 TEST(ConnWire, ClientAddressRoundTripsWithAndWithoutProof) {
     const std::vector<uint8_t> addr = sample_address();
     uint8_t proof[kConnProofSize];
-    for (size_t i = 0; i < kConnProofSize; ++i) proof[i] = static_cast<uint8_t>(7 * i);
+    for (size_t i = 0; i < kConnProofSize; ++i)
+        proof[i] = static_cast<uint8_t>(7 * i);
     for (bool keyed : {false, true}) {
         std::vector<uint8_t> f = encode_client_address(keyed ? proof : nullptr, addr);
         ConnFrameHeader h;
@@ -100,7 +107,9 @@ TEST(ConnWire, ClientAddressRoundTripsWithAndWithoutProof) {
         std::vector<uint8_t> address;
         WorkerAddress a;
         ASSERT_EQ(decode_client_address(f.data() + kConnFrameHeaderSize, h.length, keyed, got,
-                                        &address, &a, &why), Status::kOk) << why;
+                                        &address, &a, &why),
+                  Status::kOk)
+            << why;
         EXPECT_EQ(address, addr);
         EXPECT_EQ(a.worker_uid, 0x1122334455667788ull);
         if (keyed) {
@@ -108,13 +117,15 @@ TEST(ConnWire, ClientAddressRoundTripsWithAndWithoutProof) {
         }
         // Read with the other expectation, the bytes do not make an address.
         EXPECT_EQ(decode_client_address(f.data() + kConnFrameHeaderSize, h.length, !keyed, got,
-                                        &address, &a, &why), Status::kMalformed);
+                                        &address, &a, &why),
+                  Status::kMalformed);
     }
 }
 
 /// Decode @p body cut to @p n bytes as a frame of @p type whose header says n: the whole
 /// pipeline (header, then the body decoder) must refuse it.
-bool truncation_accepted(ConnFrameType type, const std::vector<uint8_t>& body, size_t n, bool keyed) {
+bool truncation_accepted(ConnFrameType type, const std::vector<uint8_t>& body, size_t n,
+                         bool keyed) {
     std::vector<uint8_t> f = encode_conn_frame(type, body.data(), n);
     ConnFrameHeader h;
     std::string why;
@@ -130,7 +141,8 @@ bool truncation_accepted(ConnFrameType type, const std::vector<uint8_t>& body, s
         case ConnFrameType::kAddress: {
             uint8_t proof[kConnProofSize];
             std::vector<uint8_t> address;
-            return decode_client_address(b, h.length, keyed, proof, &address, &a, &why) == Status::kOk;
+            return decode_client_address(b, h.length, keyed, proof, &address, &a, &why) ==
+                   Status::kOk;
         }
         case ConnFrameType::kAccept: return decode_accept(b, h.length, &a, &why) == Status::kOk;
         case ConnFrameType::kReject: return true;
@@ -234,7 +246,8 @@ TEST(ConnWire, EveryTruncatedHeaderAsksForMore) {
 
 TEST(ConnWire, RejectsBadMagicVersionReservedTypeAndLengths) {
     const std::vector<uint8_t> addr = sample_address();
-    const std::vector<uint8_t> good = encode_conn_frame(ConnFrameType::kAccept, addr.data(), addr.size());
+    const std::vector<uint8_t> good =
+        encode_conn_frame(ConnFrameType::kAccept, addr.data(), addr.size());
     ConnFrameHeader h;
     auto bad = [&](std::vector<uint8_t> f) {
         std::string why;
@@ -246,21 +259,24 @@ TEST(ConnWire, RejectsBadMagicVersionReservedTypeAndLengths) {
         f[at] = v;
         return f;
     };
-    EXPECT_TRUE(bad(with(0, 'X')));   // magic
-    EXPECT_TRUE(bad(with(4, 1)));     // version 1 (its hello revealed the address)
-    EXPECT_TRUE(bad(with(4, 3)));     // a later version
-    EXPECT_TRUE(bad(with(6, 1)));     // reserved
-    EXPECT_TRUE(bad(with(5, 0)));     // type 0
-    EXPECT_TRUE(bad(with(5, 6)));     // unknown type
+    EXPECT_TRUE(bad(with(0, 'X')));  // magic
+    EXPECT_TRUE(bad(with(4, 1)));    // version 1 (its hello revealed the address)
+    EXPECT_TRUE(bad(with(4, 3)));    // a later version
+    EXPECT_TRUE(bad(with(6, 1)));    // reserved
+    EXPECT_TRUE(bad(with(5, 0)));    // type 0
+    EXPECT_TRUE(bad(with(5, 6)));    // unknown type
     EXPECT_TRUE(bad(with(5, 9)));
-    EXPECT_TRUE(bad(with(11, 0x80))); // length beyond kConnMaxBody
+    EXPECT_TRUE(bad(with(11, 0x80)));  // length beyond kConnMaxBody
     EXPECT_TRUE(bad(encode_conn_frame(ConnFrameType::kHello, nullptr, 0)));  // hello, no nonce
-    EXPECT_TRUE(bad(encode_conn_frame(ConnFrameType::kHello, addr.data(), addr.size())));  // v1 hello
+    EXPECT_TRUE(
+        bad(encode_conn_frame(ConnFrameType::kHello, addr.data(), addr.size())));  // v1 hello
     EXPECT_TRUE(bad(encode_conn_frame(ConnFrameType::kAccept, nullptr, 0)));  // accept, no address
     EXPECT_TRUE(bad(encode_conn_frame(ConnFrameType::kAddress, nullptr, 0)));
-    EXPECT_TRUE(bad(encode_conn_frame(ConnFrameType::kChallenge, addr.data(), kConnChallengeSize + 1)));
+    EXPECT_TRUE(
+        bad(encode_conn_frame(ConnFrameType::kChallenge, addr.data(), kConnChallengeSize + 1)));
     const uint8_t junk[3] = {1, 2, 3};
-    EXPECT_TRUE(bad(encode_conn_frame(ConnFrameType::kReject, junk, sizeof(junk))));  // verdict body
+    EXPECT_TRUE(
+        bad(encode_conn_frame(ConnFrameType::kReject, junk, sizeof(junk))));  // verdict body
 }
 
 TEST(ConnWire, RandomBytesNeverDecodeIntoAnOversizedFrame) {
@@ -269,7 +285,8 @@ TEST(ConnWire, RandomBytesNeverDecodeIntoAnOversizedFrame) {
     std::string why;
     for (int i = 0; i < 100000; ++i) {
         uint8_t buf[kConnFrameHeaderSize];
-        for (auto& b : buf) b = static_cast<uint8_t>(rng());
+        for (auto& b : buf)
+            b = static_cast<uint8_t>(rng());
         if (i % 2 == 0) std::memcpy(buf, "SWYH\x02", 5);  // past the magic and version checks
         if (decode_conn_frame(buf, sizeof(buf), &h, &why) == ConnFrameCheck::kOk) {
             EXPECT_LE(h.length, kConnMaxBody);
@@ -283,7 +300,8 @@ TEST(ConnSocket, ReassemblesFramesSplitAcrossReadsAndReportsEof) {
     ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
     ConnSocket reader(common::UniqueFd(sv[0]), "test");
     const std::vector<uint8_t> addr = sample_address();
-    std::vector<uint8_t> bytes = encode_conn_frame(ConnFrameType::kAccept, addr.data(), addr.size());
+    std::vector<uint8_t> bytes =
+        encode_conn_frame(ConnFrameType::kAccept, addr.data(), addr.size());
     const std::vector<uint8_t> verdict = encode_conn_frame(ConnFrameType::kReject, nullptr, 0);
     bytes.insert(bytes.end(), verdict.begin(), verdict.end());
     ConnFrameHeader h;
@@ -295,7 +313,8 @@ TEST(ConnSocket, ReassemblesFramesSplitAcrossReadsAndReportsEof) {
         ASSERT_EQ(reader.next_frame(&h, &body, &why), Status::kInProgress) << i;
     }
     const size_t done = bytes.size() - verdict.size() - 1;
-    ASSERT_EQ(write(sv[1], &bytes[done], bytes.size() - done), static_cast<ssize_t>(bytes.size() - done));
+    ASSERT_EQ(write(sv[1], &bytes[done], bytes.size() - done),
+              static_cast<ssize_t>(bytes.size() - done));
     close(sv[1]);
     EXPECT_EQ(reader.receive(), Status::kEndpointClosed);
     ASSERT_EQ(reader.next_frame(&h, &body, &why), Status::kOk);

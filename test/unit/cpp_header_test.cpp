@@ -25,7 +25,8 @@ constexpr swy_tag_t kTag = 0xC0FFEE;
 
 // Completes @p r by progressing @p worker (what Request::wait does, spelled out).
 swy_status_t spin(swy::Worker& worker, swy::Request& r) {
-    while (!r.done()) worker.progress();
+    while (!r.done())
+        worker.progress();
     return r.test();
 }
 
@@ -75,17 +76,22 @@ TEST(CppHeader, ManyMessagesArriveInSendOrder) {
     std::vector<uint32_t> out(kCount), in(kCount, 0);
     std::iota(out.begin(), out.end(), 0u);
     std::vector<swy::Request> sends, recvs;
-    for (int i = 0; i < kCount; ++i) recvs.push_back(s.worker.recv(&in[i], sizeof in[i], kTag));
-    for (int i = 0; i < kCount; ++i) sends.push_back(s.ep.send(&out[i], sizeof out[i], kTag));
-    for (auto& r : recvs) EXPECT_EQ(r.wait(), SWY_OK);
-    for (auto& r : sends) EXPECT_EQ(r.wait(), SWY_OK);
+    for (int i = 0; i < kCount; ++i)
+        recvs.push_back(s.worker.recv(&in[i], sizeof in[i], kTag));
+    for (int i = 0; i < kCount; ++i)
+        sends.push_back(s.ep.send(&out[i], sizeof out[i], kTag));
+    for (auto& r : recvs)
+        EXPECT_EQ(r.wait(), SWY_OK);
+    for (auto& r : sends)
+        EXPECT_EQ(r.wait(), SWY_OK);
     EXPECT_EQ(in, out);
 }
 
 TEST(CppHeader, LargeMessageRoundTrips) {
     SelfLoop s;
     std::vector<unsigned char> out(4 << 20), in(out.size(), 0);
-    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<unsigned char>(i * 7 + 3);
+    for (size_t i = 0; i < out.size(); ++i)
+        out[i] = static_cast<unsigned char>(i * 7 + 3);
     swy::Request recv = s.worker.recv(in.data(), in.size(), kTag);
     swy::Request send = s.ep.send(out.data(), out.size(), kTag);
     EXPECT_EQ(recv.wait(), SWY_OK);
@@ -168,4 +174,4 @@ TEST(CppHeader, EndpointDescribesItself) {
     EXPECT_FALSE(s.ep.protocols().empty());
 }
 
-} // namespace
+}  // namespace

@@ -42,8 +42,8 @@ TEST(CppListener, AcceptsAConnectionAndCarriesAMessageBothWays) {
     EXPECT_EQ(listener.get(), nullptr);
 
     sockaddr_in to = loopback(moved.port());
-    swy::Endpoint client = swy::Endpoint::connect(client_worker, reinterpret_cast<sockaddr*>(&to),
-                                                  sizeof(to));
+    swy::Endpoint client =
+        swy::Endpoint::connect(client_worker, reinterpret_cast<sockaddr*>(&to), sizeof(to));
     std::vector<int> out(1000), in(1000, 0);
     std::iota(out.begin(), out.end(), 0);
     swy::Request send = client.send(out.data(), out.size() * sizeof(int), 11);
@@ -73,7 +73,8 @@ TEST(CppListener, BindingAPortInUseThrows) {
     swy::Context ctx({{"TLS", "self"}});
     swy::Worker worker(ctx);
     sockaddr_in any = loopback(0);
-    swy::Listener first(worker, reinterpret_cast<sockaddr*>(&any), sizeof(any), [](swy_conn_request_h) {});
+    swy::Listener first(worker, reinterpret_cast<sockaddr*>(&any), sizeof(any),
+                        [](swy_conn_request_h) {});
     sockaddr_in same = loopback(first.port());
     try {
         swy::Listener second(worker, reinterpret_cast<sockaddr*>(&same), sizeof(same),
@@ -128,16 +129,18 @@ TEST(CppListener, KeyedListenerServesTheSameKeyAndRefusesAnother) {
     const std::vector<unsigned char> key(32, 0x4B), other(32, 0x4C);
     std::vector<swy::Endpoint> accepted;
     sockaddr_in any = loopback(0);
-    swy::Listener listener(server_worker, reinterpret_cast<sockaddr*>(&any), sizeof(any),
-                           [&](swy_conn_request_h req) {
-                               accepted.push_back(swy::Endpoint::accept(server_worker, req));
-                           },
-                           key.data(), key.size());
+    swy::Listener listener(
+        server_worker, reinterpret_cast<sockaddr*>(&any), sizeof(any),
+        [&](swy_conn_request_h req) {
+            accepted.push_back(swy::Endpoint::accept(server_worker, req));
+        },
+        key.data(), key.size());
     sockaddr_in to = loopback(listener.port());
     const auto* sa = reinterpret_cast<sockaddr*>(&to);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
 
-    swy::Endpoint wrong = swy::Endpoint::connect(client_worker, sa, sizeof(to), other.data(), other.size());
+    swy::Endpoint wrong =
+        swy::Endpoint::connect(client_worker, sa, sizeof(to), other.data(), other.size());
     uint64_t value = 7;
     swy::Request refused = wrong.send(&value, sizeof(value), 4);
     while (!refused.done() && std::chrono::steady_clock::now() < deadline) {
@@ -147,7 +150,8 @@ TEST(CppListener, KeyedListenerServesTheSameKeyAndRefusesAnother) {
     EXPECT_EQ(refused.test(), SWY_ERR_CONNECTION_RESET);
     EXPECT_TRUE(accepted.empty());
 
-    swy::Endpoint right = swy::Endpoint::connect(client_worker, sa, sizeof(to), key.data(), key.size());
+    swy::Endpoint right =
+        swy::Endpoint::connect(client_worker, sa, sizeof(to), key.data(), key.size());
     uint64_t in = 0, out = 0x4B4B;
     swy::Request send = right.send(&out, sizeof(out), 5);
     swy::Request recv = server_worker.recv(&in, sizeof(in), 5);
@@ -162,15 +166,16 @@ TEST(CppListener, KeyedListenerServesTheSameKeyAndRefusesAnother) {
 
     const std::vector<unsigned char> short_key(15, 1);
     try {
-        swy::Listener bad(server_worker, reinterpret_cast<sockaddr*>(&any), sizeof(any),
-                          [](swy_conn_request_h) {}, short_key.data(), short_key.size());
+        swy::Listener bad(
+            server_worker, reinterpret_cast<sockaddr*>(&any), sizeof(any),
+            [](swy_conn_request_h) {}, short_key.data(), short_key.size());
         FAIL() << "a 15-byte key was taken";
     } catch (const swy::StatusError& e) {
         EXPECT_EQ(e.status(), SWY_ERR_INVALID_PARAM);
     }
-    EXPECT_THROW(swy::Endpoint::connect(client_worker, sa, sizeof(to), short_key.data(),
-                                        short_key.size()),
-                 swy::StatusError);
+    EXPECT_THROW(
+        swy::Endpoint::connect(client_worker, sa, sizeof(to), short_key.data(), short_key.size()),
+        swy::StatusError);
 }
 
 }  // namespace

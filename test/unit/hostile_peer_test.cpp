@@ -6,10 +6,10 @@
 // frames are well-formed): it forges messages by calling its lane's am_send() directly, with
 // headers it makes up. A third process (fork) holds secrets and targets that nobody gave the
 // victim.
-#include <gtest/gtest.h>
-#include <switchyard/switchyard.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
+#include <switchyard/switchyard.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,10 +26,10 @@
 #include "core/endpoint.h"
 #include "core/worker.h"
 #include "protocols/wire.h"
-#include "transports/shm/shm_address.h"
 #include "test_context.h"
-#include "transports/tcp/tcp_iface.h"
+#include "transports/shm/shm_address.h"
 #include "transports/shm/shm_transport.h"
+#include "transports/tcp/tcp_iface.h"
 #include "transports/tcp/tcp_transport.h"
 
 namespace swy::core {
@@ -97,14 +97,16 @@ bool progress_until(std::initializer_list<const Node*> nodes, const std::functio
                     double seconds = 10) {
     const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     while (std::chrono::steady_clock::now() < end) {
-        for (const Node* n : nodes) swy_worker_progress(n->worker);
+        for (const Node* n : nodes)
+            swy_worker_progress(n->worker);
         if (done()) return true;
     }
     return done();
 }
 
 void progress_for(std::initializer_list<const Node*> nodes, double seconds) {
-    progress_until(nodes, [] { return false; }, seconds);
+    progress_until(
+        nodes, [] { return false; }, seconds);
 }
 
 /// Send a forged control message on the attacker's lane to the victim.
@@ -168,9 +170,9 @@ void forged_rts_reads_nothing(pid_t pid_on_wire, const char* secret_seen_by_owne
     swy_ep_h to_victim = connect(*attacker, *victim);
     std::vector<uint8_t> buffer(kSecretSize, 0);
     swy_request_h recv = nullptr;
-    ASSERT_EQ(swy_tag_recv_nb(victim->worker, buffer.data(), buffer.size(), 0x5EC, ~0ull,
-                              nullptr, &recv),
-              SWY_INPROGRESS);
+    ASSERT_EQ(
+        swy_tag_recv_nb(victim->worker, buffer.data(), buffer.size(), 0x5EC, ~0ull, nullptr, &recv),
+        SWY_INPROGRESS);
     for (auto scheme : {proto::RndvScheme::kGet, proto::RndvScheme::kPut}) {
         proto::RtsHeader rts{};
         rts.tag = 0x5EC;
@@ -239,7 +241,9 @@ void forged_rtr_writes_nothing(pid_t pid_on_wire) {
     delete rts;
 }
 
-TEST(HostilePeer, ForgedPutRtrOverTcpCannotWriteIntoTheVictim) { forged_rtr_writes_nothing(getpid()); }
+TEST(HostilePeer, ForgedPutRtrOverTcpCannotWriteIntoTheVictim) {
+    forged_rtr_writes_nothing(getpid());
+}
 
 TEST(HostilePeer, ForgedPutRtrOverTcpCannotWriteIntoAThirdProcess) {
     ThirdProcess third;
@@ -259,7 +263,8 @@ TEST(HostilePeer, ForgedAtsFromAnotherPeerCannotCompleteASendToAShmPeer) {
     swy_ep_h attacker_ep = connect(*attacker, *victim);
     ASSERT_STREQ(core_ep(to_receiver)->lane_attr().transport, "shm");
     std::vector<uint8_t> payload(1 << 20);
-    for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<uint8_t>(i * 7 + 3);
+    for (size_t i = 0; i < payload.size(); ++i)
+        payload[i] = static_cast<uint8_t>(i * 7 + 3);
     swy_request_h send = nullptr;
     ASSERT_EQ(swy_tag_send_nb(to_receiver, payload.data(), payload.size(), 0xA75, nullptr, &send),
               SWY_INPROGRESS);
@@ -283,8 +288,8 @@ TEST(HostilePeer, ForgedAtsFromAnotherPeerCannotCompleteASendToAShmPeer) {
     // The real receiver still gets every byte, and only then does the send complete.
     std::vector<uint8_t> buffer(payload.size(), 0);
     swy_request_h recv = nullptr;
-    swy_status_t rs = swy_tag_recv_nb(receiver->worker, buffer.data(), buffer.size(), 0xA75,
-                                      ~0ull, nullptr, &recv);
+    swy_status_t rs = swy_tag_recv_nb(receiver->worker, buffer.data(), buffer.size(), 0xA75, ~0ull,
+                                      nullptr, &recv);
     ASSERT_TRUE(rs == SWY_INPROGRESS || rs == SWY_OK);
     ASSERT_TRUE(progress_until({victim.get(), receiver.get()}, [&] {
         return swy_request_test(send) != SWY_INPROGRESS &&
@@ -352,9 +357,9 @@ TEST(HostilePeer, ATcpHelloWithAShmPeersUidThenAResetKeepsTheShmEndpoint) {
         // without the goodbye an orderly disconnect sends, as when the process is killed.
         std::unique_ptr<tl::Endpoint> lane;
         std::unique_ptr<tl::tcp::TcpInterface> spoofer;
-        ASSERT_EQ(tl::tcp::TcpInterface::open(config, friend_->w()->uid(), 0, &sink, &spoofer,
-                                              &why),
-                  Status::kOk)
+        ASSERT_EQ(
+            tl::tcp::TcpInterface::open(config, friend_->w()->uid(), 0, &sink, &spoofer, &why),
+            Status::kOk)
             << why;
         ASSERT_EQ(spoofer->connect(va.worker_uid, tcp->bytes.data(), tcp->bytes.size(), false,
                                    &lane, &why),
@@ -379,8 +384,8 @@ TEST(HostilePeer, ATcpHelloWithAShmPeersUidThenAResetKeepsTheShmEndpoint) {
     swy_request_h send = nullptr;
     swy_request_h recv = nullptr;
     swy_status_t ss = swy_tag_send_nb(to_friend, payload.data(), payload.size(), 9, nullptr, &send);
-    swy_status_t rs = swy_tag_recv_nb(friend_->worker, buffer.data(), buffer.size(), 9, ~0ull,
-                                      nullptr, &recv);
+    swy_status_t rs =
+        swy_tag_recv_nb(friend_->worker, buffer.data(), buffer.size(), 9, ~0ull, nullptr, &recv);
     ASSERT_TRUE(ss == SWY_OK || ss == SWY_INPROGRESS) << swy_status_string(ss);
     ASSERT_TRUE(rs == SWY_OK || rs == SWY_INPROGRESS);
     ASSERT_TRUE(progress_until({victim.get(), friend_.get()}, [&] {
@@ -460,8 +465,8 @@ TEST(HostilePeer, OnePeerCannotTakeMoreThanItsShareOfUnexpectedMemory) {
     }
     std::vector<uint8_t> polite_msg(1024, 0x5A);
     swy_request_h ps = nullptr;
-    swy_status_t pst = swy_tag_send_nb(polite_ep, polite_msg.data(), polite_msg.size(), 0x999,
-                                       nullptr, &ps);
+    swy_status_t pst =
+        swy_tag_send_nb(polite_ep, polite_msg.data(), polite_msg.size(), 0x999, nullptr, &ps);
     ASSERT_TRUE(pst == SWY_OK || pst == SWY_INPROGRESS);
     progress_until({victim.get(), flooder.get(), polite.get()}, [&] {
         for (swy_request_h s : sends) {
@@ -478,8 +483,8 @@ TEST(HostilePeer, OnePeerCannotTakeMoreThanItsShareOfUnexpectedMemory) {
     for (int i = 0; i < kMessages; ++i) {
         std::vector<uint8_t> buf(1024, 0);
         swy_request_h r = nullptr;
-        swy_status_t st = swy_tag_recv_nb(victim->worker, buf.data(), buf.size(), 0x100 + i, ~0ull,
-                                          nullptr, &r);
+        swy_status_t st =
+            swy_tag_recv_nb(victim->worker, buf.data(), buf.size(), 0x100 + i, ~0ull, nullptr, &r);
         if (r != nullptr) {
             progress_until({victim.get()}, [&] { return swy_request_test(r) != SWY_INPROGRESS; });
             st = swy_request_test(r);
@@ -499,11 +504,12 @@ TEST(HostilePeer, OnePeerCannotTakeMoreThanItsShareOfUnexpectedMemory) {
     // The polite peer's message, unexpected too, was not charged to the flooder.
     std::vector<uint8_t> pbuf(1024, 0);
     swy_request_h pr = nullptr;
-    swy_status_t prs = swy_tag_recv_nb(victim->worker, pbuf.data(), pbuf.size(), 0x999, ~0ull,
-                                       nullptr, &pr);
+    swy_status_t prs =
+        swy_tag_recv_nb(victim->worker, pbuf.data(), pbuf.size(), 0x999, ~0ull, nullptr, &pr);
     EXPECT_EQ(prs, SWY_OK);
     EXPECT_EQ(pbuf, polite_msg);
-    for (swy_request_h s : sends) swy_request_free(s);
+    for (swy_request_h s : sends)
+        swy_request_free(s);
     if (ps != nullptr) swy_request_free(ps);
 }
 

@@ -27,16 +27,20 @@ static_assert(cudrv::kMemoryTypeHost == CU_MEMORYTYPE_HOST &&
               cudrv::kMemoryTypeDevice == CU_MEMORYTYPE_DEVICE &&
               cudrv::kMemoryTypeArray == CU_MEMORYTYPE_ARRAY &&
               cudrv::kMemoryTypeUnified == CU_MEMORYTYPE_UNIFIED);
-static_assert(cudrv::kDevAttrConcurrentManagedAccess == CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS &&
+static_assert(cudrv::kDevAttrConcurrentManagedAccess ==
+                  CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS &&
               cudrv::kDevAttrDmaBufSupported == CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED);
 static_assert(cudrv::kMemRangeHandleTypeDmaBufFd == CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD);
 static_assert(cudrv::kStreamNonBlocking == CU_STREAM_NON_BLOCKING);
-static_assert(sizeof(cudrv::DevicePtr) == sizeof(CUdeviceptr) && sizeof(cudrv::Device) == sizeof(CUdevice));
+static_assert(sizeof(cudrv::DevicePtr) == sizeof(CUdeviceptr) &&
+              sizeof(cudrv::Device) == sizeof(CUdevice));
 // Our entry-point typedefs use int for CUresult and the attribute enums (same size and
 // calling convention on every supported ABI) and opaque pointers for the handles.
 static_assert(sizeof(CUpointer_attribute) == sizeof(int) && sizeof(CUresult) == sizeof(int) &&
-              sizeof(CUdevice_attribute) == sizeof(int) && sizeof(CUmemRangeHandleType) == sizeof(int) &&
-              sizeof(CUstream) == sizeof(cudrv::Stream) && sizeof(CUcontext) == sizeof(cudrv::Context));
+              sizeof(CUdevice_attribute) == sizeof(int) &&
+              sizeof(CUmemRangeHandleType) == sizeof(int) &&
+              sizeof(CUstream) == sizeof(cudrv::Stream) &&
+              sizeof(CUcontext) == sizeof(cudrv::Context));
 #endif
 
 namespace {
@@ -96,14 +100,15 @@ TEST(CudaPlugin, DeviceMemoryRoundTripOnARealGpu) {
     EXPECT_FALSE(r.cpu_accessible);
     std::vector<char> host(1 << 20);
     EXPECT_EQ(p.detect(p.state, host.data(), host.size(), &r), Status::kNotFound);
-    for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<char>(i * 13);
+    for (size_t i = 0; i < host.size(); ++i)
+        host[i] = static_cast<char>(i * 13);
     ASSERT_EQ(p.copy_from_host(p.state, d, host.data(), host.size()), Status::kOk);
     std::vector<char> back(host.size());
     uint64_t token = 0;
-    ASSERT_EQ(p.copy_to_host_async(p.state, back.data(), d, back.size(), &token), Status::kInProgress);
+    ASSERT_EQ(p.copy_to_host_async(p.state, back.data(), d, back.size(), &token),
+              Status::kInProgress);
     Status s;
-    while ((s = p.test(p.state, token)) == Status::kInProgress) {
-    }
+    while ((s = p.test(p.state, token)) == Status::kInProgress) {}
     ASSERT_EQ(s, Status::kOk);
     EXPECT_EQ(host, back);
     MemTypeAttr a;
@@ -111,7 +116,8 @@ TEST(CudaPlugin, DeviceMemoryRoundTripOnARealGpu) {
     if (a.dmabuf_capable) {
         int fd = -1;
         uint64_t off = 0;
-        EXPECT_EQ(p.export_dmabuf(p.state, static_cast<char*>(d) + 4096, 4096, &fd, &off), Status::kOk);
+        EXPECT_EQ(p.export_dmabuf(p.state, static_cast<char*>(d) + 4096, 4096, &fd, &off),
+                  Status::kOk);
         if (fd >= 0) close(fd);
     }
     EXPECT_EQ(p.release(p.state, d), Status::kOk);

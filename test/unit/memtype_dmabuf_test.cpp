@@ -30,7 +30,8 @@ protected:
         int fd = memfd_create("fake-dmabuf", MFD_CLOEXEC);
         EXPECT_GE(fd, 0);
         std::vector<unsigned char> data(size);
-        for (size_t i = 0; i < size; ++i) data[i] = static_cast<unsigned char>(i + seed);
+        for (size_t i = 0; i < size; ++i)
+            data[i] = static_cast<unsigned char>(i + seed);
         EXPECT_EQ(pwrite(fd, data.data(), size, 0), static_cast<ssize_t>(size));
         return fd;
     }
@@ -61,17 +62,20 @@ TEST_F(Dmabuf, MappableExporterIsCpuAccessibleAndCopiesUseTheMapping) {
     ASSERT_EQ(reg_->copy_to_host(MemType::kDmabuf, out.data(), addr, out.size()), Status::kOk);
     EXPECT_EQ(out[0], static_cast<unsigned char>(page_ + 1)) << "offset honoured";
     const char msg[] = "written through the plugin";
-    ASSERT_EQ(reg_->copy_from_host(MemType::kUnknown, static_cast<char*>(addr) + 10, msg, sizeof msg),
-              Status::kOk);
+    ASSERT_EQ(
+        reg_->copy_from_host(MemType::kUnknown, static_cast<char*>(addr) + 10, msg, sizeof msg),
+        Status::kOk);
     EXPECT_EQ(std::memcmp(static_cast<char*>(addr) + 10, msg, sizeof msg), 0) << "CPU may read it";
 
     // Export hands on a dup of the fd with the offset into the dma-buf.
     int efd = -1;
     uint64_t off = 0;
-    ASSERT_EQ(reg_->export_dmabuf(static_cast<char*>(addr) + 10, sizeof msg, &efd, &off), Status::kOk);
+    ASSERT_EQ(reg_->export_dmabuf(static_cast<char*>(addr) + 10, sizeof msg, &efd, &off),
+              Status::kOk);
     EXPECT_EQ(off, page_ + 10);
     char back[sizeof msg];
-    ASSERT_EQ(pread(efd, back, sizeof back, static_cast<off_t>(off)), static_cast<ssize_t>(sizeof back));
+    ASSERT_EQ(pread(efd, back, sizeof back, static_cast<off_t>(off)),
+              static_cast<ssize_t>(sizeof back));
     EXPECT_STREQ(back, msg);
     close(efd);
 
@@ -117,7 +121,8 @@ TEST_F(Dmabuf, ExporterWithoutMmapIsNotCpuAccessibleAndCopiesAreUnsupported) {
         EXPECT_EQ(reg_->copy_from_host(MemType::kDmabuf, addr, b, sizeof b), Status::kUnsupported);
         int efd = -1;
         uint64_t off = 1;
-        EXPECT_EQ(reg_->export_dmabuf(addr, page_, &efd, &off), Status::kOk) << "export still works";
+        EXPECT_EQ(reg_->export_dmabuf(addr, page_, &efd, &off), Status::kOk)
+            << "export still works";
         EXPECT_EQ(off, 0u);
         close(efd);
         EXPECT_EQ(reg_->unmap(addr), Status::kOk);

@@ -112,7 +112,8 @@ TEST(RangeCache, RandomChurnNeverReturnsAStaleRange) {
             MemRange r;
             const bool hit = cache.lookup(p, 1, &r);
             auto it = model.upper_bound(p);
-            const bool expect = it != model.begin() && p < std::prev(it)->first + std::prev(it)->second;
+            const bool expect =
+                it != model.begin() && p < std::prev(it)->first + std::prev(it)->second;
             ASSERT_EQ(hit, expect) << "iteration " << i << " p=" << std::hex << p;
             if (hit) {
                 EXPECT_EQ(r.base, std::prev(it)->first);
@@ -139,6 +140,7 @@ TEST(RangeCache, ConcurrentReadersSeeEraseOnceItReturned) {
     }
     cache.erase(0x60000);
     erased.store(true, std::memory_order_release);
-    for (auto& t : readers) t.join();
+    for (auto& t : readers)
+        t.join();
     EXPECT_FALSE(stale.load());
 }

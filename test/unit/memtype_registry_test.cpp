@@ -144,8 +144,8 @@ TEST(MemTypeRegistry, ReleaseInvalidatesTheCacheAndReusedAddressIsHost) {
     ASSERT_EQ(reg->release(p), Status::kOk);
     EXPECT_EQ(reg->cache().size(), 0u);
     // Put ordinary host memory at the very same address.
-    void* q = mmap(p, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
-                   -1, 0);
+    void* q = mmap(p, len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
     ASSERT_EQ(q, p);
     EXPECT_EQ(reg->detect(q, 8), MemType::kHost);
     munmap(q, len);
@@ -215,7 +215,8 @@ TEST(MemTypeRegistry, RandomAllocFreeChurnNeverReturnsAStaleType) {
     };
     auto free_one = [&](std::map<uintptr_t, Live>::iterator it) {
         void* p = reinterpret_cast<void*>(it->first);
-        ASSERT_EQ(it->second.type == MemType::kDmabuf ? reg->unmap(p) : reg->release(p), Status::kOk);
+        ASSERT_EQ(it->second.type == MemType::kDmabuf ? reg->unmap(p) : reg->release(p),
+                  Status::kOk);
         freed.push_back(it->first);
         live.erase(it);
     };
@@ -245,7 +246,9 @@ TEST(MemTypeRegistry, RandomAllocFreeChurnNeverReturnsAStaleType) {
         for (int k = 0; k < 4 && !live.empty(); ++k) {
             auto it = live.begin();
             std::advance(it, static_cast<long>(rng() % live.size()));
-            const size_t off = k == 0 ? 0 : k == 1 ? it->second.length - 1 : rng() % it->second.length;
+            const size_t off = k == 0   ? 0
+                               : k == 1 ? it->second.length - 1
+                                        : rng() % it->second.length;
             MemRange r;
             ASSERT_EQ(reg->detect(reinterpret_cast<void*>(it->first + off), 1, &r), it->second.type)
                 << "iteration " << i;
@@ -261,7 +264,8 @@ TEST(MemTypeRegistry, RandomAllocFreeChurnNeverReturnsAStaleType) {
             EXPECT_EQ(got, want) << "iteration " << i << ": " << memtype_name(got);
         }
     }
-    while (!live.empty()) free_one(live.begin());
+    while (!live.empty())
+        free_one(live.begin());
     close(fd);
     EXPECT_EQ(reg->cache().size(), 0u);
 }
@@ -291,7 +295,8 @@ TEST(MemTypeRegistry, ConcurrentAllocDetectFreeFromSeveralThreads) {
             }
         });
     }
-    for (auto& th : threads) th.join();
+    for (auto& th : threads)
+        th.join();
     EXPECT_EQ(wrong.load(), 0);
     EXPECT_EQ(reg->cache().size(), 0u);
 }
@@ -303,8 +308,10 @@ TEST(MemTypeRegistry, CopyAnyDirectionAndAsyncTokens) {
     ASSERT_EQ(reg->allocate(MemType::kSimdev, 300000, &a), Status::kOk);
     ASSERT_EQ(reg->allocate(MemType::kSimdev, 300000, &b), Status::kOk);
     std::vector<unsigned char> in(300000), out(300000);
-    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<unsigned char>(i * 131 + 7);
-    ASSERT_EQ(reg->copy(a, MemType::kUnknown, in.data(), MemType::kUnknown, in.size()), Status::kOk);
+    for (size_t i = 0; i < in.size(); ++i)
+        in[i] = static_cast<unsigned char>(i * 131 + 7);
+    ASSERT_EQ(reg->copy(a, MemType::kUnknown, in.data(), MemType::kUnknown, in.size()),
+              Status::kOk);
     ASSERT_EQ(reg->copy(b, MemType::kSimdev, a, MemType::kSimdev, in.size()), Status::kOk)
         << "device to device through the bounce buffer";
     ASSERT_EQ(reg->copy(out.data(), MemType::kHost, b, MemType::kUnknown, out.size()), Status::kOk);
@@ -315,17 +322,18 @@ TEST(MemTypeRegistry, CopyAnyDirectionAndAsyncTokens) {
     Status s = reg->copy_to_host_async(MemType::kSimdev, out.data(), at(a, 10), 1000, &token);
     ASSERT_EQ(s, Status::kInProgress);
     EXPECT_EQ(token >> 56, static_cast<uint64_t>(MemType::kSimdev));
-    while ((s = reg->test(token)) == Status::kInProgress) {
-    }
+    while ((s = reg->test(token)) == Status::kInProgress) {}
     ASSERT_EQ(s, Status::kOk);
     EXPECT_EQ(std::memcmp(out.data(), in.data() + 10, 1000), 0);
     EXPECT_EQ(reg->test(0), Status::kOk);
     EXPECT_EQ(reg->test(uint64_t{7} << 56), Status::kInvalidParam);
     // Host async completes at once.
-    EXPECT_EQ(reg->copy_to_host_async(MemType::kHost, out.data(), in.data(), 10, &token), Status::kOk);
+    EXPECT_EQ(reg->copy_to_host_async(MemType::kHost, out.data(), in.data(), 10, &token),
+              Status::kOk);
     EXPECT_EQ(token, 0u);
     // Out of range.
-    EXPECT_EQ(reg->copy_to_host(MemType::kSimdev, out.data(), at(a, 299999), 2), Status::kInvalidParam);
+    EXPECT_EQ(reg->copy_to_host(MemType::kSimdev, out.data(), at(a, 299999), 2),
+              Status::kInvalidParam);
     EXPECT_EQ(reg->release(a), Status::kOk);
     EXPECT_EQ(reg->release(b), Status::kOk);
 }
@@ -359,8 +367,10 @@ TEST(MemTypeCApi, AllocDetectCopyFree) {
     EXPECT_EQ(t, SWY_MEMTYPE_SIMDEV);
     char host[64] = "hello, device";
     char back[64] = {};
-    ASSERT_EQ(swy_mem_copy(ctx, dev, SWY_MEMTYPE_UNKNOWN, host, SWY_MEMTYPE_HOST, sizeof host), SWY_OK);
-    ASSERT_EQ(swy_mem_copy(ctx, back, SWY_MEMTYPE_HOST, dev, SWY_MEMTYPE_SIMDEV, sizeof back), SWY_OK);
+    ASSERT_EQ(swy_mem_copy(ctx, dev, SWY_MEMTYPE_UNKNOWN, host, SWY_MEMTYPE_HOST, sizeof host),
+              SWY_OK);
+    ASSERT_EQ(swy_mem_copy(ctx, back, SWY_MEMTYPE_HOST, dev, SWY_MEMTYPE_SIMDEV, sizeof back),
+              SWY_OK);
     EXPECT_STREQ(back, host);
     ASSERT_EQ(swy_mem_detect(ctx, host, sizeof host, &t), SWY_OK);
     EXPECT_EQ(t, SWY_MEMTYPE_HOST);

@@ -29,7 +29,8 @@ protected:
 
 std::vector<unsigned char> pattern(size_t n, unsigned seed) {
     std::vector<unsigned char> v(n);
-    for (size_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>(i * 7 + seed);
+    for (size_t i = 0; i < n; ++i)
+        v[i] = static_cast<unsigned char>(i * 7 + seed);
     return v;
 }
 
@@ -58,7 +59,8 @@ TEST_F(Simdev, CopiesRoundTripBytesExactly) {
     EXPECT_EQ(in, out);
     // A piece in the middle, at an odd offset.
     std::vector<unsigned char> piece(1000, 0);
-    ASSERT_EQ(p_.copy_to_host(p_.state, piece.data(), static_cast<char*>(d) + 4097, 1000), Status::kOk);
+    ASSERT_EQ(p_.copy_to_host(p_.state, piece.data(), static_cast<char*>(d) + 4097, 1000),
+              Status::kOk);
     EXPECT_EQ(std::memcmp(piece.data(), in.data() + 4097, 1000), 0);
     EXPECT_EQ(p_.release(p_.state, d), Status::kOk);
 }
@@ -67,7 +69,8 @@ TEST_F(Simdev, CopiesOutsideAnAllocationAreRefused) {
     void* d = alloc(100);
     char buf[200];
     EXPECT_EQ(p_.copy_to_host(p_.state, buf, d, 101), Status::kInvalidParam);
-    EXPECT_EQ(p_.copy_from_host(p_.state, static_cast<char*>(d) + 50, buf, 51), Status::kInvalidParam);
+    EXPECT_EQ(p_.copy_from_host(p_.state, static_cast<char*>(d) + 50, buf, 51),
+              Status::kInvalidParam);
     EXPECT_EQ(p_.copy_to_host(p_.state, buf, buf, 1), Status::kInvalidParam) << "host pointer";
     EXPECT_EQ(p_.release(p_.state, d), Status::kOk);
 }
@@ -96,8 +99,7 @@ TEST_F(Simdev, AsyncCopiesCompleteInTestInOrder) {
     EXPECT_GT(t2, t1);
     EXPECT_EQ(out[1], 0) << "nothing happens before test()";
     Status s;
-    while ((s = p_.test(p_.state, t2)) == Status::kInProgress) {
-    }
+    while ((s = p_.test(p_.state, t2)) == Status::kInProgress) {}
     ASSERT_EQ(s, Status::kOk);
     EXPECT_EQ(p_.test(p_.state, t1), Status::kOk) << "earlier copies complete first";
     EXPECT_EQ(in, out);
@@ -123,7 +125,8 @@ TEST_F(Simdev, ExportGivesTheBackingFdAndOffset) {
     ASSERT_EQ(p_.copy_from_host(p_.state, d, in.data(), in.size()), Status::kOk);
     int fd = -1;
     uint64_t off = 0;
-    ASSERT_EQ(p_.export_dmabuf(p_.state, static_cast<char*>(d) + 4096, 100, &fd, &off), Status::kOk);
+    ASSERT_EQ(p_.export_dmabuf(p_.state, static_cast<char*>(d) + 4096, 100, &fd, &off),
+              Status::kOk);
     EXPECT_EQ(off, 4096u);
     unsigned char b[100];
     ASSERT_EQ(pread(fd, b, sizeof b, static_cast<off_t>(off)), 100);
@@ -155,8 +158,7 @@ TEST(SimdevThrottle, CopiesTakeAsLongAsBandwidthAndLatencySay) {
     ASSERT_EQ(p.copy_to_host_async(p.state, buf.data(), d, buf.size(), &t), Status::kInProgress);
     EXPECT_EQ(p.test(p.state, t), Status::kInProgress);
     const auto t1 = std::chrono::steady_clock::now();
-    while (p.test(p.state, t) == Status::kInProgress) {
-    }
+    while (p.test(p.state, t) == Status::kInProgress) {}
     EXPECT_GE(std::chrono::steady_clock::now() - t1, std::chrono::microseconds(500));
     EXPECT_EQ(p.release(p.state, d), Status::kOk);
     p.destroy(p.state);

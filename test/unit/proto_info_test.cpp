@@ -11,7 +11,7 @@ namespace swy::proto {
 namespace {
 
 TEST(ProtoInfo, NamesAreTheSwyProtoValuesAndRoundTrip) {
-    const char* expected[] = {"eager_short",   "eager_bcopy",    "rndv_get_cma", "rndv_put_cma",
+    const char* expected[] = {"eager_short",   "eager_bcopy",    "rndv_get_cma",  "rndv_put_cma",
                               "rndv_pipeline", "rndv_get_zcopy", "rndv_put_zcopy"};
     for (const char* name : expected) {
         ProtoId id{};

@@ -117,7 +117,8 @@ TEST(ShmRing, SingleProducerKeepsFifoOrder) {
     RingMemory mem(16, kCellSize);
     uint64_t head = 0;
     uint64_t tail = 0;
-    for (uint64_t i = 0; i < 10; ++i) ASSERT_TRUE(push_private(mem.ring, head, 100 + i));
+    for (uint64_t i = 0; i < 10; ++i)
+        ASSERT_TRUE(push_private(mem.ring, head, 100 + i));
     for (uint64_t i = 0; i < 10; ++i) {
         Message m{};
         ASSERT_TRUE(pop(mem.ring, tail, &m));
@@ -130,7 +131,8 @@ TEST(ShmRing, SingleProducerKeepsFifoOrder) {
 TEST(ShmRing, FullRingRefusesPrivateClaimUntilConsumerReleases) {
     RingMemory mem(8, kCellSize);
     uint64_t head = 0;
-    for (uint64_t i = 0; i < 8; ++i) ASSERT_TRUE(push_private(mem.ring, head, i));
+    for (uint64_t i = 0; i < 8; ++i)
+        ASSERT_TRUE(push_private(mem.ring, head, i));
     EXPECT_EQ(mem.ring.claim_private(head), nullptr);
     EXPECT_EQ(mem.ring.claim_private(head), nullptr);  // still full, still no spin
 
@@ -154,7 +156,8 @@ TEST(ShmRing, FullRingRefusesPrivateClaimUntilConsumerReleases) {
 TEST(ShmRing, FullRingRefusesSharedClaimWithoutMovingHead) {
     RingMemory mem(8, kCellSize);
     std::atomic<uint64_t> head{0};
-    for (uint64_t i = 0; i < 8; ++i) ASSERT_TRUE(push_shared(mem.ring, head, 0, i));
+    for (uint64_t i = 0; i < 8; ++i)
+        ASSERT_TRUE(push_shared(mem.ring, head, 0, i));
     uint64_t pos = 12345;
     EXPECT_EQ(mem.ring.claim_shared(head, &pos), nullptr);
     EXPECT_EQ(head.load(), 8u) << "a refused claim must not consume a position";
@@ -182,12 +185,14 @@ TEST(ShmRing, WrapsAroundManyTimesWithPrivateClaims) {
     // Vary the fill level so that head and tail cross cell 0 at every offset.
     for (int round = 0; round < 10000; ++round) {
         const uint32_t burst = 1 + static_cast<uint32_t>(round % kCells);
-        for (uint32_t i = 0; i < burst; ++i) ASSERT_TRUE(push_private(mem.ring, head, sent++));
+        for (uint32_t i = 0; i < burst; ++i)
+            ASSERT_TRUE(push_private(mem.ring, head, sent++));
         if (burst == kCells) {
             ASSERT_EQ(mem.ring.claim_private(head), nullptr);
         }
         Message m{};
-        while (pop(mem.ring, tail, &m)) ASSERT_EQ(m.sequence, next_expected++);
+        while (pop(mem.ring, tail, &m))
+            ASSERT_EQ(m.sequence, next_expected++);
         ASSERT_EQ(tail, head);
     }
     EXPECT_EQ(next_expected, sent);
@@ -203,7 +208,8 @@ TEST(ShmRing, WrapsAroundManyTimesWithSharedClaims) {
     uint64_t received = 0;
     for (int round = 0; round < 10000; ++round) {
         // Keep the ring partly full across rounds: push until full, pop half.
-        while (push_shared(mem.ring, head, 0, sent)) ++sent;
+        while (push_shared(mem.ring, head, 0, sent))
+            ++sent;
         for (uint32_t i = 0; i < kCells / 2; ++i) {
             Message m{};
             ASSERT_TRUE(pop(mem.ring, tail, &m));
@@ -211,7 +217,8 @@ TEST(ShmRing, WrapsAroundManyTimesWithSharedClaims) {
         }
     }
     Message m{};
-    while (pop(mem.ring, tail, &m)) ASSERT_EQ(m.sequence, received++);
+    while (pop(mem.ring, tail, &m))
+        ASSERT_EQ(m.sequence, received++);
     EXPECT_EQ(received, sent);
     EXPECT_EQ(head.load(), sent);
 }
@@ -249,8 +256,8 @@ void run_multi_producer_stress(uint32_t producers, uint64_t per_producer) {
     const uint64_t total = per_producer * producers;
     std::vector<uint64_t> next(producers, 0);
     uint64_t received = 0;
-    uint64_t gaps = 0;        // a producer's sequence skipped ahead: messages lost
-    uint64_t repeats = 0;     // a producer's sequence went back: duplicated or reordered
+    uint64_t gaps = 0;     // a producer's sequence skipped ahead: messages lost
+    uint64_t repeats = 0;  // a producer's sequence went back: duplicated or reordered
     uint64_t bad_producer = 0;
     std::thread consumer([&] {
         uint64_t tail = 0;
@@ -281,24 +288,27 @@ void run_multi_producer_stress(uint32_t producers, uint64_t per_producer) {
     std::vector<std::thread> threads;
     for (uint32_t p = 0; p < producers; ++p) {
         threads.emplace_back([&, p] {
-            while (!start.load(std::memory_order_acquire)) {
-            }
+            while (!start.load(std::memory_order_acquire)) {}
             for (uint64_t i = 0; i < per_producer; ++i) {
-                while (!push_shared(mem.ring, head, p, i)) std::this_thread::yield();
+                while (!push_shared(mem.ring, head, p, i))
+                    std::this_thread::yield();
             }
             producers_finished.fetch_add(1, std::memory_order_release);
         });
     }
     start.store(true, std::memory_order_release);
     auto report = [&] {
-        std::fprintf(stderr, "%u producers x %llu messages: %u producers finished, %llu received, head %llu\n",
-                     producers, static_cast<unsigned long long>(per_producer),
-                     producers_finished.load(), static_cast<unsigned long long>(progress.load()),
-                     static_cast<unsigned long long>(head.load()));
+        std::fprintf(
+            stderr,
+            "%u producers x %llu messages: %u producers finished, %llu received, head %llu\n",
+            producers, static_cast<unsigned long long>(per_producer), producers_finished.load(),
+            static_cast<unsigned long long>(progress.load()),
+            static_cast<unsigned long long>(head.load()));
     };
     wait_or_abort(producers_finished, producers, report);
     wait_or_abort(consumer_finished, 1, report);
-    for (auto& t : threads) t.join();
+    for (auto& t : threads)
+        t.join();
     consumer.join();
 
     EXPECT_EQ(bad_producer, 0u);
@@ -352,7 +362,8 @@ TEST(ShmRing, PrivateProducerThreadKeepsOrderAcrossThreads) {
     std::thread producer([&] {
         uint64_t head = 0;
         for (uint64_t i = 0; i < kStressMessages; ++i) {
-            while (!push_private(mem.ring, head, i)) std::this_thread::yield();
+            while (!push_private(mem.ring, head, i))
+                std::this_thread::yield();
         }
         finished.fetch_add(1, std::memory_order_release);
     });
@@ -385,7 +396,8 @@ TEST(ShmRing, WorksAcrossForkInSharedMapping) {
     if (child == 0) {
         // Child: no gtest assertions here; exit code reports the outcome.
         for (uint64_t i = 0; i < kMessages; ++i) {
-            while (!push_shared(ring, *head, 7, i)) sched_yield();
+            while (!push_shared(ring, *head, 7, i))
+                sched_yield();
         }
         _exit(0);
     }

@@ -10,8 +10,8 @@
 #include <chrono>
 #include <cstring>
 #include <numeric>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/unique_fd.h"

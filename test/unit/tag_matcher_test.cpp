@@ -144,7 +144,8 @@ TEST(TagMatcher, UnexpectedMatchedInArrivalOrder) {
     TagMatcher m;
     UnexpectedMessage a = msg(pack(1, 1, 1)), b = msg(pack(1, 2, 1)), c = msg(pack(1, 1, 1)),
                       d = msg(pack(1, 1, 2));
-    for (UnexpectedMessage* p : {&a, &b, &c, &d}) m.add_unexpected(p);
+    for (UnexpectedMessage* p : {&a, &b, &c, &d})
+        m.add_unexpected(p);
     EXPECT_LT(a.arrival_seq, b.arrival_seq);
     EXPECT_EQ(m.unexpected_count(), 4u);
     // Exact lookup: first arrival with that tag.
@@ -275,7 +276,8 @@ TEST(TagMatcher, GrowthKeepsArrivalOrderForWildcards) {
         u[i] = msg(pack(0, i % 13, i % 5));
         m.add_unexpected(&u[i]);
     }
-    for (size_t i = 0; i < u.size(); ++i) ASSERT_EQ(m.match_unexpected(0, 0, true), &u[i]);
+    for (size_t i = 0; i < u.size(); ++i)
+        ASSERT_EQ(m.match_unexpected(0, 0, true), &u[i]);
 }
 
 // ---- randomized differential test against an obviously-correct reference ----
@@ -362,75 +364,75 @@ void run_differential(uint32_t seed, int ops) {
     for (int step = 0; step < ops; ++step) {
         SCOPED_TRACE(testing::Message() << "seed " << seed << " step " << step);
         switch (pick(8)) {
-        case 0:    // post an exact receive
-        case 1: {  // post a wildcard receive
-            PostedReceive* r = new_recv();
-            r->tag = random_tag();
-            r->mask = pick(2) == 0 ? kExact : random_mask();
-            real.post(r);
-            ref.post(r);
-            break;
-        }
-        case 2: {  // message arrives: match a posted receive, else queue it as unexpected
-            const uint64_t tag = random_tag();
-            PostedReceive* got = real.match_posted(tag);
-            ASSERT_EQ(got, ref.match_posted(tag)) << "match_posted tag " << std::hex << tag;
-            if (got != nullptr) {
-                ASSERT_EQ((got->tag & got->mask), (tag & got->mask));
-                free_recvs.push_back(got);
-            } else {
-                UnexpectedMessage* m = new_msg();
-                m->tag = tag;
-                real.add_unexpected(m);
-                ref.add_unexpected(m);
-            }
-            break;
-        }
-        case 3: {  // message arrives straight into the unexpected queue
-            UnexpectedMessage* m = new_msg();
-            m->tag = random_tag();
-            real.add_unexpected(m);
-            ref.add_unexpected(m);
-            break;
-        }
-        case 4:    // probe
-        case 5: {  // receive: match an unexpected message, else post
-            const bool remove = pick(2) == 0;
-            const uint64_t tag = random_tag();
-            const uint64_t mask = pick(2) == 0 ? kExact : random_mask();
-            UnexpectedMessage* got = real.match_unexpected(tag, mask, remove);
-            ASSERT_EQ(got, ref.match_unexpected(tag, mask, remove))
-                << "match_unexpected tag " << std::hex << tag << " mask " << mask;
-            if (got != nullptr && remove) free_msgs.push_back(got);
-            if (got == nullptr && remove) {
+            case 0:    // post an exact receive
+            case 1: {  // post a wildcard receive
                 PostedReceive* r = new_recv();
-                r->tag = tag;
-                r->mask = mask;
+                r->tag = random_tag();
+                r->mask = pick(2) == 0 ? kExact : random_mask();
                 real.post(r);
                 ref.post(r);
+                break;
             }
-            break;
-        }
-        case 6: {  // cancel any receive ever created (queued or not)
-            if (all_recvs.empty()) break;
-            PostedReceive* r = all_recvs[pick(all_recvs.size())];
-            const bool cancelled = real.cancel(r);
-            ASSERT_EQ(cancelled, ref.cancel(r));
-            if (cancelled) free_recvs.push_back(r);
-            break;
-        }
-        case 7: {  // remove any message ever created (queued or not)
-            if (all_msgs.empty()) break;
-            UnexpectedMessage* m = all_msgs[pick(all_msgs.size())];
-            const size_t before = ref.unexpected_count();
-            real.remove_unexpected(m);
-            ref.remove_unexpected(m);
-            if (ref.unexpected_count() != before &&
-                std::find(free_msgs.begin(), free_msgs.end(), m) == free_msgs.end()) {
-                free_msgs.push_back(m);
+            case 2: {  // message arrives: match a posted receive, else queue it as unexpected
+                const uint64_t tag = random_tag();
+                PostedReceive* got = real.match_posted(tag);
+                ASSERT_EQ(got, ref.match_posted(tag)) << "match_posted tag " << std::hex << tag;
+                if (got != nullptr) {
+                    ASSERT_EQ((got->tag & got->mask), (tag & got->mask));
+                    free_recvs.push_back(got);
+                } else {
+                    UnexpectedMessage* m = new_msg();
+                    m->tag = tag;
+                    real.add_unexpected(m);
+                    ref.add_unexpected(m);
+                }
+                break;
             }
-            break;
-        }
+            case 3: {  // message arrives straight into the unexpected queue
+                UnexpectedMessage* m = new_msg();
+                m->tag = random_tag();
+                real.add_unexpected(m);
+                ref.add_unexpected(m);
+                break;
+            }
+            case 4:    // probe
+            case 5: {  // receive: match an unexpected message, else post
+                const bool remove = pick(2) == 0;
+                const uint64_t tag = random_tag();
+                const uint64_t mask = pick(2) == 0 ? kExact : random_mask();
+                UnexpectedMessage* got = real.match_unexpected(tag, mask, remove);
+                ASSERT_EQ(got, ref.match_unexpected(tag, mask, remove))
+                    << "match_unexpected tag " << std::hex << tag << " mask " << mask;
+                if (got != nullptr && remove) free_msgs.push_back(got);
+                if (got == nullptr && remove) {
+                    PostedReceive* r = new_recv();
+                    r->tag = tag;
+                    r->mask = mask;
+                    real.post(r);
+                    ref.post(r);
+                }
+                break;
+            }
+            case 6: {  // cancel any receive ever created (queued or not)
+                if (all_recvs.empty()) break;
+                PostedReceive* r = all_recvs[pick(all_recvs.size())];
+                const bool cancelled = real.cancel(r);
+                ASSERT_EQ(cancelled, ref.cancel(r));
+                if (cancelled) free_recvs.push_back(r);
+                break;
+            }
+            case 7: {  // remove any message ever created (queued or not)
+                if (all_msgs.empty()) break;
+                UnexpectedMessage* m = all_msgs[pick(all_msgs.size())];
+                const size_t before = ref.unexpected_count();
+                real.remove_unexpected(m);
+                ref.remove_unexpected(m);
+                if (ref.unexpected_count() != before &&
+                    std::find(free_msgs.begin(), free_msgs.end(), m) == free_msgs.end()) {
+                    free_msgs.push_back(m);
+                }
+                break;
+            }
         }
         ASSERT_EQ(real.posted_count(), ref.posted_count());
         ASSERT_EQ(real.unexpected_count(), ref.unexpected_count());

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "common/auth.h"
+#include "tcp_test_util.h"
 #include "transports/tcp/tcp_iface.h"
 #include "transports/tcp/tcp_wire.h"
-#include "tcp_test_util.h"
 
 namespace swy::tl::tcp {
 namespace {
@@ -150,7 +150,8 @@ TEST_F(TcpSetup, ThirtyTwoBlackholedAddressesNeitherBlockNorStopOtherPeers) {
     EXPECT_EQ(sink_a_.failures[0].first, dead->peer_key());
     EXPECT_EQ(sink_a_.failures[0].second, Status::kTimedOut);
     EXPECT_EQ(dead->am_send(1, &x, 1, nullptr, 0), Status::kConnectionReset);
-    for (int i = 0; i < 1000; ++i) a_->progress();
+    for (int i = 0; i < 1000; ++i)
+        a_->progress();
     EXPECT_EQ(sink_a_.failures.size(), 1u) << "reported once";
     // The live one still works.
     uint32_t last = 99;
@@ -195,8 +196,8 @@ TEST_F(TcpSetup, SendsWhileConnectingQueueWithinTheLimitAndLeaveInOrder) {
     EXPECT_EQ(last, Status::kNoResource);
     EXPECT_GE(accepted, 6u);
     EXPECT_LE(accepted * 10012u, 64u * 1024u + 10012u);
-    ASSERT_TRUE(progress_until({a_.get(), b_.get()},
-                               [&] { return sink_b_.msgs.size() == accepted; }));
+    ASSERT_TRUE(
+        progress_until({a_.get(), b_.get()}, [&] { return sink_b_.msgs.size() == accepted; }));
     for (uint32_t i = 0; i < accepted; ++i) {
         uint32_t seq = 0;
         std::memcpy(&seq, sink_b_.msgs[i].data(), 4);
@@ -218,9 +219,11 @@ TEST_F(TcpSetup, APeerBusyLongerThanTheConnectTimeoutIsNotAFailure) {
     ASSERT_EQ(ep->am_send(1, &x, 1, nullptr, 0), Status::kOk);
     // The acceptor computes (no progress) while the connector waits for its answer...
     const auto t0 = Clock::now();
-    while (Clock::now() - t0 < std::chrono::milliseconds(500)) a_->progress();
+    while (Clock::now() - t0 < std::chrono::milliseconds(500))
+        a_->progress();
     // ...and the acceptor waits while the connector computes.
-    while (Clock::now() - t0 < std::chrono::milliseconds(1000)) b_->progress();
+    while (Clock::now() - t0 < std::chrono::milliseconds(1000))
+        b_->progress();
     ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] { return sink_b_.msgs.size() == 1; }));
     EXPECT_TRUE(sink_a_.failures.empty());
     EXPECT_TRUE(sink_b_.failures.empty());
@@ -301,7 +304,8 @@ TEST_F(TcpSetup, RawPeerWithoutProofGetsNothingDeliveredAndIsClosed) {
         const uint8_t data[] = {1, 2, 3, 4};
         send_all(fd, frame(1, data, sizeof(data)));
         EXPECT_TRUE(progress_until({b_.get()}, [&] { return closed(fd); }));
-        for (int i = 0; i < 1000; ++i) b_->progress();
+        for (int i = 0; i < 1000; ++i)
+            b_->progress();
         close(fd);
         EXPECT_TRUE(sink_b_.msgs.empty()) << "delivered without a proof";
         EXPECT_TRUE(sink_b_.failures.empty()) << "an unproven uid must not be blamed";

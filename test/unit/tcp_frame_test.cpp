@@ -115,7 +115,8 @@ TEST(TcpFrame, RandomHeadersNeverPassWithAnOversizedLength) {
 
 TEST(TcpFrame, HelloRoundTripsAndRejectsEveryTruncation) {
     uint8_t nonce[kNonceSize];
-    for (size_t i = 0; i < kNonceSize; ++i) nonce[i] = static_cast<uint8_t>(0xA0 + i);
+    for (size_t i = 0; i < kNonceSize; ++i)
+        nonce[i] = static_cast<uint8_t>(0xA0 + i);
     uint8_t buf[kHelloSize];
     encode_hello(buf, 0x1122334455667788ull, nonce);
     uint64_t uid = 0;
@@ -123,7 +124,8 @@ TEST(TcpFrame, HelloRoundTripsAndRejectsEveryTruncation) {
     ASSERT_TRUE(decode_hello(buf, sizeof(buf), &uid, got));
     EXPECT_EQ(uid, 0x1122334455667788ull);
     EXPECT_EQ(std::memcmp(got, nonce, kNonceSize), 0);
-    for (size_t n = 0; n < kHelloSize; ++n) EXPECT_FALSE(decode_hello(buf, n, &uid, got)) << n;
+    for (size_t n = 0; n < kHelloSize; ++n)
+        EXPECT_FALSE(decode_hello(buf, n, &uid, got)) << n;
     EXPECT_FALSE(decode_hello(nullptr, kHelloSize, &uid, got));
     uint8_t longer[kHelloSize + 1] = {};
     std::memcpy(longer, buf, kHelloSize);
@@ -141,8 +143,10 @@ TEST(TcpFrame, HelloRoundTripsAndRejectsEveryTruncation) {
 
 TEST(TcpFrame, HelloAckRoundTripsWithAndWithoutProofAndRejectsEveryTruncation) {
     uint8_t nonce[kNonceSize], proof[kProofSize];
-    for (size_t i = 0; i < kNonceSize; ++i) nonce[i] = static_cast<uint8_t>(i * 3 + 1);
-    for (size_t i = 0; i < kProofSize; ++i) proof[i] = static_cast<uint8_t>(0xF0 - i);
+    for (size_t i = 0; i < kNonceSize; ++i)
+        nonce[i] = static_cast<uint8_t>(i * 3 + 1);
+    for (size_t i = 0; i < kProofSize; ++i)
+        proof[i] = static_cast<uint8_t>(0xF0 - i);
     for (bool with_proof : {false, true}) {
         SCOPED_TRACE(with_proof);
         uint8_t buf[kHelloAckMaxSize + 1] = {};
@@ -156,7 +160,8 @@ TEST(TcpFrame, HelloAckRoundTripsWithAndWithoutProofAndRejectsEveryTruncation) {
         if (with_proof) {
             EXPECT_EQ(std::memcmp(ack.proof, proof, kProofSize), 0);
         }
-        for (size_t k = 0; k < n; ++k) EXPECT_FALSE(decode_hello_ack(buf, k, &ack)) << k;
+        for (size_t k = 0; k < n; ++k)
+            EXPECT_FALSE(decode_hello_ack(buf, k, &ack)) << k;
         EXPECT_FALSE(decode_hello_ack(buf, n + 1, &ack)) << "trailing byte";
         EXPECT_FALSE(decode_hello_ack(nullptr, n, &ack));
         uint8_t bad[kHelloAckMaxSize + 1];
@@ -181,13 +186,15 @@ TEST(TcpFrame, HelloAckRoundTripsWithAndWithoutProofAndRejectsEveryTruncation) {
 
 TEST(TcpFrame, ProofRoundTripsAndRejectsEveryTruncation) {
     uint8_t proof[kProofSize];
-    for (size_t i = 0; i < kProofSize; ++i) proof[i] = static_cast<uint8_t>(i);
+    for (size_t i = 0; i < kProofSize; ++i)
+        proof[i] = static_cast<uint8_t>(i);
     uint8_t buf[kProofFrameSize + 1] = {};
     encode_proof(buf, proof);
     uint8_t got[kProofSize] = {};
     ASSERT_TRUE(decode_proof(buf, kProofFrameSize, got));
     EXPECT_EQ(std::memcmp(got, proof, kProofSize), 0);
-    for (size_t k = 0; k < kProofFrameSize; ++k) EXPECT_FALSE(decode_proof(buf, k, got)) << k;
+    for (size_t k = 0; k < kProofFrameSize; ++k)
+        EXPECT_FALSE(decode_proof(buf, k, got)) << k;
     EXPECT_FALSE(decode_proof(buf, kProofFrameSize + 1, got));
     EXPECT_FALSE(decode_proof(nullptr, kProofFrameSize, got));
     buf[1] = kHelloVersion + 1;
@@ -232,7 +239,8 @@ TEST(TcpAddress, RoundTrips) {
     std::vector<TcpAddressEntry> out;
     ASSERT_TRUE(decode_tcp_address(bytes.data(), bytes.size(), &out));
     ASSERT_EQ(out.size(), entries.size());
-    for (size_t i = 0; i < out.size(); ++i) EXPECT_TRUE(same(out[i], entries[i])) << i;
+    for (size_t i = 0; i < out.size(); ++i)
+        EXPECT_TRUE(same(out[i], entries[i])) << i;
 }
 
 TEST(TcpAddress, RejectsEveryTruncationAndTrailingBytes) {
@@ -285,11 +293,13 @@ TEST(TcpAddress, RandomBytesNeverCrashAndDecodeOnlyCanonicalSections) {
         if (i % 2 == 0) {
             bytes = good;  // mutate a valid section: reaches the deeper checks
             const int flips = 1 + static_cast<int>(rng() % 3);
-            for (int f = 0; f < flips; ++f) bytes[rng() % bytes.size()] = static_cast<uint8_t>(rng());
+            for (int f = 0; f < flips; ++f)
+                bytes[rng() % bytes.size()] = static_cast<uint8_t>(rng());
             bytes.resize(rng() % (bytes.size() + 4));
         } else {
             bytes.resize(rng() % 64);
-            for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+            for (auto& b : bytes)
+                b = static_cast<uint8_t>(rng());
             if (!bytes.empty()) bytes[0] = kTcpAddressVersion;
             if (bytes.size() > 1) bytes[1] = static_cast<uint8_t>(rng() % 4);
         }

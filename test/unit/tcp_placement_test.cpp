@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "tcp_test_util.h"
 #include "transports/tcp/tcp_iface.h"
 #include "transports/tcp/tcp_wire.h"
-#include "tcp_test_util.h"
 
 namespace swy::tl::tcp {
 namespace {
@@ -28,7 +28,7 @@ namespace {
 using test::pattern;
 using test::progress_until;
 
-constexpr AmId kPlacedId = 7;   // header {uint64 offset, uint64 tag} + payload
+constexpr AmId kPlacedId = 7;  // header {uint64 offset, uint64 tag} + payload
 constexpr AmId kPlainId = 2;
 constexpr size_t kHeader = 16;
 constexpr uint8_t kUntouched = 0xEE;
@@ -39,8 +39,8 @@ struct PlacingSink final : AmSink {
     struct Event {
         bool placed;
         AmId id;
-        uint64_t offset;  // placed: from the header
-        size_t length;    // placed: payload bytes; on_am: whole body
+        uint64_t offset;            // placed: from the header
+        size_t length;              // placed: payload bytes; on_am: whole body
         std::vector<uint8_t> data;  // on_am only
     };
     std::vector<uint8_t> dest = std::vector<uint8_t>(4u << 20, kUntouched);
@@ -49,7 +49,7 @@ struct PlacingSink final : AmSink {
     bool allow = true;
     bool vanish_mid_payload = false;  // refuse every call with done > 0
     size_t place_calls = 0;
-    size_t max_handed_out = 0;        // highest dest offset + 1 ever returned
+    size_t max_handed_out = 0;  // highest dest offset + 1 ever returned
 
     size_t placement_header(AmId id) const override { return id == kPlacedId ? kHeader : 0; }
     uint8_t* place_payload(AmId id, AmSource, const uint8_t* hdr, size_t done,
@@ -150,7 +150,8 @@ TEST_F(TcpPlacement, LargePayloadsLandInTheSinkMemoryInOrderWithPlainMessagesBet
     ASSERT_TRUE(ep);
     const size_t len = kMaxFrameBody - kHeader;  // a full frame: never one read
     std::vector<std::vector<uint8_t>> payloads;
-    for (uint32_t i = 0; i < 6; ++i) payloads.push_back(pattern(len - i, i));
+    for (uint32_t i = 0; i < 6; ++i)
+        payloads.push_back(pattern(len - i, i));
     const std::vector<uint8_t> plain = pattern(100, 99);
     for (uint32_t i = 0; i < 6; ++i) {
         send_placed(ep.get(), i * len, payloads[i]);
@@ -213,7 +214,8 @@ TEST_F(TcpPlacement, DestinationGoneMidPayloadIsNeverWrittenAgainAndTheStreamSta
     // its offset: nothing before it, nothing after what the first read could hold.
     EXPECT_TRUE(untouched(0, 1000));
     size_t written = 0;
-    while (written < big.size() && sink_.dest[1000 + written] == big[written]) ++written;
+    while (written < big.size() && sink_.dest[1000 + written] == big[written])
+        ++written;
     EXPECT_LT(written, big.size());
     EXPECT_TRUE(untouched(1000 + written + 64, sink_.dest.size()))
         << "bytes written after the destination was refused";
@@ -230,7 +232,8 @@ TEST_F(TcpPlacement, TruncatedPlacedFrameThenCloseIsAResetWithNothingReported) {
     std::vector<uint8_t> f = frame(kPlacedId, placed_body(4096, pattern(200000, 6)));
     f.resize(kFrameHeaderSize + kHeader + 70000);  // 70000 of 200000 payload bytes come
     send_all(fd, f);
-    for (int i = 0; i < 200; ++i) b_->progress();
+    for (int i = 0; i < 200; ++i)
+        b_->progress();
     close(fd);
     ASSERT_TRUE(progress_until({b_.get()}, [&] { return !sink_.failures.empty(); }));
     EXPECT_NE(sink_.failures[0].first, 0u) << "reported under the connection's key";

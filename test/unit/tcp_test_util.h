@@ -96,7 +96,8 @@ public:
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     ~Blackholes() {
-        for (int fd : fds_) close(fd);
+        for (int fd : fds_)
+            close(fd);
     }
     Blackholes(const Blackholes&) = delete;
     Blackholes& operator=(const Blackholes&) = delete;

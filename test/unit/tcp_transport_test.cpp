@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "common/cost_figures.h"
+#include "tcp_test_util.h"
 #include "transports/tcp/tcp_costs.h"
 #include "transports/tcp/tcp_iface.h"
 #include "transports/tcp/tcp_wire.h"
-#include "tcp_test_util.h"
 
 namespace swy::tl::tcp {
 namespace {
@@ -188,8 +188,8 @@ TEST_F(TcpTransport, DeliversEverySizeByteExact) {
                                body.data() + hdr_len, body.size() - hdr_len);
         ASSERT_EQ(s, Status::kOk) << sizes[i];
     }
-    ASSERT_TRUE(progress_until({a_.get(), b_.get()},
-                               [&] { return sink_b_.msgs.size() == sizes.size(); }));
+    ASSERT_TRUE(
+        progress_until({a_.get(), b_.get()}, [&] { return sink_b_.msgs.size() == sizes.size(); }));
     for (size_t i = 0; i < sizes.size(); ++i) {
         const auto& m = sink_b_.msgs[i];
         EXPECT_EQ(m.id, 10 + i);
@@ -253,15 +253,15 @@ TEST_F(TcpTransport, BackPressureReturnsNoResourceThenDeliversEverythingInOrder)
               Status::kNoResource)
         << "still full while nobody reads";
     // Now B reads; everything accepted arrives, intact and in order, and sends work again.
-    ASSERT_TRUE(progress_until({a_.get(), b_.get()},
-                               [&] { return sink_b_.msgs.size() == accepted; }));
+    ASSERT_TRUE(
+        progress_until({a_.get(), b_.get()}, [&] { return sink_b_.msgs.size() == accepted; }));
     uint32_t more = accepted;
     std::vector<uint8_t> payload = pattern(kSize, more);
     ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] {
         return ep->am_send(2, &more, sizeof(more), payload.data(), payload.size()) == Status::kOk;
     }));
-    ASSERT_TRUE(progress_until({a_.get(), b_.get()},
-                               [&] { return sink_b_.msgs.size() == accepted + 1u; }));
+    ASSERT_TRUE(
+        progress_until({a_.get(), b_.get()}, [&] { return sink_b_.msgs.size() == accepted + 1u; }));
     for (uint32_t i = 0; i <= accepted; ++i) {
         const auto& m = sink_b_.msgs[i];
         uint32_t seq = 0;
@@ -288,7 +288,8 @@ TEST_F(TcpTransport, PackedSendsAndAFailedPackSendsNothing) {
     EXPECT_EQ(ep->am_send_packed(4, &tag, sizeof(tag), failing, &arg, 5000), Status::kIoError);
     EXPECT_EQ(ep->am_send_packed(4, &tag, sizeof(tag), pack, &arg, arg.src.size()), Status::kOk);
     ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] { return sink_b_.msgs.size() == 1; }));
-    for (int i = 0; i < 100; ++i) b_->progress();
+    for (int i = 0; i < 100; ++i)
+        b_->progress();
     ASSERT_EQ(sink_b_.msgs.size(), 1u);
     std::vector<uint8_t> expected(8 + arg.src.size());
     std::memcpy(expected.data(), &tag, 8);
@@ -334,7 +335,8 @@ TEST_F(TcpTransport, RepliesFromInsideTheCallbackWork) {
         ASSERT_NE(r, nullptr);
         EXPECT_EQ(r->am_send(m.id, m.data.data(), m.data.size(), nullptr, 0), Status::kOk);
     };
-    for (uint32_t i = 0; i < 100; ++i) ASSERT_EQ(ep->am_send(1, &i, 4, nullptr, 0), Status::kOk);
+    for (uint32_t i = 0; i < 100; ++i)
+        ASSERT_EQ(ep->am_send(1, &i, 4, nullptr, 0), Status::kOk);
     ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] { return sink_a_.msgs.size() == 100; }));
     for (uint32_t i = 0; i < 100; ++i) {
         uint32_t v = 0;
@@ -351,12 +353,14 @@ TEST_F(TcpTransport, AcceptorDeathIsReportedOnceAndSendsFail) {
     ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] { return sink_b_.msgs.size() == 1; }));
     b_.reset();  // as if B's process died
     ASSERT_TRUE(progress_until({a_.get()}, [&] { return !sink_a_.failures.empty(); }));
-    for (int i = 0; i < 1000; ++i) a_->progress();
+    for (int i = 0; i < 1000; ++i)
+        a_->progress();
     ASSERT_EQ(sink_a_.failures.size(), 1u);
     EXPECT_EQ(sink_a_.failures[0].first, ep->peer_key());
     EXPECT_EQ(sink_a_.failures[0].second, Status::kConnectionReset);
     EXPECT_EQ(ep->am_send(1, &x, 1, nullptr, 0), Status::kConnectionReset);
-    for (int i = 0; i < 100; ++i) a_->progress();
+    for (int i = 0; i < 100; ++i)
+        a_->progress();
     EXPECT_EQ(sink_a_.failures.size(), 1u) << "a failed send reports nothing new";
     EXPECT_EQ(a_->open_connections(), 0u);
 }
@@ -374,7 +378,8 @@ TEST_F(TcpTransport, ConnectorDeathIsReportedOnceToTheAcceptor) {
     EXPECT_EQ(ep->am_send(1, &x, 1, nullptr, 0), Status::kConnectionReset);
     ep.reset();
     ASSERT_TRUE(progress_until({b_.get()}, [&] { return !sink_b_.failures.empty(); }));
-    for (int i = 0; i < 1000; ++i) b_->progress();
+    for (int i = 0; i < 1000; ++i)
+        b_->progress();
     ASSERT_EQ(sink_b_.failures.size(), 1u);
     EXPECT_EQ(sink_b_.failures[0].first, key);
     EXPECT_EQ(sink_b_.failures[0].second, Status::kConnectionReset);
@@ -384,7 +389,8 @@ TEST_F(TcpTransport, ConnectorDeathIsReportedOnceToTheAcceptor) {
 TEST_F(TcpTransport, DisconnectClosesInOrderWithoutReportingAFailure) {
     auto ep = connect_a_to_b();
     ASSERT_TRUE(ep);
-    for (uint32_t i = 0; i < 50; ++i) ASSERT_EQ(ep->am_send(1, &i, 4, nullptr, 0), Status::kOk);
+    for (uint32_t i = 0; i < 50; ++i)
+        ASSERT_EQ(ep->am_send(1, &i, 4, nullptr, 0), Status::kOk);
     ep->disconnect();
     EXPECT_EQ(ep->am_send(1, "x", 1, nullptr, 0), Status::kConnectionReset);
     ep.reset();
@@ -509,7 +515,8 @@ TEST_F(TcpTransport, TruncatedFrameThenCloseIsAResetWithNothingDelivered) {
     f.resize(500);  // header promises 1000 bytes; 492 come
     send_all(fd, f);
     // Let B read the partial frame before the close.
-    for (int i = 0; i < 100; ++i) b_->progress();
+    for (int i = 0; i < 100; ++i)
+        b_->progress();
     close(fd);
     ASSERT_TRUE(progress_until({b_.get()}, [&] { return !sink_b_.failures.empty(); }));
     EXPECT_TRUE(sink_b_.msgs.empty());
@@ -531,7 +538,8 @@ TEST_F(TcpTransport, EventFdWakesOnTrafficAndArmReportsWaitingWork) {
     auto ep = connect_a_to_b_ready();
     ASSERT_TRUE(ep);
     ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] { return b_->open_connections() == 1; }));
-    for (int i = 0; i < 10; ++i) b_->progress();
+    for (int i = 0; i < 10; ++i)
+        b_->progress();
     EXPECT_TRUE(b_->arm());
     pollfd pfd{b_->event_fd(), POLLIN, 0};
     EXPECT_EQ(poll(&pfd, 1, 0), 0) << "nothing pending";

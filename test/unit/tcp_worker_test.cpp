@@ -19,8 +19,8 @@
 #include "protocols/wire.h"
 #include "tcp_test_util.h"
 #include "test_context.h"
-#include "transports/tcp/tcp_wire.h"
 #include "transports/tcp/tcp_transport.h"
+#include "transports/tcp/tcp_wire.h"
 
 namespace swy::tl::tcp {
 namespace {
@@ -62,7 +62,8 @@ bool progress_until(std::initializer_list<swy_worker_h> ws, const std::function<
     const auto deadline = Clock::now() + std::chrono::seconds(seconds);
     while (!done()) {
         if (Clock::now() > deadline) return false;
-        for (swy_worker_h w : ws) swy_worker_progress(w);
+        for (swy_worker_h w : ws)
+            swy_worker_progress(w);
     }
     return true;
 }
@@ -144,13 +145,15 @@ TEST(TcpWorker, BlackholedPeerBlocksNeitherEpCreateNorOtherEndpoints) {
     EXPECT_EQ(errors.calls, 0) << "failed before its deadline, or the live peer waited for it";
 
     // Then the blackholed endpoint fails within the deadline, once.
-    ASSERT_TRUE(progress_until({a, b}, [&] { return errors.calls != 0; }, 10));
+    ASSERT_TRUE(progress_until(
+        {a, b}, [&] { return errors.calls != 0; }, 10));
     const auto elapsed = Clock::now() - t0;
     EXPECT_GE(elapsed, std::chrono::milliseconds(2900)) << "failed before its deadline";
     EXPECT_LT(elapsed, std::chrono::seconds(3 + 3)) << "not failed at its deadline";
     EXPECT_EQ(errors.status, SWY_ERR_TIMED_OUT);
     EXPECT_EQ(to_dead.status(), SWY_ERR_TIMED_OUT);
-    for (int i = 0; i < 1000; ++i) swy_worker_progress(a);
+    for (int i = 0; i < 1000; ++i)
+        swy_worker_progress(a);
     EXPECT_EQ(errors.calls, 1);
 
     swy_request_free(std::exchange(to_dead.req, nullptr));  // before its worker goes
@@ -291,12 +294,12 @@ TEST(TcpWorker, RawPeerWithoutTheProofNeverReachesAReceive) {
             EXPECT_TRUE(progress_until({p.b}, [&] {
                 uint8_t buf[256];
                 ssize_t n;
-                while ((n = ::recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
-                }
+                while ((n = ::recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {}
                 closed = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
                 return closed;
             })) << "the keyed worker must close the connection";
-            for (int n = 0; n < 20000; ++n) swy_worker_progress(p.b);
+            for (int n = 0; n < 20000; ++n)
+                swy_worker_progress(p.b);
             EXPECT_EQ(recv.status(), SWY_INPROGRESS) << "delivered without a proof";
             swy_request_cancel(p.b, recv.req);
             progress_until({p.b}, [&] { return recv.status() != SWY_INPROGRESS; });

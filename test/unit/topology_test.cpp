@@ -56,8 +56,7 @@ TEST(Topology, DescribeMentionsCoresAndCaches) {
     // At least one core and one PU: "cores: 0 physical" would mean discovery failed.
     EXPECT_EQ(text.find("cores: 0 physical"), std::string::npos);
     EXPECT_EQ(text.find(", 0 PUs"), std::string::npos);
-    bool any_level = text.find("L1") != std::string::npos ||
-                     text.find("L2") != std::string::npos ||
+    bool any_level = text.find("L1") != std::string::npos || text.find("L2") != std::string::npos ||
                      text.find("L3") != std::string::npos ||
                      text.find("none reported") != std::string::npos;  // some VMs hide caches
     EXPECT_TRUE(any_level);
@@ -87,8 +86,7 @@ TEST(Topology, BindPageAlignedBufferIsOkOrUnsupported) {
     int node = topo.numa_node_of_caller();
     if (node < 0) node = 0;
     Status st = topo.bind_to_numa_node(buf.addr(), buf.len(), node);
-    EXPECT_TRUE(st == Status::kOk || st == Status::kUnsupported)
-        << swy::status_text(st);
+    EXPECT_TRUE(st == Status::kOk || st == Status::kUnsupported) << swy::status_text(st);
     // The memory stays usable whatever the answer.
     std::memset(buf.addr(), 0x5a, buf.len());
     EXPECT_EQ(static_cast<unsigned char*>(buf.addr())[buf.len() - 1], 0x5a);

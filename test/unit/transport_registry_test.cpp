@@ -24,15 +24,18 @@ std::vector<std::string> names_by_priority() {
         return a->priority > b->priority;
     });
     std::vector<std::string> names;
-    for (const TransportEntry* t : v) names.emplace_back(t->name);
+    for (const TransportEntry* t : v)
+        names.emplace_back(t->name);
     return names;
 }
 
 TEST(TransportRegistry, ListsEachTransportOnceInOpeningOrder) {
     std::vector<std::string> names;
-    for (const TransportEntry* t : transports()) names.emplace_back(t->name);
+    for (const TransportEntry* t : transports())
+        names.emplace_back(t->name);
     EXPECT_EQ(names, (std::vector<std::string>{"self", "shm", "tcp", "verbs"}));
-    for (const std::string& n : names) EXPECT_NE(find_transport(n), nullptr) << n;
+    for (const std::string& n : names)
+        EXPECT_NE(find_transport(n), nullptr) << n;
     EXPECT_EQ(find_transport("cma"), nullptr);  // a zero-copy helper, not an interface
     EXPECT_EQ(find_transport("nope"), nullptr);
 }
@@ -76,7 +79,10 @@ TEST(TransportRegistry, VariablesCarryTheTransportPrefixAndAreInTheTable) {
 
 TEST(TransportRegistry, CanReachSelfOnlyItsWorkerShmOnlyItsHostNetworksAnyPeer) {
     const uint8_t section[1] = {0};
-    ReachQuery own{.local_uid = 7, .remote_uid = 7, .same_host = true, .section = section,
+    ReachQuery own{.local_uid = 7,
+                   .remote_uid = 7,
+                   .same_host = true,
+                   .section = section,
                    .section_length = 1};
     ReachQuery neighbour = own;
     neighbour.remote_uid = 8;
@@ -154,7 +160,8 @@ TEST_F(LaneSelection, AddressHasOneSectionPerOpenTransportInRegistryOrder) {
     const std::vector<uint8_t> bytes = w(b_)->address();
     ASSERT_EQ(core::decode_address(bytes.data(), bytes.size(), &wa, &why), Status::kOk);
     std::vector<uint8_t> ids;
-    for (const auto& s : wa.sections) ids.push_back(s.transport);
+    for (const auto& s : wa.sections)
+        ids.push_back(s.transport);
     EXPECT_EQ(ids, (std::vector<uint8_t>{find_transport("self")->address_section,
                                          find_transport("shm")->address_section,
                                          find_transport("tcp")->address_section}));

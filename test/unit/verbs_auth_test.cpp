@@ -54,7 +54,8 @@ swy_ep_h connect(const VerbsNode& from, const VerbsNode& to, Failure* f) {
 std::pair<swy_status_t, swy_status_t> exchange(swy_ep_h ep, const VerbsNode& a, const VerbsNode& b,
                                                size_t n, double seconds, bool* intact) {
     std::vector<uint8_t> src(n), dst(n + 16, 0xEE);
-    for (size_t i = 0; i < n; ++i) src[i] = static_cast<uint8_t>(i * 7 + n);
+    for (size_t i = 0; i < n; ++i)
+        src[i] = static_cast<uint8_t>(i * 7 + n);
     swy_request_h rr = nullptr, sr = nullptr;
     swy_status_t rs = swy_tag_recv_nb(b.worker, dst.data(), n, 0xA0, ~0ull, nullptr, &rr);
     swy_status_t ss = swy_tag_send_nb(ep, src.data(), n, 0xA0, nullptr, &sr);
@@ -83,8 +84,8 @@ TEST(VerbsAuth, WorkersWithTheSameKeyExchangeEveryProtocol) {
     SKIP_WITHOUT_VERBS(a);
     Failure f;
     swy_ep_h ep = connect(a, b, &f);
-    for (size_t n : {size_t{0}, size_t{8}, size_t{4095}, size_t{4096}, size_t{4097},
-                     size_t{1} << 20}) {
+    for (size_t n :
+         {size_t{0}, size_t{8}, size_t{4095}, size_t{4096}, size_t{4097}, size_t{1} << 20}) {
         bool intact = false;
         auto [rs, ss] = exchange(ep, a, b, n, 30, &intact);
         EXPECT_EQ(rs, SWY_OK) << n;

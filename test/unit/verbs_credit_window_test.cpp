@@ -9,7 +9,8 @@ using swy::tl::verbs::CreditWindow;
 
 TEST(VerbsCreditWindow, StopsExactlyAtCapacity) {
     CreditWindow w(4);
-    for (int i = 0; i < 4; ++i) EXPECT_TRUE(w.take()) << i;
+    for (int i = 0; i < 4; ++i)
+        EXPECT_TRUE(w.take()) << i;
     EXPECT_FALSE(w.take());
     EXPECT_EQ(w.available(), 0);
     EXPECT_EQ(w.in_flight(), 4);
@@ -17,7 +18,8 @@ TEST(VerbsCreditWindow, StopsExactlyAtCapacity) {
 
 TEST(VerbsCreditWindow, CumulativeReportsReturnCredits) {
     CreditWindow w(4);
-    for (int i = 0; i < 4; ++i) ASSERT_TRUE(w.take());
+    for (int i = 0; i < 4; ++i)
+        ASSERT_TRUE(w.take());
     EXPECT_TRUE(w.update(3));
     EXPECT_EQ(w.available(), 3);
     EXPECT_FALSE(w.update(3));  // same report again: nothing new
@@ -26,9 +28,10 @@ TEST(VerbsCreditWindow, CumulativeReportsReturnCredits) {
 
 TEST(VerbsCreditWindow, StaleReportAfterNewerOneIsIgnored) {
     CreditWindow w(8);
-    for (int i = 0; i < 8; ++i) ASSERT_TRUE(w.take());
-    EXPECT_TRUE(w.update(6));  // RDMA-written word, newer
-    EXPECT_FALSE(w.update(4)); // immediate of an older SEND, processed later
+    for (int i = 0; i < 8; ++i)
+        ASSERT_TRUE(w.take());
+    EXPECT_TRUE(w.update(6));   // RDMA-written word, newer
+    EXPECT_FALSE(w.update(4));  // immediate of an older SEND, processed later
     EXPECT_EQ(w.available(), 6);
     EXPECT_EQ(w.in_flight(), 2);
 }

@@ -11,7 +11,8 @@ GidEntry gid(uint32_t index, GidType type, std::initializer_list<uint8_t> tail) 
     e.index = index;
     e.type = type;
     size_t at = 16 - tail.size();
-    for (uint8_t b : tail) e.raw[at++] = b;
+    for (uint8_t b : tail)
+        e.raw[at++] = b;
     return e;
 }
 GidEntry ipv4(uint32_t index, GidType type, uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
@@ -21,8 +22,8 @@ GidEntry ipv4(uint32_t index, GidType type, uint8_t a, uint8_t b, uint8_t c, uin
 
 TEST(VerbsDeviceSpecs, ParsesDevicePortAndAll) {
     std::vector<std::string> bad;
-    auto specs = parse_device_specs({"rxe0:1", "mlx5_0", "all", "eth0", "x:0", ":1", "y:abc"},
-                                    &bad);
+    auto specs =
+        parse_device_specs({"rxe0:1", "mlx5_0", "all", "eth0", "x:0", ":1", "y:abc"}, &bad);
     ASSERT_EQ(specs.size(), 4u);
     EXPECT_EQ(specs[0].device, "rxe0");
     EXPECT_EQ(specs[0].port, 1);
@@ -52,9 +53,9 @@ TEST(VerbsGid, PrefersRoceV2WithIpv4) {
     };
     EXPECT_EQ(choose_gid(gids), 3);
     gids.pop_back();
-    EXPECT_EQ(choose_gid(gids), 1);  // RoCE v2 link-local beats RoCE v1
-    EXPECT_EQ(choose_gid(gids, 0), 0);  // forced index
-    EXPECT_EQ(choose_gid(gids, 9), -1); // forced index that does not exist
+    EXPECT_EQ(choose_gid(gids), 1);      // RoCE v2 link-local beats RoCE v1
+    EXPECT_EQ(choose_gid(gids, 0), 0);   // forced index
+    EXPECT_EQ(choose_gid(gids, 9), -1);  // forced index that does not exist
 }
 
 TEST(VerbsGid, SkipsZeroGidsAndReportsNone) {

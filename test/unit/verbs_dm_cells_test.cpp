@@ -42,7 +42,8 @@ struct Fixture {
 
 std::vector<uint8_t> bytes(size_t n, uint8_t seed) {
     std::vector<uint8_t> v(n);
-    for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(i * 7 + seed);
+    for (size_t i = 0; i < n; ++i)
+        v[i] = static_cast<uint8_t>(i * 7 + seed);
     return v;
 }
 
@@ -71,7 +72,8 @@ TEST(VerbsDmCells, ACellIsReusedOnlyAfterItsSendRetired) {
     Fixture f(1, 0);
     auto c = f.cells();
     DmCells::Cell cell;
-    for (uint32_t i = 0; i < kCellsPerSlot; ++i) ASSERT_TRUE(c->acquire(&cell));
+    for (uint32_t i = 0; i < kCellsPerSlot; ++i)
+        ASSERT_TRUE(c->acquire(&cell));
     // Sends retire in order: only the oldest can come back.
     EXPECT_FALSE(c->release(1));
     EXPECT_FALSE(c->release(3));
@@ -148,15 +150,15 @@ TEST(VerbsDmCells, StoresHeaderAndPayloadByteForByteInsideTheCell) {
     EXPECT_EQ(std::memcmp(f.state.memory.data() + at + 8, full.data(), full.size()), 0);
     const int writes = f.state.writes;
     const auto over = bytes(kCell - 8 + 1, 4);
-    EXPECT_EQ(c->store(cell.index, hdr.data(), 8, over.data(), over.size()),
-              Status::kInvalidParam);
+    EXPECT_EQ(c->store(cell.index, hdr.data(), 8, over.data(), over.size()), Status::kInvalidParam);
     EXPECT_EQ(f.state.writes, writes);
     EXPECT_EQ(f.state.memory[at + kCell], 0);
     // A cell not in flight cannot be written (its last SEND may still be read... or it was
     // never taken).
     EXPECT_EQ(c->store(2, hdr.data(), 8, nullptr, 0), Status::kInvalidParam);
     // Another endpoint's slot is untouched by all of this.
-    for (size_t i = 0; i < kCell * kCellsPerSlot; ++i) ASSERT_EQ(f.state.memory[i], 0) << i;
+    for (size_t i = 0; i < kCell * kCellsPerSlot; ++i)
+        ASSERT_EQ(f.state.memory[i], 0) << i;
     (void)first;
 }
 

@@ -46,8 +46,8 @@ struct Pair {
         status = verbs::open(cfg, 0xB, 0, &sb, &b, &why);
         if (status != Status::kOk) return;
         const std::vector<uint8_t> address = b->address();
-        status = verbs::connect(a.get(), 0xB, address.data(), address.size(), true, false, &ep,
-                                &why);
+        status =
+            verbs::connect(a.get(), 0xB, address.data(), address.size(), true, false, &ep, &why);
     }
     void progress() {
         a->progress();
@@ -66,14 +66,16 @@ struct Pair {
     }
     bool wait_received(size_t n) {
         const auto end = Clock::now() + std::chrono::seconds(30);
-        while (sb.got.size() < n && Clock::now() < end) progress();
+        while (sb.got.size() < n && Clock::now() < end)
+            progress();
         return sb.got.size() >= n;
     }
 };
 
 std::vector<uint8_t> bytes(size_t n, uint32_t seed) {
     std::vector<uint8_t> v(n);
-    for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(i * 13 + seed * 101 + (i >> 8));
+    for (size_t i = 0; i < n; ++i)
+        v[i] = static_cast<uint8_t>(i * 13 + seed * 101 + (i >> 8));
     return v;
 }
 
@@ -120,7 +122,8 @@ TEST(VerbsDmIface, CellsComeBackOnlyThroughCompletions) {
     for (size_t k = 0; k < rounds; ++k) {
         ASSERT_EQ(p.send(hdr, bytes(size, 100 + k)), Status::kOk) << k;
         ASSERT_TRUE(p.wait_received(2 + burst + k));
-        for (int i = 0; i < 50; ++i) p.progress();
+        for (int i = 0; i < 50; ++i)
+            p.progress();
     }
     s = verbs::send_stats(p.a.get());
     EXPECT_GE(s.dm_sends - before.dm_sends, rounds * 9 / 10)

@@ -80,8 +80,8 @@ TEST(VerbsDmPool, WritesStayInsideTheirSlot) {
     EXPECT_EQ(pool->write(b, 0, bytes, 64), Status::kOk);
     EXPECT_EQ(s.memory[64], 0xAB);
     EXPECT_EQ(s.memory[127], 0xAB);
-    EXPECT_EQ(s.memory[63], 0);    // slot a untouched
-    EXPECT_EQ(s.memory[128], 0);   // slot 2 untouched
+    EXPECT_EQ(s.memory[63], 0);                                      // slot a untouched
+    EXPECT_EQ(s.memory[128], 0);                                     // slot 2 untouched
     EXPECT_EQ(pool->write(b, 1, bytes, 64), Status::kInvalidParam);  // one byte past the slot
     EXPECT_EQ(pool->write(b, 65, bytes, 0), Status::kInvalidParam);
     EXPECT_EQ(pool->write(2, 0, bytes, 1), Status::kInvalidParam);  // slot not held

@@ -75,12 +75,12 @@ void burst(swy_ep_h ep, Node& a, Node& b, const std::vector<size_t>& sizes, uint
     std::vector<swy_request_h> reqs;
     for (size_t k = 0; k < sizes.size(); ++k) {
         src[k].resize(sizes[k]);
-        for (size_t i = 0; i < sizes[k]; ++i) src[k][i] = pattern(i, seed0 + k);
+        for (size_t i = 0; i < sizes[k]; ++i)
+            src[k][i] = pattern(i, seed0 + k);
         dst[k].assign(sizes[k] + 64, 0xEE);
         swy_request_h rr = nullptr;
-        ASSERT_GE(swy_tag_recv_nb(b.worker, dst[k].data(), sizes[k], 0x7000 + k, ~0ull, nullptr,
-                                  &rr),
-                  0);
+        ASSERT_GE(
+            swy_tag_recv_nb(b.worker, dst[k].data(), sizes[k], 0x7000 + k, ~0ull, nullptr, &rr), 0);
         reqs.push_back(rr);
     }
     for (size_t k = 0; k < sizes.size(); ++k) {
@@ -91,8 +91,10 @@ void burst(swy_ep_h ep, Node& a, Node& b, const std::vector<size_t>& sizes, uint
     ASSERT_TRUE(finish_all(reqs, a.worker, b.worker));
     for (size_t k = 0; k < sizes.size(); ++k) {
         SCOPED_TRACE("message " + std::to_string(k) + ", " + std::to_string(sizes[k]) + " B");
-        for (size_t i = 0; i < sizes[k]; ++i) ASSERT_EQ(dst[k][i], src[k][i]) << "byte " << i;
-        for (size_t i = 0; i < 64; ++i) ASSERT_EQ(dst[k][sizes[k] + i], 0xEE) << "guard " << i;
+        for (size_t i = 0; i < sizes[k]; ++i)
+            ASSERT_EQ(dst[k][i], src[k][i]) << "byte " << i;
+        for (size_t i = 0; i < 64; ++i)
+            ASSERT_EQ(dst[k][sizes[k] + i], 0xEE) << "guard " << i;
     }
 }
 
@@ -117,8 +119,7 @@ TEST(VerbsDmTransport, WithoutDeviceMemoryTheEndpointSaysInlineOnly) {
     EXPECT_EQ(attr.pio_dm_size, 0u);
     EXPECT_EQ(attr.pio_credits, attr.credits) << "inline PIO is limited by the credits only";
     ASSERT_NE(attr.pio_window, nullptr);
-    EXPECT_NE(std::string(attr.pio_window).find("inline only: no device memory"),
-              std::string::npos)
+    EXPECT_NE(std::string(attr.pio_window).find("inline only: no device memory"), std::string::npos)
         << attr.pio_window;
     EXPECT_LT(attr.pio_max_size, attr.pio_inline_size) << "PIO ends at the inline limit";
     close_now(ep);
@@ -150,7 +151,8 @@ TEST(VerbsDmTransport, SizesAroundTheInlineLimitAndTheCellByteForByte) {
     ASSERT_EQ(attr.pio_dm_size, kCells * kCell);
     // One at a time (each completes before the next), then the same sizes all at once.
     uint32_t seed = 1;
-    for (size_t n : boundary_sizes(attr)) burst(ep, a, b, {n}, seed++);
+    for (size_t n : boundary_sizes(attr))
+        burst(ep, a, b, {n}, seed++);
     burst(ep, a, b, boundary_sizes(attr), 100);
     close_now(ep);
 }
@@ -165,8 +167,8 @@ TEST(VerbsDmTransport, ManyMessagesInFlightReuseCellsOnlyAfterCompletion) {
     // a cell overwritten before its SEND completed would show as another message's bytes.
     std::vector<size_t> sizes;
     for (size_t k = 0; k < 200; ++k) {
-        sizes.push_back(attr.pio_inline_size + (k * 37) % (attr.pio_max_size -
-                                                           attr.pio_inline_size));
+        sizes.push_back(attr.pio_inline_size +
+                        (k * 37) % (attr.pio_max_size - attr.pio_inline_size));
     }
     burst(ep, a, b, sizes, 1000);
     close_now(ep);
@@ -200,8 +202,7 @@ TEST(VerbsDmTransport, EndpointWithoutASlotBesideOneWithASlot) {
     close_now(first);
     swy_ep_h no_pio = connect(a.worker, e.address, SWY_EP_FLAG_NO_PIO);
     EXPECT_EQ(query(no_pio).pio_dm_size, 0u);
-    EXPECT_NE(std::string(query(no_pio).pio_window).find("SWY_EP_FLAG_NO_PIO"),
-              std::string::npos);
+    EXPECT_NE(std::string(query(no_pio).pio_window).find("SWY_EP_FLAG_NO_PIO"), std::string::npos);
     burst(no_pio, a, e, sizes, 4);
     close_now(no_pio);
     close_now(with);

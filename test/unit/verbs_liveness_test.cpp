@@ -59,7 +59,8 @@ TEST(VerbsLiveness, IdlePeerDeathIsNoticedWithinTwoSecondsAndIdlenessIsNot) {
             _exit(2);
         }
         const auto end = Clock::now() + std::chrono::seconds(120);
-        while (Clock::now() < end) swy_worker_progress(v.worker);
+        while (Clock::now() < end)
+            swy_worker_progress(v.worker);
         _exit(0);
     }
     close(c2p[1]);
@@ -92,7 +93,8 @@ TEST(VerbsLiveness, IdlePeerDeathIsNoticedWithinTwoSecondsAndIdlenessIsNot) {
 
     // Idle and alive for several poll intervals: no false alarm.
     const auto idle_until = Clock::now() + std::chrono::milliseconds(200);
-    while (Clock::now() < idle_until) swy_worker_progress(a.worker);
+    while (Clock::now() < idle_until)
+        swy_worker_progress(a.worker);
     EXPECT_EQ(errors.calls, 0) << "an idle, live peer was reported failed";
 
     kill(child, SIGKILL);

@@ -17,14 +17,14 @@ using swy::tl::verbs::PagemapIdentity;
 
 namespace {
 
-#define OPEN_OR_SKIP(id)                                     \
-    std::string why_;                                        \
-    auto id = PagemapIdentity::open(&why_);                  \
+#define OPEN_OR_SKIP(id)                    \
+    std::string why_;                       \
+    auto id = PagemapIdentity::open(&why_); \
     if (id == nullptr) GTEST_SKIP() << "page frames not visible: " << why_
 
 uint8_t* map_pages(size_t pages, size_t page) {
-    void* p = mmap(nullptr, pages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
+    void* p =
+        mmap(nullptr, pages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
 }
 
@@ -100,11 +100,14 @@ TEST(VerbsPageIdentity, ALargeRangeIsReadInOneCallAndAnUnmappedOneIsNotPresent) 
     const size_t pages = 4096;  // 16 MiB with 4 KiB pages: 32 KiB of pagemap
     uint8_t* p = map_pages(pages, page);
     ASSERT_NE(p, nullptr);
-    for (size_t i = 0; i < pages; ++i) p[i * page] = 1;
+    for (size_t i = 0; i < pages; ++i)
+        p[i * page] = 1;
     std::vector<uint64_t> f(pages);
     ASSERT_TRUE(id->frames(reinterpret_cast<uintptr_t>(p), pages, f.data()));
-    for (size_t i = 0; i < pages; ++i) ASSERT_NE(f[i], PageIdentity::kNoFrame) << "page " << i;
+    for (size_t i = 0; i < pages; ++i)
+        ASSERT_NE(f[i], PageIdentity::kNoFrame) << "page " << i;
     munmap(p, pages * page);
     ASSERT_TRUE(id->frames(reinterpret_cast<uintptr_t>(p), pages, f.data()));
-    for (size_t i = 0; i < pages; ++i) ASSERT_EQ(f[i], PageIdentity::kNoFrame) << "page " << i;
+    for (size_t i = 0; i < pages; ++i)
+        ASSERT_EQ(f[i], PageIdentity::kNoFrame) << "page " << i;
 }

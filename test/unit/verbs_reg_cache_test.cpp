@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "transports/zcopy.h"
 #include "transports/verbs/reg_cache.h"
+#include "transports/zcopy.h"
 
 using swy::Status;
 using swy::tl::kZcopyLocal;
@@ -35,11 +35,13 @@ struct FakePages {
     bool fail = false;
     /// Map fresh frames at @p pages pages from @p address (a new mapping, or first touch).
     void map(uintptr_t address, size_t pages) {
-        for (size_t i = 0; i < pages; ++i) frame[address + i * kPage] = next++;
+        for (size_t i = 0; i < pages; ++i)
+            frame[address + i * kPage] = next++;
     }
     /// Drop the pages (munmap, madvise(DONTNEED)): not present until mapped again.
     void drop(uintptr_t address, size_t pages) {
-        for (size_t i = 0; i < pages; ++i) frame.erase(address + i * kPage);
+        for (size_t i = 0; i < pages; ++i)
+            frame.erase(address + i * kPage);
     }
 };
 
@@ -77,7 +79,8 @@ struct FakeDevice {
     size_t pin_limit = SIZE_MAX;  // kNoMemory when live bytes would exceed it (RLIMIT_MEMLOCK)
     size_t live_bytes() const {
         size_t n = 0;
-        for (const auto& [k, m] : live) n += m.length;
+        for (const auto& [k, m] : live)
+            n += m.length;
         return n;
     }
     bool registered(uint32_t key) const { return live.count(key) != 0; }
@@ -86,8 +89,8 @@ struct FakeDevice {
 class FakeRegistrar final : public Registrar {
 public:
     explicit FakeRegistrar(FakeDevice* d) : d_(d) {}
-    Status register_range(uintptr_t address, size_t length, unsigned access,
-                          RegisteredRange* out, std::string* why) override {
+    Status register_range(uintptr_t address, size_t length, unsigned access, RegisteredRange* out,
+                          std::string* why) override {
         EXPECT_GE(length, 1u);
         if (d_->fail_next != Status::kOk) {
             *why = "fake: refused";
@@ -123,9 +126,9 @@ struct Fixture {
     std::unique_ptr<RegCache> cache;
 
     explicit Fixture(RegCacheLimits limits = {}, bool enabled = true) {
-        cache = std::make_unique<RegCache>(
-            limits, std::make_unique<FakeRegistrar>(&dev),
-            enabled ? std::make_unique<FakeIdentity>(&pages) : nullptr);
+        cache =
+            std::make_unique<RegCache>(limits, std::make_unique<FakeRegistrar>(&dev),
+                                       enabled ? std::make_unique<FakeIdentity>(&pages) : nullptr);
         pages.map(kBase, 64);  // 256 KiB of touched memory
     }
     RegCache::Handle get(uintptr_t address, size_t length, unsigned access = kZcopyRemoteRead) {
@@ -165,8 +168,8 @@ TEST(VerbsRegCache, RangeInsideAnEntryHitsAndOneByteBeyondMisses) {
     Fixture f;
     const uint32_t key = f.get(kBase, 4 * kPage).lkey();
     EXPECT_EQ(f.get(kBase + kPage, 2 * kPage).lkey(), key);
-    EXPECT_EQ(f.get(kBase + 4 * kPage - 1, 1).lkey(), key);    // last byte of the entry
-    EXPECT_NE(f.get(kBase + 4 * kPage - 1, 2).lkey(), key);    // one byte past it
+    EXPECT_EQ(f.get(kBase + 4 * kPage - 1, 1).lkey(), key);  // last byte of the entry
+    EXPECT_NE(f.get(kBase + 4 * kPage - 1, 2).lkey(), key);  // one byte past it
     EXPECT_EQ(f.cache->stats().hits, 2u);
     EXPECT_EQ(f.cache->stats().misses, 2u);
 }

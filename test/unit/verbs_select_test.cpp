@@ -74,7 +74,8 @@ TEST(VerbsSelect, CheapRegistrationGivesGetThenPutWhereTheyCross) {
         static_cast<size_t>((o - caps.costs.reg.fixed_s) / caps.costs.reg.per_byte_s);
     const proto::ProtoTable t = proto::select_protocols(caps, {});
     bool saw_get = false;
-    for (const auto& r : t.ranges()) saw_get |= r.proto == ProtoId::kRndvGetZcopy;
+    for (const auto& r : t.ranges())
+        saw_get |= r.proto == ProtoId::kRndvGetZcopy;
     ASSERT_TRUE(saw_get) << t.print();
     EXPECT_EQ(t.lookup(crossing - 1000), ProtoId::kRndvGetZcopy) << t.print();
     EXPECT_EQ(t.lookup(crossing + 1000), ProtoId::kRndvPutZcopy) << t.print();
@@ -84,8 +85,7 @@ TEST(VerbsSelect, CheapRegistrationGivesGetThenPutWhereTheyCross) {
 TEST(VerbsSelect, SchemeAndAllowListPickTheRdmaFlavour) {
     proto::SelectOverrides put;
     put.rndv_scheme = "put";
-    EXPECT_EQ(proto::select_protocols(verbs_caps(), put).lookup(1 << 20),
-              ProtoId::kRndvPutZcopy);
+    EXPECT_EQ(proto::select_protocols(verbs_caps(), put).lookup(1 << 20), ProtoId::kRndvPutZcopy);
     proto::SelectOverrides pipeline;
     pipeline.rndv_scheme = "pipeline";
     EXPECT_EQ(proto::select_protocols(verbs_caps(), pipeline).lookup(1 << 20),

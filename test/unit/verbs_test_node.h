@@ -67,6 +67,7 @@ inline void close_now(swy_ep_h ep) {
 }  // namespace swy::test
 
 // A macro because GTEST_SKIP must return from the test body itself.
-#define SKIP_WITHOUT_VERBS(node)                                                        \
-    if (!(node).has_verbs()) GTEST_SKIP() << "no RDMA device: the verbs transport did not " \
-                                             "open (run test/verbs/run-vm.sh)"
+#define SKIP_WITHOUT_VERBS(node)                                   \
+    if (!(node).has_verbs())                                       \
+    GTEST_SKIP() << "no RDMA device: the verbs transport did not " \
+                    "open (run test/verbs/run-vm.sh)"

@@ -2,8 +2,8 @@
 // the Soft-RoCE VM: test/verbs/run-vm.sh). On a host without an RDMA device every test here
 // skips with a message: the verbs interface does not open there.
 #include <gtest/gtest.h>
-#include <signal.h>
 #include <linux/capability.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -12,9 +12,9 @@
 
 #include <chrono>
 #include <cstdio>
-#include <thread>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <switchyard/switchyard.h>
@@ -90,7 +90,8 @@ uint8_t pattern(size_t i, uint32_t seed) {
     return static_cast<uint8_t>((i * 131 + seed * 7 + (i >> 8)) & 0xFF);
 }
 void fill(uint8_t* p, size_t n, uint32_t seed) {
-    for (size_t i = 0; i < n; ++i) p[i] = pattern(i, seed);
+    for (size_t i = 0; i < n; ++i)
+        p[i] = pattern(i, seed);
 }
 size_t first_bad(const uint8_t* p, size_t n, uint32_t seed) {
     for (size_t i = 0; i < n; ++i) {
@@ -111,7 +112,8 @@ void transfer(swy_ep_h ep, Node& a, Node& b, size_t n, uint32_t seed, const char
     EXPECT_EQ(finish(sr, a.worker, b.worker), SWY_OK);
     EXPECT_EQ(finish(rr, b.worker, a.worker), SWY_OK);
     EXPECT_EQ(first_bad(dst.data(), n, seed), n);
-    for (size_t i = 0; i < 64; ++i) ASSERT_EQ(dst[n + i], 0xEE) << "guard byte " << i;
+    for (size_t i = 0; i < 64; ++i)
+        ASSERT_EQ(dst[n + i], 0xEE) << "guard byte " << i;
 }
 
 /// The registration cache of @p n's verbs interface (counters and whether it is active).
@@ -179,10 +181,12 @@ TEST(VerbsTransport, EveryProtocolAcrossItsBoundariesByteForByte) {
         ASSERT_EQ(swy_ep_query(ep, &attr), SWY_OK);
         const size_t pio = attr.pio_max_size, frag = attr.bcopy_max_size;
         // Around the inline limit, the single-packet limit, fragment counts and rendezvous.
-        const std::vector<size_t> sizes{0, 1, pio - 1, pio, pio + 1, frag - 1, frag, frag + 1,
-                                        3 * frag + 7, 64 << 10, (1 << 20) + 3, 5 << 20};
+        const std::vector<size_t> sizes{
+            0,    1,        pio - 1,      pio,      pio + 1,       frag - 1,
+            frag, frag + 1, 3 * frag + 7, 64 << 10, (1 << 20) + 3, 5 << 20};
         uint32_t seed = 1;
-        for (size_t n : sizes) transfer(ep, a, b, n, seed++, run.what);
+        for (size_t n : sizes)
+            transfer(ep, a, b, n, seed++, run.what);
         close_now(ep);
     }
 }
@@ -194,10 +198,10 @@ TEST(VerbsTransport, BufferReallocatedAtTheSameAddressIsNeverReadThroughAStaleKe
         SKIP_WITHOUT_VERBS(a);
         swy_ep_h ep = connect(a.worker, b.address);
         const size_t n = 2 << 20;
-        auto* src = static_cast<uint8_t*>(mmap(nullptr, n, PROT_READ | PROT_WRITE,
-                                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-        auto* dst = static_cast<uint8_t*>(mmap(nullptr, n, PROT_READ | PROT_WRITE,
-                                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+        auto* src = static_cast<uint8_t*>(
+            mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+        auto* dst = static_cast<uint8_t*>(
+            mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
         ASSERT_NE(src, MAP_FAILED);
         ASSERT_NE(dst, MAP_FAILED);
         const auto before_a = rcache_of(a), before_b = rcache_of(b);
@@ -216,9 +220,11 @@ TEST(VerbsTransport, BufferReallocatedAtTheSameAddressIsNeverReadThroughAStaleKe
             ASSERT_EQ(munmap(src, n), 0);
             ASSERT_EQ(munmap(dst, n), 0);
             ASSERT_EQ(mmap(src, n, PROT_READ | PROT_WRITE,
-                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0), src);
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0),
+                      src);
             ASSERT_EQ(mmap(dst, n, PROT_READ | PROT_WRITE,
-                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0), dst);
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0),
+                      dst);
         }
         // With the cache, rounds 2 and 3 found the entries of round 1 and 2 stale (on both
         // sides: the sender's buffer and the receiver's), and never hit.
@@ -407,8 +413,8 @@ TEST(VerbsTransport, ManyPutsInFlightWithASmallSendQueueArriveByteForByte) {
         src[i].resize(kSize);
         dst[i].assign(kSize + 64, 0xEE);
         fill(src[i].data(), kSize, static_cast<uint32_t>(40 + i));
-        ASSERT_GE(swy_tag_recv_nb(b.worker, dst[i].data(), kSize, 700 + i, ~0ull, nullptr,
-                                  &recvs[i]), 0);
+        ASSERT_GE(
+            swy_tag_recv_nb(b.worker, dst[i].data(), kSize, 700 + i, ~0ull, nullptr, &recvs[i]), 0);
     }
     for (size_t i = 0; i < kCount; ++i) {
         ASSERT_GE(swy_tag_send_nb(ep, src[i].data(), kSize, 700 + i, nullptr, &sends[i]), 0);
@@ -422,8 +428,8 @@ TEST(VerbsTransport, ManyPutsInFlightWithASmallSendQueueArriveByteForByte) {
         swy_worker_progress(b.worker);
         open = 0;
         for (size_t i = 0; i < kCount; ++i) {
-            if (send_st[i] == SWY_INPROGRESS && (send_st[i] = swy_request_test(sends[i])) ==
-                                                    SWY_INPROGRESS) {
+            if (send_st[i] == SWY_INPROGRESS &&
+                (send_st[i] = swy_request_test(sends[i])) == SWY_INPROGRESS) {
                 ++open;
             }
             if (recv_st[i] != SWY_INPROGRESS) continue;
@@ -446,7 +452,8 @@ TEST(VerbsTransport, ManyPutsInFlightWithASmallSendQueueArriveByteForByte) {
         if (recv_st[i] != SWY_OK) continue;
         EXPECT_EQ(intact[i], kSize) << "the receive completed before its data was placed";
         EXPECT_EQ(first_bad(dst[i].data(), kSize, static_cast<uint32_t>(40 + i)), kSize);
-        for (size_t g = 0; g < 64; ++g) ASSERT_EQ(dst[i][kSize + g], 0xEE) << "guard " << g;
+        for (size_t g = 0; g < 64; ++g)
+            ASSERT_EQ(dst[i][kSize + g], 0xEE) << "guard " << g;
     }
     // The connection still works after the backlog drained.
     transfer(ep, a, b, (1 << 20) + 3, 60, "after the burst");
@@ -463,13 +470,13 @@ TEST(VerbsTransport, PutAroundTheRendezvousThresholdByteForByte) {
         swy_ep_h ep = connect(a.worker, b.address);
         // The table must switch to the RDMA WRITE protocol exactly at the threshold.
         std::vector<char> table(16384);
-        ASSERT_EQ(swy_ep_print_protocols(ep, SWY_MEMTYPE_HOST, table.data(), table.size()),
-                  SWY_OK);
+        ASSERT_EQ(swy_ep_print_protocols(ep, SWY_MEMTYPE_HOST, table.data(), table.size()), SWY_OK);
         const std::string text(table.data());
         EXPECT_NE(text.find("rndv_put_zcopy"), std::string::npos) << text;
         EXPECT_NE(text.find("[SWY_RNDV_THRESH]"), std::string::npos) << text;
         uint32_t seed = 80;
-        for (size_t size : {n - 1, n, n + 1}) transfer(ep, a, b, size, seed++, "put threshold");
+        for (size_t size : {n - 1, n, n + 1})
+            transfer(ep, a, b, size, seed++, "put threshold");
         close_now(ep);
     }
 }
@@ -601,7 +608,8 @@ TEST(VerbsTransport, PutWhoseSenderCannotRegisterPushesThroughTheLane) {
     char buf[4096];
     ssize_t got;
     lseek(log_fd, 0, SEEK_SET);
-    while ((got = read(log_fd, buf, sizeof(buf))) > 0) log.append(buf, static_cast<size_t>(got));
+    while ((got = read(log_fd, buf, sizeof(buf))) > 0)
+        log.append(buf, static_cast<size_t>(got));
     size_t fallbacks = 0;
     for (size_t at = 0; (at = log.find("pushed through the lane", at)) != std::string::npos; ++at) {
         ++fallbacks;
@@ -609,7 +617,8 @@ TEST(VerbsTransport, PutWhoseSenderCannotRegisterPushesThroughTheLane) {
     EXPECT_EQ(fallbacks, 2u) << log;
     close(log_fd);
     unlink(log_path);
-    for (int fd : {p2c[0], p2c[1], c2p[0], c2p[1]}) close(fd);
+    for (int fd : {p2c[0], p2c[1], c2p[0], c2p[1]})
+        close(fd);
 }
 
 TEST(VerbsTransport, PeerDeathFailsOnlyThatEndpoint) {
@@ -640,7 +649,8 @@ TEST(VerbsTransport, PeerDeathFailsOnlyThatEndpoint) {
         swy_tag_send_nb(back, &ping, 8, 2, nullptr, &sr);
         finish(sr, v.worker, nullptr, 60);
         const auto end = Clock::now() + std::chrono::seconds(60);
-        while (Clock::now() < end) swy_worker_progress(v.worker);
+        while (Clock::now() < end)
+            swy_worker_progress(v.worker);
         _exit(0);
     }
     Node a, bystander;
@@ -667,7 +677,8 @@ TEST(VerbsTransport, PeerDeathFailsOnlyThatEndpoint) {
     std::vector<uint8_t> big(4 << 20, 0x5A);
     swy_request_h pending = nullptr;
     ASSERT_GE(swy_tag_send_nb(to_victim, big.data(), big.size(), 3, nullptr, &pending), 0);
-    for (int i = 0; i < 1000; ++i) swy_worker_progress(a.worker);
+    for (int i = 0; i < 1000; ++i)
+        swy_worker_progress(a.worker);
     kill(child, SIGKILL);
     int status = 0;
     waitpid(child, &status, 0);

@@ -17,16 +17,17 @@ constexpr uint8_t kSentinel = 0xa5;
 /// Bytes 1, 2, 3, ... so that every header field gets a distinctive value.
 std::vector<uint8_t> counting_bytes(size_t n) {
     std::vector<uint8_t> v(n);
-    for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(i + 1);
+    for (size_t i = 0; i < n; ++i)
+        v[i] = static_cast<uint8_t>(i + 1);
     return v;
 }
 
 template <typename Header>
 class ReadHeader : public ::testing::Test {};
 
-using AllHeaders = ::testing::Types<EagerOnlyHeader, EagerSyncHeader, EagerFirstHeader,
-                                    EagerMiddleHeader, AckHeader, RtsHeader, RtrHeader,
-                                    RndvDataHeader>;
+using AllHeaders =
+    ::testing::Types<EagerOnlyHeader, EagerSyncHeader, EagerFirstHeader, EagerMiddleHeader,
+                     AckHeader, RtsHeader, RtrHeader, RndvDataHeader>;
 TYPED_TEST_SUITE(ReadHeader, AllHeaders);
 
 TYPED_TEST(ReadHeader, RejectsEveryShortPacketAndLeavesOutputUntouched) {
@@ -104,7 +105,8 @@ TEST(AmIds, AreDistinctAndBelowTransportReservedRange) {
     for (size_t i = 0; i < std::size(ids); ++i) {
         EXPECT_LT(ids[i], kAmMax);
         EXPECT_LT(ids[i], 0xF0) << "transports reserve 0xF0 and above";
-        for (size_t j = i + 1; j < std::size(ids); ++j) EXPECT_NE(ids[i], ids[j]);
+        for (size_t j = i + 1; j < std::size(ids); ++j)
+            EXPECT_NE(ids[i], ids[j]);
     }
 }
 

@@ -58,10 +58,10 @@ protected:
 
 TEST_F(MalformedPackets, TruncatedHeadersAreDroppedForEveryMessageType) {
     for (auto id : {proto::kAmEagerOnly, proto::kAmEagerSyncOnly, proto::kAmEagerFirst,
-                    proto::kAmEagerMiddle, proto::kAmSyncAck, proto::kAmRndvRts,
-                    proto::kAmRndvAts, proto::kAmRndvRtr, proto::kAmRndvFin,
-                    proto::kAmRndvData}) {
-        for (size_t len = 0; len < 8; ++len) deliver(id, std::vector<uint8_t>(len, 0x5A));
+                    proto::kAmEagerMiddle, proto::kAmSyncAck, proto::kAmRndvRts, proto::kAmRndvAts,
+                    proto::kAmRndvRtr, proto::kAmRndvFin, proto::kAmRndvData}) {
+        for (size_t len = 0; len < 8; ++len)
+            deliver(id, std::vector<uint8_t>(len, 0x5A));
     }
     EXPECT_EQ(swy_request_test(recv_), SWY_INPROGRESS);
     EXPECT_TRUE(guard_intact());
@@ -135,7 +135,8 @@ TEST_F(MalformedPackets, RandomBytesNeverCrashOrOverrunTheBuffer) {
     for (int i = 0; i < 20000; ++i) {
         auto id = static_cast<proto::AmIdValue>(rng() % (proto::kAmMax + 2));
         std::vector<uint8_t> p(rng() % 96);
-        for (auto& b : p) b = static_cast<uint8_t>(rng());
+        for (auto& b : p)
+            b = static_cast<uint8_t>(rng());
         // Keep rendezvous addresses out of it: a random RTS would point at random memory of a
         // random pid; RTS validation is about lengths and the scheme, tested above.
         if (id == proto::kAmRndvRts) continue;

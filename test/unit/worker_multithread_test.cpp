@@ -63,7 +63,8 @@ TEST(WorkerMultiThread, ConcurrentSendersAndReceiverOverShmDeliverEveryMessageIn
     std::atomic<bool> stop{false};
 
     std::thread progress_thread([&] {
-        while (!stop.load()) swy_worker_progress(p.sender);
+        while (!stop.load())
+            swy_worker_progress(p.sender);
     });
     std::vector<std::thread> senders;
     for (int t = 0; t < kThreads; ++t) {
@@ -72,7 +73,8 @@ TEST(WorkerMultiThread, ConcurrentSendersAndReceiverOverShmDeliverEveryMessageIn
             for (int i = 0; i < kPerThread; ++i) {
                 const size_t size = sizes[i % 5];
                 const uint64_t tag = (uint64_t(t) << 32) | uint64_t(i);
-                for (size_t k = 0; k < size; ++k) buf[k] = pattern(tag, k);
+                for (size_t k = 0; k < size; ++k)
+                    buf[k] = pattern(tag, k);
                 swy_request_h req = nullptr;
                 swy_status_t s = swy_tag_send_nb(p.ep, buf.data(), size, tag, nullptr, &req);
                 ASSERT_GE(s, SWY_OK);
@@ -94,8 +96,9 @@ TEST(WorkerMultiThread, ConcurrentSendersAndReceiverOverShmDeliverEveryMessageIn
                 swy_tag_recv_info_t info{};
                 swy_request_params_t rp{};
                 rp.recv_info = &info;
-                swy_status_t s = swy_tag_recv_nb(p.receiver, buf.data(), buf.size(),
-                                                 uint64_t(t) << 32, 0xFFFFFFFF00000000ull, &rp, &req);
+                swy_status_t s =
+                    swy_tag_recv_nb(p.receiver, buf.data(), buf.size(), uint64_t(t) << 32,
+                                    0xFFFFFFFF00000000ull, &rp, &req);
                 if (s == SWY_INPROGRESS) {
                     s = swy_request_wait(p.receiver, req);
                     swy_request_recv_info(req, &info);
@@ -115,8 +118,10 @@ TEST(WorkerMultiThread, ConcurrentSendersAndReceiverOverShmDeliverEveryMessageIn
             }
         });
     }
-    for (auto& th : senders) th.join();
-    for (auto& th : receivers) th.join();
+    for (auto& th : senders)
+        th.join();
+    for (auto& th : receivers)
+        th.join();
     stop.store(true);
     progress_thread.join();
     EXPECT_EQ(errors.load(), 0);
@@ -129,7 +134,8 @@ TEST(WorkerMultiThread, BlockingWaitWakesWhenAMessageArrives) {
     std::thread waiter([&] {
         uint64_t value = 0;
         swy_request_h req = nullptr;
-        swy_status_t s = swy_tag_recv_nb(p.receiver, &value, sizeof(value), 7, ~0ull, nullptr, &req);
+        swy_status_t s =
+            swy_tag_recv_nb(p.receiver, &value, sizeof(value), 7, ~0ull, nullptr, &req);
         ASSERT_EQ(s, SWY_INPROGRESS);
         while (swy_request_test(req) == SWY_INPROGRESS) {
             swy_worker_wait(p.receiver, 2000);

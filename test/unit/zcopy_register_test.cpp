@@ -2,8 +2,8 @@
 // fake dma-buf exporter: which path each memory type takes, the exact arguments of the dma-buf
 // registration (fd, offset, iova, access), that the exported fd is closed, and the reasons
 // given when RDMA cannot reach the memory (rxe: no dma-buf MRs).
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -13,10 +13,10 @@
 #include "protocols/rndv/zcopy_register.h"
 
 using swy::Status;
-using swy::proto::rndv::DmabufExporter;
-using swy::proto::rndv::register_zcopy_buffer;
 using swy::mem::MemType;
 using swy::mem::MemTypeAttr;
+using swy::proto::rndv::DmabufExporter;
+using swy::proto::rndv::register_zcopy_buffer;
 
 namespace {
 
@@ -125,8 +125,8 @@ TEST(RdmaRegister, DmabufMemoryIsRegisteredFromItsExportAtItsOwnAddress) {
         std::unique_ptr<swy::tl::MemoryRegistration> reg;
         std::string why;
         auto* buffer = reinterpret_cast<void*>(uintptr_t{0x7f0012345678});
-        ASSERT_EQ(register_for_rdma(lane, lane_attr(true), exporter, buffer, 1 << 20, type,
-                                    false, swy::tl::kZcopyRemoteRead, &reg, &why),
+        ASSERT_EQ(register_for_rdma(lane, lane_attr(true), exporter, buffer, 1 << 20, type, false,
+                                    swy::tl::kZcopyRemoteRead, &reg, &why),
                   Status::kOk)
             << why;
         EXPECT_NE(reg, nullptr);
@@ -171,17 +171,18 @@ TEST(RdmaRegister, SimdevIsNeverRegisteredAsADmabuf) {
     EXPECT_EQ(lane.dmabuf_calls + lane.host_calls, 0);
     MemTypeAttr capable;
     capable.dmabuf_capable = true;
-    EXPECT_FALSE(swy::proto::rndv::zcopy_reaches_device_memory(lane_attr(true), MemType::kSimdev,
-                                                       capable));
-    EXPECT_TRUE(swy::proto::rndv::zcopy_reaches_device_memory(lane_attr(true), MemType::kDmabuf,
-                                                      capable));
-    EXPECT_TRUE(swy::proto::rndv::zcopy_reaches_device_memory(lane_attr(true), MemType::kCuda, capable));
-    EXPECT_FALSE(swy::proto::rndv::zcopy_reaches_device_memory(lane_attr(false), MemType::kCuda,
-                                                       capable))
+    EXPECT_FALSE(
+        swy::proto::rndv::zcopy_reaches_device_memory(lane_attr(true), MemType::kSimdev, capable));
+    EXPECT_TRUE(
+        swy::proto::rndv::zcopy_reaches_device_memory(lane_attr(true), MemType::kDmabuf, capable));
+    EXPECT_TRUE(
+        swy::proto::rndv::zcopy_reaches_device_memory(lane_attr(true), MemType::kCuda, capable));
+    EXPECT_FALSE(
+        swy::proto::rndv::zcopy_reaches_device_memory(lane_attr(false), MemType::kCuda, capable))
         << "rxe: no dma-buf MRs, so the table keeps the staged pipeline";
     MemTypeAttr not_exported;  // e.g. CUDA on a driver without dma-buf export
     EXPECT_FALSE(swy::proto::rndv::zcopy_reaches_device_memory(lane_attr(true), MemType::kCuda,
-                                                       not_exported));
+                                                               not_exported));
 }
 
 TEST(RdmaRegister, HostMemoryUsesThePlainRegistration) {

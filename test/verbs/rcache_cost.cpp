@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "transports/zcopy.h"
 #include "transports/verbs/reg_cache.h"
 #include "transports/verbs/verbs_registrar.h"
+#include "transports/zcopy.h"
 
 using swy::Status;
 using namespace swy::tl::verbs;
@@ -95,16 +95,16 @@ int main() {
                     "miss_us min/med", "hit_us min/med", "reg/hit");
         for (size_t size : sizes) {
             const int reps = size >= (16u << 20) ? 9 : 31;
-            void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                           -1, 0);
+            void* p =
+                mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             if (p == MAP_FAILED) return 1;
             std::memset(p, 1, size);  // touched, as a send buffer would be
             std::vector<double> reg, miss, hit;
             RegCache::Handle h;
             for (int r = 0; r < reps; ++r) {
                 auto t0 = std::chrono::steady_clock::now();
-                ibv_mr* mr = ibv_reg_mr(pd, p, size,
-                                        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+                ibv_mr* mr =
+                    ibv_reg_mr(pd, p, size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
                 if (mr == nullptr) {
                     std::perror("ibv_reg_mr");
                     return 1;
@@ -130,8 +130,8 @@ int main() {
             reg_t.push_back(rmin);
             hit_t.push_back(hmin);
             std::printf("%12zu %5d %9.1f/%-8.1f %9.1f/%-8.1f %9.1f/%-8.1f %8.1f\n", size, reps,
-                        rmin * 1e6, median(reg) * 1e6, mmin * 1e6, median(miss) * 1e6,
-                        hmin * 1e6, median(hit) * 1e6, rmin / hmin);
+                        rmin * 1e6, median(reg) * 1e6, mmin * 1e6, median(miss) * 1e6, hmin * 1e6,
+                        median(hit) * 1e6, rmin / hmin);
             cache.flush();
             munmap(p, size);
         }

@@ -35,7 +35,8 @@ int main(void) {
             char* buf = malloc(size);
             memset(buf, run, size); /* touched, as a send buffer would be */
             double t0 = now_us();
-            struct ibv_mr* mr = ibv_reg_mr(pd, buf, size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+            struct ibv_mr* mr =
+                ibv_reg_mr(pd, buf, size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
             if (mr == NULL) {
                 perror("ibv_reg_mr");
                 return 1;

@@ -13,7 +13,6 @@
 namespace swy::info {
 namespace {
 
-
 /// Print the label of a step before it runs, so a slow step shows where it is.
 void begin_step(const char* label) {
     std::printf("  %-48s ", label);
@@ -45,8 +44,10 @@ void warn_if_busy() {
     CPU_ZERO(&set);
     const int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
     if (load > 0.5 * cpus) {
-        std::printf("Warning: the host is busy (load average %.1f on %d CPUs); copy and latency "
-                    "figures may come out pessimistic. Rerun when it is idle.\n", load, cpus);
+        std::printf(
+            "Warning: the host is busy (load average %.1f on %d CPUs); copy and latency "
+            "figures may come out pessimistic. Rerun when it is idle.\n",
+            load, cpus);
     }
 }
 
@@ -95,15 +96,15 @@ void measure_tcp_lane(common::CostFigures* f) {
 }
 
 /// Run every measurement; @p f starts as the built-in figures and receives the measured ones.
-void measure_all(const common::Config& config, const std::string& verbs,
-                 common::CostFigures* f) {
+void measure_all(const common::Config& config, const std::string& verbs, common::CostFigures* f) {
     const CpuPair cpus = pick_cpus();
     if (cpus.peer >= 0) {
         std::printf("Calibrating: two-process tests pin the processes to CPUs %d and %d.\n",
                     cpus.self, cpus.peer);
     } else {
-        std::printf("Calibrating: only one CPU is available, so the two-process copy and "
-                    "latency tests are skipped.\n");
+        std::printf(
+            "Calibrating: only one CPU is available, so the two-process copy and "
+            "latency tests are skipped.\n");
     }
     warn_if_busy();
     begin_step("memcpy, 64 MiB, one thread, best of 8");
@@ -130,8 +131,7 @@ void measure_all(const common::Config& config, const std::string& verbs,
     begin_step("bcopy send: CAS-claim + publish a FIFO cell");
     end_step(claim.bcopy_s, "bcopy_overhead_s", f);
     begin_step("cell overhead (receive-side dispatch)");
-    end_step(Measured::failed("not measured: needs the real receive path"), "cell_overhead_s",
-             f);
+    end_step(Measured::failed("not measured: needs the real receive path"), "cell_overhead_s", f);
     measure_tcp_lane(f);
     measure_verbs_lane(config, verbs, f);
 }
@@ -156,9 +156,10 @@ int run_calibrate(const Args& args) {
     const std::string path = output_path(args, config);
     const std::string loaded_by_default = output_path(Args{}, config);
     if (path.empty()) {  // checked before measuring: nowhere to put the result
-        std::fprintf(stderr, "swy-info: no calibration file path: HOME is unset or not absolute, "
-                             "so there is no default file; pass --output PATH and set "
-                             "SWY_CALIBRATION_FILE=PATH for the library\n");
+        std::fprintf(stderr,
+                     "swy-info: no calibration file path: HOME is unset or not absolute, "
+                     "so there is no default file; pass --output PATH and set "
+                     "SWY_CALIBRATION_FILE=PATH for the library\n");
         return 1;
     }
     const double t0 = now_s();
@@ -167,8 +168,8 @@ int run_calibrate(const Args& args) {
     const std::string verbs = verbs_availability(config);
     measure_all(config, verbs, &figures);
     if (figures.save(path, &error) != Status::kOk) {
-        std::fprintf(stderr, "swy-info: %s\n", error.empty() ? ("cannot write " + path).c_str()
-                                                             : error.c_str());
+        std::fprintf(stderr, "swy-info: %s\n",
+                     error.empty() ? ("cannot write " + path).c_str() : error.c_str());
         return 1;
     }
     std::printf("\nWrote %s (measured in %.1f s)\n", path.c_str(), now_s() - t0);
@@ -195,12 +196,15 @@ int run_calibrate(const Args& args) {
     }
     delete context;
     if (loaded_by_default.empty()) {
-        std::printf("\nNote: HOME is unset or not absolute, so the library reads no calibration "
-                    "file by default; set SWY_CALIBRATION_FILE=%s to use these figures.\n",
-                    path.c_str());
+        std::printf(
+            "\nNote: HOME is unset or not absolute, so the library reads no calibration "
+            "file by default; set SWY_CALIBRATION_FILE=%s to use these figures.\n",
+            path.c_str());
     } else if (path != loaded_by_default) {
-        std::printf("\nNote: the library reads %s by default; set SWY_CALIBRATION_FILE=%s to "
-                    "use these figures.\n", loaded_by_default.c_str(), path.c_str());
+        std::printf(
+            "\nNote: the library reads %s by default; set SWY_CALIBRATION_FILE=%s to "
+            "use these figures.\n",
+            loaded_by_default.c_str(), path.c_str());
     }
     return rc;
 }

@@ -27,7 +27,8 @@ int read_remote(pid_t pid, void* remote, unsigned char* local) {
 /// Fill @p buf with a pattern that depends on @p seed, so that a read of the wrong buffer
 /// (or of zeroes) is caught.
 void fill_pattern(unsigned char* buf, unsigned seed) {
-    for (size_t i = 0; i < kProbeBytes; ++i) buf[i] = static_cast<unsigned char>(seed + i * 7);
+    for (size_t i = 0; i < kProbeBytes; ++i)
+        buf[i] = static_cast<unsigned char>(seed + i * 7);
 }
 
 /// Current Yama ptrace_scope, or -1 when the kernel has no Yama.
@@ -92,7 +93,8 @@ CmaProbe probe_cma() {
     pid_t child = fork();
     if (child < 0) {
         result.why = std::string("fork: ") + std::strerror(errno);
-        for (int fd : {to_parent[0], to_parent[1], to_child[0], to_child[1]}) close(fd);
+        for (int fd : {to_parent[0], to_parent[1], to_child[0], to_child[1]})
+            close(fd);
         return result;
     }
     if (child == 0) {
@@ -137,14 +139,14 @@ CmaProbe probe_cma() {
 
     close(to_child[1]);  // lets the child exit
     close(to_parent[0]);
-    while (waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
-    }
+    while (waitpid(child, nullptr, 0) < 0 && errno == EINTR) {}
 
     if (parent_err != 0) {
         result.why = explain(parent_err, "even a parent cannot read its child");
     } else if (child_err != 0) {
-        result.why = explain(child_err, "a parent may read its child, but unrelated peers "
-                                        "cannot read each other");
+        result.why = explain(child_err,
+                             "a parent may read its child, but unrelated peers "
+                             "cannot read each other");
     } else {
         result.works = true;
     }

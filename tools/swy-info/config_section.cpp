@@ -24,13 +24,13 @@ int print_config() {
     common::Config config;
     std::string error;
     if (common::Config::from_environment(&config, &error) != Status::kOk) {
-        std::fprintf(stderr, "swy-info: bad configuration: %s (showing defaults)\n",
-                     error.c_str());
+        std::fprintf(stderr, "swy-info: bad configuration: %s (showing defaults)\n", error.c_str());
         config = common::Config();
         rc = 1;
     }
-    std::printf("Configuration variables: SWY_NAME  [type]  default  (and \"set:\" with the "
-                "value from the environment)\n\n");
+    std::printf(
+        "Configuration variables: SWY_NAME  [type]  default  (and \"set:\" with the "
+        "value from the environment)\n\n");
     for (const common::ConfigVar& var : common::config_table()) {
         std::string line = "SWY_" + std::string(var.name) + "  [" +
                            std::string(common::config_type_name(var.type)) +

@@ -26,12 +26,22 @@ struct Option {
 int run_usage(const Args&);
 
 const Option kOptions[] = {
-    {"-c", "--config", {}, "", "every SWY_* variable: type, default, value set, help",
+    {"-c",
+     "--config",
+     {},
+     "",
+     "every SWY_* variable: type, default, value set, help",
      [](const Args&) { return swy::info::print_config(); }},
-    {nullptr, "--proto", {"--tls", "--memtype"}, " [--tls shm|self|tcp|verbs] [--memtype host]",
+    {nullptr,
+     "--proto",
+     {"--tls", "--memtype"},
+     " [--tls shm|self|tcp|verbs] [--memtype host]",
      "protocol tables an endpoint would get here, with the reason for every range",
      swy::info::print_proto},
-    {nullptr, "--calibrate", {"--output"}, " [--output PATH]",
+    {nullptr,
+     "--calibrate",
+     {"--output"},
+     " [--output PATH]",
      "measure this host's cost figures and write the calibration file (needs HOME or "
      "--output)",
      swy::info::run_calibrate},
@@ -48,8 +58,8 @@ void print_usage(std::FILE* out) {
         std::snprintf(names, sizeof(names), "%s%s%s", opt.short_name ? opt.short_name : "",
                       opt.short_name ? ", " : "    ", opt.long_name);
         std::fprintf(out, "  %-18s %s\n", names, opt.help);
-        if (opt.synopsis[0] != '\0') std::fprintf(out, "  %-18s %s%s\n", "", opt.long_name,
-                                                  opt.synopsis);
+        if (opt.synopsis[0] != '\0')
+            std::fprintf(out, "  %-18s %s%s\n", "", opt.long_name, opt.synopsis);
     }
 }
 

@@ -38,9 +38,9 @@ Measured measure_fifo_latency(const CpuPair& cpus);
 
 /// Cross-memory attach costs against a forked child holding a 64 MiB buffer.
 struct CmaFigures {
-    Measured call_s;        ///< one 8-byte process_vm_readv (best batch average)
-    Measured bw_4m_Bps;     ///< 4 MiB reads (mostly cache-resident), for information
-    Measured bw_64m_Bps;    ///< 64 MiB reads (out of cache): the figure recorded
+    Measured call_s;      ///< one 8-byte process_vm_readv (best batch average)
+    Measured bw_4m_Bps;   ///< 4 MiB reads (mostly cache-resident), for information
+    Measured bw_64m_Bps;  ///< 64 MiB reads (out of cache): the figure recorded
 };
 CmaFigures measure_cma(const CpuPair& cpus);
 

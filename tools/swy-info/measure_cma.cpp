@@ -24,8 +24,8 @@ constexpr int kCallsPerBatch = 1000;
 /// pipe ends to report readiness and to wait for the parent.
 struct CmaPeer {
     uint8_t* buffer;
-    int ready_fd;  ///< child writes one byte once its buffer is filled
-    int done_fd;   ///< child reads until EOF: the parent has finished
+    int ready_fd;       ///< child writes one byte once its buffer is filled
+    int done_fd;        ///< child reads until EOF: the parent has finished
     int parent_fds[2];  ///< the parent's ends, closed in the child (else no EOF ever comes)
 };
 
@@ -37,8 +37,7 @@ int hold_buffer(void* arg) {
     std::memset(peer->buffer, 0x3c, kRemoteBytes);
     char c = 1;
     if (write(peer->ready_fd, &c, 1) != 1) return 1;
-    while (read(peer->done_fd, &c, 1) < 0 && errno == EINTR) {
-    }
+    while (read(peer->done_fd, &c, 1) < 0 && errno == EINTR) {}
     return 0;
 }
 
@@ -59,8 +58,7 @@ int read_all(pid_t pid, uint8_t* local, const uint8_t* remote, size_t bytes) {
 }
 
 /// Best bandwidth (bytes per second) over @p runs reads of @p bytes; 0 on a failed read.
-double best_bandwidth(pid_t pid, uint8_t* local, const uint8_t* remote, size_t bytes,
-                      int runs) {
+double best_bandwidth(pid_t pid, uint8_t* local, const uint8_t* remote, size_t bytes, int runs) {
     double best = 1e9;
     for (int run = 0; run < runs; ++run) {
         const double t0 = now_s();
@@ -96,7 +94,9 @@ CmaFigures measure_against(pid_t child, uint8_t* local, const uint8_t* remote) {
     const double call = best_call(child, local, remote);
     const double mid = best_bandwidth(child, local, remote, kMidBytes, 16);
     const double big = best_bandwidth(child, local, remote, kRemoteBytes, 5);
-    auto result = [](double v) { return v > 0 ? Measured::of(v) : Measured::failed("read failed"); };
+    auto result = [](double v) {
+        return v > 0 ? Measured::of(v) : Measured::failed("read failed");
+    };
     f.call_s = result(call);
     f.bw_4m_Bps = result(mid);
     f.bw_64m_Bps = result(big);
@@ -113,8 +113,8 @@ CmaFigures measure_cma(const CpuPair& cpus) {
     };
     // Mapped before the fork, so it has the same address in the child; each side's pages are
     // its own once written.
-    void* remote = mmap(nullptr, kRemoteBytes, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* remote =
+        mmap(nullptr, kRemoteBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (remote == MAP_FAILED) return fail_all("cannot map 64 MiB");
     std::unique_ptr<uint8_t[]> local(new (std::nothrow) uint8_t[kRemoteBytes]);
     int ready[2];
@@ -138,8 +138,7 @@ CmaFigures measure_cma(const CpuPair& cpus) {
     close(done[0]);
     char c = 0;
     ssize_t n;
-    while ((n = read(ready[0], &c, 1)) < 0 && errno == EINTR) {
-    }
+    while ((n = read(ready[0], &c, 1)) < 0 && errno == EINTR) {}
     if (child < 0 || n != 1) {
         fail_all(child < 0 ? "fork failed" : "the peer process did not start");
     } else {

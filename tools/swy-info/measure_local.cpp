@@ -20,8 +20,7 @@ inline void clobber() { asm volatile("" ::: "memory"); }
 class TouchedBuffer {
 public:
     explicit TouchedBuffer(size_t bytes) : bytes_(bytes) {
-        void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-                       0);
+        void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) return;
         data_ = static_cast<uint8_t*>(p);
         std::memset(data_, 0x5a, bytes);
@@ -64,8 +63,7 @@ double claim_loop(bool shared) {
             if (shared) {
                 h = shared_head.load(std::memory_order_relaxed);
                 while (!shared_head.compare_exchange_weak(h, h + 1, std::memory_order_acq_rel,
-                                                          std::memory_order_relaxed)) {
-                }
+                                                          std::memory_order_relaxed)) {}
             } else {
                 h = private_head++;
             }

@@ -25,8 +25,8 @@ std::string perf_path() {
 }
 
 /// Run swy-perf over @p tls with @p env and @p args; the row for the first size, or false.
-bool run_perf(const std::string& tls, const std::string& env, const std::string& args,
-              PerfRow* row, std::string* why) {
+bool run_perf(const std::string& tls, const std::string& env, const std::string& args, PerfRow* row,
+              std::string* why) {
     // The built-in figures decide nothing here (every run forces its protocol), but a stale
     // calibration file must not be read either.
     const std::string cmd = "env SWY_CALIBRATION_FILE=/dev/null " + env + " '" + perf_path() +
@@ -43,7 +43,8 @@ bool run_perf(const std::string& tls, const std::string& env, const std::string&
         std::string s(line);
         std::vector<std::string> f;
         std::stringstream ss(s);
-        for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+        for (std::string x; std::getline(ss, x, ',');)
+            f.push_back(x);
         if (f.size() >= 7 && (f[0] == "lat" || f[0] == "bw" || f[0] == "mr") && !found) {
             row->latency_us = std::atof(f[3].c_str());
             row->bandwidth_MBps = std::atof(f[4].c_str());

@@ -16,11 +16,11 @@ namespace {
 
 // --- Copy bandwidth through a ring of cells ------------------------------------------------
 
-constexpr size_t kBlock = 4096;                          // payload per cell
-constexpr uint64_t kRingCells = 64;                      // 256 KiB of cells
-constexpr size_t kUserBuffer = size_t{64} << 20;         // each side's private buffer
+constexpr size_t kBlock = 4096;                   // payload per cell
+constexpr uint64_t kRingCells = 64;               // 256 KiB of cells
+constexpr size_t kUserBuffer = size_t{64} << 20;  // each side's private buffer
 constexpr uint64_t kBlocksPerPass = kUserBuffer / kBlock;
-constexpr uint64_t kBlocksPerRun = kBlocksPerPass;       // 64 MiB per timed run
+constexpr uint64_t kBlocksPerRun = kBlocksPerPass;  // 64 MiB per timed run
 constexpr int kCopyRuns = 4;
 constexpr double kCopyBudgetS = 2.0;  // runs after this are skipped (the first always counts)
 
@@ -42,8 +42,8 @@ size_t block_offset(uint64_t k) { return (k % kBlocksPerPass) * kBlock; }
 /// producer says stop.
 int copy_consumer(void* arg) {
     auto* ring = static_cast<CopyRing*>(arg);
-    auto* dst = static_cast<uint8_t*>(mmap(nullptr, kUserBuffer, PROT_READ | PROT_WRITE,
-                                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    auto* dst = static_cast<uint8_t*>(
+        mmap(nullptr, kUserBuffer, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
     if (dst == MAP_FAILED) return 1;
     std::memset(dst, 0, kUserBuffer);
     for (uint64_t k = 0;; ++k) {
@@ -98,7 +98,8 @@ Measured measure_shm_copy_bw(const CpuPair& cpus) {
     SharedMap shared(sizeof(CopyRing));
     if (shared.data() == nullptr) return Measured::failed("cannot map the shared ring");
     auto* ring = new (shared.data()) CopyRing;
-    for (uint64_t c = 0; c < kRingCells; ++c) ring->slots[c].seq.store(c);
+    for (uint64_t c = 0; c < kRingCells; ++c)
+        ring->slots[c].seq.store(c);
     std::unique_ptr<uint8_t[]> src(new (std::nothrow) uint8_t[kUserBuffer]);
     if (!src) return Measured::failed("cannot allocate 64 MiB");
     std::memset(src.get(), 0x5a, kUserBuffer);

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <string>
 
+#include "introspect/introspect.h"
 #include "measure.h"
 #include "sections.h"
-#include "introspect/introspect.h"
 
 namespace swy::info {
 namespace {
@@ -57,14 +57,14 @@ VerbsFigures measure_verbs(const common::Config& config, double memcpy_bw_Bps) {
     // Two sizes, three runs each, the best seen: single runs of a software device in a
     // guest scatter by 3x, and a low figure here would wrongly keep zero-copy out.
     PerfRow rdma4;
-    const bool have_1m = best_of(kRounds, "SWY_RNDV_SCHEME=get SWY_RNDV_THRESH=1K",
-                                 "--test bw --sizes 1M --iters 8 --warmup 1 --window 8", &rdma,
-                                 &why);
-    const bool have_4m = best_of(kRounds, "SWY_RNDV_SCHEME=get SWY_RNDV_THRESH=1K",
-                                 "--test bw --sizes 4M --iters 4 --warmup 1 --window 4", &rdma4,
-                                 &why);
-    const double rdma_MBps = std::max(have_1m ? rdma.bandwidth_MBps : 0,
-                                      have_4m ? rdma4.bandwidth_MBps : 0);
+    const bool have_1m =
+        best_of(kRounds, "SWY_RNDV_SCHEME=get SWY_RNDV_THRESH=1K",
+                "--test bw --sizes 1M --iters 8 --warmup 1 --window 8", &rdma, &why);
+    const bool have_4m =
+        best_of(kRounds, "SWY_RNDV_SCHEME=get SWY_RNDV_THRESH=1K",
+                "--test bw --sizes 4M --iters 4 --warmup 1 --window 4", &rdma4, &why);
+    const double rdma_MBps =
+        std::max(have_1m ? rdma.bandwidth_MBps : 0, have_4m ? rdma4.bandwidth_MBps : 0);
     if (rdma_MBps > 0) {
         v.rdma_bw_Bps = Measured::of(rdma_MBps * 1e6);
     } else {

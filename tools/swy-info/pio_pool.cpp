@@ -31,8 +31,9 @@ int print_pio_pool(const common::Config& config) {
         std::printf("  %-26s %u\n", "pio_endpoints_max", attr.pio_endpoints_max);
         std::printf("  %-26s %llu\n", "SWY_PIO_RESERVED",
                     static_cast<unsigned long long>(config.get_unsigned("PIO_RESERVED")));
-        std::printf("  Senders beyond the window fall back to eager_bcopy through the shared "
-                    "FIFO.\n");
+        std::printf(
+            "  Senders beyond the window fall back to eager_bcopy through the shared "
+            "FIFO.\n");
     } else {
         std::printf("  swy_worker_query failed: %s\n", swy_status_string(s));
     }

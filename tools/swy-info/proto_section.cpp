@@ -85,12 +85,13 @@ void print_lane_costs(const proto::LaneCaps& caps) {
     std::printf(", bcopy +%s per fragment at %s\n", time_text(c.am_bcopy.fixed_s).c_str(),
                 rate_text(c.am_bcopy.per_byte_s).c_str());
     if (caps.rndv && caps.zcopy) {
-        std::printf("                zero-copy get %s at %s, put %s at %s, registration %s "
-                    "at %s per side\n",
-                    time_text(c.get_zcopy.fixed_s).c_str(), rate_text(c.get_zcopy.per_byte_s).c_str(),
-                    time_text(c.put_zcopy.fixed_s).c_str(), rate_text(c.put_zcopy.per_byte_s).c_str(),
-                    time_text(c.reg.fixed_s).c_str(),
-                    c.reg.per_byte_s > 0 ? rate_text(c.reg.per_byte_s).c_str() : "-");
+        std::printf(
+            "                zero-copy get %s at %s, put %s at %s, registration %s "
+            "at %s per side\n",
+            time_text(c.get_zcopy.fixed_s).c_str(), rate_text(c.get_zcopy.per_byte_s).c_str(),
+            time_text(c.put_zcopy.fixed_s).c_str(), rate_text(c.put_zcopy.per_byte_s).c_str(),
+            time_text(c.reg.fixed_s).c_str(),
+            c.reg.per_byte_s > 0 ? rate_text(c.reg.per_byte_s).c_str() : "-");
     }
 }
 
@@ -105,7 +106,7 @@ void print_table(const char* caption, const tl::LaneAttr& lane, const proto::Sel
     text += caps.pio ? "eager_short up to " + std::to_string(caps.pio_max) + " B"
                      : std::string("no PIO");
     text += ", bcopy fragments of " + std::to_string(caps.fragment_max) + " B";
-    text += ", rendezvous " + std::string(!caps.rndv   ? "not possible"
+    text += ", rendezvous " + std::string(!caps.rndv    ? "not possible"
                                           : !caps.zcopy ? "without zero-copy"
                                           // as the transports name their zero-copy
                                           : caps.remote_keys ? "with RDMA READ/WRITE"
@@ -117,14 +118,14 @@ void print_table(const char* caption, const tl::LaneAttr& lane, const proto::Sel
     std::string thresholds;
     size_t lo = 0;
     for (const proto::ProtoRange& r : table.ranges()) {
-        std::string range = std::to_string(lo) + ".." +
-                            (r.max_size == SIZE_MAX ? std::string("inf")
-                                                    : std::to_string(r.max_size));
+        std::string range =
+            std::to_string(lo) + ".." +
+            (r.max_size == SIZE_MAX ? std::string("inf") : std::to_string(r.max_size));
         std::printf("      %-17s %-14s %s\n", range.c_str(), proto::proto_name(r.proto),
                     r.reason.c_str());
-        thresholds += lo == 0 ? proto::proto_name(r.proto)
-                              : std::string(" → ") + proto::proto_name(r.proto) + " at " +
-                                    size_text(lo);
+        thresholds +=
+            lo == 0 ? proto::proto_name(r.proto)
+                    : std::string(" → ") + proto::proto_name(r.proto) + " at " + size_text(lo);
         if (r.max_size == SIZE_MAX) break;
         lo = r.max_size + 1;
     }
@@ -134,8 +135,8 @@ void print_table(const char* caption, const tl::LaneAttr& lane, const proto::Sel
 
 /// The SWY_* variables that change selection, as "SWY_X=value" for those set, or "none".
 std::string overrides_text(const common::Config& cfg) {
-    static const char* const kNames[] = {"PROTO", "RNDV_THRESH", "ZCOPY_THRESH",
-                                         "RNDV_SCHEME", "PIO_MAX"};
+    static const char* const kNames[] = {"PROTO", "RNDV_THRESH", "ZCOPY_THRESH", "RNDV_SCHEME",
+                                         "PIO_MAX"};
     std::string text;
     for (const char* name : kNames) {
         if (!cfg.is_set(name)) continue;
@@ -165,8 +166,10 @@ int print_shm_tables(const core::Context& context, const proto::SelectOverrides&
     const size_t min_cell = kCellHeaderBytes + sizeof(proto::EagerFirstHeader) + 1;
     if (pio_cell < min_cell || fifo_cell < min_cell || pio_cell > UINT32_MAX ||
         fifo_cell > UINT32_MAX) {
-        std::printf("\nshm: SWY_SHM_CELL_SIZE / SWY_SHM_PIO_CELL_SIZE out of range "
-                    "(%zu..4 GiB)\n", min_cell);
+        std::printf(
+            "\nshm: SWY_SHM_CELL_SIZE / SWY_SHM_PIO_CELL_SIZE out of range "
+            "(%zu..4 GiB)\n",
+            min_cell);
         return 1;
     }
     std::string why;
@@ -252,25 +255,26 @@ int print_verbs_tables(const core::Context& context, const proto::SelectOverride
     // Without a device, the inline limit asked for (what a device typically grants).
     const uint32_t inline_max = port != nullptr ? port->max_inline : vc.max_inline;
     std::printf("\nverbs transport (%s)\n",
-                port != nullptr ? (port->device + ":" + std::to_string(port->port) + ", inline " +
-                                   std::to_string(inline_max) + " B")
-                                      .c_str()
-                                : ("no device: " +
-                                   (why.empty() ? std::string("none usable") : why) +
-                                   "; tables for an inline limit of " +
-                                   std::to_string(inline_max) + " B")
-                                      .c_str());
+                port != nullptr
+                    ? (port->device + ":" + std::to_string(port->port) + ", inline " +
+                       std::to_string(inline_max) + " B")
+                          .c_str()
+                    : ("no device: " + (why.empty() ? std::string("none usable") : why) +
+                       "; tables for an inline limit of " + std::to_string(inline_max) + " B")
+                          .c_str());
     note_if_disabled(context, "verbs");
     std::string rcache_why;
     const bool rcache = tl::verbs::rcache_page_identity(vc, &rcache_why) != nullptr;
     std::printf("  registration per side: %s\n",
-                rcache ? "a validated registration-cache hit (buffers reused)"
-                       : ("a full registration (registration cache off: " + rcache_why + ")")
-                             .c_str());
+                rcache
+                    ? "a validated registration-cache hit (buffers reused)"
+                    : ("a full registration (registration cache off: " + rcache_why + ")").c_str());
     const bool dmabuf = port != nullptr && port->dmabuf_mr;
     const tl::LaneAttr lane = tl::verbs::lane_attr(vc, inline_max, dmabuf, rcache);
-    print_table("endpoint (inline sends = PIO, bcopy through registered bounce buffers, "
-                "RDMA READ/WRITE rendezvous)", lane, o);
+    print_table(
+        "endpoint (inline sends = PIO, bcopy through registered bounce buffers, "
+        "RDMA READ/WRITE rendezvous)",
+        lane, o);
     const bool dm = port != nullptr && (port->device_memory || vc.dm_emulate);
     if (dm && lane.pio) {
         const size_t cell = std::min(vc.dm_cell_size, vc.seg_size);
@@ -319,8 +323,8 @@ int print_proto(const Args& args) {
     const std::string* memtype = args.get("--memtype");
     if (memtype != nullptr && *memtype != "host") {
         const bool known = *memtype == "simdev" || *memtype == "dmabuf" || *memtype == "cuda";
-        std::fprintf(stderr, "swy-info: --memtype %s: %s (only host for now)\n",
-                     memtype->c_str(), known ? "not supported yet" : "unknown memory type");
+        std::fprintf(stderr, "swy-info: --memtype %s: %s (only host for now)\n", memtype->c_str(),
+                     known ? "not supported yet" : "unknown memory type");
         return 2;
     }
     const std::string* tls = args.get("--tls");

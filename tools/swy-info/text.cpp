@@ -43,8 +43,8 @@ std::string format_bytes(uint64_t bytes) {
     }
     char buf[48];
     if (bytes % scale == 0) {
-        std::snprintf(buf, sizeof(buf), "%llu %s",
-                      static_cast<unsigned long long>(bytes / scale), kUnits[unit]);
+        std::snprintf(buf, sizeof(buf), "%llu %s", static_cast<unsigned long long>(bytes / scale),
+                      kUnits[unit]);
     } else {
         std::snprintf(buf, sizeof(buf), "%.1f %s",
                       static_cast<double>(bytes) / static_cast<double>(scale), kUnits[unit]);

@@ -29,8 +29,7 @@ void print_topology() {
     }
     int node = topology.numa_node_of_caller();
     if (node >= 0) {
-        std::printf("  NUMA node of this process: %d (of %d)\n", node,
-                    topology.numa_node_count());
+        std::printf("  NUMA node of this process: %d (of %d)\n", node, topology.numa_node_count());
     } else {
         std::printf("  NUMA node of this process: unknown\n");
     }

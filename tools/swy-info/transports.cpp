@@ -68,9 +68,9 @@ void print_shm_attributes(const common::Config& config) {
               std::to_string(pio_cell_size - kCellHeaderBytes - kTagHeaderBytes) + " B",
               "SWY_SHM_PIO_CELL_SIZE " + format_bytes(pio_cell_size) +
                   " - 16 B cell header - 16 B sync header");
-    attr_line("segment size", format_bytes(geometry.total_size()),
-              std::to_string(geometry.total_size()) +
-                  " B per worker: FIFO, PIO rings, slot tables");
+    attr_line(
+        "segment size", format_bytes(geometry.total_size()),
+        std::to_string(geometry.total_size()) + " B per worker: FIFO, PIO rings, slot tables");
 }
 
 }  // namespace
@@ -83,8 +83,7 @@ void print_transports(const common::Config& config, const core::Context& context
     // Every registered transport, as the worker would open them, then CMA.
     for (const tl::TransportEntry* t : tl::transports()) {
         const std::string name(t->name);
-        const std::string available =
-            t->availability != nullptr ? t->availability(config) : "yes";
+        const std::string available = t->availability != nullptr ? t->availability(config) : "yes";
         std::printf("  %-9s %-8s %s\n", name.c_str(),
                     yes_no(context.transport_enabled(name.c_str())), available.c_str());
     }

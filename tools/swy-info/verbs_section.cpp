@@ -34,17 +34,17 @@ std::string dm_window_text(const tl::verbs::VerbsConfig& vc, const tl::verbs::Po
     }
     const size_t slot = vc.dm_cell_size * tl::verbs::kDmCellsPerSlot;
     // As many whole slots as the device holds (DmPool::create).
-    const size_t slots = emulated ? vc.dm_slots
-                                  : std::min<size_t>(vc.dm_slots, p.max_dm_size / slot);
+    const size_t slots =
+        emulated ? vc.dm_slots : std::min<size_t>(vc.dm_slots, p.max_dm_size / slot);
     const size_t reserved = std::min<size_t>(vc.dm_reserved, slots);
     return std::string(emulated ? "EMULATED in host memory (SWY_VERBS_DM_EMULATE, a testing "
                                   "aid): "
                                 : "device memory: ") +
            std::to_string(slots) + " slots (SWY_VERBS_DM_SLOTS) of " +
            std::to_string(tl::verbs::kDmCellsPerSlot) + " cells x " +
-           std::to_string(vc.dm_cell_size) + " B (SWY_VERBS_DM_CELL_SIZE) = " +
-           std::to_string(slots * slot) + " B; one slot per endpoint, first come first served, " +
-           std::to_string(reserved) +
+           std::to_string(vc.dm_cell_size) +
+           " B (SWY_VERBS_DM_CELL_SIZE) = " + std::to_string(slots * slot) +
+           " B; one slot per endpoint, first come first served, " + std::to_string(reserved) +
            " kept for SWY_EP_FLAG_PIO_FIRST (SWY_PIO_RESERVED); the others send inline only "
            "(swy_ep_query: pio_window)";
 }
@@ -71,18 +71,19 @@ void print_verbs_ports(const common::Config& config) {
                     p.device_memory ? ("yes, " + std::to_string(p.max_dm_size) + " B").c_str()
                                     : p.device_memory_reason.c_str());
         const std::string dmabuf =
-            p.dmabuf_mr ? "yes" + (p.dmabuf_reason.empty() ? "" : " (" + p.dmabuf_reason + ")")
-                        : "no: " + p.dmabuf_reason +
-                              " (device memory rendezvous uses the staged pipeline)";
+            p.dmabuf_mr
+                ? "yes" + (p.dmabuf_reason.empty() ? "" : " (" + p.dmabuf_reason + ")")
+                : "no: " + p.dmabuf_reason + " (device memory rendezvous uses the staged pipeline)";
         std::printf("      PIO window           %s\n", dm_window_text(vc, p).c_str());
         std::printf("      dma-buf MRs          %s\n", dmabuf.c_str());
     }
     // Decided per process (pagemap visibility), not per port: printed once.
     std::string rcache_why;
     if (tl::verbs::rcache_page_identity(vc, &rcache_why) != nullptr) {
-        std::printf("    registration cache   on: hits validated by page frames, at most %zu "
-                    "entries / %zu B pinned (SWY_VERBS_RCACHE_ENTRIES, SWY_VERBS_RCACHE_MAX)\n",
-                    vc.rcache_limits.max_entries, vc.rcache_limits.max_bytes);
+        std::printf(
+            "    registration cache   on: hits validated by page frames, at most %zu "
+            "entries / %zu B pinned (SWY_VERBS_RCACHE_ENTRIES, SWY_VERBS_RCACHE_MAX)\n",
+            vc.rcache_limits.max_entries, vc.rcache_limits.max_bytes);
     } else {
         std::printf("    registration cache   off: %s; rendezvous registers per transfer\n",
                     rcache_why.c_str());

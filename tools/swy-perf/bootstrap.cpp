@@ -15,7 +15,7 @@ namespace {
 
 constexpr uint64_t kMaxBlob = 64u << 20;  // sanity limit on an address blob
 
-} // namespace
+}  // namespace
 
 bool Bootstrap::start(const Options& opts) {
     if (opts.self_mode()) {
@@ -98,7 +98,8 @@ bool Bootstrap::read_all(void* data, size_t length) {
 bool Bootstrap::send_blob(const void* data, size_t length) {
     uint8_t header[8];
     uint64_t len = length;
-    for (int i = 7; i >= 0; --i, len >>= 8) header[i] = static_cast<uint8_t>(len);  // big-endian
+    for (int i = 7; i >= 0; --i, len >>= 8)
+        header[i] = static_cast<uint8_t>(len);  // big-endian
     return write_all(header, sizeof header) && write_all(data, length);
 }
 
@@ -106,7 +107,8 @@ bool Bootstrap::recv_blob(std::vector<uint8_t>* out) {
     uint8_t header[8];
     if (!read_all(header, sizeof header)) return false;
     uint64_t len = 0;
-    for (uint8_t b : header) len = (len << 8) | b;
+    for (uint8_t b : header)
+        len = (len << 8) | b;
     if (len > kMaxBlob) {
         std::fprintf(stderr, "swy-perf: peer sent a %llu-byte address: protocol mismatch?\n",
                      static_cast<unsigned long long>(len));
@@ -157,8 +159,7 @@ int Bootstrap::finish(bool kill_peer) {
     if (child_pid_ <= 0) return 0;
     if (kill_peer) ::kill(child_pid_, SIGTERM);
     int status = 0;
-    while (::waitpid(child_pid_, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(child_pid_, &status, 0) < 0 && errno == EINTR) {}
     child_pid_ = -1;
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     if (WIFSIGNALED(status)) {
@@ -173,4 +174,4 @@ int Bootstrap::finish(bool kill_peer) {
 
 Bootstrap::~Bootstrap() { finish(true); }
 
-} // namespace swy::perf
+}  // namespace swy::perf

@@ -53,8 +53,7 @@ public:
     bool launched() const { return launched_; }
     /// Launched mode, once the worker exists: join the job (publishing @p worker's address)
     /// and connect to the other rank. False with a message printed.
-    bool connect_launched(swy_worker_h worker, const swy_ep_params_t& ep_template,
-                          swy_ep_h* ep);
+    bool connect_launched(swy_worker_h worker, const swy_ep_params_t& ep_template, swy_ep_h* ep);
     /// Launched mode: close the endpoint connect_launched() made (progressing the worker).
     bool close_launched(bool force);
     /// Launched mode: leave the job. Call before the worker is destroyed.
@@ -88,13 +87,13 @@ private:
     bool launched_ = false;
     swy_bootstrap_h pmix_ = nullptr;  ///< launched mode, between connect and leave
     bool sockaddr_mode_ = false;
-    std::string host_;                ///< sockaddr mode: the client's server host
-    int port_ = -1;                   ///< sockaddr mode: PORT
-    swy_worker_h worker_ = nullptr;   ///< sockaddr mode, between connect and close
+    std::string host_;               ///< sockaddr mode: the client's server host
+    int port_ = -1;                  ///< sockaddr mode: PORT
+    swy_worker_h worker_ = nullptr;  ///< sockaddr mode, between connect and close
     swy_ep_h ep_ = nullptr;
     swy_ep_error_cb_t user_err_cb_ = nullptr;
     void* user_err_arg_ = nullptr;
     bool err_armed_ = false;
 };
 
-} // namespace swy::perf
+}  // namespace swy::perf

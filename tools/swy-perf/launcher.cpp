@@ -25,8 +25,10 @@ bool Bootstrap::start_launched() {
         return false;
     }
     if (rank > 1) {
-        std::fprintf(stderr, "swy-perf: started with rank %ld: swy-perf runs 2 ranks "
-                     "(mpirun -np 2)\n", rank);
+        std::fprintf(stderr,
+                     "swy-perf: started with rank %ld: swy-perf runs 2 ranks "
+                     "(mpirun -np 2)\n",
+                     rank);
         return false;
     }
     launched_ = true;
@@ -52,8 +54,7 @@ bool Bootstrap::connect_launched(swy_worker_h worker, const swy_ep_params_t& ep_
     }
     s = swy_bootstrap_ep(pmix_, 1 - rank, &ep_template, ep);
     if (s != SWY_OK) {
-        std::fprintf(stderr, "swy-perf: endpoint to rank %u: %s\n", 1 - rank,
-                     swy_status_string(s));
+        std::fprintf(stderr, "swy-perf: endpoint to rank %u: %s\n", 1 - rank, swy_status_string(s));
         return false;
     }
     return true;
@@ -84,4 +85,4 @@ bool Bootstrap::barrier_launched() {
     return s == SWY_OK;
 }
 
-} // namespace swy::perf
+}  // namespace swy::perf

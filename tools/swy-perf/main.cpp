@@ -64,7 +64,7 @@ int run(const Options& opts, Bootstrap& boot) {
     return closed ? 0 : 1;
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
     Options opts = parse_options(argc, argv);

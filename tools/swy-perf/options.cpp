@@ -65,10 +65,13 @@ bool parse_size(std::string_view text, size_t* out) {
     unsigned shift = 0;
     if (i < text.size()) {
         switch (text[i]) {
-        case 'k': case 'K': shift = 10; break;
-        case 'm': case 'M': shift = 20; break;
-        case 'g': case 'G': shift = 30; break;
-        default: return false;
+            case 'k':
+            case 'K': shift = 10; break;
+            case 'm':
+            case 'M': shift = 20; break;
+            case 'g':
+            case 'G': shift = 30; break;
+            default: return false;
         }
         ++i;
         if (i < text.size() && (text[i] == 'b' || text[i] == 'B')) ++i;  // "4MB" as well
@@ -93,7 +96,7 @@ int parse_port(const char* text) {
     return static_cast<int>(port);
 }
 
-} // namespace
+}  // namespace
 
 bool parse_size_list(const std::string& text, std::vector<size_t>* out) {
     out->clear();
@@ -131,10 +134,10 @@ bool parse_size_list(const std::string& text, std::vector<size_t>* out) {
 
 const char* test_name(TestKind kind) {
     switch (kind) {
-    case TestKind::kLat: return "lat";
-    case TestKind::kBw: return "bw";
-    case TestKind::kBibw: return "bibw";
-    case TestKind::kMr: return "mr";
+        case TestKind::kLat: return "lat";
+        case TestKind::kBw: return "bw";
+        case TestKind::kBibw: return "bibw";
+        case TestKind::kMr: return "mr";
     }
     return "?";
 }
@@ -170,11 +173,16 @@ Options parse_options(int argc, char** argv) {
             std::exit(0);
         } else if (flag == "--test") {
             std::string_view t = value();
-            if (t == "lat") opts.test = TestKind::kLat;
-            else if (t == "bw") opts.test = TestKind::kBw;
-            else if (t == "bibw") opts.test = TestKind::kBibw;
-            else if (t == "mr") opts.test = TestKind::kMr;
-            else usage_error("unknown test '%s' (lat, bw, bibw, mr)", argv[i]);
+            if (t == "lat")
+                opts.test = TestKind::kLat;
+            else if (t == "bw")
+                opts.test = TestKind::kBw;
+            else if (t == "bibw")
+                opts.test = TestKind::kBibw;
+            else if (t == "mr")
+                opts.test = TestKind::kMr;
+            else
+                usage_error("unknown test '%s' (lat, bw, bibw, mr)", argv[i]);
         } else if (flag == "--tls") {
             opts.tls = value();
             if (opts.tls.empty()) usage_error("%s", "--tls needs a non-empty list");
@@ -208,14 +216,16 @@ Options parse_options(int argc, char** argv) {
             std::string_view receiver = colon == std::string_view::npos ? m : m.substr(colon + 1);
             for (std::string_view t : {sender, receiver}) {
                 if (t == "dmabuf") {
-                    usage_error("--memtype '%s': swy-perf cannot allocate dma-buf memory (it "
-                                "comes from an exporter); use host, simdev or cuda",
-                                argv[i]);
+                    usage_error(
+                        "--memtype '%s': swy-perf cannot allocate dma-buf memory (it "
+                        "comes from an exporter); use host, simdev or cuda",
+                        argv[i]);
                 }
                 if (t != "host" && t != "simdev" && t != "cuda") {
-                    usage_error("unknown memory type in --memtype '%s' (host, simdev, cuda, "
-                                "or SENDER:RECEIVER)",
-                                argv[i]);
+                    usage_error(
+                        "unknown memory type in --memtype '%s' (host, simdev, cuda, "
+                        "or SENDER:RECEIVER)",
+                        argv[i]);
                 }
             }
             opts.memtype[0] = std::string(sender);
@@ -255,4 +265,4 @@ Options parse_options(int argc, char** argv) {
     return opts;
 }
 
-} // namespace swy::perf
+}  // namespace swy::perf

@@ -12,16 +12,16 @@ enum class TestKind { kLat, kBw, kBibw, kMr };
 
 struct Options {
     TestKind test = TestKind::kLat;
-    std::string tls;                 ///< empty: leave SWY_TLS as the environment has it
-    std::vector<size_t> sizes;       ///< message sizes, in run order
-    size_t iters = 0;                ///< 0: size-dependent default (see default_iters())
-    size_t warmup = SIZE_MAX;        ///< SIZE_MAX: size-dependent default
-    size_t window = 64;              ///< bw/bibw/mr: messages in flight per round
-    bool check = false;              ///< fill and verify every byte of every message
-    int cpus[2] = {-1, -1};          ///< cores for the client (sender) and the server
+    std::string tls;            ///< empty: leave SWY_TLS as the environment has it
+    std::vector<size_t> sizes;  ///< message sizes, in run order
+    size_t iters = 0;           ///< 0: size-dependent default (see default_iters())
+    size_t warmup = SIZE_MAX;   ///< SIZE_MAX: size-dependent default
+    size_t window = 64;         ///< bw/bibw/mr: messages in flight per round
+    bool check = false;         ///< fill and verify every byte of every message
+    int cpus[2] = {-1, -1};     ///< cores for the client (sender) and the server
     bool csv = false;
-    int server_port = -1;            ///< --server PORT
-    std::string client_host;         ///< --client HOST:PORT
+    int server_port = -1;     ///< --server PORT
+    std::string client_host;  ///< --client HOST:PORT
     int client_port = -1;
     /// --memtype: memory type of the client's (SENDER) and the server's (RECEIVER) message
     /// buffers: "host", "simdev" or "cuda". Each process sends and receives from its own
@@ -51,4 +51,4 @@ size_t default_warmup(const Options& opts, size_t size);
 /// 1024. Returns false on a malformed list.
 bool parse_size_list(const std::string& text, std::vector<size_t>* out);
 
-} // namespace swy::perf
+}  // namespace swy::perf

@@ -18,7 +18,9 @@ inline uint64_t pattern_seed(uint64_t message, uint64_t size, unsigned direction
 }
 
 /// 8-byte word @p k of the pattern; byte o of a message is byte o%8 of word o/8.
-inline uint64_t pattern_word(uint64_t seed, uint64_t k) { return seed ^ (k * 0xD6E8FEB86659FD93ull); }
+inline uint64_t pattern_word(uint64_t seed, uint64_t k) {
+    return seed ^ (k * 0xD6E8FEB86659FD93ull);
+}
 
 inline void pattern_fill(void* buffer, size_t length, uint64_t seed) {
     auto* p = static_cast<unsigned char*>(buffer);
@@ -60,4 +62,4 @@ inline bool pattern_verify(const void* buffer, size_t length, uint64_t seed, siz
     return true;
 }
 
-} // namespace swy::perf
+}  // namespace swy::perf

@@ -23,10 +23,13 @@ bool take_bound(std::string_view& s, size_t* out) {
     if (i < s.size()) {
         unsigned shift = 0;
         switch (s[i]) {
-        case 'K': case 'k': shift = 10; break;
-        case 'M': case 'm': shift = 20; break;
-        case 'G': case 'g': shift = 30; break;
-        default: break;
+            case 'K':
+            case 'k': shift = 10; break;
+            case 'M':
+            case 'm': shift = 20; break;
+            case 'G':
+            case 'g': shift = 30; break;
+            default: break;
         }
         if (shift) {
             v = v > (SIZE_MAX >> shift) ? SIZE_MAX : v << shift;
@@ -38,7 +41,7 @@ bool take_bound(std::string_view& s, size_t* out) {
     return true;
 }
 
-} // namespace
+}  // namespace
 
 std::string protocol_for(std::string_view table, size_t size) {
     while (!table.empty()) {
@@ -60,7 +63,8 @@ std::string protocol_for(std::string_view table, size_t size) {
             line.remove_prefix(1);
         }
         size_t end = 0;
-        while (end < line.size() && !std::isspace(static_cast<unsigned char>(line[end]))) ++end;
+        while (end < line.size() && !std::isspace(static_cast<unsigned char>(line[end])))
+            ++end;
         if (end == 0 || size < lo || size > hi) continue;
         return std::string(line.substr(0, end));
     }
@@ -70,8 +74,9 @@ std::string protocol_for(std::string_view table, size_t size) {
 void Reporter::begin(const std::string& endpoint_description) {
     if (opts_.csv) {
         // New columns go at the end: scripts read the others by position.
-        std::printf("test,size,iters,latency_us,bandwidth_MBps,msg_rate_Mps,protocol,"
-                    "latency_median_us\n");
+        std::printf(
+            "test,size,iters,latency_us,bandwidth_MBps,msg_rate_Mps,protocol,"
+            "latency_median_us\n");
     } else {
         std::printf("# swy-perf --test %s%s%s", test_name(opts_.test),
                     opts_.tls.empty() ? "" : " --tls ", opts_.tls.c_str());
@@ -91,8 +96,8 @@ void Reporter::begin(const std::string& endpoint_description) {
 void Reporter::row(const Result& r) {
     std::string proto = protocol_for(table_, r.size);
     if (opts_.csv) {
-        std::printf("%s,%zu,%zu,%.4f,%.2f,%.4f,%s,%.4f\n", test_name(opts_.test), r.size,
-                    r.iters, r.latency_us, r.bandwidth_MBps, r.msg_rate_Mps, proto.c_str(),
+        std::printf("%s,%zu,%zu,%.4f,%.2f,%.4f,%s,%.4f\n", test_name(opts_.test), r.size, r.iters,
+                    r.latency_us, r.bandwidth_MBps, r.msg_rate_Mps, proto.c_str(),
                     r.latency_median_us);
     } else {
         std::printf("%12zu %10zu %13.3f", r.size, r.iters, r.latency_us);
@@ -102,4 +107,4 @@ void Reporter::row(const Result& r) {
     std::fflush(stdout);
 }
 
-} // namespace swy::perf
+}  // namespace swy::perf

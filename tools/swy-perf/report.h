@@ -31,4 +31,4 @@ private:
     std::string table_;
 };
 
-} // namespace swy::perf
+}  // namespace swy::perf

@@ -100,7 +100,7 @@ double now_us() {
     return duration<double, std::micro>(steady_clock::now().time_since_epoch()).count();
 }
 
-} // namespace
+}  // namespace
 
 /// Per-size buffers: @c slots send and receive buffers of @c size bytes each.
 struct Runner::Buffers {
@@ -241,8 +241,7 @@ bool Runner::fill_send(Buffers& b, size_t slot, size_t size, uint64_t msg, unsig
     return false;
 }
 
-bool Runner::verify_recv(Buffers& b, size_t slot, size_t size, uint64_t msg,
-                         unsigned direction) {
+bool Runner::verify_recv(Buffers& b, size_t slot, size_t size, uint64_t msg, unsigned direction) {
     if (!b.recv.device()) return verify(b.recv_slot(slot), size, msg, direction);
     if (size == 0) return true;
     swy_status_t s = swy_mem_copy(session_.context(), b.stage.get(), SWY_MEMTYPE_HOST,
@@ -370,14 +369,13 @@ bool Runner::stream_round(Buffers& b, size_t size, uint64_t first, size_t count)
     swy_tag_recv_info_t ack_info{};
     bool acked = !bibw && role != Role::kSelf;  // bw/mr: the receiver confirms each window
     if (acked && role == Role::kClient &&
-        !post_recv(b.ack_in, kAckSize, SWY_MEMTYPE_HOST, kTagAck, &ack_info, &ack_req,
-                   &ack_imm)) {
+        !post_recv(b.ack_in, kAckSize, SWY_MEMTYPE_HOST, kTagAck, &ack_info, &ack_req, &ack_imm)) {
         return false;
     }
     if (recvs) {
         for (size_t j = 0; j < count; ++j) {
-            if (!post_recv(b.recv_slot(j), size, b.recv.type(), in_tag, &recv_info_[j],
-                           &recvs_[j], &recv_imm_[j])) {
+            if (!post_recv(b.recv_slot(j), size, b.recv.type(), in_tag, &recv_info_[j], &recvs_[j],
+                           &recv_imm_[j])) {
                 return false;
             }
         }
@@ -474,9 +472,8 @@ bool Runner::stream_continuous(Buffers& b, size_t size, uint64_t first, size_t t
         if (!wait_recv(recvs_[slot], recv_imm_[slot], &recv_info_[slot], size)) return false;
         recvs_[slot] = nullptr;
         if (check && !verify_recv(b, slot, size, first + i, 0)) return false;
-        if (i + window < total &&
-            !post_recv(b.recv_slot(slot), size, b.recv.type(), kTagData, &recv_info_[slot],
-                       &recvs_[slot], &recv_imm_[slot])) {
+        if (i + window < total && !post_recv(b.recv_slot(slot), size, b.recv.type(), kTagData,
+                                             &recv_info_[slot], &recvs_[slot], &recv_imm_[slot])) {
             return false;
         }
     }
@@ -556,4 +553,4 @@ bool Runner::run_size(size_t size, Result* out) {
     return true;
 }
 
-} // namespace swy::perf
+}  // namespace swy::perf

@@ -17,8 +17,8 @@ namespace swy::perf {
 
 struct Result {
     size_t size = 0;
-    size_t iters = 0;           ///< measured round trips (lat) or messages per direction
-    double latency_us = 0;      ///< lat: one-way (mean); streaming: time per message
+    size_t iters = 0;       ///< measured round trips (lat) or messages per direction
+    double latency_us = 0;  ///< lat: one-way (mean); streaming: time per message
     /// lat: one-way median (half the median round trip, as ib_send_lat's t_typical); 0 for
     /// the streaming tests.
     double latency_median_us = 0;
@@ -74,4 +74,4 @@ private:
     std::vector<double> round_trips_us_;  ///< lat: one entry per measured round trip
 };
 
-} // namespace swy::perf
+}  // namespace swy::perf

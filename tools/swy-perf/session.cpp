@@ -21,7 +21,7 @@ swy_memtype_t memtype_of(std::string_view name) {
     return SWY_MEMTYPE_HOST;  // options.cpp let nothing else through
 }
 
-} // namespace
+}  // namespace
 
 // Both processes load every type named in --memtype (on top of what SWY_MEMTYPES already
 // lists), so each side's tables and detection are the same whichever side a type is on.
@@ -196,8 +196,7 @@ std::string Session::describe() const {
         // Two-tier PIO (verbs): inline, then device memory if the endpoint got a slot.
         std::snprintf(line, sizeof line,
                       "\n# pio: inline %zu B, device memory %zu B, %u in flight; %s",
-                      attr.pio_inline_size, attr.pio_dm_size, attr.pio_credits,
-                      attr.pio_window);
+                      attr.pio_inline_size, attr.pio_dm_size, attr.pio_credits, attr.pio_window);
         text += line;
     }
     return text;
@@ -217,4 +216,4 @@ std::string Session::protocol_table() const {
     }
 }
 
-} // namespace swy::perf
+}  // namespace swy::perf

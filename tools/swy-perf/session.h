@@ -52,7 +52,7 @@ private:
     swy_context_h context_ = nullptr;
     swy_worker_h worker_ = nullptr;
     swy_ep_h ep_ = nullptr;
-    Bootstrap* launcher_ = nullptr;  ///< launched mode: owns ep_ and must go before worker_
+    Bootstrap* launcher_ = nullptr;       ///< launched mode: owns ep_ and must go before worker_
     Bootstrap* sockaddr_boot_ = nullptr;  ///< --server/--client: closes ep_ with the peer
     swy_status_t failed_status_ = SWY_OK;
     swy_memtype_t send_memtype_ = SWY_MEMTYPE_HOST;
@@ -60,4 +60,4 @@ private:
     swy_memtype_t table_memtype_ = SWY_MEMTYPE_HOST;  ///< the SENDER's type
 };
 
-} // namespace swy::perf
+}  // namespace swy::perf

@@ -72,13 +72,14 @@ swy_status_t wait_wired(swy_worker_h worker, swy_ep_h ep) {
 
 void close_now(swy_worker_h worker, swy_ep_h ep, bool force) {
     swy_request_h req = nullptr;
-    if (swy_ep_close_nb(ep, force ? SWY_EP_CLOSE_FORCE : SWY_EP_CLOSE_FLUSH, &req) == SWY_INPROGRESS) {
+    if (swy_ep_close_nb(ep, force ? SWY_EP_CLOSE_FORCE : SWY_EP_CLOSE_FLUSH, &req) ==
+        SWY_INPROGRESS) {
         swy_request_wait(worker, req);
         swy_request_free(req);
     }
 }
 
-} // namespace
+}  // namespace
 
 bool Bootstrap::connect_sockaddr(swy_worker_h worker, const swy_ep_params_t& ep_template,
                                  swy_ep_h* ep) {
@@ -87,7 +88,8 @@ bool Bootstrap::connect_sockaddr(swy_worker_h worker, const swy_ep_params_t& ep_
         Accepting accepting{worker, ep_template};
         swy_listener_h listener = listen_any(worker, port_, &accepting);
         if (listener == nullptr) return false;
-        while (accepting.status == SWY_INPROGRESS) swy_worker_progress(worker);
+        while (accepting.status == SWY_INPROGRESS)
+            swy_worker_progress(worker);
         swy_listener_destroy(listener);
         if (accepting.status != SWY_OK) {
             std::fprintf(stderr, "swy-perf: accepting the client: %s\n",
@@ -205,4 +207,4 @@ bool Bootstrap::close_sockaddr(bool force) {
     return ok;
 }
 
-} // namespace swy::perf
+}  // namespace swy::perf

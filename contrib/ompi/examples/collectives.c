@@ -10,16 +10,14 @@
 
 static int rank, nprocs, failures;
 
-static void check(int ok, const char *what)
-{
+static void check(int ok, const char* what) {
     if (!ok) {
         fprintf(stderr, "rank %d: FAILED: %s\n", rank, what);
         ++failures;
     }
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char** argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
@@ -34,7 +32,8 @@ int main(int argc, char **argv)
     for (int k = 0; k < 3; ++k) {
         int n = counts[k];
         double *in = malloc(n * sizeof(double)), *out = malloc(n * sizeof(double));
-        for (int i = 0; i < n; ++i) in[i] = rank + i;
+        for (int i = 0; i < n; ++i)
+            in[i] = rank + i;
         MPI_Allreduce(in, out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
         int ok = 1;
         for (int i = 0; i < n; ++i)
@@ -45,14 +44,17 @@ int main(int argc, char **argv)
         MPI_Iallreduce(in, out, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &r);
         MPI_Wait(&r, MPI_STATUS_IGNORE);
         ok = 1;
-        for (int i = 0; i < n; ++i) ok &= out[i] == nprocs - 1 + i;
+        for (int i = 0; i < n; ++i)
+            ok &= out[i] == nprocs - 1 + i;
         check(ok, "iallreduce max");
 
         for (int root = 0; root < nprocs; ++root) {
-            for (int i = 0; i < n; ++i) out[i] = rank == root ? root * 1000.0 + i : -1;
+            for (int i = 0; i < n; ++i)
+                out[i] = rank == root ? root * 1000.0 + i : -1;
             MPI_Bcast(out, n, MPI_DOUBLE, root, MPI_COMM_WORLD);
             ok = 1;
-            for (int i = 0; i < n; ++i) ok &= out[i] == root * 1000.0 + i;
+            for (int i = 0; i < n; ++i)
+                ok &= out[i] == root * 1000.0 + i;
             check(ok, "bcast");
         }
         free(in);
@@ -62,25 +64,30 @@ int main(int argc, char **argv)
     int blocks[] = {1, 5000};
     for (int k = 0; k < 2; ++k) {
         int b = blocks[k];
-        int *sb = malloc((size_t)b * nprocs * sizeof(int)), *rb = malloc((size_t)b * nprocs * sizeof(int));
+        int *sb = malloc((size_t)b * nprocs * sizeof(int)),
+            *rb = malloc((size_t)b * nprocs * sizeof(int));
         for (int p = 0; p < nprocs; ++p)
-            for (int i = 0; i < b; ++i) sb[p * b + i] = rank * 1000000 + p * 1000 + i % 1000;
+            for (int i = 0; i < b; ++i)
+                sb[p * b + i] = rank * 1000000 + p * 1000 + i % 1000;
         MPI_Alltoall(sb, b, MPI_INT, rb, b, MPI_INT, MPI_COMM_WORLD);
         int ok = 1;
         for (int p = 0; p < nprocs; ++p)
-            for (int i = 0; i < b; ++i) ok &= rb[p * b + i] == p * 1000000 + rank * 1000 + i % 1000;
+            for (int i = 0; i < b; ++i)
+                ok &= rb[p * b + i] == p * 1000000 + rank * 1000 + i % 1000;
         check(ok, "alltoall");
 
         MPI_Allgather(sb, b, MPI_INT, rb, b, MPI_INT, MPI_COMM_WORLD);
         ok = 1;
         for (int p = 0; p < nprocs; ++p)
-            for (int i = 0; i < b; ++i) ok &= rb[p * b + i] == p * 1000000 + i % 1000;
+            for (int i = 0; i < b; ++i)
+                ok &= rb[p * b + i] == p * 1000000 + i % 1000;
         check(ok, "allgather");
         free(sb);
         free(rb);
     }
 
-    for (int i = 0; i < 20; ++i) MPI_Barrier(MPI_COMM_WORLD);
+    for (int i = 0; i < 20; ++i)
+        MPI_Barrier(MPI_COMM_WORLD);
 
     int v = rank + 1, sum = 0;
     MPI_Reduce(&v, &sum, 1, MPI_INT, MPI_SUM, nprocs - 1, MPI_COMM_WORLD);

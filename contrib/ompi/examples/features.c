@@ -12,28 +12,25 @@
 
 static int rank, nprocs, failures;
 
-static void check(int ok, const char *what)
-{
+static void check(int ok, const char* what) {
     if (!ok) {
         fprintf(stderr, "rank %d: FAILED: %s\n", rank, what);
         ++failures;
     }
 }
 
-static void fill(int *v, int n, int salt)
-{
-    for (int i = 0; i < n; ++i) v[i] = i * 7 + salt;
+static void fill(int* v, int n, int salt) {
+    for (int i = 0; i < n; ++i)
+        v[i] = i * 7 + salt;
 }
 
-static int verify(const int *v, int n, int salt)
-{
+static int verify(const int* v, int n, int salt) {
     for (int i = 0; i < n; ++i)
         if (v[i] != i * 7 + salt) return 0;
     return 1;
 }
 
-static void test_any_source(void)
-{
+static void test_any_source(void) {
     if (rank == 0) {
         int seen[64] = {0};
         for (int i = 1; i < nprocs; ++i) {
@@ -43,14 +40,14 @@ static void test_any_source(void)
             check(st.MPI_SOURCE == v && st.MPI_TAG == 11, "ANY_SOURCE status names the sender");
             if (v > 0 && v < 64) seen[v]++;
         }
-        for (int i = 1; i < nprocs && i < 64; ++i) check(seen[i] == 1, "each sender seen once");
+        for (int i = 1; i < nprocs && i < 64; ++i)
+            check(seen[i] == 1, "each sender seen once");
     } else {
         MPI_Send(&rank, 1, MPI_INT, 0, 11, MPI_COMM_WORLD);
     }
 }
 
-static void test_any_tag(void)
-{
+static void test_any_tag(void) {
     if (rank == 0) {
         int v;
         MPI_Status st;
@@ -69,10 +66,9 @@ static void test_any_tag(void)
     }
 }
 
-static void test_probe(void)
-{
+static void test_probe(void) {
     enum { N = 1000, BIG = 300000 };
-    int *buf = malloc(BIG * sizeof(int));
+    int* buf = malloc(BIG * sizeof(int));
     if (rank == 1) {
         fill(buf, N, 1);
         MPI_Send(buf, N, MPI_INT, 0, 42, MPI_COMM_WORLD);
@@ -93,7 +89,9 @@ static void test_probe(void)
         MPI_Recv(buf, N, MPI_INT, 1, 42, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         check(verify(buf, N, 1), "payload after probe");
 
-        do { MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st); } while (!flag);
+        do {
+            MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+        } while (!flag);
         MPI_Get_count(&st, MPI_INT, &count);
         check(count == N / 2 && st.MPI_TAG == 43, "iprobe ANY/ANY status");
         MPI_Message msg;
@@ -102,7 +100,9 @@ static void test_probe(void)
         MPI_Get_count(&st, MPI_INT, &count);
         check(count == N / 2 && verify(buf, N / 2, 2) && msg == MPI_MESSAGE_NULL, "mprobe+mrecv");
 
-        do { MPI_Improbe(1, 44, MPI_COMM_WORLD, &flag, &msg, &st); } while (!flag);
+        do {
+            MPI_Improbe(1, 44, MPI_COMM_WORLD, &flag, &msg, &st);
+        } while (!flag);
         MPI_Get_count(&st, MPI_INT, &count);
         check(count == BIG, "improbe of a large (rendezvous) message");
         MPI_Request r;
@@ -121,13 +121,12 @@ static void test_probe(void)
     free(buf);
 }
 
-static void test_truncation(void)
-{
+static void test_truncation(void) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     size_t sizes[] = {100, 1 << 20};
     for (int k = 0; k < 2; ++k) {
         size_t big = sizes[k], small = big / 2;
-        unsigned char *buf = malloc(big + 64);
+        unsigned char* buf = malloc(big + 64);
         if (rank == 1) {
             memset(buf, 0x5a, big);
             int rc1 = MPI_Send(buf, (int)big, MPI_BYTE, 0, 50, MPI_COMM_WORLD);
@@ -144,7 +143,8 @@ static void test_truncation(void)
             MPI_Error_class(rc, &cls);
             check(cls == MPI_ERR_TRUNCATE, "blocking recv reports MPI_ERR_TRUNCATE");
             int over = 0;
-            for (size_t i = small; i < big + 64; ++i) over |= buf[i];
+            for (size_t i = small; i < big + 64; ++i)
+                over |= buf[i];
             check(!over, "no byte written past a truncated receive buffer");
             MPI_Request r;
             memset(buf, 0, big + 64);
@@ -153,7 +153,8 @@ static void test_truncation(void)
             MPI_Error_class(rc, &cls);
             check(cls == MPI_ERR_TRUNCATE, "irecv+wait reports MPI_ERR_TRUNCATE");
             over = 0;
-            for (size_t i = small; i < big + 64; ++i) over |= buf[i];
+            for (size_t i = small; i < big + 64; ++i)
+                over |= buf[i];
             check(!over, "no overrun (irecv)");
             check(buf[0] == 0x5a && buf[small - 1] == 0x5a, "truncated receive keeps what fit");
         }
@@ -162,19 +163,19 @@ static void test_truncation(void)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
-static void test_ssend(void)
-{
+static void test_ssend(void) {
     size_t sizes[] = {8, 1 << 20};
     for (int k = 0; k < 2; ++k) {
         int n = (int)(sizes[k] / sizeof(int));
-        int *buf = malloc(sizes[k]);
+        int* buf = malloc(sizes[k]);
         if (rank == 1) {
             MPI_Request r;
             int done = 0;
             fill(buf, n, 9);
             MPI_Issend(buf, n, MPI_INT, 0, 60, MPI_COMM_WORLD, &r);
             double t0 = MPI_Wtime();
-            while (MPI_Wtime() - t0 < 0.2 && !done) MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+            while (MPI_Wtime() - t0 < 0.2 && !done)
+                MPI_Test(&r, &done, MPI_STATUS_IGNORE);
             check(!done, "Issend did not complete before the receive was posted");
             int go = 1;
             MPI_Send(&go, 1, MPI_INT, 0, 61, MPI_COMM_WORLD);
@@ -193,18 +194,17 @@ static void test_ssend(void)
     }
 }
 
-static void test_bsend(void)
-{
+static void test_bsend(void) {
     enum { N1 = 10, N2 = 100000 };
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     if (rank == 1) {
-        int *a = malloc(N2 * sizeof(int));
+        int* a = malloc(N2 * sizeof(int));
         int rc = MPI_Bsend(a, N1, MPI_INT, 0, 70, MPI_COMM_WORLD);
         int cls;
         MPI_Error_class(rc, &cls);
         check(cls == MPI_ERR_BUFFER, "Bsend without an attached buffer fails with MPI_ERR_BUFFER");
         int size = 2 * (N2 + N1) * (int)sizeof(int) + 4 * MPI_BSEND_OVERHEAD;
-        void *pool = malloc(size);
+        void* pool = malloc(size);
         MPI_Buffer_attach(pool, size);
         fill(a, N1, 10);
         MPI_Bsend(a, N1, MPI_INT, 0, 71, MPI_COMM_WORLD);
@@ -216,7 +216,7 @@ static void test_bsend(void)
         fill(a, N2, 0);
         int token = 1;
         MPI_Send(&token, 1, MPI_INT, 0, 73, MPI_COMM_WORLD); /* receiver starts only now */
-        void *p;
+        void* p;
         MPI_Buffer_detach(&p, &size); /* waits until buffered messages left */
         free(pool);
         free(a);
@@ -232,12 +232,11 @@ static void test_bsend(void)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
-static void test_persistent(void)
-{
+static void test_persistent(void) {
     int sizes[] = {4, 300000};
     for (int k = 0; k < 2; ++k) {
         int n = sizes[k];
-        int *buf = malloc(n * sizeof(int));
+        int* buf = malloc(n * sizeof(int));
         MPI_Request r;
         if (rank == 1) {
             MPI_Send_init(buf, n, MPI_INT, 0, 80, MPI_COMM_WORLD, &r);
@@ -282,8 +281,7 @@ static void test_persistent(void)
     }
 }
 
-static void test_cancel(void)
-{
+static void test_cancel(void) {
     if (rank == 0) {
         int v = 0, flag = 0;
         MPI_Request r;
@@ -318,12 +316,11 @@ static void test_cancel(void)
     if (rank > 1) MPI_Barrier(MPI_COMM_WORLD);
 }
 
-static void test_request_free_active(void)
-{
+static void test_request_free_active(void) {
     /* MPI_Request_free on sends still in flight (eager and rendezvous): the messages must
      * still arrive intact, and the requests must be released when they finish. */
     enum { N = 300000, ROUNDS = 50 };
-    int *buf = malloc(N * sizeof(int));
+    int* buf = malloc(N * sizeof(int));
     for (int round = 0; round < ROUNDS; ++round) {
         int n = round % 2 ? N : 3;
         if (rank == 1) {
@@ -343,8 +340,7 @@ static void test_request_free_active(void)
     free(buf);
 }
 
-static void test_datatypes(void)
-{
+static void test_datatypes(void) {
     /* vector of 3 ints every 5: non-contiguous on both sides, small and large */
     int counts[] = {100, 200000};
     for (int k = 0; k < 2; ++k) {
@@ -352,10 +348,11 @@ static void test_datatypes(void)
         MPI_Datatype vec;
         MPI_Type_vector(n, 3, 5, MPI_INT, &vec);
         MPI_Type_commit(&vec);
-        int *v = malloc((size_t)n * 5 * sizeof(int));
-        int *c = malloc((size_t)n * 3 * sizeof(int));
+        int* v = malloc((size_t)n * 5 * sizeof(int));
+        int* c = malloc((size_t)n * 3 * sizeof(int));
         if (rank == 1) {
-            for (int i = 0; i < n * 5; ++i) v[i] = (i % 5) < 3 ? i : -1;
+            for (int i = 0; i < n * 5; ++i)
+                v[i] = (i % 5) < 3 ? i : -1;
             MPI_Send(v, 1, vec, 0, 90, MPI_COMM_WORLD);
             MPI_Send(v, 1, vec, 0, 91, MPI_COMM_WORLD);
             MPI_Request r;
@@ -367,26 +364,31 @@ static void test_datatypes(void)
             MPI_Recv(c, n * 3, MPI_INT, 1, 90, MPI_COMM_WORLD, &st);
             int ok = 1, count;
             for (int i = 0; i < n; ++i)
-                for (int j = 0; j < 3; ++j) ok &= c[i * 3 + j] == i * 5 + j;
+                for (int j = 0; j < 3; ++j)
+                    ok &= c[i * 3 + j] == i * 5 + j;
             MPI_Get_count(&st, MPI_INT, &count);
             check(ok && count == n * 3, "vector sent, contiguous received");
             /* vector -> vector: the gaps must stay untouched */
-            for (int i = 0; i < n * 5; ++i) v[i] = -7;
+            for (int i = 0; i < n * 5; ++i)
+                v[i] = -7;
             MPI_Recv(v, 1, vec, 1, 91, MPI_COMM_WORLD, &st);
             ok = 1;
-            for (int i = 0; i < n * 5; ++i) ok &= v[i] == ((i % 5) < 3 ? i : -7);
+            for (int i = 0; i < n * 5; ++i)
+                ok &= v[i] == ((i % 5) < 3 ? i : -7);
             MPI_Get_count(&st, vec, &count);
             check(ok && count == 1, "vector received into vector, gaps untouched");
             /* nonblocking vector receive, with the type freed while in flight */
             MPI_Datatype vec2;
             MPI_Type_dup(vec, &vec2);
-            for (int i = 0; i < n * 5; ++i) v[i] = -7;
+            for (int i = 0; i < n * 5; ++i)
+                v[i] = -7;
             MPI_Request r;
             MPI_Irecv(v, 1, vec2, 1, 92, MPI_COMM_WORLD, &r);
             MPI_Type_free(&vec2);
             MPI_Wait(&r, &st);
             ok = 1;
-            for (int i = 0; i < n * 5; ++i) ok &= v[i] == ((i % 5) < 3 ? i : -7);
+            for (int i = 0; i < n * 5; ++i)
+                ok &= v[i] == ((i % 5) < 3 ? i : -7);
             check(ok, "irecv into a vector type freed while the receive was pending");
         }
         MPI_Type_free(&vec);
@@ -403,10 +405,12 @@ static void test_datatypes(void)
         MPI_Type_commit(&shifted);
         int a[8];
         if (rank == 1) {
-            for (int i = 0; i < 8; ++i) a[i] = 100 + i;
+            for (int i = 0; i < 8; ++i)
+                a[i] = 100 + i;
             MPI_Send(a, 1, shifted, 0, 93, MPI_COMM_WORLD);
         } else if (rank == 0) {
-            for (int i = 0; i < 8; ++i) a[i] = 0;
+            for (int i = 0; i < 8; ++i)
+                a[i] = 0;
             MPI_Recv(a, 1, shifted, 1, 93, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             check(a[0] == 0 && a[1] == 0 && a[2] == 102 && a[5] == 105 && a[6] == 0,
                   "contiguous type with a lower bound offset");
@@ -415,11 +419,10 @@ static void test_datatypes(void)
     }
 }
 
-static void test_ordering_and_self(void)
-{
+static void test_ordering_and_self(void) {
     enum { M = 500 };
     if (rank == 1) {
-        int *big = malloc(100000 * sizeof(int));
+        int* big = malloc(100000 * sizeof(int));
         MPI_Request rq[M];
         for (int i = 0; i < M; ++i) {
             big[i] = i; /* first element carries the sequence number */
@@ -454,7 +457,8 @@ static void test_ordering_and_self(void)
     /* synchronous send to self: completes only once the receive below matched it */
     int done = 0;
     MPI_Issend(out, 64, MPI_INT, rank, 102, MPI_COMM_WORLD, &r);
-    for (int i = 0; i < 1000; ++i) MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+    for (int i = 0; i < 1000; ++i)
+        MPI_Test(&r, &done, MPI_STATUS_IGNORE);
     check(!done, "Issend to self waits for the receive");
     memset(in, 0, sizeof(in));
     MPI_Recv(in, 64, MPI_INT, rank, 102, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -462,8 +466,7 @@ static void test_ordering_and_self(void)
     check(verify(in, 64, rank), "Issend to self payload");
 }
 
-static void test_comms(void)
-{
+static void test_comms(void) {
     MPI_Comm dup, half;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
     if (rank == 1) {
@@ -506,7 +509,8 @@ static void test_comms(void)
         for (int i = 0; i < remote; ++i) {
             int v = -1;
             MPI_Recv(&v, 1, MPI_INT, MPI_ANY_SOURCE, 6, inter, &st);
-            check(st.MPI_SOURCE == v && v >= 0 && v < remote, "intercomm source is the remote rank");
+            check(st.MPI_SOURCE == v && v >= 0 && v < remote,
+                  "intercomm source is the remote rank");
             seen |= 1 << v;
         }
         check(seen == (1 << remote) - 1, "intercomm: every remote rank seen");
@@ -515,8 +519,7 @@ static void test_comms(void)
     MPI_Comm_free(&local);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char** argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
@@ -524,13 +527,21 @@ int main(int argc, char **argv)
         fprintf(stderr, "run with -np 2 or more\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    struct { const char *name; void (*fn)(void); } tests[] = {
-        {"any_source", test_any_source}, {"any_tag", test_any_tag},
-        {"probe", test_probe},           {"truncation", test_truncation},
-        {"ssend", test_ssend},           {"bsend", test_bsend},
-        {"persistent", test_persistent}, {"cancel", test_cancel},
+    struct {
+        const char* name;
+        void (*fn)(void);
+    } tests[] = {
+        {"any_source", test_any_source},
+        {"any_tag", test_any_tag},
+        {"probe", test_probe},
+        {"truncation", test_truncation},
+        {"ssend", test_ssend},
+        {"bsend", test_bsend},
+        {"persistent", test_persistent},
+        {"cancel", test_cancel},
         {"request_free", test_request_free_active},
-        {"datatypes", test_datatypes},   {"ordering_self", test_ordering_and_self},
+        {"datatypes", test_datatypes},
+        {"ordering_self", test_ordering_and_self},
         {"comms", test_comms},
     };
     int total_fail = 0;

@@ -6,15 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-int main(int argc, char **argv)
-{
+int main(int argc, char** argv) {
     int rank;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     int iters = argc > 1 ? atoi(argv[1]) : 20000;
     long max_size = argc > 2 ? atol(argv[2]) : 1 << 20;
     size_t sizes[] = {0, 8, 64, 1024, 8192, 65536, 1 << 20};
-    char *buf = calloc(1, 1 << 20);
+    char* buf = calloc(1, 1 << 20);
     for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); ++k) {
         int n = (int)sizes[k];
         if (n > max_size) break;

@@ -10,13 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static unsigned char pattern(size_t i, size_t size, int salt)
-{
+static unsigned char pattern(size_t i, size_t size, int salt) {
     return (unsigned char)((i * 131u + size * 7u + (size_t)salt * 29u) & 0xff);
 }
 
-static int check(const unsigned char *buf, size_t size, int salt, const char *who)
-{
+static int check(const unsigned char* buf, size_t size, int salt, const char* who) {
     for (size_t i = 0; i < size; ++i) {
         if (buf[i] != pattern(i, size, salt)) {
             fprintf(stderr, "%s: size %zu: byte %zu is %u, expected %u\n", who, size, i, buf[i],
@@ -27,8 +25,7 @@ static int check(const unsigned char *buf, size_t size, int salt, const char *wh
     return 0;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char** argv) {
     int rank, nprocs, errors = 0;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -38,7 +35,7 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     const size_t max = (size_t)64 << 20;
-    unsigned char *buf = malloc(max + 64);
+    unsigned char* buf = malloc(max + 64);
     size_t sizes[128];
     int n = 0;
     sizes[n++] = 0;
@@ -53,7 +50,8 @@ int main(int argc, char **argv)
         /* a canary after the buffer: nothing may be written past `size` */
         memset(buf, 0xee, size + 64);
         if (rank == 0) {
-            for (size_t i = 0; i < size; ++i) buf[i] = pattern(i, size, 1);
+            for (size_t i = 0; i < size; ++i)
+                buf[i] = pattern(i, size, 1);
             MPI_Send(buf, count, MPI_BYTE, 1, k, MPI_COMM_WORLD);
             memset(buf, 0xee, size + 64);
             MPI_Status st;
@@ -80,7 +78,8 @@ int main(int argc, char **argv)
                     break;
                 }
             }
-            for (size_t i = 0; i < size; ++i) buf[i] = pattern(i, size, 2);
+            for (size_t i = 0; i < size; ++i)
+                buf[i] = pattern(i, size, 2);
             MPI_Send(buf, count, MPI_BYTE, 0, k, MPI_COMM_WORLD);
         }
     }

@@ -20,7 +20,8 @@ static_assert(kPointerAttrContext == CU_POINTER_ATTRIBUTE_CONTEXT &&
               kPointerAttrRangeStartAddr == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR &&
               kPointerAttrRangeSize == CU_POINTER_ATTRIBUTE_RANGE_SIZE);
 static_assert(kMemoryTypeHost == CU_MEMORYTYPE_HOST && kMemoryTypeDevice == CU_MEMORYTYPE_DEVICE &&
-              kMemoryTypeArray == CU_MEMORYTYPE_ARRAY && kMemoryTypeUnified == CU_MEMORYTYPE_UNIFIED);
+              kMemoryTypeArray == CU_MEMORYTYPE_ARRAY &&
+              kMemoryTypeUnified == CU_MEMORYTYPE_UNIFIED);
 static_assert(kDevAttrConcurrentManagedAccess == CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS &&
               kDevAttrDmaBufSupported == CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED);
 static_assert(kMemRangeHandleTypeDmaBufFd == CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD);
@@ -52,19 +53,19 @@ struct Api {
     StreamQueryFn stream_query = nullptr;
     StreamDestroyFn stream_destroy = nullptr;
     MemGetHandleForAddressRangeFn get_handle_for_address_range = nullptr;  // optional (11.7+)
-    MemAllocFn mem_alloc = nullptr;                                         // optional
-    MemFreeFn mem_free = nullptr;                                           // optional
+    MemAllocFn mem_alloc = nullptr;                                        // optional
+    MemFreeFn mem_free = nullptr;                                          // optional
 };
 
 struct DeviceState {
     Device device = 0;
     bool concurrent_managed = false;
     bool dmabuf_supported = false;
-    std::mutex lock;                // guards everything below
-    Context primary = nullptr;      // retained on first use
-    Stream stream = nullptr;        // plugin-owned, for async copies
-    uint64_t submitted = 0;         // async copies enqueued on `stream`
-    uint64_t completed = 0;         // all up to here are known finished
+    std::mutex lock;            // guards everything below
+    Context primary = nullptr;  // retained on first use
+    Stream stream = nullptr;    // plugin-owned, for async copies
+    uint64_t submitted = 0;     // async copies enqueued on `stream`
+    uint64_t completed = 0;     // all up to here are known finished
 };
 
 constexpr int kTokenDeviceShift = 40;  // token = (device + 1) << 40 | sequence
@@ -102,13 +103,13 @@ struct PointerInfo {
 Status query_pointer(Cuda* c, const void* ptr, PointerInfo* info) {
     // Zeroed 8-byte slots: the driver writes 4 bytes for some attributes (little-endian).
     uint64_t values[6] = {};
-    int attrs[6] = {kPointerAttrMemoryType,     kPointerAttrDeviceOrdinal,
-                    kPointerAttrIsManaged,      kPointerAttrRangeStartAddr,
-                    kPointerAttrRangeSize,      kPointerAttrContext};
+    int attrs[6] = {kPointerAttrMemoryType,     kPointerAttrDeviceOrdinal, kPointerAttrIsManaged,
+                    kPointerAttrRangeStartAddr, kPointerAttrRangeSize,     kPointerAttrContext};
     void* data[6];
-    for (int i = 0; i < 6; ++i) data[i] = &values[i];
-    const Result r = c->api.pointer_get_attributes(6, attrs, data,
-                                                   reinterpret_cast<DevicePtr>(ptr));
+    for (int i = 0; i < 6; ++i)
+        data[i] = &values[i];
+    const Result r =
+        c->api.pointer_get_attributes(6, attrs, data, reinterpret_cast<DevicePtr>(ptr));
     if (r != kSuccess) return Status::kIoError;
     info->memory_type = static_cast<unsigned>(values[0]);
     info->device = static_cast<int>(static_cast<uint32_t>(values[1]));
@@ -252,8 +253,7 @@ Status cuda_test(void* state, uint64_t token) {
     return Status::kOk;
 }
 
-Status cuda_export_dmabuf(void* state, const void* ptr, size_t length, int* fd,
-                          uint64_t* offset) {
+Status cuda_export_dmabuf(void* state, const void* ptr, size_t length, int* fd, uint64_t* offset) {
     Cuda* c = self(state);
     if (c->api.get_handle_for_address_range == nullptr) return Status::kUnsupported;
     PointerInfo info;
@@ -308,10 +308,11 @@ void cuda_query(void* state, MemTypeAttr* out) {
     *out = MemTypeAttr{};
     out->cpu_accessible = false;  // per range: managed memory may be (MemRange::cpu_accessible)
     bool dmabuf = c->api.get_handle_for_address_range != nullptr && !c->devices.empty();
-    for (auto& d : c->devices) dmabuf = dmabuf && d->dmabuf_supported;
+    for (auto& d : c->devices)
+        dmabuf = dmabuf && d->dmabuf_supported;
     out->dmabuf_capable = dmabuf;
-    out->copy_bw_Bps = 20e9;       // PCIe 4.0 x16, pageable staging; calibration refines it
-    out->copy_latency_s = 10e-6;   // synchronous cuMemcpy call
+    out->copy_bw_Bps = 20e9;      // PCIe 4.0 x16, pageable staging; calibration refines it
+    out->copy_latency_s = 10e-6;  // synchronous cuMemcpy call
 }
 
 void cuda_destroy(void* state) {
@@ -340,7 +341,8 @@ bool resolve(void* lib, const char* name, Fn* fn) {
 
 std::string error_text(const Api& api, Result r) {
     const char* s = nullptr;
-    if (api.get_error_string != nullptr && api.get_error_string(r, &s) == kSuccess && s != nullptr) {
+    if (api.get_error_string != nullptr && api.get_error_string(r, &s) == kSuccess &&
+        s != nullptr) {
         return std::string(s) + " (" + std::to_string(r) + ")";
     }
     return "error " + std::to_string(r);
@@ -412,11 +414,12 @@ Status create_cuda_plugin(const char* library, MemTypePlugin* out, std::string* 
             return Status::kUnsupported;
         }
         int v = 0;
-        d->concurrent_managed = a.device_get_attribute(&v, kDevAttrConcurrentManagedAccess,
-                                                       d->device) == kSuccess && v != 0;
+        d->concurrent_managed =
+            a.device_get_attribute(&v, kDevAttrConcurrentManagedAccess, d->device) == kSuccess &&
+            v != 0;
         v = 0;
-        d->dmabuf_supported = a.device_get_attribute(&v, kDevAttrDmaBufSupported, d->device) ==
-                                  kSuccess && v != 0;
+        d->dmabuf_supported =
+            a.device_get_attribute(&v, kDevAttrDmaBufSupported, d->device) == kSuccess && v != 0;
         c->devices.push_back(std::move(d));
     }
     const long page = sysconf(_SC_PAGESIZE);

@@ -31,11 +31,11 @@
 namespace swy::mem {
 
 namespace cudrv {
-using Result = int;  // CUresult
+using Result = int;                    // CUresult
 using DevicePtr = unsigned long long;  // CUdeviceptr (64-bit builds)
-using Device = int;  // CUdevice
-using Context = struct CtxSt*;  // CUcontext
-using Stream = struct StreamSt*;  // CUstream
+using Device = int;                    // CUdevice
+using Context = struct CtxSt*;         // CUcontext
+using Stream = struct StreamSt*;       // CUstream
 
 inline constexpr Result kSuccess = 0;          // CUDA_SUCCESS
 inline constexpr Result kErrorNotReady = 600;  // CUDA_ERROR_NOT_READY
@@ -61,27 +61,30 @@ inline constexpr int kMemRangeHandleTypeDmaBufFd = 1;
 inline constexpr unsigned kStreamNonBlocking = 1;
 
 // Entry points, as dlsym'ed (name in the comment).
-using InitFn = Result (*)(unsigned);                                     // cuInit
-using GetErrorStringFn = Result (*)(Result, const char**);               // cuGetErrorString
-using DeviceGetCountFn = Result (*)(int*);                               // cuDeviceGetCount
-using DeviceGetFn = Result (*)(Device*, int);                            // cuDeviceGet
-using DeviceGetAttributeFn = Result (*)(int*, int, Device);              // cuDeviceGetAttribute
-using PrimaryCtxRetainFn = Result (*)(Context*, Device);  // cuDevicePrimaryCtxRetain
-using PrimaryCtxReleaseFn = Result (*)(Device);          // cuDevicePrimaryCtxRelease_v2
-using CtxSetCurrentFn = Result (*)(Context);                             // cuCtxSetCurrent
-using CtxGetCurrentFn = Result (*)(Context*);                            // cuCtxGetCurrent
-using PointerGetAttributesFn = Result (*)(unsigned, int*, void**, DevicePtr);  // cuPointerGetAttributes
+using InitFn = Result (*)(unsigned);                         // cuInit
+using GetErrorStringFn = Result (*)(Result, const char**);   // cuGetErrorString
+using DeviceGetCountFn = Result (*)(int*);                   // cuDeviceGetCount
+using DeviceGetFn = Result (*)(Device*, int);                // cuDeviceGet
+using DeviceGetAttributeFn = Result (*)(int*, int, Device);  // cuDeviceGetAttribute
+using PrimaryCtxRetainFn = Result (*)(Context*, Device);     // cuDevicePrimaryCtxRetain
+using PrimaryCtxReleaseFn = Result (*)(Device);              // cuDevicePrimaryCtxRelease_v2
+using CtxSetCurrentFn = Result (*)(Context);                 // cuCtxSetCurrent
+using CtxGetCurrentFn = Result (*)(Context*);                // cuCtxGetCurrent
+using PointerGetAttributesFn = Result (*)(unsigned, int*, void**,
+                                          DevicePtr);                    // cuPointerGetAttributes
 using MemcpyDtoHFn = Result (*)(void*, DevicePtr, size_t);               // cuMemcpyDtoH_v2
 using MemcpyHtoDFn = Result (*)(DevicePtr, const void*, size_t);         // cuMemcpyHtoD_v2
 using MemcpyDtoHAsyncFn = Result (*)(void*, DevicePtr, size_t, Stream);  // cuMemcpyDtoHAsync_v2
-using MemcpyHtoDAsyncFn = Result (*)(DevicePtr, const void*, size_t, Stream);  // cuMemcpyHtoDAsync_v2
-using StreamCreateFn = Result (*)(Stream*, unsigned);                    // cuStreamCreate
-using StreamQueryFn = Result (*)(Stream);                                // cuStreamQuery
-using StreamDestroyFn = Result (*)(Stream);                              // cuStreamDestroy_v2
-using MemGetHandleForAddressRangeFn = Result (*)(void*, DevicePtr, size_t, int,
-                                                 unsigned long long);  // cuMemGetHandleForAddressRange
-using MemAllocFn = Result (*)(DevicePtr*, size_t);                       // cuMemAlloc_v2
-using MemFreeFn = Result (*)(DevicePtr);                                 // cuMemFree_v2
+using MemcpyHtoDAsyncFn = Result (*)(DevicePtr, const void*, size_t,
+                                     Stream);          // cuMemcpyHtoDAsync_v2
+using StreamCreateFn = Result (*)(Stream*, unsigned);  // cuStreamCreate
+using StreamQueryFn = Result (*)(Stream);              // cuStreamQuery
+using StreamDestroyFn = Result (*)(Stream);            // cuStreamDestroy_v2
+using MemGetHandleForAddressRangeFn =
+    Result (*)(void*, DevicePtr, size_t, int,
+               unsigned long long);                 // cuMemGetHandleForAddressRange
+using MemAllocFn = Result (*)(DevicePtr*, size_t);  // cuMemAlloc_v2
+using MemFreeFn = Result (*)(DevicePtr);            // cuMemFree_v2
 }  // namespace cudrv
 
 /// Default driver library.

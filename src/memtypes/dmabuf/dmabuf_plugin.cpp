@@ -23,12 +23,12 @@ namespace {
 
 struct Mapping {
     common::UniqueFd fd;  // our dup
-    uint64_t offset;    // into the dma-buf, of `address`
+    uint64_t offset;      // into the dma-buf, of `address`
     size_t length;
-    char* map_base;     // what mmap returned (page-aligned)
+    char* map_base;  // what mmap returned (page-aligned)
     size_t map_length;
-    bool cpu;           // mmap of the fd succeeded
-    bool real_dmabuf;   // fd is a kernel dma-buf: bracket CPU access with DMA_BUF_IOCTL_SYNC
+    bool cpu;          // mmap of the fd succeeded
+    bool real_dmabuf;  // fd is a kernel dma-buf: bracket CPU access with DMA_BUF_IOCTL_SYNC
 };
 
 struct Dmabuf {
@@ -173,14 +173,14 @@ Status dmabuf_map(void* state, int fd, uint64_t offset, size_t length, void** ad
     m.offset = offset;
     m.length = length;
     struct statfs fs {};
-    m.real_dmabuf = fstatfs(m.fd.get(), &fs) == 0 &&
-                    static_cast<unsigned long>(fs.f_type) == DMA_BUF_MAGIC;
+    m.real_dmabuf =
+        fstatfs(m.fd.get(), &fs) == 0 && static_cast<unsigned long>(fs.f_type) == DMA_BUF_MAGIC;
 
     const uint64_t aligned = offset / s->page * s->page;
     const size_t delta = static_cast<size_t>(offset - aligned);
     m.map_length = (length + delta + s->page - 1) / s->page * s->page;
-    void* p = mmap(nullptr, m.map_length, PROT_READ | PROT_WRITE, MAP_SHARED,
-                   m.fd.get(), static_cast<off_t>(aligned));
+    void* p = mmap(nullptr, m.map_length, PROT_READ | PROT_WRITE, MAP_SHARED, m.fd.get(),
+                   static_cast<off_t>(aligned));
     char* addr = nullptr;
     if (p != MAP_FAILED) {
         m.cpu = true;
@@ -189,8 +189,8 @@ Status dmabuf_map(void* state, int fd, uint64_t offset, size_t length, void** ad
     } else {
         // Exporter refuses CPU mappings: reserve address space only, so the range has a
         // unique address for detection and a stray CPU access faults.
-        p = mmap(nullptr, m.map_length, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
+        p = mmap(nullptr, m.map_length, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+                 0);
         if (p == MAP_FAILED) return Status::kNoMemory;  // m's destructor closes the dup
         m.cpu = false;
         m.map_base = static_cast<char*>(p);

@@ -22,9 +22,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Allocation {
-    size_t length;   // as requested
-    size_t mapped;   // page-rounded
-    char* alias;     // read-write view, plugin-only
+    size_t length;        // as requested
+    size_t mapped;        // page-rounded
+    char* alias;          // read-write view, plugin-only
     common::UniqueFd fd;  // memfd behind both views (for export_dmabuf)
 };
 
@@ -77,8 +77,7 @@ struct Simdev {
     void throttle_since(Clock::time_point start, size_t length) const {
         if (!options.throttle) return;
         const auto until = start + copy_time(length);
-        while (Clock::now() < until) {
-        }
+        while (Clock::now() < until) {}
     }
 
     // Caller holds queue_lock. Performs due copies (all of them when @p force).

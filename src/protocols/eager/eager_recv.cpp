@@ -11,8 +11,8 @@
 
 namespace swy::proto::eager {
 
-using common::LogLevel;
 using common::log_printf;
+using common::LogLevel;
 using core::Request;
 using core::UnexpectedDesc;
 
@@ -223,9 +223,9 @@ void EagerReceiver::track_probed(UnexpectedDesc* d) {
 
 void EagerReceiver::drop_sender(tl::AmSource src, Status why) {
     const uint64_t prefix = reassembly_key(src, 0);
-    drop([prefix](uint64_t key, const Reassembly&) {
-        return (key & ~uint64_t{0xFFFFFFFF}) == prefix;
-    }, why);
+    drop([prefix](uint64_t key,
+                  const Reassembly&) { return (key & ~uint64_t{0xFFFFFFFF}) == prefix; },
+         why);
 }
 
 void EagerReceiver::drop_peer(const core::PeerRef& peer, Status why) {

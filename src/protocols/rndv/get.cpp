@@ -18,8 +18,8 @@
 
 namespace swy::proto::rndv {
 
-using common::LogLevel;
 using common::log_printf;
+using common::LogLevel;
 using core::Request;
 
 namespace {
@@ -52,10 +52,10 @@ void request_split(Rendezvous& rv, Request* r) {
 
 /// Our head is pulled and the sender's FIN came: one ATS with the status of both parts.
 void finish_split(Rendezvous& rv, Request* r, Status own_status) {
-    const Status status = own_status != Status::kOk   ? own_status
+    const Status status = own_status != Status::kOk      ? own_status
                           : r->fin_status != Status::kOk ? r->fin_status
-                          : r->truncated               ? Status::kMessageTruncated
-                                                       : Status::kOk;
+                          : r->truncated                 ? Status::kMessageTruncated
+                                                         : Status::kOk;
     rv.send_ats(r, status);
     r->received = std::min<size_t>(r->info.length, r->capacity);
     rv.finish_receive(r, status);
@@ -69,8 +69,9 @@ void on_read_done(void* arg, uint64_t cookie, Status status) {
         stage_of(r) != GetStage::kReading) {
         return;  // failed already
     }
-    const Status final_status =
-        status != Status::kOk ? status : r->truncated ? Status::kMessageTruncated : Status::kOk;
+    const Status final_status = status != Status::kOk ? status
+                                : r->truncated        ? Status::kMessageTruncated
+                                                      : Status::kOk;
     Rendezvous& rv = worker->rndv();
     rv.send_ats(r, final_status);
     r->received = status == Status::kOk ? r->rndv_length : 0;
@@ -177,8 +178,8 @@ void get_start_receive(Rendezvous& rv, Request* r, tl::ZcopyLane* lane) {
     }
     if (!usable) {
         // The sender can always push through the lane instead.
-        log_printf(LogLevel::kInfo, "rendezvous: zero-copy get not possible (%s); using the pipeline",
-                   why.c_str());
+        log_printf(LogLevel::kInfo,
+                   "rendezvous: zero-copy get not possible (%s); using the pipeline", why.c_str());
         rv.send_rtr(r, RndvScheme::kPipeline);
         return;
     }

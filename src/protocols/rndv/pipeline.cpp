@@ -13,9 +13,7 @@ namespace swy::proto::rndv {
 
 using core::Request;
 
-void pipeline_start_receive(Rendezvous& rv, Request* r) {
-    rv.send_rtr(r, RndvScheme::kPipeline);
-}
+void pipeline_start_receive(Rendezvous& rv, Request* r) { rv.send_rtr(r, RndvScheme::kPipeline); }
 
 void pipeline_start_push(Rendezvous& rv, Request* r) {
     r->stage = static_cast<Stage>(PipelineStage::kSending);

@@ -16,8 +16,8 @@
 
 namespace swy::proto::rndv {
 
-using common::LogLevel;
 using common::log_printf;
+using common::LogLevel;
 using core::Request;
 
 namespace {
@@ -142,20 +142,22 @@ void put_start_receive(Rendezvous& rv, Request* r, tl::ZcopyLane* lane) {
     if (usable && !r->cpu_buffer && !keys) usable = false;  // CMA must not touch it
     std::string why = "no zero-copy lane to the sender";
     if (usable && keys &&
-        rv.register_buffer(lane, r, r->recv_buffer, r->rndv_length, tl::kZcopyRemoteWrite,
-                           &why) != Status::kOk) {
+        rv.register_buffer(lane, r, r->recv_buffer, r->rndv_length, tl::kZcopyRemoteWrite, &why) !=
+            Status::kOk) {
         usable = false;
     }
     if (!usable) {
         if (keys || lane != nullptr) {
-            log_printf(LogLevel::kInfo, "rendezvous: zero-copy put not possible (%s); using the pipeline",
+            log_printf(LogLevel::kInfo,
+                       "rendezvous: zero-copy put not possible (%s); using the pipeline",
                        why.c_str());
         }
         rv.send_rtr(r, RndvScheme::kPipeline);
         return;
     }
     const tl::MemoryRegistration* reg = rv.registration(r);
-    rv.send_rtr(r, keys ? RndvScheme::kPutKeyed : RndvScheme::kPut, reg != nullptr ? reg->rkey() : 0);
+    rv.send_rtr(r, keys ? RndvScheme::kPutKeyed : RndvScheme::kPut,
+                reg != nullptr ? reg->rkey() : 0);
 }
 
 void put_start_push(Rendezvous& rv, Request* r) {

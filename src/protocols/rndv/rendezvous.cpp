@@ -13,8 +13,8 @@
 
 namespace swy::proto::rndv {
 
-using common::LogLevel;
 using common::log_printf;
+using common::LogLevel;
 using core::Request;
 
 namespace {
@@ -27,9 +27,7 @@ ProtoId proto_for_scheme(RndvScheme scheme) {
     return ProtoId::kRndvPipeline;
 }
 
-bool is_rendezvous_send(const Request* r) {
-    return is_rendezvous(static_cast<ProtoId>(r->proto));
-}
+bool is_rendezvous_send(const Request* r) { return is_rendezvous(static_cast<ProtoId>(r->proto)); }
 
 Status start_rts(Request* r) { return r->worker->rndv().send_rts(r); }
 
@@ -60,9 +58,7 @@ const Protocol& protocol(ProtoId id) {
     }
 }
 
-bool Rendezvous::Tracked::live() const {
-    return !request->completed && request->wire_id() == id;
-}
+bool Rendezvous::Tracked::live() const { return !request->completed && request->wire_id() == id; }
 
 // ------------------------------------------------------------------------------------------
 // Sender: the RTS
@@ -76,7 +72,7 @@ Status Rendezvous::send_rts(Request* r) {
         // for memory the CPU must not touch only one that registers device memory.
         const uint32_t caps = lane != nullptr ? lane->caps() : 0;
         bool reachable = (caps & tl::cap::kRemoteKeys) != 0 &&
-                               (r->cpu_buffer || (caps & tl::cap::kDeviceMemory) != 0);
+                         (r->cpu_buffer || (caps & tl::cap::kDeviceMemory) != 0);
         if (reachable && info->zcopy == ZcopyNeed::kGet && registration(r) == nullptr) {
             release(r);  // sweep finished transfers first
             std::string why;
@@ -190,7 +186,8 @@ void Rendezvous::on_ats(tl::AmSource src, const uint8_t* data, size_t length) {
     if (!read_header(data, length, &h)) return;
     Request* r = worker_->send_request_from(src, h.sender_request, "ATS");
     if (r == nullptr) return;
-    if (!is_rendezvous_send(r)) return worker_->reject_control("ATS for a send that is no rendezvous");
+    if (!is_rendezvous_send(r))
+        return worker_->reject_control("ATS for a send that is no rendezvous");
     // The ATS is always the last word: for a split GET the receiver sends it only after our
     // FIN, so our own push is over too. It carries the final status (truncation, errors).
     finish_send(r, status_from_wire(h.status));
@@ -208,11 +205,10 @@ void Rendezvous::on_rtr(tl::AmSource src, const uint8_t* data, size_t length) {
     // An RTR is taken only in the stage that waits for it: a second one for one send is
     // ignored, whatever it says.
     const ProtoInfo& info = proto_info(static_cast<ProtoId>(r->proto));
-    const bool waiting = info.zcopy == ZcopyNeed::kGet
-                             ? r->stage == static_cast<Stage>(GetStage::kWaitAts)
-                         : info.zcopy == ZcopyNeed::kPut
-                             ? r->stage == static_cast<Stage>(PutStage::kWaitRtr)
-                             : r->stage == static_cast<Stage>(PipelineStage::kWaitRtr);
+    const bool waiting =
+        info.zcopy == ZcopyNeed::kGet   ? r->stage == static_cast<Stage>(GetStage::kWaitAts)
+        : info.zcopy == ZcopyNeed::kPut ? r->stage == static_cast<Stage>(PutStage::kWaitRtr)
+                                        : r->stage == static_cast<Stage>(PipelineStage::kWaitRtr);
     if (!waiting) {
         log_printf(LogLevel::kError, "rendezvous: ignoring a second RTR for one send");
         return;
@@ -223,7 +219,8 @@ void Rendezvous::on_rtr(tl::AmSource src, const uint8_t* data, size_t length) {
     // A put RTR is taken whatever the RTS offered: the receiver may only ask us to write into
     // its own memory (the lane reaches nobody else), and a put we cannot make fails the send
     // and tells the receiver with the FIN, where ignoring it would leave the send hanging.
-    const bool put = h.split == 0 && (scheme == RndvScheme::kPut || scheme == RndvScheme::kPutKeyed);
+    const bool put =
+        h.split == 0 && (scheme == RndvScheme::kPut || scheme == RndvScheme::kPutKeyed);
     if (!pipeline && !split && !put) return worker_->reject_control("RTR out of place");
     if (put) r->proto = static_cast<uint8_t>(proto_for_scheme(scheme));
     r->peer_request = h.receive_request;
@@ -306,8 +303,7 @@ void Rendezvous::on_data(tl::AmSource src, const uint8_t* data, size_t length) {
     data_arrived(r, size);
 }
 
-uint8_t* Rendezvous::place_data(tl::AmSource src, const uint8_t* hdr, size_t done,
-                                size_t length) {
+uint8_t* Rendezvous::place_data(tl::AmSource src, const uint8_t* hdr, size_t done, size_t length) {
     if (done >= length) return nullptr;
     RndvDataHeader h{};
     std::memcpy(&h, hdr, sizeof(h));
@@ -361,8 +357,8 @@ Status Rendezvous::register_buffer(tl::ZcopyLane* lane, Request* r, const void* 
     std::unique_ptr<tl::MemoryRegistration> reg;
     const RegistryDmabufExporter exporter(worker_->context()->memtypes());
     const Status s = register_zcopy_buffer(*lane, exporter, buffer, length,
-                                           static_cast<mem::MemType>(r->memtype),
-                                           r->cpu_buffer, access, &reg, why);
+                                           static_cast<mem::MemType>(r->memtype), r->cpu_buffer,
+                                           access, &reg, why);
     if (s == Status::kOk) regs_.push_back({r, r->wire_id(), std::move(reg)});
     return s;
 }

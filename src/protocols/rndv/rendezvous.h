@@ -100,8 +100,8 @@ public:
     static tl::ZcopyLane* send_zcopy(const core::Request* r);
     /// Register @p length bytes at @p buffer of @p r on @p lane with @p access and keep the
     /// registration until @p r ends (released by release(), completion or failure).
-    Status register_buffer(tl::ZcopyLane* lane, core::Request* r, const void* buffer,
-                           size_t length, unsigned access, std::string* why);
+    Status register_buffer(tl::ZcopyLane* lane, core::Request* r, const void* buffer, size_t length,
+                           unsigned access, std::string* why);
     /// The registration @p r holds, or null.
     const tl::MemoryRegistration* registration(const core::Request* r) const;
     /// Drop @p r's registrations, and those of requests that ended meanwhile.

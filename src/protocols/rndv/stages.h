@@ -39,7 +39,7 @@ enum class PutStage : uint8_t {
     kFinPending,         ///< the data is moved (or that failed): the FIN waits for room
     kFinSentWriting,     ///< FIN out; the put's completion (our buffer no longer read) ends it
     // Receiver.
-    kWaitFin,            ///< RTR out: the sender puts; its FIN ends the receive
+    kWaitFin,  ///< RTR out: the sender puts; its FIN ends the receive
 };
 
 /// rndv_pipeline: the data goes through the lane in fragments, which every lane carries and

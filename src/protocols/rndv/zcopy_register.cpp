@@ -24,15 +24,15 @@ bool dmabuf_exported_type(mem::MemType type, const mem::MemTypeAttr& attr) {
 
 bool zcopy_reaches_device_memory(const tl::LaneAttr& lane, mem::MemType type,
                                  const mem::MemTypeAttr& attr) {
-    constexpr uint32_t kNeeded = tl::cap::kGetZcopy | tl::cap::kPutZcopy |
-                                 tl::cap::kRemoteKeys | tl::cap::kDeviceMemory;
+    constexpr uint32_t kNeeded =
+        tl::cap::kGetZcopy | tl::cap::kPutZcopy | tl::cap::kRemoteKeys | tl::cap::kDeviceMemory;
     return (lane.caps & kNeeded) == kNeeded && dmabuf_exported_type(type, attr);
 }
 
 Status register_zcopy_buffer(tl::ZcopyLane& lane, const DmabufExporter& exporter,
-                             const void* buffer, size_t length, mem::MemType type,
-                             bool cpu_buffer, unsigned access,
-                             std::unique_ptr<tl::MemoryRegistration>* out, std::string* why) {
+                             const void* buffer, size_t length, mem::MemType type, bool cpu_buffer,
+                             unsigned access, std::unique_ptr<tl::MemoryRegistration>* out,
+                             std::string* why) {
     const bool device_memory = (lane.caps() & tl::cap::kDeviceMemory) != 0;
     if (exported_kind(type) && device_memory) {
         int exported = -1;
@@ -55,9 +55,8 @@ Status register_zcopy_buffer(tl::ZcopyLane& lane, const DmabufExporter& exporter
     }
     if (cpu_buffer) return lane.register_memory(buffer, length, access, out, why);
     *why = std::string(mem::memtype_name(type)) + " memory: " +
-           (device_memory
-                ? "its memory type exports no dma-buf"
-                : "the device takes no dma-buf MRs, and the CPU must not touch it");
+           (device_memory ? "its memory type exports no dma-buf"
+                          : "the device takes no dma-buf MRs, and the CPU must not touch it");
     return Status::kUnsupported;
 }
 

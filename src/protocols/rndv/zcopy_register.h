@@ -37,8 +37,7 @@ public:
 class RegistryDmabufExporter final : public DmabufExporter {
 public:
     explicit RegistryDmabufExporter(const mem::MemTypeRegistry& registry) : registry_(registry) {}
-    Status export_dmabuf(const void* ptr, size_t length, int* fd,
-                         uint64_t* offset) const override;
+    Status export_dmabuf(const void* ptr, size_t length, int* fd, uint64_t* offset) const override;
 
 private:
     const mem::MemTypeRegistry& registry_;
@@ -65,8 +64,8 @@ bool zcopy_reaches_device_memory(const tl::LaneAttr& lane, mem::MemType type,
 ///  * otherwise kUnsupported, @p why saying why (the caller then uses the staged pipeline).
 /// Errors from the export or the lane are passed on with @p why filled.
 Status register_zcopy_buffer(tl::ZcopyLane& lane, const DmabufExporter& exporter,
-                             const void* buffer, size_t length, mem::MemType type,
-                             bool cpu_buffer, unsigned access,
-                             std::unique_ptr<tl::MemoryRegistration>* out, std::string* why);
+                             const void* buffer, size_t length, mem::MemType type, bool cpu_buffer,
+                             unsigned access, std::unique_ptr<tl::MemoryRegistration>* out,
+                             std::string* why);
 
 }  // namespace swy::proto::rndv

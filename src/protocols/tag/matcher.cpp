@@ -62,7 +62,8 @@ uint64_t mix64(uint64_t x) {
 
 TagMatcher::Table TagMatcher::make_table(size_t n) {
     Table table(n);
-    for (Bucket& b : table) list_init(&b.head);
+    for (Bucket& b : table)
+        list_init(&b.head);
     return table;
 }
 

@@ -67,8 +67,8 @@ Status transfer(CmaMode mode, pid_t pid, uint8_t* local, uint64_t remote, size_t
 
 }  // namespace
 
-Status probe(CmaMode mode, pid_t pid, uint64_t remote_address, const void* expected,
-             size_t length, std::string* why) {
+Status probe(CmaMode mode, pid_t pid, uint64_t remote_address, const void* expected, size_t length,
+             std::string* why) {
     if (mode == CmaMode::kOff) {
         *why = "disabled by SWY_CMA=n";
         return Status::kUnsupported;

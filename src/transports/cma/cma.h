@@ -36,8 +36,8 @@ Status configured_mode(const common::Config& config, bool enabled_by_tls, CmaMod
 
 /// Probe whether we may read @p length bytes at @p remote_address in process @p pid and that
 /// they equal @p expected. kOk; kUnsupported with @p why (EPERM, config) otherwise.
-Status probe(CmaMode mode, pid_t pid, uint64_t remote_address, const void* expected,
-             size_t length, std::string* why);
+Status probe(CmaMode mode, pid_t pid, uint64_t remote_address, const void* expected, size_t length,
+             std::string* why);
 
 /// Copy @p length bytes from (pid, remote) to local, looping over partial transfers.
 /// kOk; kConnectionReset if the process is gone (ESRCH); kUnsupported on EPERM; kIoError

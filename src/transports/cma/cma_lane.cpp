@@ -2,16 +2,14 @@
 
 namespace swy::tl::cma {
 
-Status CmaLane::get_zcopy(void* local, const MemoryRegistration* /*local_reg*/,
-                          RemoteKey remote, size_t length,
-                          const ZcopyCompletion& /*completion*/) {
+Status CmaLane::get_zcopy(void* local, const MemoryRegistration* /*local_reg*/, RemoteKey remote,
+                          size_t length, const ZcopyCompletion& /*completion*/) {
     if (pid_ <= 0) return Status::kUnsupported;
     return read(mode_, pid_, local, remote.address, length);
 }
 
 Status CmaLane::put_zcopy(const void* local, const MemoryRegistration* /*local_reg*/,
-                          RemoteKey remote, size_t length,
-                          const ZcopyCompletion& /*completion*/) {
+                          RemoteKey remote, size_t length, const ZcopyCompletion& /*completion*/) {
     if (pid_ <= 0) return Status::kUnsupported;
     return write(mode_, pid_, remote.address, local, length);
 }

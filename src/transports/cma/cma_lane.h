@@ -30,9 +30,7 @@ public:
     /// The process this lane reaches (0: none).
     int pid() const { return pid_; }
 
-    uint32_t caps() const override {
-        return pid_ > 0 ? cap::kGetZcopy | cap::kPutZcopy : 0;
-    }
+    uint32_t caps() const override { return pid_ > 0 ? cap::kGetZcopy | cap::kPutZcopy : 0; }
     size_t max_zcopy() const override { return kMaxZcopy; }
     /// process_vm_readv from the verified pid; @p remote.key is ignored. kOk, or the errors of
     /// cma::read (kUnsupported also when the lane reaches nobody). Never kInProgress.

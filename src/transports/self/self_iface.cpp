@@ -28,7 +28,7 @@ Status SelfEndpoint::am_send(AmId id, const void* hdr, size_t hdr_len, const voi
 }
 
 Status SelfEndpoint::am_send_packed(AmId id, const void* hdr, size_t hdr_len, PackFn pack,
-                                   void* arg, size_t length) {
+                                    void* arg, size_t length) {
     std::vector<uint8_t> bytes(hdr_len + length);
     std::memcpy(bytes.data(), hdr, hdr_len);
     Status s = pack(arg, bytes.data() + hdr_len, length);

@@ -31,7 +31,7 @@ struct alignas(kCacheLine) SenderSlot {
     uint32_t pio_slot;  ///< dedicated ring index, or kNoPioSlot
     uint64_t uid;       ///< sender worker's unique id
     uint64_t segment_size;
-    int32_t wake_fd;    ///< sender's wake-up pipe (for the reverse lane)
+    int32_t wake_fd;  ///< sender's wake-up pipe (for the reverse lane)
 };
 inline constexpr uint32_t kNoPioSlot = UINT32_MAX;
 

@@ -13,8 +13,8 @@ namespace swy::tl::shm {
 /// entry lists them; file keys). Defaults measured with swy-perf on the 2-vCPU reference VM
 /// (docs/protocols.md). cma_* belong here: CMA is shm's zero-copy path.
 inline constexpr common::CostFigureVar kCostFigures[] = {
-    {"shm_copy_bw_Bps", 24e9, common::kFigureBwMin, common::kFigureBwMax,
-     common::FigureUnit::kGBps, "bcopy through shared cells (copy-in and copy-out overlap)"},
+    {"shm_copy_bw_Bps", 24e9, common::kFigureBwMin, common::kFigureBwMax, common::FigureUnit::kGBps,
+     "bcopy through shared cells (copy-in and copy-out overlap)"},
     {"cma_bw_Bps", 10e9, common::kFigureBwMin, common::kFigureBwMax, common::FigureUnit::kGBps,
      "process_vm_readv, in-cache buffers"},
     {"cma_call_s", 3e-6, common::kFigureTimeMin, common::kFigureTimeMax,

@@ -1,9 +1,9 @@
 #include "transports/shm/shm_iface.h"
 
 #include <fcntl.h>
+#include <linux/membarrier.h>
 #include <poll.h>
 #include <sys/epoll.h>
-#include <linux/membarrier.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -23,8 +23,8 @@
 
 namespace swy::tl::shm {
 
-using common::LogLevel;
 using common::log_printf;
+using common::LogLevel;
 
 namespace {
 
@@ -47,8 +47,8 @@ LaneAttr lane_attr(const SegmentGeometry& peer, bool pio, const LaneCosts& costs
         a.pio = true;
         a.caps |= cap::kAmShort;
         // Credits in the smallest record (one cache line): how many small messages fit.
-        a.credits = static_cast<uint32_t>(uint64_t{peer.pio_credits} * peer.pio_cell_size /
-                                          kCacheLine);
+        a.credits =
+            static_cast<uint32_t>(uint64_t{peer.pio_credits} * peer.pio_cell_size / kCacheLine);
         a.credits_shared = false;  // a private ring: plain stores, no CAS
         a.max_message = peer.pio_cell_size - sizeof(CellHeader);
     } else {
@@ -148,8 +148,8 @@ inline void ShmEndpoint::finish(CellHeader* cell, uint64_t pos) {
     }
 }
 
-Status ShmEndpoint::am_send_packed(AmId id, const void* hdr, size_t hdr_len, PackFn pack,
-                                   void* arg, size_t length) {
+Status ShmEndpoint::am_send_packed(AmId id, const void* hdr, size_t hdr_len, PackFn pack, void* arg,
+                                   size_t length) {
     if (remote_->failed || disconnected_) return Status::kConnectionReset;
     uint64_t pos;
     CellHeader* cell = claim(hdr_len + length, &pos);
@@ -208,7 +208,11 @@ void ShmEndpoint::disconnect() {
 // ------------------------------------------------------------------------------------------
 
 ShmInterface::ShmInterface(const ShmConfig& config, uint64_t uid, uint16_t index, AmSink* sink)
-    : config_(config), uid_(uid), index_(index), sink_(sink), senders_(kMaxSenders),
+    : config_(config),
+      uid_(uid),
+      index_(index),
+      sink_(sink),
+      senders_(kMaxSenders),
       cma_probe_value_(uid) {}
 
 Status ShmInterface::open(const ShmConfig& config, uint64_t worker_uid, uint16_t iface_index,
@@ -218,9 +222,10 @@ Status ShmInterface::open(const ShmConfig& config, uint64_t worker_uid, uint16_t
         g.fifo_cell_size < 128 || g.fifo_cell_size % kCacheLine != 0 || g.pio_cell_size < 128 ||
         g.pio_cell_size % kCacheLine != 0 || g.pio_slots > 256 ||
         g.pio_cell_size > g.fifo_cell_size) {
-        *why = "shm: SHM_FIFO_CELLS and SHM_PIO_CREDITS must be powers of two, cell sizes "
-               "multiples of 64 and at least 128, SHM_PIO_CELL_SIZE at most SHM_CELL_SIZE, "
-               "SHM_PIO_SLOTS at most 256";
+        *why =
+            "shm: SHM_FIFO_CELLS and SHM_PIO_CREDITS must be powers of two, cell sizes "
+            "multiples of 64 and at least 128, SHM_PIO_CELL_SIZE at most SHM_CELL_SIZE, "
+            "SHM_PIO_SLOTS at most 256";
         return Status::kInvalidParam;
     }
     std::unique_ptr<ShmInterface> iface(new ShmInterface(config, worker_uid, iface_index, sink));
@@ -271,13 +276,15 @@ Status ShmInterface::create_segment(std::string* why) {
     // buffers before we sleep: expedited global membarrier, which they register for.
     membarrier_registered_ =
         syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
-    membarrier_works_ =
-        membarrier_registered_ && syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) == 0;
+    membarrier_works_ = membarrier_registered_ &&
+                        syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) == 0;
     header_->publish_fence = membarrier_works_ ? 0 : 1;
     auto* senders = reinterpret_cast<SenderSlot*>(base_ + g.sender_table_offset());
-    for (uint32_t i = 0; i < kMaxSenders; ++i) new (&senders[i]) SenderSlot{};
+    for (uint32_t i = 0; i < kMaxSenders; ++i)
+        new (&senders[i]) SenderSlot{};
     auto* pio = reinterpret_cast<PioSlot*>(base_ + g.pio_table_offset());
-    for (uint32_t i = 0; i < g.pio_slots; ++i) new (&pio[i]) PioSlot{};
+    for (uint32_t i = 0; i < g.pio_slots; ++i)
+        new (&pio[i]) PioSlot{};
     fifo_ = RingView(base_ + g.fifo_offset(), g.fifo_cells, g.fifo_cell_size);
     fifo_.initialise();
     // PIO rings need no initialisation: a record is recognised by (position XOR its owner's
@@ -296,8 +303,7 @@ Status ShmInterface::create_segment(std::string* why) {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.fd = wake_pipe_[0].get();
-    if (!epoll_fd_ ||
-        epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, wake_pipe_[0].get(), &ev) != 0) {
+    if (!epoll_fd_ || epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, wake_pipe_[0].get(), &ev) != 0) {
         *why = std::string("shm: epoll: ") + std::strerror(errno);
         return Status::kIoError;
     }
@@ -353,8 +359,7 @@ Status ShmInterface::map_remote(uint64_t uid, const ShmAddress& a,
     common::UniqueFd fd(::open(path, O_RDWR | O_CLOEXEC));
     if (!fd) {
         *why = std::string("shm: cannot open peer segment ") + path + ": " + std::strerror(errno);
-        return errno == ENOENT || errno == ESRCH ? Status::kConnectionReset
-                                                 : Status::kUnreachable;
+        return errno == ENOENT || errno == ESRCH ? Status::kConnectionReset : Status::kUnreachable;
     }
     struct stat st {};
     if (fstat(fd.get(), &st) != 0 || static_cast<uint64_t>(st.st_size) < size ||
@@ -380,10 +385,9 @@ Status ShmInterface::map_remote(uint64_t uid, const ShmAddress& a,
     // The kernel vouches that the file is one of process `pid`'s; its header must name that
     // very pid and uid, so a sender slot or an address cannot borrow another process.
     if (h->magic != kSegmentMagic || h->version != kSegmentVersion || h->owner_uid != uid ||
-        h->owner_pid != pid ||
-        h->total_size != size || g.total_size() != size || !is_power_of_two(g.fifo_cells) ||
-        !is_power_of_two(g.pio_credits) || h->fifo_offset != g.fifo_offset() ||
-        h->pio_rings_offset != g.pio_rings_offset() ||
+        h->owner_pid != pid || h->total_size != size || g.total_size() != size ||
+        !is_power_of_two(g.fifo_cells) || !is_power_of_two(g.pio_credits) ||
+        h->fifo_offset != g.fifo_offset() || h->pio_rings_offset != g.pio_rings_offset() ||
         h->sender_table_offset != g.sender_table_offset() ||
         h->pio_table_offset != g.pio_table_offset() || g.fifo_cell_size < 128 ||
         g.pio_cell_size < 128) {
@@ -437,7 +441,8 @@ Status ShmInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t
                 pio[i].sender_slot = slot;
                 uint64_t key = 0;
                 while (key == 0) {
-                    if (getrandom(&key, sizeof(key), 0) != sizeof(key)) key = uid_ ^ (uint64_t{i} << 56) ^ 1;
+                    if (getrandom(&key, sizeof(key), 0) != sizeof(key))
+                        key = uid_ ^ (uint64_t{i} << 56) ^ 1;
                 }
                 pio[i].key = key;
                 pio[i].consumed.store(0, std::memory_order_relaxed);
@@ -474,8 +479,8 @@ Status ShmInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t
     }
     if (const uint64_t probe = remote->header->cma_probe_address; probe != 0) {
         std::string cma_why;
-        bool ok = cma::probe(config_.cma_mode, remote->pid, probe, &remote_uid,
-                             sizeof(remote_uid), &cma_why) == Status::kOk;
+        bool ok = cma::probe(config_.cma_mode, remote->pid, probe, &remote_uid, sizeof(remote_uid),
+                             &cma_why) == Status::kOk;
         ep->set_cma(config_.cma_mode, ok, cma_why);
     }
     *out = std::move(ep);

@@ -7,16 +7,16 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <utility>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "common/unique_fd.h"
-#include "transports/shm/ring.h"
-#include "transports/shm/shm_address.h"
-#include "transports/shm/segment_layout.h"
 #include "transports/cma/cma.h"
 #include "transports/cma/cma_lane.h"
+#include "transports/shm/ring.h"
+#include "transports/shm/segment_layout.h"
+#include "transports/shm/shm_address.h"
 #include "transports/transport.h"
 
 namespace swy::tl::shm {
@@ -96,7 +96,7 @@ private:
     uint16_t sender_slot_;
     uint32_t pio_slot_;
     RingView ring_;
-    uint64_t private_head_ = 0;  // PIO ring only
+    uint64_t private_head_ = 0;    // PIO ring only
     uint64_t known_consumed_ = 0;  // PIO ring: the receiver's last published position
     uint8_t* pio_base_ = nullptr;  // PIO byte ring in the peer's segment
     uint64_t pio_bytes_ = 0;
@@ -175,8 +175,8 @@ private:
     void dispatch(CellHeader* cell);
     void handle_control(uint16_t sender, const uint8_t* data, size_t length);
     bool resolve_sender(uint16_t sender);
-    Status map_remote(uint64_t uid, const ShmAddress& a,
-                      std::shared_ptr<RemoteSegment>* out, std::string* why);
+    Status map_remote(uint64_t uid, const ShmAddress& a, std::shared_ptr<RemoteSegment>* out,
+                      std::string* why);
     void watch(uint64_t uid, int pid);
     void check_peers();
     void report_pending_failures();

@@ -1,7 +1,7 @@
 // Receive side of the shm transport: draining rings, control messages, peer liveness.
+#include <linux/membarrier.h>
 #include <poll.h>
 #include <sys/epoll.h>
-#include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,12 +16,12 @@
 
 namespace swy::tl::shm {
 
-using common::LogLevel;
 using common::log_printf;
+using common::LogLevel;
 
 namespace {
 
-constexpr unsigned kDrainBatch = 32;  // bound the work of one progress call per ring
+constexpr unsigned kDrainBatch = 32;      // bound the work of one progress call per ring
 constexpr uint32_t kLivenessEvery = 256;  // progress calls between clock reads
 
 }  // namespace
@@ -80,7 +80,8 @@ unsigned ShmInterface::drain_private(ActiveRing& r) {
 
 unsigned ShmInterface::progress() {
     unsigned n = drain(fifo_, fifo_tail_);
-    for (size_t i = 0; i < active_rings_.size(); ++i) n += drain_private(active_rings_[i]);
+    for (size_t i = 0; i < active_rings_.size(); ++i)
+        n += drain_private(active_rings_[i]);
     if (__builtin_expect(rings_released_, 0)) {
         std::erase_if(active_rings_, [](const ActiveRing& r) { return r.dead; });
         rings_released_ = false;
@@ -103,8 +104,8 @@ void ShmInterface::dispatch(CellHeader* cell) {
     const uint8_t* data = reinterpret_cast<const uint8_t*>(cell + 1);
     // Cells come from other processes: never trust a length or an index.
     if (sender >= kMaxSenders || length > fifo_.cell_size() - sizeof(CellHeader)) {
-        log_printf(LogLevel::kError, "shm: dropping malformed cell (sender %u, length %u)",
-                   sender, length);
+        log_printf(LogLevel::kError, "shm: dropping malformed cell (sender %u, length %u)", sender,
+                   length);
         return;
     }
     if (!senders_[sender].known && !resolve_sender(sender)) {
@@ -149,7 +150,11 @@ void ShmInterface::handle_control(uint16_t sender, const uint8_t* data, size_t l
                 return;
             }
             ActiveRing r{base_ + g.pio_rings_offset() + pio_slot * g.pio_ring_bytes(),
-                         g.pio_ring_bytes(), pio[pio_slot].key, 0, 0, pio_slot,
+                         g.pio_ring_bytes(),
+                         pio[pio_slot].key,
+                         0,
+                         0,
+                         pio_slot,
                          &pio[pio_slot].consumed};
             active_rings_.push_back(r);
             return;
@@ -158,8 +163,7 @@ void ShmInterface::handle_control(uint16_t sender, const uint8_t* data, size_t l
             release_sender(sender);
             sink_->on_sender_released(AmSource{index_, sender});
             return;
-        case ShmControl::kNoop:
-            return;
+        case ShmControl::kNoop: return;
     }
 }
 
@@ -264,7 +268,8 @@ void ShmInterface::watch(uint64_t uid, int pid) {
 void ShmInterface::report_pending_failures() {
     std::vector<uint64_t> uids;
     uids.swap(pending_failures_);
-    for (uint64_t uid : uids) fail_remote(uid);
+    for (uint64_t uid : uids)
+        fail_remote(uid);
 }
 
 void ShmInterface::check_peers() {
@@ -274,7 +279,8 @@ void ShmInterface::check_peers() {
         pollfd pfd{w.pidfd.get(), POLLIN, 0};
         if (poll(&pfd, 1, 0) > 0) dead.push_back(uid);
     }
-    for (uint64_t uid : dead) fail_remote(uid);
+    for (uint64_t uid : dead)
+        fail_remote(uid);
 }
 
 void ShmInterface::fail_remote(uint64_t uid) {
@@ -288,7 +294,8 @@ void ShmInterface::fail_remote(uint64_t uid) {
     w.reported = true;
     // Drain what it managed to publish before dying, then forget its slots.
     drain(fifo_, fifo_tail_);
-    for (size_t i = 0; i < active_rings_.size(); ++i) drain_private(active_rings_[i]);
+    for (size_t i = 0; i < active_rings_.size(); ++i)
+        drain_private(active_rings_[i]);
     for (uint32_t s = 0; s < kMaxSenders; ++s) {
         if (senders_[s].known && senders_[s].uid == uid) release_sender(static_cast<uint16_t>(s));
     }
@@ -323,8 +330,7 @@ bool ShmInterface::arm() {
 void ShmInterface::disarm() {
     header_->armed.store(0, std::memory_order_relaxed);
     char buf[64];
-    while (read(wake_pipe_[0].get(), buf, sizeof(buf)) > 0) {
-    }
+    while (read(wake_pipe_[0].get(), buf, sizeof(buf)) > 0) {}
     // A pidfd that woke us is looked at by the next progress call (failures are reported
     // from progress only, where callbacks are expected).
     last_check_ns_ = 0;

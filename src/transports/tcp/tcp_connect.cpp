@@ -16,8 +16,8 @@
 
 namespace swy::tl::tcp {
 
-using common::LogLevel;
 using common::log_printf;
+using common::LogLevel;
 
 Status TcpInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t length,
                              bool /*want_pio: tcp has no PIO*/, std::unique_ptr<Endpoint>* out,
@@ -32,10 +32,10 @@ Status TcpInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t
     // whether the peer shares our host, so a loopback entry is simply tried in turn; the hello
     // answer catches the case where it leads to some other worker.
     bool have4 = false, have6 = false;
-    for (const TcpAddressEntry& e : addresses_) (e.family == 4 ? have4 : have6) = true;
-    std::stable_partition(entries.begin(), entries.end(), [&](const TcpAddressEntry& e) {
-        return e.family == 4 ? have4 : have6;
-    });
+    for (const TcpAddressEntry& e : addresses_)
+        (e.family == 4 ? have4 : have6) = true;
+    std::stable_partition(entries.begin(), entries.end(),
+                          [&](const TcpAddressEntry& e) { return e.family == 4 ? have4 : have6; });
 
     Connection* c = new_slot();
     if (c == nullptr) {
@@ -105,8 +105,7 @@ Status TcpInterface::start_attempts(Connection* c) {
             // past the total deadline.
             const uint64_t left = c->connect_deadline_ns - now;
             const uint64_t share = left / (c->targets.size() - c->next_target + 1);
-            const uint64_t budget =
-                std::min({std::max(share, kMinAttemptNs), kMaxAttemptNs, left});
+            const uint64_t budget = std::min({std::max(share, kMinAttemptNs), kMaxAttemptNs, left});
             c->attempt_deadline_ns = now + budget;
             if (s == Status::kOk) {
                 connected(c);
@@ -181,7 +180,8 @@ void TcpInterface::check_connecting() {
 
 void TcpInterface::update_timer() {
     uint64_t next = UINT64_MAX;
-    for (uint16_t index : connecting_) next = std::min(next, conns_[index]->attempt_deadline_ns);
+    for (uint16_t index : connecting_)
+        next = std::min(next, conns_[index]->attempt_deadline_ns);
     if (next == UINT64_MAX && !timer_set_) return;
     itimerspec its{};
     if (next != UINT64_MAX) {
@@ -197,8 +197,8 @@ void TcpInterface::set_auth_key(const common::AuthKey& key) {
     if (key.bytes() == config_.auth_key.bytes()) return;
     config_.auth_key = key;
     ++key_epoch_;
-    log_printf(LogLevel::kInfo, "tcp: %s", key.empty() ? "authentication off"
-                                                       : "authentication key installed");
+    log_printf(LogLevel::kInfo, "tcp: %s",
+               key.empty() ? "authentication off" : "authentication key installed");
     // Connections whose handshake used the old key (or none) are not authenticated with this
     // one: close them. Those still before any key-dependent step go on with the new key.
     for (auto& owned : conns_) {
@@ -207,8 +207,8 @@ void TcpInterface::set_auth_key(const common::AuthKey& key) {
         if (!c->handshake_done && !c->hello_received) continue;
         if (c->key_epoch == key_epoch_) continue;
         log_printf(LogLevel::kInfo,
-                   "tcp: new authentication key: closing connection %u (worker %016llx)",
-                   c->index, static_cast<unsigned long long>(c->peer_uid));
+                   "tcp: new authentication key: closing connection %u (worker %016llx)", c->index,
+                   static_cast<unsigned long long>(c->peer_uid));
         fail(c, Status::kConnectionReset);
     }
 }

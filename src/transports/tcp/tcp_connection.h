@@ -51,7 +51,8 @@ public:
             if (cap_ - tail_ >= n) return buf_ + tail_;
         }
         size_t cap = cap_ == 0 ? 64 * 1024 : cap_;
-        while (cap - tail_ < n) cap *= 2;
+        while (cap - tail_ < n)
+            cap *= 2;
         auto* p = static_cast<uint8_t*>(std::realloc(buf_, cap));
         if (p == nullptr) return nullptr;
         buf_ = p;
@@ -111,7 +112,7 @@ struct TcpInterface::Connection {
     uint16_t index = 0;
     uint32_t generation = 0;  ///< bumped when the slot is reused; endpoints check it
     State state = State::kClosed;
-    bool outgoing = false;          ///< we connected (the owner endpoint lives in the worker)
+    bool outgoing = false;  ///< we connected (the owner endpoint lives in the worker)
     /// The handshake is complete on our side: the peer is who it claimed (and proved it, with
     /// a key). Before this nothing is delivered to the sink and no data frame is written.
     bool handshake_done = false;
@@ -127,9 +128,9 @@ struct TcpInterface::Connection {
     /// next frame only, so that when it too is placed, none of its payload takes the
     /// receive buffer's detour (0: read as much as fits).
     uint8_t expect_header = 0;
-    uint64_t peer_uid = 0;          ///< acceptor: only set once the handshake is done
-    uint64_t claimed_uid = 0;       ///< acceptor: the uid the hello claimed, until verified
-    uint64_t key_epoch = 0;         ///< the interface's key epoch the handshake started under
+    uint64_t peer_uid = 0;     ///< acceptor: only set once the handshake is done
+    uint64_t claimed_uid = 0;  ///< acceptor: the uid the hello claimed, until verified
+    uint64_t key_epoch = 0;    ///< the interface's key epoch the handshake started under
     uint8_t own_nonce[kNonceSize] = {};
     uint8_t peer_nonce[kNonceSize] = {};
     /// Handshake frames, written before the send queue (which holds data frames queued
@@ -142,8 +143,8 @@ struct TcpInterface::Connection {
     size_t next_target = 0;
     uint64_t attempt_deadline_ns = 0;
     uint64_t connect_deadline_ns = 0;
-    std::string tried;              ///< "address: error, ..." for the failure's log line
-    uint64_t send_epoch = 0;        ///< progress pass of the last direct send (burst detection)
+    std::string tried;        ///< "address: error, ..." for the failure's log line
+    uint64_t send_epoch = 0;  ///< progress pass of the last direct send (burst detection)
     ByteQueue sendq;
     ByteQueue recvq;
     TcpPlacement place;
@@ -158,9 +159,7 @@ struct TcpInterface::Connection {
     }
     bool has_output() const { return hs_off != hs_len || !sendq.empty(); }
     /// Failed, and the sink has not been told yet (the slot must not be reused before).
-    bool awaiting_report() const {
-        return failure != Status::kOk && !reported && peer_uid != 0;
-    }
+    bool awaiting_report() const { return failure != Status::kOk && !reported && peer_uid != 0; }
 };
 
 }  // namespace swy::tl::tcp

@@ -18,8 +18,8 @@ inline constexpr common::CostFigureVar kCostFigures[] = {
      common::FigureUnit::kMicros, "one-way latency of a small message, less overhead"},
     {"tcp_overhead_s", 4e-6, common::kFigureTimeMin, common::kFigureTimeMax,
      common::FigureUnit::kMicros, "CPU time per message (system calls on both sides)"},
-    {"tcp_bw_Bps", 0.75e9, common::kFigureBwMin, common::kFigureBwMax,
-     common::FigureUnit::kGBps, "bandwidth of a large eager_bcopy stream"},
+    {"tcp_bw_Bps", 0.75e9, common::kFigureBwMin, common::kFigureBwMax, common::FigureUnit::kGBps,
+     "bandwidth of a large eager_bcopy stream"},
 };
 
 /// A tcp lane's costs under @p figures: a message costs the socket's latency and a system

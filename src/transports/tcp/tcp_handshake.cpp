@@ -13,8 +13,8 @@
 
 namespace swy::tl::tcp {
 
-using common::LogLevel;
 using common::log_printf;
+using common::LogLevel;
 
 namespace {
 
@@ -54,20 +54,20 @@ Status TcpInterface::send_handshake(Connection* c, const uint8_t* body, size_t l
 Status TcpInterface::handle_control(Connection* c, const uint8_t* data, size_t length) {
     if (length < 1) return Status::kMalformed;
     switch (static_cast<TcpControl>(data[0])) {
-    case TcpControl::kHello:
-        if (c->outgoing || c->hello_received) return Status::kMalformed;
-        return handle_hello(c, data, length);
-    case TcpControl::kHelloAck:
-        if (!c->outgoing || c->handshake_done) return Status::kMalformed;
-        return handle_hello_ack(c, data, length);
-    case TcpControl::kProof:
-        if (c->outgoing || !c->hello_received || c->handshake_done) return Status::kMalformed;
-        if (!authenticated()) return Status::kMalformed;  // we asked for no proof
-        return handle_proof(c, data, length);
-    case TcpControl::kGoodbye:
-        if (length != 1 || !c->handshake_done) return Status::kMalformed;
-        c->goodbye_received = true;
-        return Status::kOk;
+        case TcpControl::kHello:
+            if (c->outgoing || c->hello_received) return Status::kMalformed;
+            return handle_hello(c, data, length);
+        case TcpControl::kHelloAck:
+            if (!c->outgoing || c->handshake_done) return Status::kMalformed;
+            return handle_hello_ack(c, data, length);
+        case TcpControl::kProof:
+            if (c->outgoing || !c->hello_received || c->handshake_done) return Status::kMalformed;
+            if (!authenticated()) return Status::kMalformed;  // we asked for no proof
+            return handle_proof(c, data, length);
+        case TcpControl::kGoodbye:
+            if (length != 1 || !c->handshake_done) return Status::kMalformed;
+            c->goodbye_received = true;
+            return Status::kOk;
     }
     return Status::kMalformed;
 }
@@ -93,8 +93,8 @@ Status TcpInterface::handle_hello(Connection* c, const uint8_t* data, size_t len
         n = encode_hello_ack(ack, uid_, c->own_nonce, nullptr);
         c->peer_uid = uid;
         c->handshake_done = true;
-        log_printf(LogLevel::kDebug, "tcp: connection %u accepted from worker %016llx",
-                   c->index, static_cast<unsigned long long>(uid));
+        log_printf(LogLevel::kDebug, "tcp: connection %u accepted from worker %016llx", c->index,
+                   static_cast<unsigned long long>(uid));
     }
     return send_handshake(c, ack, n);
 }
@@ -105,8 +105,7 @@ Status TcpInterface::handle_hello_ack(Connection* c, const uint8_t* data, size_t
     if (ack.uid != c->peer_uid) {
         // The address led to some other worker (a stale address, or a loopback entry of a
         // peer on another host): this is not the peer we were asked to reach.
-        log_printf(LogLevel::kError,
-                   "tcp: connected to worker %016llx, expected %016llx: closing",
+        log_printf(LogLevel::kError, "tcp: connected to worker %016llx, expected %016llx: closing",
                    static_cast<unsigned long long>(ack.uid),
                    static_cast<unsigned long long>(c->peer_uid));
         return Status::kUnreachable;
@@ -154,8 +153,7 @@ Status TcpInterface::handle_proof(Connection* c, const uint8_t* data, size_t len
 Status TcpInterface::auth_failure(Connection* c, const char* what) {
     log_printf(LogLevel::kError, "tcp: authentication failed from %s (%s worker %016llx): %s",
                peer_text(c->fd.get()).c_str(), c->outgoing ? "expected" : "claimed",
-               static_cast<unsigned long long>(c->outgoing ? c->peer_uid : c->claimed_uid),
-               what);
+               static_cast<unsigned long long>(c->outgoing ? c->peer_uid : c->claimed_uid), what);
     // Reported (as unreachable) only when we made the connection: then the peer is the one
     // our endpoint wanted. An acceptor-side connection has no verified identity to blame.
     return Status::kUnreachable;

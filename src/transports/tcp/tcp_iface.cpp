@@ -23,8 +23,8 @@
 
 namespace swy::tl::tcp {
 
-using common::LogLevel;
 using common::log_printf;
+using common::LogLevel;
 
 std::string entry_text(const TcpAddressEntry& e) {
     return common::SocketAddress::from_ip(e.family, e.ip, e.port).text();
@@ -93,7 +93,11 @@ Status open_listener(const common::SocketAddress& at, bool dual_stack, common::U
 
 TcpEndpoint::TcpEndpoint(TcpInterface* iface, uint16_t conn, uint32_t generation,
                          uint64_t remote_uid, bool owner)
-    : iface_(iface), conn_(conn), generation_(generation), remote_uid_(remote_uid), owner_(owner),
+    : iface_(iface),
+      conn_(conn),
+      generation_(generation),
+      remote_uid_(remote_uid),
+      owner_(owner),
       attr_(iface->attr_) {}
 
 TcpEndpoint::~TcpEndpoint() {
@@ -112,8 +116,8 @@ Status TcpEndpoint::am_send(AmId id, const void* hdr, size_t hdr_len, const void
     return iface_->send(c, id, hdr, hdr_len, payload, length);
 }
 
-Status TcpEndpoint::am_send_packed(AmId id, const void* hdr, size_t hdr_len, PackFn pack,
-                                   void* arg, size_t length) {
+Status TcpEndpoint::am_send_packed(AmId id, const void* hdr, size_t hdr_len, PackFn pack, void* arg,
+                                   size_t length) {
     if (iface_ == nullptr || disconnected_) return Status::kConnectionReset;
     TcpInterface::Connection* c = iface_->lookup(conn_, generation_);
     if (c == nullptr) return Status::kConnectionReset;
@@ -186,7 +190,8 @@ Status TcpInterface::open(const TcpConfig& config, uint64_t worker_uid, uint16_t
         epoll_event ev{};
         ev.events = EPOLLIN;
         ev.data.u64 = kListenTag | i;
-        if (epoll_ctl(iface->epoll_fd_.get(), EPOLL_CTL_ADD, iface->listen_fds_[i].get(), &ev) != 0) {
+        if (epoll_ctl(iface->epoll_fd_.get(), EPOLL_CTL_ADD, iface->listen_fds_[i].get(), &ev) !=
+            0) {
             *why = std::string("tcp: epoll_ctl: ") + std::strerror(errno);
             return Status::kIoError;
         }
@@ -228,8 +233,8 @@ Status TcpInterface::listen_on_devices(std::string* why) {
             common::UniqueFd fd;
             uint16_t port = 0;
             std::string error;
-            if (open_listener(common::SocketAddress::from_ip(a.entry.family, a.entry.ip, 0),
-                              false, &fd, &port, &error) != Status::kOk) {
+            if (open_listener(common::SocketAddress::from_ip(a.entry.family, a.entry.ip, 0), false,
+                              &fd, &port, &error) != Status::kOk) {
                 log_printf(LogLevel::kWarn, "tcp: %s (%s)", error.c_str(), a.device.c_str());
                 continue;
             }
@@ -271,9 +276,7 @@ TcpInterface::~TcpInterface() {
 
 std::vector<uint8_t> TcpInterface::address() const { return encode_tcp_address(addresses_); }
 
-size_t TcpInterface::open_connections() const {
-    return live_.size() + connecting_.size();
-}
+size_t TcpInterface::open_connections() const { return live_.size() + connecting_.size(); }
 
 void TcpInterface::setup_socket(int fd) const {
     common::set_nodelay(fd);
@@ -348,8 +351,8 @@ Endpoint* TcpInterface::reply_endpoint(uint16_t sender) {
         return nullptr;
     }
     if (!c->reply_ep) {
-        c->reply_ep = std::make_unique<TcpEndpoint>(this, c->index, c->generation, c->peer_uid,
-                                                    false);
+        c->reply_ep =
+            std::make_unique<TcpEndpoint>(this, c->index, c->generation, c->peer_uid, false);
     }
     return c->reply_ep.get();
 }

@@ -222,8 +222,8 @@ private:
 
     Status send(Connection* c, AmId id, const void* hdr, size_t hdr_len, const void* payload,
                 size_t length);
-    Status queue_frame(Connection* c, AmId id, const void* hdr, size_t hdr_len,
-                       const void* payload, size_t length);
+    Status queue_frame(Connection* c, AmId id, const void* hdr, size_t hdr_len, const void* payload,
+                       size_t length);
     Status send_packed(Connection* c, AmId id, const void* hdr, size_t hdr_len,
                        Endpoint::PackFn pack, void* arg, size_t length);
     Status send_control(Connection* c, const uint8_t* body, size_t length);
@@ -234,19 +234,19 @@ private:
     uint16_t index_;
     AmSink* sink_;
     common::UniqueFd epoll_fd_;
-    common::UniqueFd timer_fd_;     // wakes a blocking wait at the next connect deadline
+    common::UniqueFd timer_fd_;  // wakes a blocking wait at the next connect deadline
     bool timer_set_ = false;
-    uint64_t key_epoch_ = 0;        // bumped by set_auth_key
+    uint64_t key_epoch_ = 0;            // bumped by set_auth_key
     std::vector<uint16_t> connecting_;  // indices of connections in State::kConnecting
     std::vector<common::UniqueFd> listen_fds_;
     std::vector<TcpAddressEntry> addresses_;
     common::ConnTable<Connection> conns_;  // index = sender
-    std::vector<uint16_t> live_;    // indices of open connections
-    std::vector<uint16_t> corked_;  // connections with corked frames to write
-    uint64_t epoch_ = 1;            // progress calls so far (burst detection for corking)
+    std::vector<uint16_t> live_;           // indices of open connections
+    std::vector<uint16_t> corked_;         // connections with corked frames to write
+    uint64_t epoch_ = 1;                   // progress calls so far (burst detection for corking)
     uint32_t epoll_tick_ = 0;
-    uint32_t busy_mask_ = 3;        // config_.busy_poll_every - 1, rounded to a power of two
-    uint8_t place_header_[256] = {};  // per AmId: sink_->placement_header(), 0: never placed
+    uint32_t busy_mask_ = 3;           // config_.busy_poll_every - 1, rounded to a power of two
+    uint8_t place_header_[256] = {};   // per AmId: sink_->placement_header(), 0: never placed
     std::vector<uint16_t> to_report_;  // failed connections not yet reported to the sink
     bool in_progress_ = false;
     Connection* delivering_ = nullptr;  // its receive buffer is in use by a sink callback

@@ -14,22 +14,22 @@
 
 namespace swy::tl::tcp {
 
-using common::LogLevel;
 using common::log_printf;
+using common::LogLevel;
 
 namespace {
 
 constexpr int kMaxEvents = 64;
-constexpr size_t kMinRead = 16 * 1024;     // room offered to each recv()
-constexpr size_t kReadBudget = 4u << 20;   // per connection and progress call: others get a turn
+constexpr size_t kMinRead = 16 * 1024;    // room offered to each recv()
+constexpr size_t kReadBudget = 4u << 20;  // per connection and progress call: others get a turn
 
 const char* check_text(FrameCheck c) {
     switch (c) {
-    case FrameCheck::kOk: return "ok";
-    case FrameCheck::kNeedMore: return "truncated";
-    case FrameCheck::kBadMagic: return "bad magic";
-    case FrameCheck::kBadVersion: return "unsupported version";
-    case FrameCheck::kTooLong: return "length beyond the maximum";
+        case FrameCheck::kOk: return "ok";
+        case FrameCheck::kNeedMore: return "truncated";
+        case FrameCheck::kBadMagic: return "bad magic";
+        case FrameCheck::kBadVersion: return "unsupported version";
+        case FrameCheck::kTooLong: return "length beyond the maximum";
     }
     return "?";
 }
@@ -38,7 +38,8 @@ const char* check_text(FrameCheck c) {
 
 void TcpInterface::prepare_receive() {
     uint32_t every = 1;
-    while (every < config_.busy_poll_every && every < kIdlePollEvery) every <<= 1;
+    while (every < config_.busy_poll_every && every < kIdlePollEvery)
+        every <<= 1;
     busy_mask_ = every - 1;
     for (unsigned id = 0; id < 256; ++id) {
         const size_t n = id == kTcpControlAm ? 0 : sink_->placement_header(static_cast<AmId>(id));
@@ -49,7 +50,7 @@ void TcpInterface::prepare_receive() {
 
 unsigned TcpInterface::progress() {
     if (in_progress_) return 0;  // a sink callback called progress(): finish the outer pass first
-    ++epoch_;  // sends from now on start a new burst
+    ++epoch_;                    // sends from now on start a new burst
     // Corked frames leave on every call, unthrottled: they are what the peer waits for.
     if (!corked_.empty()) flush_corked();
     // Looking at the sockets is a system call (~1 us here). With no connection open only a
@@ -90,8 +91,8 @@ unsigned TcpInterface::poll_epoll() {
             if (li < listen_fds_.size()) n += accept_all(listen_fds_[li].get());
             continue;
         }
-        Connection* c = lookup(static_cast<uint16_t>(tag & 0xFFFF),
-                               static_cast<uint32_t>(tag >> 16));
+        Connection* c =
+            lookup(static_cast<uint16_t>(tag & 0xFFFF), static_cast<uint32_t>(tag >> 16));
         if (c != nullptr && c->state == Connection::State::kConnecting) {
             connect_event(c);
             continue;
@@ -297,15 +298,16 @@ unsigned TcpInterface::deliver_frames(Connection* c) {
                 fail(c, auth_failure(c, "a message before the proof"));
             } else {
                 log_printf(LogLevel::kError,
-                           "tcp: message before the handshake on connection %u: closing",
-                           c->index);
+                           "tcp: message before the handshake on connection %u: closing", c->index);
                 fail(c, Status::kMalformed);
             }
             return n;
         }
         if (h.am_id == kTcpControlAm && h.length > kHelloAckMaxSize) {
-            log_printf(LogLevel::kError, "tcp: control frame of %u bytes on connection %u: "
-                       "closing", h.length, c->index);
+            log_printf(LogLevel::kError,
+                       "tcp: control frame of %u bytes on connection %u: "
+                       "closing",
+                       h.length, c->index);
             fail(c, Status::kMalformed);
             return n;
         }

@@ -45,7 +45,8 @@ bool TcpInterface::flush(Connection* c) {
     // Data frames (queued while connecting) wait for the handshake: with a key, nothing may
     // reach the peer before its proof checked out.
     while (c->handshake_done && !c->sendq.empty()) {
-        ssize_t n = ::send(c->fd.get(), c->sendq.data(), c->sendq.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t n =
+            ::send(c->fd.get(), c->sendq.data(), c->sendq.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) {
             c->sendq.consume(static_cast<size_t>(n));
             continue;
@@ -190,8 +191,7 @@ Status TcpInterface::send_packed(Connection* c, AmId id, const void* hdr, size_t
     if (body > kMaxFrameBody) return Status::kInvalidParam;
     if (!c->sendq.empty()) {
         if (!flush(c)) return Status::kConnectionReset;
-        if (!c->sendq.empty() &&
-            c->sendq.size() + kFrameHeaderSize + body > config_.sndbuf_limit) {
+        if (!c->sendq.empty() && c->sendq.size() + kFrameHeaderSize + body > config_.sndbuf_limit) {
             return Status::kNoResource;
         }
     }

@@ -45,9 +45,8 @@ Status open_tcp(const OpenParams& p, std::unique_ptr<Interface>* out, std::strin
     // the worker. A list of network interfaces none of which exists is still an error.
     const bool only_other_devices =
         !tc.devices.empty() &&
-        std::all_of(tc.devices.begin(), tc.devices.end(), [](const std::string& d) {
-            return device_claimed_by_other(kTransport, d);
-        });
+        std::all_of(tc.devices.begin(), tc.devices.end(),
+                    [](const std::string& d) { return device_claimed_by_other(kTransport, d); });
     if (s == Status::kNotFound && only_other_devices) {
         common::log_printf(common::LogLevel::kInfo, "%s: tcp not used", why->c_str());
         why->clear();

@@ -43,15 +43,15 @@ inline constexpr uint32_t kMaxFrameBody = 256 * 1024;
 /// acceptor answers without a proof and the connector sends no kProof. docs/security-tcp.md.
 inline constexpr AmId kTcpControlAm = 0xFF;
 enum class TcpControl : uint8_t {
-    kHello = 1,    ///< connector's opening frame
-    kGoodbye = 2,  ///< the connecting side's endpoint is going away: the close that follows
-                   ///< is orderly, not a failure
-    kHelloAck = 3, ///< acceptor's answer to a hello
-    kProof = 4,    ///< connector's proof (keyed handshakes only)
+    kHello = 1,     ///< connector's opening frame
+    kGoodbye = 2,   ///< the connecting side's endpoint is going away: the close that follows
+                    ///< is orderly, not a failure
+    kHelloAck = 3,  ///< acceptor's answer to a hello
+    kProof = 4,     ///< connector's proof (keyed handshakes only)
 };
 inline constexpr uint8_t kHelloVersion = 2;
-inline constexpr size_t kNonceSize = 16;   ///< common::kAuthNonceSize
-inline constexpr size_t kProofSize = 32;   ///< common::kAuthProofSize
+inline constexpr size_t kNonceSize = 16;  ///< common::kAuthNonceSize
+inline constexpr size_t kProofSize = 32;  ///< common::kAuthProofSize
 inline constexpr size_t kHelloSize = 1 + 1 + 8 + kNonceSize;
 inline constexpr uint8_t kHelloAckProof = 1;  ///< flags bit: a server proof follows
 inline constexpr size_t kHelloAckSize = 1 + 1 + 1 + 8 + kNonceSize;  ///< without the proof
@@ -69,11 +69,11 @@ struct FrameHeader {
 };
 
 enum class FrameCheck : uint8_t {
-    kOk,          ///< a valid header; `length` bytes of body follow
-    kNeedMore,    ///< fewer than kFrameHeaderSize bytes available
+    kOk,        ///< a valid header; `length` bytes of body follow
+    kNeedMore,  ///< fewer than kFrameHeaderSize bytes available
     kBadMagic,
     kBadVersion,
-    kTooLong,     ///< length > kMaxFrameBody
+    kTooLong,  ///< length > kMaxFrameBody
 };
 
 inline void encode_frame_header(uint8_t* out, AmId am_id, uint32_t length) {
@@ -106,11 +106,13 @@ inline FrameCheck decode_frame_header(const uint8_t* data, size_t avail, FrameHe
 
 namespace wire_detail {
 inline void put_u64(uint8_t* out, uint64_t v) {
-    for (int i = 0; i < 8; ++i) out[i] = static_cast<uint8_t>(v >> (8 * i));
+    for (int i = 0; i < 8; ++i)
+        out[i] = static_cast<uint8_t>(v >> (8 * i));
 }
 inline uint64_t get_u64(const uint8_t* in) {
     uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= uint64_t{in[i]} << (8 * i);
+    for (int i = 0; i < 8; ++i)
+        v |= uint64_t{in[i]} << (8 * i);
     return v;
 }
 }  // namespace wire_detail

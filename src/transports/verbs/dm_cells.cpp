@@ -13,8 +13,8 @@ Status DmCells::create(DmPool* pool, bool low_latency_first, size_t cell_size,
                        std::unique_ptr<DmCells>* out, std::string* why) {
     if (pool == nullptr || cell_size == 0 || cell_size % kCellAlign != 0 ||
         cell_size > pool->slot_size()) {
-        *why = "device-memory cells must be a non-zero multiple of " +
-               std::to_string(kCellAlign) + " B and fit a slot";
+        *why = "device-memory cells must be a non-zero multiple of " + std::to_string(kCellAlign) +
+               " B and fit a slot";
         return Status::kInvalidParam;
     }
     const int slot = pool->acquire(low_latency_first);

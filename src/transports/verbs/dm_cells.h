@@ -79,8 +79,8 @@ private:
     int slot_;
     size_t cell_size_;
     uint32_t cells_;
-    uint32_t oldest_ = 0;     // index of the oldest cell in flight (the next to come back)
-    uint32_t in_flight_ = 0;  // cells taken and not yet given back
+    uint32_t oldest_ = 0;           // index of the oldest cell in flight (the next to come back)
+    uint32_t in_flight_ = 0;        // cells taken and not yet given back
     std::vector<uint8_t> staging_;  // header + payload assembled for one 4-byte-unit store
 };
 

@@ -29,8 +29,8 @@ Status DmPool::create(std::unique_ptr<DmDevice> device, size_t slot_size, uint32
         *why = "device memory smaller than one slot (" + std::to_string(max) + " B)";
         return Status::kUnsupported;
     }
-    std::unique_ptr<DmPool> pool(new DmPool(std::move(device), slot_size, fit,
-                                            std::min(reserved, fit)));
+    std::unique_ptr<DmPool> pool(
+        new DmPool(std::move(device), slot_size, fit, std::min(reserved, fit)));
     Status s = pool->device_->allocate(slot_size * fit, why);
     if (s != Status::kOk) return s;
     pool->allocated_ = true;

@@ -11,7 +11,7 @@ VerbsCosts verbs_lane_costs(const common::CostFigures& f) {
     c.message_s = f.get("verbs_overhead_s");  // posting a work request and reaping its completion
     const double wire = 1.0 / f.get("verbs_bw_Bps");
     const double copy = 1.0 / f.get("memcpy_bw_Bps");
-    c.am_short = {0, wire + copy};     // inline: the receiver's copy out of its buffer only
+    c.am_short = {0, wire + copy};      // inline: the receiver's copy out of its buffer only
     c.am_bcopy = {0, wire + 2 * copy};  // into a bounce buffer, out of a receive buffer
     c.unexpected_copy_per_byte_s = copy;
     const double rdma_wire = 1.0 / f.get("verbs_rdma_bw_Bps");

@@ -28,10 +28,11 @@ std::unique_ptr<PagemapIdentity> PagemapIdentity::open(std::string* why) {
         *why = std::string("cannot open /proc/self/pagemap: ") + std::strerror(errno);
         return nullptr;
     }
-    std::unique_ptr<PagemapIdentity> id(new PagemapIdentity(std::move(fd), static_cast<size_t>(ps)));
+    std::unique_ptr<PagemapIdentity> id(
+        new PagemapIdentity(std::move(fd), static_cast<size_t>(ps)));
     // A private page of our own, written to, is present: only hidden PFNs read as 0.
-    void* probe = mmap(nullptr, id->page_size_, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* probe =
+        mmap(nullptr, id->page_size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (probe == MAP_FAILED) {
         *why = std::string("mmap of a probe page: ") + std::strerror(errno);
         return nullptr;

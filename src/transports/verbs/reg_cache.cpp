@@ -54,7 +54,8 @@ RegCache::RegCache(const RegCacheLimits& limits, std::unique_ptr<Registrar> regi
 }
 
 RegCache::~RegCache() {
-    for (Entry& e : entries_) registrar_->deregister(e.range);
+    for (Entry& e : entries_)
+        registrar_->deregister(e.range);
 }
 
 Status RegCache::acquire(const void* address, size_t length, unsigned access, Handle* out,
@@ -158,10 +159,9 @@ Status RegCache::add(uintptr_t start, size_t length, unsigned access, Kind kind,
         // Read the frames only now: registering may have faulted pages in (first touch) or
         // migrated them before pinning. A page we cannot identify makes the entry per-transfer.
         e->frames.resize(length / page_);
-        const bool known =
-            identity_->frames(start, e->frames.size(), e->frames.data()) &&
-            std::find(e->frames.begin(), e->frames.end(), PageIdentity::kNoFrame) ==
-                e->frames.end();
+        const bool known = identity_->frames(start, e->frames.size(), e->frames.data()) &&
+                           std::find(e->frames.begin(), e->frames.end(), PageIdentity::kNoFrame) ==
+                               e->frames.end();
         if (known) {
             e->index_pos = index_.emplace(start, e);
             longest_ = std::max(longest_, length);

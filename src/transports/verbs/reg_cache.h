@@ -69,11 +69,11 @@ struct RegCacheLimits {
 struct RegCacheStats {
     uint64_t hits = 0;
     uint64_t misses = 0;
-    uint64_t stale = 0;         ///< entries retired because their pages changed
-    uint64_t evictions = 0;     ///< unused entries deregistered (limits, flush, pinning limit)
-    uint64_t uncached = 0;      ///< registrations made per transfer, outside the cache
-    size_t entries = 0;         ///< registrations the cache holds (found by lookups or stale)
-    size_t pinned_bytes = 0;    ///< bytes those registrations cover
+    uint64_t stale = 0;       ///< entries retired because their pages changed
+    uint64_t evictions = 0;   ///< unused entries deregistered (limits, flush, pinning limit)
+    uint64_t uncached = 0;    ///< registrations made per transfer, outside the cache
+    size_t entries = 0;       ///< registrations the cache holds (found by lookups or stale)
+    size_t pinned_bytes = 0;  ///< bytes those registrations cover
 };
 
 class RegCache {
@@ -163,11 +163,11 @@ private:
     std::unique_ptr<Registrar> registrar_;
     std::unique_ptr<PageIdentity> identity_;
     size_t page_ = 4096;
-    std::list<Entry> entries_;                  // every live registration; owns them
-    std::multimap<uintptr_t, Entry*> index_;    // cached entries by start
-    std::list<Entry*> lru_;                     // unused cached entries, least recent first
-    size_t longest_ = 0;                        // longest entry ever indexed (bounds lookups)
-    std::vector<uint64_t> scratch_;             // frames read on a lookup
+    std::list<Entry> entries_;                // every live registration; owns them
+    std::multimap<uintptr_t, Entry*> index_;  // cached entries by start
+    std::list<Entry*> lru_;                   // unused cached entries, least recent first
+    size_t longest_ = 0;                      // longest entry ever indexed (bounds lookups)
+    std::vector<uint64_t> scratch_;           // frames read on a lookup
     RegCacheStats stats_;
 };
 

@@ -10,7 +10,7 @@ std::vector<PortInfo> probe(const VerbsConfig& /*config*/, std::string* why) {
 }
 
 Status measure_registration(const VerbsConfig& /*config*/, RegistrationFigures* /*out*/,
-                           std::string* why) {
+                            std::string* why) {
     *why = "built without libibverbs";
     return Status::kUnsupported;
 }

@@ -9,10 +9,10 @@
 #include <chrono>
 #include <cstring>
 
-#include "transports/zcopy.h"
 #include "transports/verbs/reg_cache.h"
 #include "transports/verbs/verbs_device.h"
 #include "transports/verbs/verbs_registrar.h"
+#include "transports/zcopy.h"
 
 namespace swy::tl::verbs {
 namespace {
@@ -34,9 +34,9 @@ double best_registration(ibv_pd* pd, size_t bytes, int rounds, std::string* why)
         }
         std::memset(p, 0x5a, bytes);
         const double t0 = now_s();
-        ibv_mr* mr = ibv_reg_mr(pd, p, bytes,
-                                IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
-                                    IBV_ACCESS_REMOTE_WRITE);
+        ibv_mr* mr =
+            ibv_reg_mr(pd, p, bytes,
+                       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
         if (mr == nullptr) {
             *why = std::string("ibv_reg_mr: ") + std::strerror(errno);
             munmap(p, bytes);
@@ -81,8 +81,7 @@ double best_hit(RegCache* cache, size_t bytes, int rounds, std::string* why) {
 
 }  // namespace
 
-Status measure_registration(const VerbsConfig& config, RegistrationFigures* out,
-                           std::string* why) {
+Status measure_registration(const VerbsConfig& config, RegistrationFigures* out, std::string* why) {
     DeviceHandle dev;
     PortInfo port;
     Status s = open_device(config, &dev, &port, why);

@@ -23,8 +23,8 @@
 
 namespace swy::tl::verbs {
 
-using common::LogLevel;
 using common::log_printf;
+using common::LogLevel;
 
 namespace {
 
@@ -60,8 +60,8 @@ void sign(const common::AuthKey& key, std::string_view label, const uint8_t* cli
 
 bool signed_by(const common::AuthKey& key, std::string_view label, const uint8_t* client_nonce,
                const uint8_t* server_nonce, const CmMessage& m) {
-    return common::auth_proof_matches(key, label, client_nonce, server_nonce, &m,
-                                      kCmSignedBytes, m.proof);
+    return common::auth_proof_matches(key, label, client_nonce, server_nonce, &m, kCmSignedBytes,
+                                      m.proof);
 }
 
 bool has_proof(const CmMessage& m) {
@@ -154,8 +154,8 @@ Status VerbsInterface::create_qp(Connection* c, std::string* why) {
     a.pkey_index = 0;
     a.port_num = dev_.port;
     a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
-    if (ibv_modify_qp(c->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                     IBV_QP_ACCESS_FLAGS) != 0) {
+    if (ibv_modify_qp(c->qp, &a,
+                      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0) {
         *why = std::string("verbs: QP to INIT: ") + std::strerror(errno);
         return Status::kIoError;
     }
@@ -191,9 +191,9 @@ Status VerbsInterface::qp_to_rts(Connection* c, const CmMessage& peer, std::stri
         a.ah_attr.grh.sgid_index = static_cast<uint8_t>(dev_.gid_index);
         a.ah_attr.grh.hop_limit = 64;
     }
-    if (ibv_modify_qp(c->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-                                     IBV_QP_MIN_RNR_TIMER) != 0) {
+    if (ibv_modify_qp(c->qp, &a,
+                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0) {
         *why = std::string("verbs: QP to RTR: ") + std::strerror(errno);
         return Status::kIoError;
     }
@@ -206,9 +206,9 @@ Status VerbsInterface::qp_to_rts(Connection* c, const CmMessage& peer, std::stri
     r.rnr_retry = 7;  // credits prevent RNR; should one happen anyway, retry rather than fail
     r.sq_psn = c->psn;
     r.max_rd_atomic = static_cast<uint8_t>(max_rd_atomic_);
-    if (ibv_modify_qp(c->qp, &r, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                                     IBV_QP_MAX_QP_RD_ATOMIC) != 0) {
+    if (ibv_modify_qp(c->qp, &r,
+                      IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                          IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) != 0) {
         *why = std::string("verbs: QP to RTS: ") + std::strerror(errno);
         return Status::kIoError;
     }
@@ -247,16 +247,16 @@ Status VerbsInterface::connect(uint64_t remote_uid, const uint8_t* section, size
 }
 
 Status VerbsInterface::connect_lane(uint64_t remote_uid, const uint8_t* section, size_t length,
-                                    bool want_pio, bool pio_first,
-                                    std::unique_ptr<Endpoint>* out, std::string* why) {
+                                    bool want_pio, bool pio_first, std::unique_ptr<Endpoint>* out,
+                                    std::string* why) {
     AddressSection peer{};
     if (section == nullptr || length != sizeof(peer)) {
         *why = "verbs: address section has the wrong size";
         return Status::kMalformed;
     }
     std::memcpy(&peer, section, sizeof(peer));
-    if (peer.version != 1 || (peer.family != 4 && peer.family != 6) || peer.port == 0 || peer.max_message < 64 ||
-        peer.rx_credits == 0 || peer.rx_credits > 0x7FFF) {
+    if (peer.version != 1 || (peer.family != 4 && peer.family != 6) || peer.port == 0 ||
+        peer.max_message < 64 || peer.rx_credits == 0 || peer.rx_credits > 0x7FFF) {
         *why = "verbs: malformed address section";
         return Status::kMalformed;
     }
@@ -274,7 +274,8 @@ Status VerbsInterface::connect_lane(uint64_t remote_uid, const uint8_t* section,
     if (s == Status::kOk) s = take_dm_slot(c, want_pio, pio_first, &pio_window);
     if (s != Status::kOk) return abandon(s);
 
-    const common::SocketAddress to = common::SocketAddress::from_ip(peer.family, peer.ip, peer.port);
+    const common::SocketAddress to =
+        common::SocketAddress::from_ip(peer.family, peer.ip, peer.port);
     const common::SocketDeadline deadline = after_ms(config_.connect_timeout_ms);
     std::string error;
     Status cs = common::connect_with_deadline(to, deadline, &c->cm_fd, &error);
@@ -375,7 +376,8 @@ void VerbsInterface::accept_all() {
 void VerbsInterface::on_cm_readable(Connection* c) {
     bool eof = false;
     if (c->cm_in_len < sizeof(c->cm_in)) {
-        ssize_t n = recv(c->cm_fd.get(), c->cm_in + c->cm_in_len, sizeof(c->cm_in) - c->cm_in_len, 0);
+        ssize_t n =
+            recv(c->cm_fd.get(), c->cm_in + c->cm_in_len, sizeof(c->cm_in) - c->cm_in_len, 0);
         if (n > 0) c->cm_in_len += static_cast<size_t>(n);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) eof = true;
     } else {
@@ -458,8 +460,8 @@ void VerbsInterface::on_cm_readable(Connection* c) {
                 sign(config_.auth_key, kReplyLabel, m.nonce, reply.nonce, &reply);
             }
             std::string error;
-            if (common::write_all(c->cm_fd.get(), &reply, sizeof(reply), after_ms(1000),
-                                  &error) != Status::kOk) {
+            if (common::write_all(c->cm_fd.get(), &reply, sizeof(reply), after_ms(1000), &error) !=
+                Status::kOk) {
                 why = "verbs: cannot answer the handshake: " + error;
                 s = Status::kConnectionReset;
             }
@@ -475,10 +477,10 @@ void VerbsInterface::on_cm_readable(Connection* c) {
         return;
     }
     if (accepting) {
-        const LaneAttr attr = lane_attr(
-            c, m.max_message, m.rx_credits,
-            "inline only: a reply lane (device-memory slots go to endpoints this worker "
-            "creates)");
+        const LaneAttr attr =
+            lane_attr(c, m.max_message, m.rx_credits,
+                      "inline only: a reply lane (device-memory slots go to endpoints this worker "
+                      "creates)");
         c->reply_ep = std::make_unique<VerbsEndpoint>(this, c->index, c->generation, c->peer_uid,
                                                       false, attr);
     }

@@ -23,8 +23,8 @@ struct RdmaOp {
     uint64_t remote_address = 0;
     uint32_t rkey = 0;
     size_t length = 0;
-    size_t posted = 0;        ///< bytes handed to the send queue
-    uint32_t outstanding = 0; ///< WRs posted and not yet retired
+    size_t posted = 0;         ///< bytes handed to the send queue
+    uint32_t outstanding = 0;  ///< WRs posted and not yet retired
     Status status = Status::kOk;
     ZcopyCallback cb = nullptr;
     ZcopyCallback posted_cb = nullptr;  ///< WRITE: runs once the last chunk is posted
@@ -43,20 +43,20 @@ struct VerbsInterface::Connection {
     uint8_t cm_in[sizeof(CmMessage)] = {};
     uint8_t cm_nonce[sizeof(CmMessage::nonce)] = {};  ///< connector: our request's nonce
     size_t cm_in_len = 0;
-    bool bye_received = false;       ///< the peer's goodbye came through the QP
-    bool closing = false;            ///< our goodbye is posted; close once it completed
-    bool reported = false;           ///< failure already queued for the sink
-    uint32_t granted = 0;            ///< receive buffers we granted the peer (in rx_granted_)
-    size_t max_message = 0;          ///< largest SEND the peer's buffers take (and our bounce)
-    size_t pio_max_message = 0;      ///< largest inline SEND
-    std::unique_ptr<DmCells> dm;     ///< device-memory PIO slot (null: inline only); its cells
-                                     ///< are given back as the SENDs from them retire
-    CreditWindow window;             ///< our sends into the peer's buffers
-    CreditReturn credit_return;      ///< the peer's sends into ours
-    bool credit_due = false;         ///< on credit_due_
+    bool bye_received = false;    ///< the peer's goodbye came through the QP
+    bool closing = false;         ///< our goodbye is posted; close once it completed
+    bool reported = false;        ///< failure already queued for the sink
+    uint32_t granted = 0;         ///< receive buffers we granted the peer (in rx_granted_)
+    size_t max_message = 0;       ///< largest SEND the peer's buffers take (and our bounce)
+    size_t pio_max_message = 0;   ///< largest inline SEND
+    std::unique_ptr<DmCells> dm;  ///< device-memory PIO slot (null: inline only); its cells
+                                  ///< are given back as the SENDs from them retire
+    CreditWindow window;          ///< our sends into the peer's buffers
+    CreditReturn credit_return;   ///< the peer's sends into ours
+    bool credit_due = false;      ///< on credit_due_
     uint64_t remote_credit_addr = 0;
     uint32_t remote_credit_rkey = 0;
-    uint64_t credit_value = 0;       ///< source of the credit RDMA WRITE (sent inline)
+    uint64_t credit_value = 0;  ///< source of the credit RDMA WRITE (sent inline)
     // Send queue: WRs are numbered; a signaled completion retires every WR up to it.
     uint32_t sq_posted = 0;
     uint32_t sq_retired = 0;
@@ -91,12 +91,14 @@ Status listen_for_handshakes(const std::array<uint8_t, 16>& gid, common::UniqueF
 /// wr_id of a send WR: bit 63 set (receive wr_ids are buffer addresses), connection index,
 /// low 15 bits of its generation, and the WR's sequence number.
 inline uint64_t send_wr_id(uint16_t conn, uint32_t generation, uint32_t seq) {
-    return (uint64_t{1} << 63) | (uint64_t{generation & kWrGenerationMask} << 48) | (uint64_t{conn} << 32) |
-           seq;
+    return (uint64_t{1} << 63) | (uint64_t{generation & kWrGenerationMask} << 48) |
+           (uint64_t{conn} << 32) | seq;
 }
 inline bool is_send_wr_id(uint64_t id) { return (id >> 63) != 0; }
 inline uint16_t wr_conn(uint64_t id) { return static_cast<uint16_t>(id >> 32); }
-inline uint32_t wr_generation(uint64_t id) { return static_cast<uint32_t>((id >> 48) & kWrGenerationMask); }
+inline uint32_t wr_generation(uint64_t id) {
+    return static_cast<uint32_t>((id >> 48) & kWrGenerationMask);
+}
 inline uint32_t wr_seq(uint64_t id) { return static_cast<uint32_t>(id); }
 
 }  // namespace swy::tl::verbs

@@ -91,8 +91,7 @@ int mtu_bytes(ibv_mtu mtu) {
     }
 }
 
-Status open_device(const VerbsConfig& config, DeviceHandle* out, PortInfo* info,
-                   std::string* why) {
+Status open_device(const VerbsConfig& config, DeviceHandle* out, PortInfo* info, std::string* why) {
     DeviceList devices;
     if (devices.list == nullptr || devices.count == 0) {
         *why = devices.list == nullptr ? std::string("ibv_get_device_list: ") + std::strerror(errno)
@@ -194,8 +193,8 @@ void probe_capabilities(ibv_context* context, ibv_pd* pd, uint32_t want_inline, 
         info->device_memory = false;
         const int err = max_dm == 0 ? EOPNOTSUPP : errno;
         info->device_memory_reason = std::string("no device memory (ibv_alloc_dm: ") +
-                                     std::strerror(err != 0 ? err : EOPNOTSUPP) +
-                                     ", max_dm_size " + std::to_string(max_dm) + ")";
+                                     std::strerror(err != 0 ? err : EOPNOTSUPP) + ", max_dm_size " +
+                                     std::to_string(max_dm) + ")";
     }
     // dma-buf registration: with fd -1, a device that supports it fails on the fd (EBADF or
     // EINVAL); one that does not, fails with EOPNOTSUPP before looking at the fd.

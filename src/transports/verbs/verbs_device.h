@@ -35,8 +35,7 @@ struct DeviceHandle {
 
 /// Open the first selected ACTIVE port. kNotFound when there is none (@p why lists what was
 /// seen), kIoError when a verbs call fails. Fills @p info with what start-up found.
-Status open_device(const VerbsConfig& config, DeviceHandle* out, PortInfo* info,
-                   std::string* why);
+Status open_device(const VerbsConfig& config, DeviceHandle* out, PortInfo* info, std::string* why);
 
 /// Probe what needs a protection domain: the largest inline size a QP accepts (up to
 /// @p want), device memory (ibv_alloc_dm) and dma-buf registration (ibv_reg_dmabuf_mr).

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <utility>
 
@@ -24,8 +24,8 @@
 
 namespace swy::tl::verbs {
 
-using common::LogLevel;
 using common::log_printf;
+using common::LogLevel;
 
 namespace {
 
@@ -48,9 +48,11 @@ private:
 /// first so the handle (which releases into it) goes first.
 class CachedRegistration final : public MemoryRegistration {
 public:
-    CachedRegistration(std::shared_ptr<RegCache> cache, RegCache::Handle handle,
-                       uint64_t address, size_t length)
-        : cache_(std::move(cache)), handle_(std::move(handle)), address_(address),
+    CachedRegistration(std::shared_ptr<RegCache> cache, RegCache::Handle handle, uint64_t address,
+                       size_t length)
+        : cache_(std::move(cache)),
+          handle_(std::move(handle)),
+          address_(address),
           length_(length) {}
     uint32_t lkey() const override { return handle_.lkey(); }
     uint32_t rkey() const override { return handle_.rkey(); }
@@ -70,7 +72,8 @@ int ibv_access(unsigned access) {
     if ((access & kZcopyLocalWrite) != 0) flags |= IBV_ACCESS_LOCAL_WRITE;
     if ((access & kZcopyRemoteRead) != 0) flags |= IBV_ACCESS_REMOTE_READ;
     // Remote write requires local write (verbs rule).
-    if ((access & kZcopyRemoteWrite) != 0) flags |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+    if ((access & kZcopyRemoteWrite) != 0)
+        flags |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
     return flags;
 }
 
@@ -82,7 +85,11 @@ int ibv_access(unsigned access) {
 
 VerbsEndpoint::VerbsEndpoint(VerbsInterface* iface, uint16_t conn, uint32_t generation,
                              uint64_t remote_uid, bool owner, const LaneAttr& attr)
-    : iface_(iface), conn_(conn), generation_(generation), remote_uid_(remote_uid), owner_(owner),
+    : iface_(iface),
+      conn_(conn),
+      generation_(generation),
+      remote_uid_(remote_uid),
+      owner_(owner),
       attr_(attr) {}
 
 VerbsEndpoint::~VerbsEndpoint() {
@@ -117,8 +124,7 @@ void VerbsEndpoint::disconnect() {
 }
 
 Status VerbsEndpoint::register_memory(const void* address, size_t length, unsigned access,
-                                      std::unique_ptr<MemoryRegistration>* out,
-                                      std::string* why) {
+                                      std::unique_ptr<MemoryRegistration>* out, std::string* why) {
     if (iface_ == nullptr) return Status::kConnectionReset;
     RegCache::Handle handle;
     Status s = iface_->reg_cache_->acquire(address, length, access, &handle, why);
@@ -161,18 +167,16 @@ bool offset_in(const MemoryRegistration* reg, const void* local, size_t length, 
 
 }  // namespace
 
-Status VerbsEndpoint::get_zcopy(void* local, const MemoryRegistration* local_reg,
-                                RemoteKey remote, size_t length,
-                                const ZcopyCompletion& completion) {
+Status VerbsEndpoint::get_zcopy(void* local, const MemoryRegistration* local_reg, RemoteKey remote,
+                                size_t length, const ZcopyCompletion& completion) {
     if (iface_ == nullptr || disconnected_) return Status::kConnectionReset;
     size_t offset = 0;
     if (!offset_in(local_reg, local, length, &offset)) return Status::kInvalidParam;
     VerbsInterface::Connection* c = iface_->lookup(conn_, generation_);
     if (c == nullptr) return Status::kConnectionReset;
     const Status s = iface_->start_rdma(c, true, *local_reg, offset, remote.address,
-                                        static_cast<uint32_t>(remote.key), length,
-                                        completion.done, nullptr, completion.arg,
-                                        completion.cookie);
+                                        static_cast<uint32_t>(remote.key), length, completion.done,
+                                        nullptr, completion.arg, completion.cookie);
     return s == Status::kOk ? Status::kInProgress : s;
 }
 
@@ -185,9 +189,8 @@ Status VerbsEndpoint::put_zcopy(const void* local, const MemoryRegistration* loc
     VerbsInterface::Connection* c = iface_->lookup(conn_, generation_);
     if (c == nullptr) return Status::kConnectionReset;
     const Status s = iface_->start_rdma(c, false, *local_reg, offset, remote.address,
-                                        static_cast<uint32_t>(remote.key), length,
-                                        completion.done, completion.posted, completion.arg,
-                                        completion.cookie);
+                                        static_cast<uint32_t>(remote.key), length, completion.done,
+                                        completion.posted, completion.arg, completion.cookie);
     return s == Status::kOk ? Status::kInProgress : s;
 }
 
@@ -203,14 +206,16 @@ Status VerbsInterface::open(const VerbsConfig& config, uint64_t worker_uid, uint
                             AmSink* sink, std::unique_ptr<Interface>* out, std::string* why) {
     if (config.seg_size < 256 || config.seg_size > (1u << 30) || config.rx_credits == 0 ||
         config.rx_credits > 0x7FFF || config.bounce_buffers == 0 || config.sq_depth < 16) {
-        *why = "verbs: SWY_VERBS_SEG_SIZE must be 256 B .. 1 GiB, SWY_VERBS_RX_CREDITS 1..32767, "
-               "SWY_VERBS_BOUNCE_BUFFERS >= 1, SWY_VERBS_SQ_DEPTH >= 16";
+        *why =
+            "verbs: SWY_VERBS_SEG_SIZE must be 256 B .. 1 GiB, SWY_VERBS_RX_CREDITS 1..32767, "
+            "SWY_VERBS_BOUNCE_BUFFERS >= 1, SWY_VERBS_SQ_DEPTH >= 16";
         return Status::kInvalidParam;
     }
     if (config.dm_cell_size == 0 || config.dm_cell_size % DmCells::kCellAlign != 0 ||
         config.dm_cell_size > config.seg_size) {
-        *why = "verbs: SWY_VERBS_DM_CELL_SIZE must be a non-zero multiple of 64 B, at most "
-               "SWY_VERBS_SEG_SIZE";
+        *why =
+            "verbs: SWY_VERBS_DM_CELL_SIZE must be a non-zero multiple of 64 B, at most "
+            "SWY_VERBS_SEG_SIZE";
         return Status::kInvalidParam;
     }
     std::unique_ptr<VerbsInterface> iface(
@@ -248,8 +253,9 @@ Status VerbsInterface::setup(std::string* why) {
     srq_capacity_ = std::min<uint32_t>(static_cast<uint32_t>(std::max(da.max_srq_wr, 1)),
                                        config_.rx_credits * 64);
     if (srq_capacity_ < config_.rx_credits) {
-        *why = "verbs: the device's shared receive queue holds fewer than SWY_VERBS_RX_CREDITS "
-               "buffers";
+        *why =
+            "verbs: the device's shared receive queue holds fewer than SWY_VERBS_RX_CREDITS "
+            "buffers";
         return Status::kInvalidParam;
     }
     const int cqe =
@@ -310,14 +316,12 @@ Status VerbsInterface::setup(std::string* why) {
                    "entries and %zu bytes pinned",
                    config_.rcache_limits.max_entries, config_.rcache_limits.max_bytes);
     } else {
-        log_printf(LogLevel::kDebug,
-                   "verbs: registration cache off (%s): registering per transfer",
+        log_printf(LogLevel::kDebug, "verbs: registration cache off (%s): registering per transfer",
                    rcache_reason_.c_str());
     }
-    log_printf(LogLevel::kDebug,
-               "verbs: %s:%d %s MTU %d GID[%d] %s (%s), inline %u, %s, %s", port_.device.c_str(),
-               port_.port, port_.link_layer.c_str(), port_.active_mtu, port_.gid_index,
-               port_.gid.c_str(), port_.gid_type.c_str(), max_inline_,
+    log_printf(LogLevel::kDebug, "verbs: %s:%d %s MTU %d GID[%d] %s (%s), inline %u, %s, %s",
+               port_.device.c_str(), port_.port, port_.link_layer.c_str(), port_.active_mtu,
+               port_.gid_index, port_.gid.c_str(), port_.gid_type.c_str(), max_inline_,
                port_.device_memory ? "device memory" : port_.device_memory_reason.c_str(),
                port_.dmabuf_mr ? "dma-buf MRs" : port_.dmabuf_reason.c_str());
     return Status::kOk;
@@ -378,7 +382,8 @@ VerbsInterface::~VerbsInterface() {
         return false;
     };
     quiet_ = true;  // the worker is going away: nothing is delivered to it any more
-    while (cq_ != nullptr && closing() && std::chrono::steady_clock::now() < deadline) drain_cq();
+    while (cq_ != nullptr && closing() && std::chrono::steady_clock::now() < deadline)
+        drain_cq();
     for (auto& c : conns_) {
         if (!c) continue;
         if (c->owner_ep != nullptr) c->owner_ep->iface_ = nullptr;
@@ -440,7 +445,8 @@ void VerbsInterface::disarm() {
     ibv_cq* cq = nullptr;
     void* ctx = nullptr;
     unsigned events = 0;
-    while (ibv_get_cq_event(channel_, &cq, &ctx) == 0) ++events;
+    while (ibv_get_cq_event(channel_, &cq, &ctx) == 0)
+        ++events;
     if (events != 0) ibv_ack_cq_events(cq_, events);
     // Look at the handshake sockets on the next progress call: a blocking wait may have been
     // woken by one of them.
@@ -450,7 +456,8 @@ void VerbsInterface::disarm() {
 
 size_t VerbsInterface::connection_count() const {
     size_t n = 0;
-    for (const auto& c : conns_) n += c ? 1 : 0;
+    for (const auto& c : conns_)
+        n += c ? 1 : 0;
     return n;
 }
 
@@ -474,8 +481,8 @@ void set_auth_key(Interface* verbs, const common::AuthKey& key) {
 Status connect(Interface* verbs, uint64_t remote_uid, const uint8_t* section, size_t length,
                bool want_pio, bool pio_first, std::unique_ptr<Endpoint>* out, std::string* why) {
     // open() made every verbs interface there is.
-    return static_cast<VerbsInterface*>(verbs)->connect_lane(remote_uid, section, length,
-                                                             want_pio, pio_first, out, why);
+    return static_cast<VerbsInterface*>(verbs)->connect_lane(remote_uid, section, length, want_pio,
+                                                             pio_first, out, why);
 }
 
 bool reg_cache_report(const Interface* iface, RegCacheReport* out) {

@@ -35,11 +35,11 @@
 #include "transports/transport.h"
 #include "transports/verbs/credit_window.h"
 #include "transports/verbs/dm_cells.h"
-#include "transports/zcopy.h"
 #include "transports/verbs/reg_cache.h"
 #include "transports/verbs/verbs_device.h"
 #include "transports/verbs/verbs_open.h"
 #include "transports/verbs/verbs_wire.h"
+#include "transports/zcopy.h"
 
 namespace swy::tl::verbs {
 
@@ -79,9 +79,8 @@ public:
     /// ibv_reg_dmabuf_mr(pd, offset, length, iova, fd, access): kUnsupported when the device
     /// has no dma-buf MRs (no cap::kDeviceMemory in attr().caps), kIoError / kNoMemory when the
     /// registration fails. @p fd stays the caller's.
-    Status register_dmabuf(int fd, uint64_t offset, size_t length, uint64_t iova,
-                           unsigned access, std::unique_ptr<MemoryRegistration>* out,
-                           std::string* why) override;
+    Status register_dmabuf(int fd, uint64_t offset, size_t length, uint64_t iova, unsigned access,
+                           std::unique_ptr<MemoryRegistration>* out, std::string* why) override;
     /// RDMA READ (remote.key: the peer's rkey). kInProgress: completion.done runs once every
     /// chunk completed; kConnectionReset: the connection failed; kInvalidParam: @p local is
     /// not inside @p local_reg (or no registration given).
@@ -135,9 +134,8 @@ public:
     /// connect() with the device-memory policy in full (verbs::connect in verbs_open.h):
     /// @p want_pio asks for a device-memory slot, @p pio_first may take a reserved one.
     /// Without a slot the endpoint still sends inline; its attributes say which it got.
-    Status connect_lane(uint64_t remote_uid, const uint8_t* section, size_t length,
-                        bool want_pio, bool pio_first, std::unique_ptr<Endpoint>* out,
-                        std::string* why);
+    Status connect_lane(uint64_t remote_uid, const uint8_t* section, size_t length, bool want_pio,
+                        bool pio_first, std::unique_ptr<Endpoint>* out, std::string* why);
     Endpoint* reply_endpoint(uint16_t sender) override;
     /// Handshakes from now on carry proofs under @p key and refuse peers without it.
     void set_auth_key(const common::AuthKey& key) { config_.auth_key = key; }
@@ -213,9 +211,8 @@ private:
     void retire_sends(Connection* c, uint32_t through, Status status);
     void return_credits(Connection* c);
     Status start_rdma(Connection* c, bool read, const MemoryRegistration& local,
-                      size_t local_offset, uint64_t remote_address, uint32_t rkey,
-                      size_t length, ZcopyCallback cb, ZcopyCallback posted, void* arg,
-                      uint64_t cookie);
+                      size_t local_offset, uint64_t remote_address, uint32_t rkey, size_t length,
+                      ZcopyCallback cb, ZcopyCallback posted, void* arg, uint64_t cookie);
     bool post_rdma(Connection* c, RdmaOp* op);
     void progress_rdma_backlog();
 
@@ -224,14 +221,14 @@ private:
     uint16_t index_;
     AmSink* sink_;
     PortInfo port_;
-    DeviceHandle dev_;        // context + port attributes + chosen GID
+    DeviceHandle dev_;  // context + port attributes + chosen GID
     ibv_pd* pd_ = nullptr;
     ibv_comp_channel* channel_ = nullptr;
     ibv_cq* cq_ = nullptr;
     ibv_srq* srq_ = nullptr;
     uint32_t srq_capacity_ = 0;
-    uint32_t rx_posted_ = 0;      // receive buffers in the SRQ's pool (posted or being handled)
-    uint32_t rx_granted_ = 0;     // credits granted to open connections
+    uint32_t rx_posted_ = 0;   // receive buffers in the SRQ's pool (posted or being handled)
+    uint32_t rx_granted_ = 0;  // credits granted to open connections
     struct RxBlock {
         std::unique_ptr<uint8_t[]> memory;
         ibv_mr* mr = nullptr;
@@ -254,15 +251,15 @@ private:
     uint16_t listen_port_ = 0;
     common::ConnTable<Connection> conns_;  // index: sender; generations fit a wr_id
     std::unordered_map<uint32_t, uint16_t> qpn_to_conn_;
-    uint32_t handshakes_ = 0;      // connections still connecting / accepting
+    uint32_t handshakes_ = 0;  // connections still connecting / accepting
     uint32_t tick_ = 0;
-    uint64_t cm_polled_ns_ = 0;    // coarse clock at the last look at the handshake sockets
+    uint64_t cm_polled_ns_ = 0;  // coarse clock at the last look at the handshake sockets
     std::vector<uint16_t> to_report_;
-    std::vector<uint16_t> credit_due_;  // connections owing the peer a credit update
+    std::vector<uint16_t> credit_due_;   // connections owing the peer a credit update
     std::vector<RdmaOp*> rdma_backlog_;  // ops with chunks not yet posted (send queue full)
-    std::vector<ibv_wc> stash_;     // completions polled by arm()
+    std::vector<ibv_wc> stash_;          // completions polled by arm()
     bool in_progress_ = false;
-    bool quiet_ = false;            // destructor: drain completions without calling the sink
+    bool quiet_ = false;  // destructor: drain completions without calling the sink
     LaneAttr attr_;
     std::unique_ptr<DmPool> dm_pool_;  // reset before the PD goes: it holds an MR in it
     std::string dm_reason_;            // why there is no pool

@@ -32,8 +32,8 @@ struct VerbsConfig {
     uint64_t connect_timeout_ms = 2000;
     /// Shared key: handshakes carry proofs and a peer without the key is refused (empty: none).
     common::AuthKey auth_key;
-    bool rcache = true;                       ///< SWY_VERBS_RCACHE: auto (true) or off
-    RegCacheLimits rcache_limits;             ///< SWY_VERBS_RCACHE_MAX, SWY_VERBS_RCACHE_ENTRIES
+    bool rcache = true;            ///< SWY_VERBS_RCACHE: auto (true) or off
+    RegCacheLimits rcache_limits;  ///< SWY_VERBS_RCACHE_MAX, SWY_VERBS_RCACHE_ENTRIES
     /// Costs reported in the lanes' attributes (the worker fills them from the context's
     /// cost figures with verbs_lane_costs(), lane_costs.h).
     VerbsCosts costs;
@@ -43,21 +43,21 @@ struct VerbsConfig {
 struct PortInfo {
     std::string device;
     int port = 0;
-    std::string state;          ///< "ACTIVE", "DOWN", ...
-    int active_mtu = 0;         ///< bytes
-    std::string link_layer;     ///< "Ethernet" (RoCE) or "InfiniBand"
-    std::string gid;            ///< chosen GID, text
+    std::string state;       ///< "ACTIVE", "DOWN", ...
+    int active_mtu = 0;      ///< bytes
+    std::string link_layer;  ///< "Ethernet" (RoCE) or "InfiniBand"
+    std::string gid;         ///< chosen GID, text
     int gid_index = -1;
-    std::string gid_type;       ///< "RoCE v2", ...
+    std::string gid_type;  ///< "RoCE v2", ...
     uint16_t lid = 0;
-    uint32_t max_inline = 0;    ///< inline limit the device accepted on a probe QP
-    bool device_memory = false; ///< ibv_alloc_dm works
+    uint32_t max_inline = 0;     ///< inline limit the device accepted on a probe QP
+    bool device_memory = false;  ///< ibv_alloc_dm works
     std::string device_memory_reason;
     size_t max_dm_size = 0;
-    bool dmabuf_mr = false;     ///< ibv_reg_dmabuf_mr is supported (RDMA of device memory)
+    bool dmabuf_mr = false;  ///< ibv_reg_dmabuf_mr is supported (RDMA of device memory)
     std::string dmabuf_reason;
     bool usable = false;
-    std::string why_not;        ///< when !usable
+    std::string why_not;  ///< when !usable
 };
 
 /// Look at every device and port (selected by @p config.devices) without opening an
@@ -82,8 +82,7 @@ struct RegistrationFigures {
 /// validated registration-cache hit when the cache can run in this process (else hit_why says
 /// why not: SWY_VERBS_RCACHE=off, page frames not visible). kNotFound when there
 /// is no usable port, kUnsupported without libibverbs, kIoError when a call fails (@p why).
-Status measure_registration(const VerbsConfig& config, RegistrationFigures* out,
-                           std::string* why);
+Status measure_registration(const VerbsConfig& config, RegistrationFigures* out, std::string* why);
 
 /// Open the verbs interface on the first selected ACTIVE port.
 /// Errors: kUnsupported (built without libibverbs), kNotFound (no device or no active port;
@@ -119,8 +118,8 @@ inline constexpr uint32_t kDmCellsPerSlot = 4;
 
 /// The registration cache of an open verbs interface (tests, logs).
 struct RegCacheReport {
-    bool active = false;   ///< lookups happen (else: per-transfer registration)
-    std::string reason;    ///< why it is not active ("" when it is)
+    bool active = false;  ///< lookups happen (else: per-transfer registration)
+    std::string reason;   ///< why it is not active ("" when it is)
     RegCacheStats stats;
 };
 

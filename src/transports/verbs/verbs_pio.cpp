@@ -8,8 +8,8 @@
 
 namespace swy::tl::verbs {
 
-using common::LogLevel;
 using common::log_printf;
+using common::LogLevel;
 
 void VerbsInterface::setup_dm_window() {
     const size_t slot_size = config_.dm_cell_size * kDmCellsPerSlot;
@@ -28,9 +28,9 @@ void VerbsInterface::setup_dm_window() {
         return;
     }
     std::string why;
-    const Status s = DmPool::create(std::move(device), slot_size, config_.dm_slots,
-                                    std::min(config_.dm_reserved, config_.dm_slots), &dm_pool_,
-                                    &why);
+    const Status s =
+        DmPool::create(std::move(device), slot_size, config_.dm_slots,
+                       std::min(config_.dm_reserved, config_.dm_slots), &dm_pool_, &why);
     if (s != Status::kOk) {
         dm_reason_ = why;
         log_printf(LogLevel::kDebug, "verbs: no device-memory PIO window: %s", why.c_str());
@@ -48,8 +48,7 @@ Status VerbsInterface::take_dm_slot(Connection* c, bool want_pio, bool pio_first
         return Status::kOk;
     }
     std::string why;
-    const Status s = DmCells::create(dm_pool_.get(), pio_first, config_.dm_cell_size, &c->dm,
-                                     &why);
+    const Status s = DmCells::create(dm_pool_.get(), pio_first, config_.dm_cell_size, &c->dm, &why);
     if (s == Status::kNoResource) {
         *window = "inline only: " + why;
         return Status::kOk;
@@ -63,8 +62,8 @@ Status VerbsInterface::take_dm_slot(Connection* c, bool want_pio, bool pio_first
     return Status::kOk;
 }
 
-LaneAttr VerbsInterface::lane_attr(Connection* c, size_t peer_max_message,
-                                   uint32_t peer_credits, const std::string& pio_window) const {
+LaneAttr VerbsInterface::lane_attr(Connection* c, size_t peer_max_message, uint32_t peer_credits,
+                                   const std::string& pio_window) const {
     LaneAttr attr = attr_;
     attr.max_message = std::min<size_t>(attr_.max_message, peer_max_message);
     attr.pio_inline_max = std::min<size_t>(max_inline_, attr.max_message);

@@ -11,8 +11,8 @@
 
 namespace swy::tl::verbs {
 
-using common::LogLevel;
 using common::log_printf;
+using common::LogLevel;
 
 // ------------------------------------------------------------------------------------------
 // Posting
@@ -21,8 +21,7 @@ using common::log_printf;
 Status VerbsInterface::post_receive(uint8_t* buffer) {
     const RxBlock* owner = nullptr;
     for (const RxBlock& b : rx_blocks_) {
-        if (buffer >= b.memory.get() &&
-            buffer < b.memory.get() + b.mr->length) {
+        if (buffer >= b.memory.get() && buffer < b.memory.get() + b.mr->length) {
             owner = &b;
             break;
         }
@@ -70,8 +69,8 @@ Status VerbsInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_
     // Two slots stay free for the goodbye and a credit update.
     if (__builtin_expect(c->sq_used() + 2 >= config_.sq_depth, 0)) return Status::kNoResource;
     if (c->window.available() == 0) {
-        const auto reported = static_cast<uint16_t>(
-            __atomic_load_n(&credit_words_[c->index], __ATOMIC_ACQUIRE));
+        const auto reported =
+            static_cast<uint16_t>(__atomic_load_n(&credit_words_[c->index], __ATOMIC_ACQUIRE));
         c->window.update(reported);
         if (c->window.available() == 0) return Status::kNoResource;
     }
@@ -174,8 +173,8 @@ void VerbsInterface::return_credits(Connection* c) {
 
 Status VerbsInterface::start_rdma(Connection* c, bool read, const MemoryRegistration& local,
                                   size_t local_offset, uint64_t remote_address, uint32_t rkey,
-                                  size_t length, ZcopyCallback cb, ZcopyCallback posted,
-                                  void* arg, uint64_t cookie) {
+                                  size_t length, ZcopyCallback cb, ZcopyCallback posted, void* arg,
+                                  uint64_t cookie) {
     if (c->state != State::kReady || c->closing) return Status::kConnectionReset;
     if (length == 0 || local_offset > local.length() || length > local.length() - local_offset) {
         return Status::kInvalidParam;
@@ -281,7 +280,8 @@ void VerbsInterface::retire_sends(Connection* c, uint32_t through, Status status
         std::erase_if(c->ops, [op](const std::unique_ptr<RdmaOp>& p) { return p.get() == op; });
     }
     if (quiet_) return;
-    for (const Done& d : done) d.cb(d.arg, d.cookie, d.status);
+    for (const Done& d : done)
+        d.cb(d.arg, d.cookie, d.status);
 }
 
 void VerbsInterface::handle_wc(const ibv_wc& wc) {
@@ -347,7 +347,8 @@ void VerbsInterface::drain_cq() {
     for (;;) {
         const int n = ibv_poll_cq(cq_, 16, wc);
         if (n <= 0) break;
-        for (int i = 0; i < n; ++i) handle_wc(wc[i]);
+        for (int i = 0; i < n; ++i)
+            handle_wc(wc[i]);
     }
 }
 
@@ -358,12 +359,14 @@ unsigned VerbsInterface::progress() {
     if (__builtin_expect(!stash_.empty(), 0)) {
         std::vector<ibv_wc> list;
         list.swap(stash_);
-        for (const ibv_wc& wc : list) handle_wc(wc);
+        for (const ibv_wc& wc : list)
+            handle_wc(wc);
         n += static_cast<unsigned>(list.size());
     }
     ibv_wc wc[16];
     const int k = ibv_poll_cq(cq_, 16, wc);
-    for (int i = 0; i < k; ++i) handle_wc(wc[i]);
+    for (int i = 0; i < k; ++i)
+        handle_wc(wc[i]);
     if (k > 0) n += static_cast<unsigned>(k);
     if (handshakes_ > 0) {
         poll_cm();
@@ -402,9 +405,8 @@ unsigned VerbsInterface::progress() {
                     const ZcopyCallback cb = op->cb;
                     void* arg = op->arg;
                     const uint64_t cookie = op->cookie;
-                    std::erase_if(c->ops, [op](const std::unique_ptr<RdmaOp>& p) {
-                        return p.get() == op;
-                    });
+                    std::erase_if(c->ops,
+                                  [op](const std::unique_ptr<RdmaOp>& p) { return p.get() == op; });
                     cb(arg, cookie, Status::kConnectionReset);
                     if (index >= conns_.size() || !conns_[index]) break;
                 }

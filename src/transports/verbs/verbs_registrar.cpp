@@ -13,8 +13,8 @@ namespace {
 class IbvRegistrar final : public Registrar {
 public:
     explicit IbvRegistrar(ibv_pd* pd) : pd_(pd) {}
-    Status register_range(uintptr_t address, size_t length, unsigned access,
-                          RegisteredRange* out, std::string* why) override {
+    Status register_range(uintptr_t address, size_t length, unsigned access, RegisteredRange* out,
+                          std::string* why) override {
         int flags = 0;
         if ((access & kZcopyLocalWrite) != 0) flags |= IBV_ACCESS_LOCAL_WRITE;
         if ((access & kZcopyRemoteRead) != 0) flags |= IBV_ACCESS_REMOTE_READ;

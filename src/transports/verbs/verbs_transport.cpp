@@ -76,9 +76,9 @@ Status open_verbs(const OpenParams& p, std::unique_ptr<Interface>* out, std::str
     }
     if (s != Status::kOk) {
         // No device, no active port, or built without verbs: the other transports carry on.
-        common::log_printf(s == Status::kIoError ? common::LogLevel::kWarn
-                                                 : common::LogLevel::kDebug,
-                           "verbs transport not opened: %s", reason.c_str());
+        common::log_printf(
+            s == Status::kIoError ? common::LogLevel::kWarn : common::LogLevel::kDebug,
+            "verbs transport not opened: %s", reason.c_str());
         out->reset();
     }
     return Status::kOk;
@@ -91,8 +91,8 @@ Status connect_verbs(Interface* iface, const ConnectParams& p, std::unique_ptr<E
     // Inline sends are per QP (no shared window), so every verbs lane gets them; the
     // device-memory PIO window is shared, handed out by the interface under the shm policy
     // (reserved slots for SWY_EP_FLAG_PIO_FIRST, none for SWY_EP_FLAG_NO_PIO).
-    return connect(iface, p.remote_uid, p.section, p.section_length, !p.no_pio, p.pio_first,
-                   out, why);
+    return connect(iface, p.remote_uid, p.section, p.section_length, !p.no_pio, p.pio_first, out,
+                   why);
 }
 
 void set_key(Interface* iface, const common::AuthKey& key) { set_auth_key(iface, key); }
@@ -116,15 +116,16 @@ Status read_settings(const common::Config& config, VerbsConfig* out, std::string
     VerbsConfig& vc = *out;
     vc.devices = r.get_list("NET_DEVICES");
     vc.seg_size = r.get_size("VERBS_SEG_SIZE");
-    vc.rx_credits = static_cast<uint32_t>(
-        std::min<uint64_t>(r.get_unsigned("VERBS_RX_CREDITS"), UINT32_MAX));
+    vc.rx_credits =
+        static_cast<uint32_t>(std::min<uint64_t>(r.get_unsigned("VERBS_RX_CREDITS"), UINT32_MAX));
     vc.max_inline = static_cast<uint32_t>(std::min<size_t>(r.get_size("VERBS_MAX_INLINE"), 4096));
     // Clamped, not wrapped: open() rejects a depth below 16 with a clear message.
-    vc.sq_depth = static_cast<uint32_t>(
-        std::min<uint64_t>(r.get_unsigned("VERBS_SQ_DEPTH"), 1u << 20));
+    vc.sq_depth =
+        static_cast<uint32_t>(std::min<uint64_t>(r.get_unsigned("VERBS_SQ_DEPTH"), 1u << 20));
     vc.dm_cell_size = r.get_size("VERBS_DM_CELL_SIZE");
     vc.dm_slots = static_cast<uint32_t>(std::min<uint64_t>(r.get_unsigned("VERBS_DM_SLOTS"), 4096));
-    vc.dm_reserved = static_cast<uint32_t>(std::min<uint64_t>(r.get_unsigned("PIO_RESERVED"), 4096));
+    vc.dm_reserved =
+        static_cast<uint32_t>(std::min<uint64_t>(r.get_unsigned("PIO_RESERVED"), 4096));
     vc.dm_emulate = r.get_bool("VERBS_DM_EMULATE");
     const std::string gid = r.get_string("VERBS_GID_INDEX");
     if (r.ok() && gid != "auto") {

@@ -26,12 +26,12 @@ enum class CmType : uint8_t { kRequest = 1, kReply = 2, kBye = 3 };
 struct CmMessage {
     uint32_t magic;
     uint8_t version;
-    uint8_t type;          ///< CmType
-    uint8_t mtu;           ///< enum ibv_mtu of the sender's port (1..5)
-    uint8_t is_global;     ///< 1: route with the GID (RoCE), 0: with the LID (InfiniBand)
-    uint64_t uid;          ///< sender's worker uid
-    uint32_t qpn;          ///< 24 bits
-    uint32_t psn;          ///< 24 bits: first packet sequence number the sender will send
+    uint8_t type;       ///< CmType
+    uint8_t mtu;        ///< enum ibv_mtu of the sender's port (1..5)
+    uint8_t is_global;  ///< 1: route with the GID (RoCE), 0: with the LID (InfiniBand)
+    uint64_t uid;       ///< sender's worker uid
+    uint32_t qpn;       ///< 24 bits
+    uint32_t psn;       ///< 24 bits: first packet sequence number the sender will send
     uint8_t gid[16];
     uint16_t lid;
     uint16_t reserved;
@@ -83,11 +83,11 @@ inline constexpr uint8_t kAmBye = 0xF2;
 /// which device it uses (so a tool can tell), nothing per connection.
 struct AddressSection {
     uint8_t version;
-    uint8_t family;     ///< 4 or 6
-    uint16_t port;      ///< handshake listener port (host order)
-    uint8_t ip[16];     ///< listener address (IPv4 in the first 4 bytes)
-    uint8_t gid[16];    ///< the port's GID (diagnostics)
-    char device[16];    ///< device name, NUL padded (diagnostics)
+    uint8_t family;        ///< 4 or 6
+    uint16_t port;         ///< handshake listener port (host order)
+    uint8_t ip[16];        ///< listener address (IPv4 in the first 4 bytes)
+    uint8_t gid[16];       ///< the port's GID (diagnostics)
+    char device[16];       ///< device name, NUL padded (diagnostics)
     uint32_t max_message;  ///< size of each receive buffer: the largest SEND it accepts
     uint32_t rx_credits;   ///< receive buffers it posts per connection
 };

@@ -32,68 +32,82 @@ static const char* const mt_default_edges =
     "4048,4064,8144,8192,28800,65504,131072,375480,524288,2594573,8388608";
 
 static inline size_t mt_parse_size(const char* s, char** end) {
-  size_t v = (size_t)strtoull(s, end, 10);
-  switch (**end) {
-    case 'k': case 'K': v <<= 10; ++*end; break;
-    case 'm': case 'M': v <<= 20; ++*end; break;
-    case 'g': case 'G': v <<= 30; ++*end; break;
-    default: break;
-  }
-  return v;
+    size_t v = (size_t)strtoull(s, end, 10);
+    switch (**end) {
+        case 'k':
+        case 'K':
+            v <<= 10;
+            ++*end;
+            break;
+        case 'm':
+        case 'M':
+            v <<= 20;
+            ++*end;
+            break;
+        case 'g':
+        case 'G':
+            v <<= 30;
+            ++*end;
+            break;
+        default: break;
+    }
+    return v;
 }
 
 static int mt_cmp_size(const void* a, const void* b) {
-  size_t x = *(const size_t*)a, y = *(const size_t*)b;
-  return x < y ? -1 : x > y;
+    size_t x = *(const size_t*)a, y = *(const size_t*)b;
+    return x < y ? -1 : x > y;
 }
 
 typedef struct {
-  size_t* v;
-  size_t n, cap;
+    size_t* v;
+    size_t n, cap;
 } mt_sizes_t;
 
 static inline void mt_sizes_add(mt_sizes_t* s, size_t x) {
-  if (s->n == s->cap) {
-    s->cap = s->cap ? 2 * s->cap : 64;
-    s->v = (size_t*)realloc(s->v, s->cap * sizeof(size_t));
-    if (!s->v) abort();
-  }
-  s->v[s->n++] = x;
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 64;
+        s->v = (size_t*)realloc(s->v, s->cap * sizeof(size_t));
+        if (!s->v) abort();
+    }
+    s->v[s->n++] = x;
 }
 
 static inline void mt_sizes_add_edges(mt_sizes_t* s, const char* list) {
-  const char* p = list;
-  while (p && *p) {
-    char* end;
-    size_t e = mt_parse_size(p, &end);
-    if (end == p) break; /* not a number: stop rather than loop */
-    if (e > 0) mt_sizes_add(s, e - 1);
-    mt_sizes_add(s, e);
-    mt_sizes_add(s, e + 1);
-    p = (*end == ',') ? end + 1 : end;
-  }
+    const char* p = list;
+    while (p && *p) {
+        char* end;
+        size_t e = mt_parse_size(p, &end);
+        if (end == p) break; /* not a number: stop rather than loop */
+        if (e > 0) mt_sizes_add(s, e - 1);
+        mt_sizes_add(s, e);
+        mt_sizes_add(s, e + 1);
+        p = (*end == ',') ? end + 1 : end;
+    }
 }
 
 /* Builds the sorted, de-duplicated list; sizes above the maximum are dropped. */
 static inline mt_sizes_t mt_sizes_build(void) {
-  mt_sizes_t s = {0, 0, 0};
-  size_t max = 64u << 20;
-  const char* m = getenv("MT_MAX_SIZE");
-  if (m && *m) {
-    char* end;
-    max = mt_parse_size(m, &end);
-  }
-  for (size_t i = 0; i <= 16; ++i) mt_sizes_add(&s, i);
-  for (size_t p = 32; p <= max; p <<= 1) mt_sizes_add(&s, p);
-  const char* edges = getenv("MT_EDGES");
-  mt_sizes_add_edges(&s, edges ? edges : mt_default_edges);
-  mt_sizes_add_edges(&s, getenv("MT_EXTRA_EDGES"));
-  qsort(s.v, s.n, sizeof(size_t), mt_cmp_size);
-  size_t out = 0;
-  for (size_t i = 0; i < s.n; ++i)
-    if (s.v[i] <= max && (out == 0 || s.v[i] != s.v[out - 1])) s.v[out++] = s.v[i];
-  s.n = out;
-  return s;
+    mt_sizes_t s = {0, 0, 0};
+    size_t max = 64u << 20;
+    const char* m = getenv("MT_MAX_SIZE");
+    if (m && *m) {
+        char* end;
+        max = mt_parse_size(m, &end);
+    }
+    for (size_t i = 0; i <= 16; ++i)
+        mt_sizes_add(&s, i);
+    for (size_t p = 32; p <= max; p <<= 1)
+        mt_sizes_add(&s, p);
+    const char* edges = getenv("MT_EDGES");
+    mt_sizes_add_edges(&s, edges ? edges : mt_default_edges);
+    mt_sizes_add_edges(&s, getenv("MT_EXTRA_EDGES"));
+    qsort(s.v, s.n, sizeof(size_t), mt_cmp_size);
+    size_t out = 0;
+    for (size_t i = 0; i < s.n; ++i)
+        if (s.v[i] <= max && (out == 0 || s.v[i] != s.v[out - 1])) s.v[out++] = s.v[i];
+    s.n = out;
+    return s;
 }
 
 static inline size_t mt_sizes_max(const mt_sizes_t* s) { return s->n ? s->v[s->n - 1] : 0; }

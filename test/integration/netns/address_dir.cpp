@@ -21,7 +21,8 @@ bool read_file(const std::string& path, std::vector<uint8_t>* out) {
     std::vector<uint8_t> data;
     uint8_t buf[4096];
     size_t n;
-    while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) data.insert(data.end(), buf, buf + n);
+    while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0)
+        data.insert(data.end(), buf, buf + n);
     const bool ok = std::ferror(f) == 0;
     std::fclose(f);
     if (!ok || data.empty()) return false;
@@ -37,7 +38,8 @@ bool publish_address(const std::string& dir, int rank, const void* blob, size_t 
     const std::string tmp = final_path + ".tmp." + std::to_string(getpid());
     FILE* f = std::fopen(tmp.c_str(), "wb");
     if (f == nullptr) {
-        std::fprintf(stderr, "rank %d: cannot create %s: %s\n", rank, tmp.c_str(), std::strerror(errno));
+        std::fprintf(stderr, "rank %d: cannot create %s: %s\n", rank, tmp.c_str(),
+                     std::strerror(errno));
         return false;
     }
     bool ok = std::fwrite(blob, 1, length, f) == length;
@@ -66,9 +68,11 @@ bool collect_addresses(const std::string& dir, int size, unsigned timeout_s,
         if (std::chrono::steady_clock::now() > deadline) {
             std::string list;
             for (int r = 0; r < size; ++r) {
-                if ((*addresses)[static_cast<size_t>(r)].empty()) list.append(" ").append(std::to_string(r));
+                if ((*addresses)[static_cast<size_t>(r)].empty())
+                    list.append(" ").append(std::to_string(r));
             }
-            std::fprintf(stderr, "timed out after %u s waiting for the addresses of ranks%s in %s\n",
+            std::fprintf(stderr,
+                         "timed out after %u s waiting for the addresses of ranks%s in %s\n",
                          timeout_s, list.c_str(), dir.c_str());
             return false;
         }

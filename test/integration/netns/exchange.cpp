@@ -29,9 +29,8 @@ swy_tag_t barrier_tag(unsigned phase, int src) {
 
 // A send or receive towards a failed peer may end in any of these; anything else is a bug.
 bool is_failure_status(swy_status_t s) {
-    return s == SWY_ERR_CONNECTION_RESET || s == SWY_ERR_CANCELED ||
-           s == SWY_ERR_ENDPOINT_CLOSED || s == SWY_ERR_UNREACHABLE || s == SWY_ERR_TIMED_OUT ||
-           s == SWY_ERR_IO;
+    return s == SWY_ERR_CONNECTION_RESET || s == SWY_ERR_CANCELED || s == SWY_ERR_ENDPOINT_CLOSED ||
+           s == SWY_ERR_UNREACHABLE || s == SWY_ERR_TIMED_OUT || s == SWY_ERR_IO;
 }
 
 }  // namespace
@@ -67,7 +66,8 @@ bool Exchange::setup() {
     swy_status_t s = swy_context_create(nullptr, &context_);
     if (s == SWY_OK) s = swy_worker_create(context_, nullptr, &worker_);
     if (s != SWY_OK) {
-        std::fprintf(stderr, "rank %d: cannot create context/worker: %s\n", me, swy_status_string(s));
+        std::fprintf(stderr, "rank %d: cannot create context/worker: %s\n", me,
+                     swy_status_string(s));
         return false;
     }
     void* addr = nullptr;
@@ -99,7 +99,8 @@ bool Exchange::setup() {
         params.err_arg = &p;
         s = swy_ep_create(worker_, &params, &p.ep);
         if (s != SWY_OK) {
-            std::fprintf(stderr, "rank %d: cannot connect to rank %d: %s\n", me, r, swy_status_string(s));
+            std::fprintf(stderr, "rank %d: cannot connect to rank %d: %s\n", me, r,
+                         swy_status_string(s));
             return false;
         }
         swy_ep_attr_t attr{};
@@ -127,7 +128,8 @@ bool Exchange::wait_for_go() {
                         opts_.wait_for.c_str(), opts_.timeout_s);
             return false;
         }
-        for (int i = 0; i < 1000; ++i) progress_or_wait();
+        for (int i = 0; i < 1000; ++i)
+            progress_or_wait();
     }
     std::printf("rank %d: %s is there, starting the rounds\n", opts_.rank, opts_.wait_for.c_str());
     return true;
@@ -150,8 +152,8 @@ void Exchange::post_recv(Op* op) {
     swy_request_params_t params{};
     params.memtype = SWY_MEMTYPE_HOST;
     params.recv_info = &op->info;
-    swy_status_t s = swy_tag_recv_nb(worker_, op->buf, op->length, op->tag, kExactMask, &params,
-                                     &op->req);
+    swy_status_t s =
+        swy_tag_recv_nb(worker_, op->buf, op->length, op->tag, kExactMask, &params, &op->req);
     if (s != SWY_INPROGRESS) {
         op->done = true;
         op->status = s;
@@ -162,8 +164,8 @@ void Exchange::post_recv(Op* op) {
 void Exchange::post_send(Op* op) {
     swy_request_params_t params{};
     params.memtype = SWY_MEMTYPE_HOST;
-    swy_status_t s = swy_tag_send_nb(peers_[static_cast<size_t>(op->peer)].ep, op->buf,
-                                     op->length, op->tag, &params, &op->req);
+    swy_status_t s = swy_tag_send_nb(peers_[static_cast<size_t>(op->peer)].ep, op->buf, op->length,
+                                     op->tag, &params, &op->req);
     if (s != SWY_INPROGRESS) {
         op->done = true;
         op->status = s;
@@ -231,7 +233,8 @@ bool Exchange::failure_explained(const Op& op, const char* what) {
     }
     std::printf("rank %d: %s: %s rank %d (%zu bytes) failed: %s%s\n", opts_.rank, what,
                 op.is_recv ? "receive from" : "send to", op.peer, op.length,
-                swy_status_string(op.status), p.failed ? "" : " while its endpoint reported no error");
+                swy_status_string(op.status),
+                p.failed ? "" : " while its endpoint reported no error");
     ++errors_;
     return false;
 }
@@ -254,10 +257,10 @@ bool Exchange::judge(const std::vector<Op>& ops, const char* what) {
         }
         const size_t bad = payload_check(op.buf, op.length, op.seed);
         if (bad != op.length) {
-            std::printf("rank %d: %s: message from rank %d (%zu bytes): byte %zu is 0x%02x, "
-                        "expected 0x%02x\n",
-                        opts_.rank, what, op.peer, op.length, bad, op.buf[bad],
-                        payload_byte(op.seed, bad));
+            std::printf(
+                "rank %d: %s: message from rank %d (%zu bytes): byte %zu is 0x%02x, "
+                "expected 0x%02x\n",
+                opts_.rank, what, op.peer, op.length, bad, op.buf[bad], payload_byte(op.seed, bad));
             ++errors_;
             continue;
         }
@@ -386,11 +389,12 @@ bool Exchange::close_endpoints() {
     for (Peer& p : peers_) {
         if (p.ep == nullptr) continue;
         swy_request_h req = nullptr;
-        swy_status_t s = swy_ep_close_nb(p.ep, p.failed ? SWY_EP_CLOSE_FORCE : SWY_EP_CLOSE_FLUSH,
-                                         &req);
+        swy_status_t s =
+            swy_ep_close_nb(p.ep, p.failed ? SWY_EP_CLOSE_FORCE : SWY_EP_CLOSE_FLUSH, &req);
         p.ep = nullptr;
         if (s != SWY_INPROGRESS) continue;  // closed, or failed: nothing left to wait for
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(opts_.timeout_s);
+        const auto deadline =
+            std::chrono::steady_clock::now() + std::chrono::seconds(opts_.timeout_s);
         while (swy_request_test(req) == SWY_INPROGRESS) {
             if (std::chrono::steady_clock::now() > deadline) {
                 std::printf("rank %d: closing the ep to rank %d hung for %u s\n", opts_.rank,
@@ -414,11 +418,12 @@ void Exchange::print_summary(bool ok) const {
     }
     const double t = seconds();
     std::printf("rank %d: %s: %s, %d ranks, %u iterations, %zu sizes, %" PRIu64
-                " messages and %" PRIu64 " bytes verified in %.2f s (%.1f MB/s received), "
+                " messages and %" PRIu64
+                " bytes verified in %.2f s (%.1f MB/s received), "
                 "%" PRIu64 " operations lost to failed peers, %u errors, failed eps:%s\n",
                 opts_.rank, ok && errors_ == 0 ? "PASS" : "FAIL", pattern_name(opts_.pattern),
-                opts_.size, opts_.iters, opts_.sizes.size(), messages_verified_, bytes_verified_,
-                t, t > 0 ? static_cast<double>(bytes_verified_) / t / 1e6 : 0.0, lost_, errors_,
+                opts_.size, opts_.iters, opts_.sizes.size(), messages_verified_, bytes_verified_, t,
+                t > 0 ? static_cast<double>(bytes_verified_) / t / 1e6 : 0.0, lost_, errors_,
                 failed.empty() ? " none" : failed.c_str());
     std::fflush(stdout);
 }

@@ -31,15 +31,19 @@ constexpr const char* kUsage =
 bool parse_size(std::string_view s, size_t* out) {
     if (s.empty()) return false;
     size_t v = 0, i = 0;
-    for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) v = v * 10 + static_cast<size_t>(s[i] - '0');
+    for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i)
+        v = v * 10 + static_cast<size_t>(s[i] - '0');
     if (i == 0) return false;
     if (i < s.size()) {
         if (i + 1 != s.size()) return false;
         switch (s[i]) {
-        case 'K': case 'k': v <<= 10; break;
-        case 'M': case 'm': v <<= 20; break;
-        case 'G': case 'g': v <<= 30; break;
-        default: return false;
+            case 'K':
+            case 'k': v <<= 10; break;
+            case 'M':
+            case 'm': v <<= 20; break;
+            case 'G':
+            case 'g': v <<= 30; break;
+            default: return false;
         }
     }
     *out = v;
@@ -55,7 +59,8 @@ std::vector<size_t> parse_sizes(const std::string& text) {
             usage_error("bad --sizes", text.c_str());
         }
         if (lo == 0) out.push_back(0);
-        for (size_t s = lo == 0 ? 1 : lo; s <= hi; s *= 2) out.push_back(s);
+        for (size_t s = lo == 0 ? 1 : lo; s <= hi; s *= 2)
+            out.push_back(s);
         return out;
     }
     size_t start = 0;
@@ -127,8 +132,10 @@ ExchangeOptions parse_exchange_options(int argc, char** argv) {
             usage_error("unknown flag", argv[i - 1]);
         }
     }
-    if (o.size < 2 || o.size > 0xFFFF) usage_error("--size must be 2..65535, got", std::to_string(o.size).c_str());
-    if (o.rank < 0 || o.rank >= o.size) usage_error("--rank must be 0..size-1, got", std::to_string(o.rank).c_str());
+    if (o.size < 2 || o.size > 0xFFFF)
+        usage_error("--size must be 2..65535, got", std::to_string(o.size).c_str());
+    if (o.rank < 0 || o.rank >= o.size)
+        usage_error("--rank must be 0..size-1, got", std::to_string(o.rank).c_str());
     if (o.dir.empty()) usage_error("--dir is required", "");
     if (o.sizes.size() > 0xFFFF) usage_error("too many --sizes", "");
     return o;

@@ -11,8 +11,8 @@ enum class Pattern { kRing, kAllToAll };
 
 struct ExchangeOptions {
     int rank = -1;
-    int size = 0;                    // number of ranks
-    std::string dir;                 // shared directory for <rank>.addr files
+    int size = 0;     // number of ranks
+    std::string dir;  // shared directory for <rank>.addr files
     Pattern pattern = Pattern::kAllToAll;
     std::vector<size_t> sizes{0, 1, 4096, 65536, 1u << 20};
     unsigned iters = 10;

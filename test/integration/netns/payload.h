@@ -21,9 +21,7 @@ inline uint64_t payload_seed(int src, int dst, unsigned iter, unsigned size_inde
 }
 
 /// Word k (bytes 8k..8k+7) of the payload with this seed.
-inline uint64_t payload_word(uint64_t seed, size_t k) {
-    return seed + k * 0x9E3779B97F4A7C15ull;
-}
+inline uint64_t payload_word(uint64_t seed, size_t k) { return seed + k * 0x9E3779B97F4A7C15ull; }
 
 inline void payload_fill(uint8_t* p, size_t length, uint64_t seed) {
     size_t k = 0;

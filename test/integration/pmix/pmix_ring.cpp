@@ -46,9 +46,7 @@ uint8_t pattern(unsigned from, unsigned round, size_t i) {
     return static_cast<uint8_t>((i * 131u) ^ (from * 29u) ^ (round * 7u) ^ (i >> 8));
 }
 
-swy_tag_t tag_of(unsigned from, unsigned round) {
-    return (swy_tag_t{round} << 32) | from;
-}
+swy_tag_t tag_of(unsigned from, unsigned round) { return (swy_tag_t{round} << 32) | from; }
 
 /// Complete a request that a *_nb call returned (or not).
 swy_status_t finish(swy_worker_h worker, swy_status_t s, swy_request_h req) {
@@ -111,15 +109,16 @@ int main() {
     for (size_t len : sizes) {
         for (unsigned rep = 0; rep < 3; ++rep, ++round) {
             std::vector<uint8_t> out(len), in(len + 64, 0xEE);
-            for (size_t i = 0; i < len; ++i) out[i] = pattern(rank, round, i);
+            for (size_t i = 0; i < len; ++i)
+                out[i] = pattern(rank, round, i);
             swy_request_h rreq = nullptr, sreq = nullptr;
             swy_tag_recv_info_t info{};
             swy_request_params_t rparams{};
             rparams.recv_info = &info;
             swy_status_t rs = swy_tag_recv_nb(worker, in.data(), len, tag_of(prev, round),
                                               ~swy_tag_t{0}, &rparams, &rreq);
-            swy_status_t ss = swy_tag_send_nb(ep, out.data(), len, tag_of(rank, round), nullptr,
-                                              &sreq);
+            swy_status_t ss =
+                swy_tag_send_nb(ep, out.data(), len, tag_of(rank, round), nullptr, &sreq);
             ss = finish(worker, ss, sreq);
             if (rs == SWY_INPROGRESS) {
                 rs = swy_request_wait(worker, rreq);
@@ -135,9 +134,10 @@ int main() {
                 if (in[i] != pattern(prev, round, i)) bad_at = i;
             }
             if (bad_at != len) {
-                std::fprintf(stderr, "pmix_ring rank %u: %zu-byte message from %u: byte %zu is "
-                             "%u, expected %u\n", rank, len, prev, bad_at, in[bad_at],
-                             pattern(prev, round, bad_at));
+                std::fprintf(stderr,
+                             "pmix_ring rank %u: %zu-byte message from %u: byte %zu is "
+                             "%u, expected %u\n",
+                             rank, len, prev, bad_at, in[bad_at], pattern(prev, round, bad_at));
                 ++failures;
             }
             for (size_t i = len; i < in.size(); ++i) {
@@ -155,8 +155,8 @@ int main() {
     if (ok_status(swy_bootstrap_ep(boot, rank, nullptr, &self_ep), "endpoint to self", rank)) {
         uint64_t value = 0x5157000000000000ull | rank, got = 0;
         swy_request_h rreq = nullptr, sreq = nullptr;
-        swy_status_t rs = swy_tag_recv_nb(worker, &got, sizeof got, 7, ~swy_tag_t{0}, nullptr,
-                                          &rreq);
+        swy_status_t rs =
+            swy_tag_recv_nb(worker, &got, sizeof got, 7, ~swy_tag_t{0}, nullptr, &rreq);
         swy_status_t ss = swy_tag_send_nb(self_ep, &value, sizeof value, 7, nullptr, &sreq);
         ok_status(finish(worker, ss, sreq), "send to self", rank);
         ok_status(finish(worker, rs, rreq), "receive from self", rank);
@@ -166,9 +166,10 @@ int main() {
     ok_status(swy_bootstrap_barrier(boot), "barrier before close", rank);
     ok_status(swy_bootstrap_close_endpoints(boot, SWY_EP_CLOSE_FLUSH), "close endpoints", rank);
     ok_status(swy_bootstrap_barrier(boot), "barrier after close", rank);
-    std::printf("pmix_ring rank %u/%u: init %.2f ms, first endpoint %.2f ms, first message "
-                "%.2f ms, %u rounds, %s\n",
-                rank, size, init_ms, ep_ms, first_ms, round, failures ? "FAILED" : "ok");
+    std::printf(
+        "pmix_ring rank %u/%u: init %.2f ms, first endpoint %.2f ms, first message "
+        "%.2f ms, %u rounds, %s\n",
+        rank, size, init_ms, ep_ms, first_ms, round, failures ? "FAILED" : "ok");
     std::fflush(stdout);
     ok_status(swy_bootstrap_finalize(boot), "finalize", rank);
     boot = nullptr;

@@ -5,10 +5,10 @@
 #include <switchyard/switchyard.h>
 
 int main(void) {
-    const char *version = swy_version_string();
-    const char *ok = swy_status_string(SWY_OK);
-    const char *trunc = swy_status_string(SWY_ERR_MESSAGE_TRUNCATED);
-    const char *unknown = swy_status_string((swy_status_t)-100);
+    const char* version = swy_version_string();
+    const char* ok = swy_status_string(SWY_OK);
+    const char* trunc = swy_status_string(SWY_ERR_MESSAGE_TRUNCATED);
+    const char* unknown = swy_status_string((swy_status_t)-100);
 
     if (version == NULL || version[0] == '\0') {
         fprintf(stderr, "consumer: swy_version_string() returned nothing\n");

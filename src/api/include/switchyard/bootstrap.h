@@ -27,7 +27,7 @@
 extern "C" {
 #endif
 
-typedef struct swy_bootstrap *swy_bootstrap_h; /**< One worker's membership in a launched job. */
+typedef struct swy_bootstrap* swy_bootstrap_h; /**< One worker's membership in a launched job. */
 
 /**
  * @brief Join the job the launcher started this process in, and publish @p worker's address.
@@ -54,19 +54,19 @@ typedef struct swy_bootstrap *swy_bootstrap_h; /**< One worker's membership in a
  *         0's key is not a valid key); SWY_ERR_NO_MEMORY; SWY_ERR_UNSUPPORTED (built
  *         without PMIx).
  */
-swy_status_t swy_bootstrap_pmix_init(swy_worker_h worker, swy_bootstrap_h *bootstrap);
+swy_status_t swy_bootstrap_pmix_init(swy_worker_h worker, swy_bootstrap_h* bootstrap);
 
 /**
  * @brief This process's rank in the job (0 .. size-1).
  * @return SWY_OK; SWY_ERR_INVALID_PARAM (NULL argument); SWY_ERR_UNSUPPORTED.
  */
-swy_status_t swy_bootstrap_rank(swy_bootstrap_h bootstrap, uint32_t *rank);
+swy_status_t swy_bootstrap_rank(swy_bootstrap_h bootstrap, uint32_t* rank);
 
 /**
  * @brief Number of processes in the job.
  * @return SWY_OK; SWY_ERR_INVALID_PARAM (NULL argument); SWY_ERR_UNSUPPORTED.
  */
-swy_status_t swy_bootstrap_size(swy_bootstrap_h bootstrap, uint32_t *size);
+swy_status_t swy_bootstrap_size(swy_bootstrap_h bootstrap, uint32_t* size);
 
 /**
  * @brief Endpoint from this worker to the worker of @p rank, created on first use.
@@ -84,7 +84,7 @@ swy_status_t swy_bootstrap_size(swy_bootstrap_h bootstrap, uint32_t *size);
  *         logged); any error of swy_ep_create(); SWY_ERR_UNSUPPORTED.
  */
 swy_status_t swy_bootstrap_ep(swy_bootstrap_h bootstrap, uint32_t rank,
-                              const swy_ep_params_t *ep_template, swy_ep_h *ep);
+                              const swy_ep_params_t* ep_template, swy_ep_h* ep);
 
 /**
  * @brief Wait until every process of the job has entered the barrier.

@@ -45,14 +45,14 @@ extern "C" {
  *         (each simdev allocation holds one).
  */
 swy_status_t swy_mem_alloc(swy_context_h context, swy_memtype_t type, size_t length,
-                           void **address);
+                           void** address);
 
 /**
  * @brief Free a buffer from swy_mem_alloc(). No operation may still be using it.
  * @return SWY_OK; SWY_ERR_INVALID_PARAM if @p address is not the start of a live buffer
  *         from swy_mem_alloc() of this context (nothing is freed then).
  */
-swy_status_t swy_mem_free(swy_context_h context, void *address);
+swy_status_t swy_mem_free(swy_context_h context, void* address);
 
 /**
  * @brief Import the range [@p offset, @p offset + @p length) of a dma-buf so that it can be
@@ -68,13 +68,13 @@ swy_status_t swy_mem_free(swy_context_h context, void *address);
  *         SWY_ERR_UNSUPPORTED if "dmabuf" is not in SWY_MEMTYPES; SWY_ERR_NO_MEMORY.
  */
 swy_status_t swy_mem_map_dmabuf(swy_context_h context, int fd, uint64_t offset, size_t length,
-                                void **address);
+                                void** address);
 
 /**
  * @brief Release a range imported with swy_mem_map_dmabuf() (and its duplicate fd).
  * @return SWY_OK; SWY_ERR_INVALID_PARAM if @p address is not a live mapping's address.
  */
-swy_status_t swy_mem_unmap(swy_context_h context, void *address);
+swy_status_t swy_mem_unmap(swy_context_h context, void* address);
 
 /**
  * @brief Tell the memory type of the buffer [@p address, @p address + @p length).
@@ -87,8 +87,8 @@ swy_status_t swy_mem_unmap(swy_context_h context, void *address);
  * @return SWY_OK (also when *type is SWY_MEMTYPE_UNKNOWN); SWY_ERR_INVALID_PARAM for NULL
  *         @p context or @p type.
  */
-swy_status_t swy_mem_detect(swy_context_h context, const void *address, size_t length,
-                            swy_memtype_t *type);
+swy_status_t swy_mem_detect(swy_context_h context, const void* address, size_t length,
+                            swy_memtype_t* type);
 
 /**
  * @brief Copy @p length bytes between any two memory types, synchronously: a staging helper
@@ -100,8 +100,8 @@ swy_status_t swy_mem_detect(swy_context_h context, const void *address, size_t l
  *         memory cannot be copied by the CPU (a dma-buf its exporter does not let us map);
  *         SWY_ERR_IO for a driver failure.
  */
-swy_status_t swy_mem_copy(swy_context_h context, void *dst, swy_memtype_t dst_type,
-                          const void *src, swy_memtype_t src_type, size_t length);
+swy_status_t swy_mem_copy(swy_context_h context, void* dst, swy_memtype_t dst_type, const void* src,
+                          swy_memtype_t src_type, size_t length);
 
 #ifdef __cplusplus
 }

@@ -51,15 +51,15 @@ extern "C" {
 /* Handles and basic types                                                                  */
 /* ---------------------------------------------------------------------------------------- */
 
-typedef struct swy_config *swy_config_h;   /**< Configuration set (from env + overrides). */
-typedef struct swy_context *swy_context_h; /**< Process-wide context. */
-typedef struct swy_worker *swy_worker_h;   /**< Progress engine. */
-typedef struct swy_ep *swy_ep_h;           /**< Connection to one remote worker. */
-typedef struct swy_request *swy_request_h; /**< One non-blocking operation. */
-typedef struct swy_message *swy_message_h; /**< A message removed by a matched probe. */
-typedef struct swy_listener *swy_listener_h; /**< Accepts connections on a sockaddr. */
-typedef struct swy_conn_request *swy_conn_request_h; /**< A connection a listener accepted. */
-typedef uint64_t swy_tag_t;                /**< 64-bit message tag. */
+typedef struct swy_config* swy_config_h;     /**< Configuration set (from env + overrides). */
+typedef struct swy_context* swy_context_h;   /**< Process-wide context. */
+typedef struct swy_worker* swy_worker_h;     /**< Progress engine. */
+typedef struct swy_ep* swy_ep_h;             /**< Connection to one remote worker. */
+typedef struct swy_request* swy_request_h;   /**< One non-blocking operation. */
+typedef struct swy_message* swy_message_h;   /**< A message removed by a matched probe. */
+typedef struct swy_listener* swy_listener_h; /**< Accepts connections on a sockaddr. */
+typedef struct swy_conn_request* swy_conn_request_h; /**< A connection a listener accepted. */
+typedef uint64_t swy_tag_t;                          /**< 64-bit message tag. */
 
 /** Memory type of a user buffer. SWY_MEMTYPE_UNKNOWN asks Switchyard to detect it. */
 typedef enum swy_memtype {
@@ -71,7 +71,7 @@ typedef enum swy_memtype {
 } swy_memtype_t;
 
 /** Version of the library as "MAJOR.MINOR.PATCH". Thread safety: any thread. */
-const char *swy_version_string(void);
+const char* swy_version_string(void);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Configuration                                                                            */
@@ -83,20 +83,20 @@ const char *swy_version_string(void);
  * @return SWY_OK; SWY_ERR_INVALID_PARAM if a variable has a value of the wrong type (the
  *         log names the variable); SWY_ERR_NO_MEMORY. Unknown SWY_* variables give a warning.
  */
-swy_status_t swy_config_read(swy_config_h *config);
+swy_status_t swy_config_read(swy_config_h* config);
 
 /**
  * @brief Override one variable, named with or without the "SWY_" prefix.
  * @return SWY_OK; SWY_ERR_NOT_FOUND for an unknown name; SWY_ERR_INVALID_PARAM for a value
  *         that does not parse as the variable's type.
  */
-swy_status_t swy_config_set(swy_config_h config, const char *name, const char *value);
+swy_status_t swy_config_set(swy_config_h config, const char* name, const char* value);
 
 /**
  * @brief Read the current value of a variable as text into @p buf (NUL-terminated).
  * @return SWY_OK; SWY_ERR_NOT_FOUND; SWY_ERR_NO_RESOURCE if @p buf is too small.
  */
-swy_status_t swy_config_get(swy_config_h config, const char *name, char *buf, size_t buflen);
+swy_status_t swy_config_get(swy_config_h config, const char* name, char* buf, size_t buflen);
 
 /** @brief Release a configuration set (contexts keep their own copy). */
 void swy_config_release(swy_config_h config);
@@ -115,7 +115,7 @@ typedef struct swy_context_params {
  * @param params  may be NULL (same as all-zero).
  * @return SWY_OK; SWY_ERR_INVALID_PARAM for a bad configuration; SWY_ERR_NO_MEMORY.
  */
-swy_status_t swy_context_create(const swy_context_params_t *params, swy_context_h *context);
+swy_status_t swy_context_create(const swy_context_params_t* params, swy_context_h* context);
 
 /** @brief Destroy a context. Every worker created from it must already be destroyed. */
 void swy_context_destroy(swy_context_h context);
@@ -140,8 +140,8 @@ typedef struct swy_worker_params {
  * @param params may be NULL.
  * @return SWY_OK; SWY_ERR_NO_MEMORY; SWY_ERR_IO if a shared segment cannot be created.
  */
-swy_status_t swy_worker_create(swy_context_h context, const swy_worker_params_t *params,
-                               swy_worker_h *worker);
+swy_status_t swy_worker_create(swy_context_h context, const swy_worker_params_t* params,
+                               swy_worker_h* worker);
 
 /**
  * @brief Destroy a worker. Endpoints still open are closed with force (their outstanding
@@ -160,7 +160,7 @@ unsigned swy_worker_progress(swy_worker_h worker);
  * @brief File descriptor that becomes readable when the worker may have work (for poll/epoll).
  * Use with swy_worker_arm(): arm, and only if it returns SWY_OK block on the fd.
  */
-swy_status_t swy_worker_get_efd(swy_worker_h worker, int *fd);
+swy_status_t swy_worker_get_efd(swy_worker_h worker, int* fd);
 
 /**
  * @brief Arm the event fd for the next event.
@@ -179,10 +179,10 @@ swy_status_t swy_worker_wait(swy_worker_h worker, int timeout_ms);
  * @param[out] address  allocated by Switchyard; release with swy_worker_release_address().
  * @param[out] length   its length in bytes.
  */
-swy_status_t swy_worker_get_address(swy_worker_h worker, void **address, size_t *length);
+swy_status_t swy_worker_get_address(swy_worker_h worker, void** address, size_t* length);
 
 /** @brief Release an address returned by swy_worker_get_address(). */
-void swy_worker_release_address(swy_worker_h worker, void *address);
+void swy_worker_release_address(swy_worker_h worker, void* address);
 
 /** Attributes of a worker, for tools and tests. */
 typedef struct swy_worker_attr {
@@ -193,14 +193,14 @@ typedef struct swy_worker_attr {
 } swy_worker_attr_t;
 
 /** @brief Query worker attributes. */
-swy_status_t swy_worker_query(swy_worker_h worker, swy_worker_attr_t *attr);
+swy_status_t swy_worker_query(swy_worker_h worker, swy_worker_attr_t* attr);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Endpoint                                                                                 */
 /* ---------------------------------------------------------------------------------------- */
 
 /** Called once, from progress, when an endpoint fails (peer died, connection lost). */
-typedef void (*swy_ep_error_cb_t)(void *arg, swy_ep_h ep, swy_status_t status);
+typedef void (*swy_ep_error_cb_t)(void* arg, swy_ep_h ep, swy_status_t status);
 
 /** Endpoint creation flags. */
 enum swy_ep_flags {
@@ -226,18 +226,18 @@ enum swy_ep_flags {
  * set, so a program built against an older, shorter struct keeps working unchanged.
  */
 typedef struct swy_ep_params {
-    const void *remote_address;    /**< blob from swy_worker_get_address() (no flag) */
-    size_t remote_address_length;  /**< its length */
-    uint32_t flags;                /**< enum swy_ep_flags */
-    swy_ep_error_cb_t err_cb;      /**< optional; without it errors only fail requests */
-    void *err_arg;                 /**< passed to err_cb */
-    const struct sockaddr *sockaddr; /**< SWY_EP_FLAG_SOCKADDR: a listener's address (IPv4 or
+    const void* remote_address;      /**< blob from swy_worker_get_address() (no flag) */
+    size_t remote_address_length;    /**< its length */
+    uint32_t flags;                  /**< enum swy_ep_flags */
+    swy_ep_error_cb_t err_cb;        /**< optional; without it errors only fail requests */
+    void* err_arg;                   /**< passed to err_cb */
+    const struct sockaddr* sockaddr; /**< SWY_EP_FLAG_SOCKADDR: a listener's address (IPv4 or
                                           IPv6); copied, the caller keeps ownership */
-    size_t sockaddr_length;        /**< its length (sizeof(struct sockaddr_in/_in6)) */
+    size_t sockaddr_length;          /**< its length (sizeof(struct sockaddr_in/_in6)) */
     swy_conn_request_h conn_request; /**< SWY_EP_FLAG_CONN_REQUEST: consumed by the call */
-    const void *auth_key;          /**< SWY_EP_FLAG_AUTH_KEY: the key shared with the listener,
+    const void* auth_key;            /**< SWY_EP_FLAG_AUTH_KEY: the key shared with the listener,
                                         16 to 256 bytes; copied, the caller keeps ownership */
-    size_t auth_key_length;        /**< SWY_EP_FLAG_AUTH_KEY: its length in bytes */
+    size_t auth_key_length;          /**< SWY_EP_FLAG_AUTH_KEY: its length in bytes */
 } swy_ep_params_t;
 
 /**
@@ -279,7 +279,7 @@ typedef struct swy_ep_params {
  *         failed validation); SWY_ERR_UNREACHABLE (no enabled transport reaches the peer,
  *         e.g. another host and no network transport, or the peer's segment cannot be mapped).
  */
-swy_status_t swy_ep_create(swy_worker_h worker, const swy_ep_params_t *params, swy_ep_h *ep);
+swy_status_t swy_ep_create(swy_worker_h worker, const swy_ep_params_t* params, swy_ep_h* ep);
 
 /** How swy_ep_close_nb() treats outstanding operations. */
 typedef enum swy_ep_close_mode {
@@ -293,46 +293,45 @@ typedef enum swy_ep_close_mode {
  * @return SWY_OK (closed, *req NULL), SWY_INPROGRESS, or an error. The handle is invalid
  *         once the close completes.
  */
-swy_status_t swy_ep_close_nb(swy_ep_h ep, swy_ep_close_mode_t mode, swy_request_h *req);
+swy_status_t swy_ep_close_nb(swy_ep_h ep, swy_ep_close_mode_t mode, swy_request_h* req);
 
 /** What an endpoint got at wire-up. Nothing is hidden: a PIO-less endpoint says so. */
 typedef struct swy_ep_attr {
-    int pio;                    /**< 1 if the endpoint holds a PIO lane */
-    uint32_t credits;           /**< send credits on its lane (cells it may have in flight);
+    int pio;                       /**< 1 if the endpoint holds a PIO lane */
+    uint32_t credits;              /**< send credits on its lane (cells it may have in flight);
                                      UINT32_MAX means unlimited (self) */
-    int credits_shared;         /**< 1 if those credits are shared with other senders */
-    size_t pio_max_size;        /**< largest payload sent by PIO (0 without PIO) */
-    size_t bcopy_max_size;      /**< largest payload of one bcopy fragment */
-    const char *transport;      /**< "self", "shm", ... (static strings: valid forever) */
-    const char *small_protocol; /**< protocol for an 8-byte host send, e.g. "eager_short" */
-    const char *fallback_protocol; /**< what small sends use without PIO, e.g. "eager_bcopy" */
-    int connected;              /**< 0 once the endpoint failed */
-    int cma;                    /**< 1 if zero-copy CMA reaches the peer */
+    int credits_shared;            /**< 1 if those credits are shared with other senders */
+    size_t pio_max_size;           /**< largest payload sent by PIO (0 without PIO) */
+    size_t bcopy_max_size;         /**< largest payload of one bcopy fragment */
+    const char* transport;         /**< "self", "shm", ... (static strings: valid forever) */
+    const char* small_protocol;    /**< protocol for an 8-byte host send, e.g. "eager_short" */
+    const char* fallback_protocol; /**< what small sends use without PIO, e.g. "eager_bcopy" */
+    int connected;                 /**< 0 once the endpoint failed */
+    int cma;                       /**< 1 if zero-copy CMA reaches the peer */
     /* PIO in detail (added with the verbs device-memory PIO window; programs built against
        the older, shorter struct must be rebuilt: the library fills all of it). */
-    size_t pio_inline_size;     /**< verbs: largest header+payload sent inline (written into
+    size_t pio_inline_size; /**< verbs: largest header+payload sent inline (written into
                                      the work request); 0 on other transports */
-    size_t pio_dm_size;         /**< bytes of device memory (a PIO window on the adapter) this
+    size_t pio_dm_size;     /**< bytes of device memory (a PIO window on the adapter) this
                                      endpoint holds; 0: none */
-    uint32_t pio_credits;       /**< PIO sends it may have in flight: the device-memory cells
+    uint32_t pio_credits;   /**< PIO sends it may have in flight: the device-memory cells
                                      when it holds device memory, else its credits; 0 without
                                      PIO */
-    const char *pio_window;     /**< what PIO it got and why, e.g. "device memory: slot 2 of 16,
+    const char* pio_window; /**< what PIO it got and why, e.g. "device memory: slot 2 of 16,
                                      4 cells of 2048 B" or "inline only: every device-memory
                                      slot is taken"; "" where there is nothing to say. Valid
                                      while the endpoint exists */
 } swy_ep_attr_t;
 
 /** @brief Query what an endpoint got. */
-swy_status_t swy_ep_query(swy_ep_h ep, swy_ep_attr_t *attr);
+swy_status_t swy_ep_query(swy_ep_h ep, swy_ep_attr_t* attr);
 
 /**
  * @brief Write the endpoint's protocol table (size ranges → protocol, with reasons) as text.
  * @param memtype  memory type of the send buffer (SWY_MEMTYPE_HOST for host).
  * @return SWY_OK, or SWY_ERR_NO_RESOURCE if @p buf was too small (output truncated).
  */
-swy_status_t swy_ep_print_protocols(swy_ep_h ep, swy_memtype_t memtype, char *buf,
-                                    size_t buflen);
+swy_status_t swy_ep_print_protocols(swy_ep_h ep, swy_memtype_t memtype, char* buf, size_t buflen);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Listener (connection establishment through sockaddr)                                     */
@@ -345,7 +344,7 @@ swy_status_t swy_ep_print_protocols(swy_ep_h ep, swy_memtype_t memtype, char *bu
  * swy_listener_reject(); the client waits until then (at most 30 s). Requests from a worker that already has an endpoint here are never offered (see
  * swy_ep_create()).
  */
-typedef void (*swy_listener_conn_cb_t)(swy_conn_request_h conn_request, void *arg);
+typedef void (*swy_listener_conn_cb_t)(swy_conn_request_h conn_request, void* arg);
 
 /** Listener creation flags (swy_listener_params_t.flags). */
 enum swy_listener_flags {
@@ -364,17 +363,17 @@ enum swy_listener_flags {
  * being rebuilt (its listeners have no key). Zero-initialised parameters mean no key.
  */
 typedef struct swy_listener_params {
-    const struct sockaddr *sockaddr; /**< required: IPv4 or IPv6 address to bind (the IPv6
+    const struct sockaddr* sockaddr;   /**< required: IPv4 or IPv6 address to bind (the IPv6
                                           wildcard also accepts IPv4 clients); port 0 lets
                                           the kernel choose (see swy_listener_query()) */
-    size_t sockaddr_length;          /**< its length */
+    size_t sockaddr_length;            /**< its length */
     swy_listener_conn_cb_t on_connect; /**< required */
-    void *arg;                       /**< passed to on_connect */
-    uint32_t flags;                  /**< enum swy_listener_flags */
-    const void *auth_key;            /**< SWY_LISTENER_FLAG_AUTH_KEY: the shared key, 16 to
+    void* arg;                         /**< passed to on_connect */
+    uint32_t flags;                    /**< enum swy_listener_flags */
+    const void* auth_key;              /**< SWY_LISTENER_FLAG_AUTH_KEY: the shared key, 16 to
                                           256 bytes (random bytes, not a password); copied,
                                           the caller keeps ownership */
-    size_t auth_key_length;          /**< SWY_LISTENER_FLAG_AUTH_KEY: its length in bytes */
+    size_t auth_key_length;            /**< SWY_LISTENER_FLAG_AUTH_KEY: its length in bytes */
 } swy_listener_params_t;
 
 /**
@@ -397,8 +396,8 @@ typedef struct swy_listener_params {
  *         log says why).
  * Thread safety: as any call on @p worker.
  */
-swy_status_t swy_listener_create_v2(swy_worker_h worker, const swy_listener_params_t *params,
-                                    swy_listener_h *listener);
+swy_status_t swy_listener_create_v2(swy_worker_h worker, const swy_listener_params_t* params,
+                                    swy_listener_h* listener);
 /** The listener API's entry point for this header's swy_listener_params_t (see its ABI note). */
 #define swy_listener_create swy_listener_create_v2
 
@@ -410,7 +409,7 @@ typedef struct swy_listener_attr {
 } swy_listener_attr_t;
 
 /** @brief Query the bound address. @return SWY_OK; SWY_ERR_INVALID_PARAM (NULL argument). */
-swy_status_t swy_listener_query(swy_listener_h listener, swy_listener_attr_t *attr);
+swy_status_t swy_listener_query(swy_listener_h listener, swy_listener_attr_t* attr);
 
 /**
  * @brief Reject a connection request offered by @p listener: its client's endpoint fails with
@@ -423,14 +422,13 @@ swy_status_t swy_listener_reject(swy_listener_h listener, swy_conn_request_h con
 typedef struct swy_conn_request_attr {
     struct sockaddr_storage client_sockaddr; /**< the client's address as accepted */
     size_t client_sockaddr_length;
-    uint64_t client_worker_uid;              /**< the client worker's unique id (from the
+    uint64_t client_worker_uid; /**< the client worker's unique id (from the
                                                   address it sent; on a keyed listener the
                                                   client proved the key over that address) */
 } swy_conn_request_attr_t;
 
 /** @brief Query a request before answering it. @return SWY_OK; SWY_ERR_INVALID_PARAM. */
-swy_status_t swy_conn_request_query(swy_conn_request_h conn_request,
-                                    swy_conn_request_attr_t *attr);
+swy_status_t swy_conn_request_query(swy_conn_request_h conn_request, swy_conn_request_attr_t* attr);
 
 /**
  * @brief Stop listening and release the listener. Requests not yet answered are rejected and
@@ -449,10 +447,10 @@ typedef struct swy_tag_recv_info {
 } swy_tag_recv_info_t;
 
 /** Send completion callback, run from progress. */
-typedef void (*swy_send_cb_t)(swy_request_h req, swy_status_t status, void *user_data);
+typedef void (*swy_send_cb_t)(swy_request_h req, swy_status_t status, void* user_data);
 /** Receive completion callback, run from progress; @p info is valid only during the call. */
 typedef void (*swy_recv_cb_t)(swy_request_h req, swy_status_t status,
-                              const swy_tag_recv_info_t *info, void *user_data);
+                              const swy_tag_recv_info_t* info, void* user_data);
 
 /** Request parameter flags. */
 enum swy_request_flags {
@@ -464,12 +462,12 @@ enum swy_request_flags {
 
 /** Per-operation parameters. May be NULL (no callback, detect the memory type). */
 typedef struct swy_request_params {
-    uint32_t flags;               /**< enum swy_request_flags */
-    swy_send_cb_t send_cb;        /**< for sends */
-    swy_recv_cb_t recv_cb;        /**< for receives */
-    void *user_data;              /**< passed to the callback */
-    swy_memtype_t memtype;        /**< memory type of the buffer; UNKNOWN: detect */
-    swy_tag_recv_info_t *recv_info; /**< receives: filled when completing immediately */
+    uint32_t flags;                 /**< enum swy_request_flags */
+    swy_send_cb_t send_cb;          /**< for sends */
+    swy_recv_cb_t recv_cb;          /**< for receives */
+    void* user_data;                /**< passed to the callback */
+    swy_memtype_t memtype;          /**< memory type of the buffer; UNKNOWN: detect */
+    swy_tag_recv_info_t* recv_info; /**< receives: filled when completing immediately */
 } swy_request_params_t;
 
 /**
@@ -485,7 +483,7 @@ swy_status_t swy_request_test(swy_request_h req);
 swy_status_t swy_request_wait(swy_worker_h worker, swy_request_h req);
 
 /** @brief What a completed receive matched. @return SWY_OK, SWY_INPROGRESS if not done. */
-swy_status_t swy_request_recv_info(swy_request_h req, swy_tag_recv_info_t *info);
+swy_status_t swy_request_recv_info(swy_request_h req, swy_tag_recv_info_t* info);
 
 /**
  * @brief Cancel a request.
@@ -508,17 +506,17 @@ void swy_request_free(swy_request_h req);
  * @return see the completion model at the top of this file. SWY_ERR_ENDPOINT_CLOSED or
  *         SWY_ERR_CONNECTION_RESET if the endpoint has failed.
  */
-swy_status_t swy_tag_send_nb(swy_ep_h ep, const void *buffer, size_t length, swy_tag_t tag,
-                             const swy_request_params_t *params, swy_request_h *req);
+swy_status_t swy_tag_send_nb(swy_ep_h ep, const void* buffer, size_t length, swy_tag_t tag,
+                             const swy_request_params_t* params, swy_request_h* req);
 
 /**
  * @brief Receive a message whose tag matches: (sender_tag & tag_mask) == (tag & tag_mask).
  * Receives match in post order. A message larger than @p length completes with
  * SWY_ERR_MESSAGE_TRUNCATED, and nothing is written past @p length bytes.
  */
-swy_status_t swy_tag_recv_nb(swy_worker_h worker, void *buffer, size_t length, swy_tag_t tag,
-                             swy_tag_t tag_mask, const swy_request_params_t *params,
-                             swy_request_h *req);
+swy_status_t swy_tag_recv_nb(swy_worker_h worker, void* buffer, size_t length, swy_tag_t tag,
+                             swy_tag_t tag_mask, const swy_request_params_t* params,
+                             swy_request_h* req);
 
 /**
  * @brief Look for an unexpected message that a receive with (tag, mask) would match.
@@ -529,15 +527,15 @@ swy_status_t swy_tag_recv_nb(swy_worker_h worker, void *buffer, size_t length, s
  * @return SWY_OK if found; SWY_ERR_NO_MESSAGE if not (call progress and retry).
  */
 swy_status_t swy_tag_probe_nb(swy_worker_h worker, swy_tag_t tag, swy_tag_t tag_mask, int remove,
-                              swy_tag_recv_info_t *info, swy_message_h *message);
+                              swy_tag_recv_info_t* info, swy_message_h* message);
 
 /**
  * @brief Receive a message removed by swy_tag_probe_nb(remove=1) (MPI_Mrecv).
  * Consumes @p message. Completion model as swy_tag_recv_nb().
  */
-swy_status_t swy_tag_msg_recv_nb(swy_worker_h worker, void *buffer, size_t length,
-                                 swy_message_h message, const swy_request_params_t *params,
-                                 swy_request_h *req);
+swy_status_t swy_tag_msg_recv_nb(swy_worker_h worker, void* buffer, size_t length,
+                                 swy_message_h message, const swy_request_params_t* params,
+                                 swy_request_h* req);
 
 #ifdef __cplusplus
 }

@@ -58,7 +58,7 @@ namespace detail {
 inline void throw_if_error(swy_status_t status, const char* what) {
     if (status != SWY_OK) throw StatusError(status, what);
 }
-} // namespace detail
+}  // namespace detail
 
 /// Process-wide context (configuration, transports, memory types).
 class Context {
@@ -150,8 +150,10 @@ class Request {
 public:
     Request() = default;
     Request(Request&& other) noexcept
-        : worker_(other.worker_), req_(std::exchange(other.req_, nullptr)),
-          status_(other.status_), info_(other.info_) {}
+        : worker_(other.worker_),
+          req_(std::exchange(other.req_, nullptr)),
+          status_(other.status_),
+          info_(other.info_) {}
     Request& operator=(Request&& other) noexcept {
         if (this != &other) {
             release();
@@ -378,7 +380,8 @@ public:
     }
 
     Listener(Listener&& other) noexcept
-        : worker_(std::move(other.worker_)), fn_(std::move(other.fn_)),
+        : worker_(std::move(other.worker_)),
+          fn_(std::move(other.fn_)),
           listener_(std::exchange(other.listener_, nullptr)) {}
     Listener& operator=(Listener&& other) noexcept {
         if (this != &other) {
@@ -423,6 +426,6 @@ private:
     swy_listener_h listener_ = nullptr;
 };
 
-} // namespace swy
+}  // namespace swy
 
 #endif
