@@ -137,7 +137,9 @@ Worker::~Worker() {
     rndv_.release_all();  // registrations go before the interface that holds their PD
     ifaces_.clear();
     epoll_fd_.reset();
-    // (An incomplete message a matched probe took out is freed by eager_'s destructor.)
+    // An incomplete message a matched probe took out is no longer in the matcher: eager_
+    // frees those (before the matcher's own are deleted below, which it may point to).
+    eager_.free_probed();
     while (proto::UnexpectedMessage* m = matcher_.match_unexpected(0, 0, true)) {
         delete static_cast<UnexpectedDesc*>(m);
     }

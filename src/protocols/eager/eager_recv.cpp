@@ -24,12 +24,13 @@ void malformed(const char* what, size_t length) {
 
 }  // namespace
 
-EagerReceiver::~EagerReceiver() {
+void EagerReceiver::free_probed() {
     // An incomplete unexpected message is also in the matcher (freed by the worker) unless a
     // matched probe took it out.
     for (auto& [key, e] : reassembly_) {
         if (e.desc != nullptr && e.desc->probed_out) delete e.desc;
     }
+    reassembly_.clear();
 }
 
 void EagerReceiver::deliver(Request* r, uint64_t tag, size_t total, const uint8_t* payload,

@@ -34,9 +34,6 @@ struct Reassembly {
 class EagerReceiver {
 public:
     explicit EagerReceiver(core::Worker* worker) : worker_(worker) {}
-    /// Frees incomplete messages a matched probe took out of the matcher (the matcher's
-    /// own descs are the worker's to free).
-    ~EagerReceiver();
     EagerReceiver(const EagerReceiver&) = delete;
     EagerReceiver& operator=(const EagerReceiver&) = delete;
 
@@ -57,6 +54,11 @@ public:
     void drop_sender(tl::AmSource src, Status why);
     /// The peer @p peer failed: the same for everything it was sending.
     void drop_peer(const core::PeerRef& peer, Status why);
+
+    /// Free the incomplete messages a matched probe took out of the matcher (the matcher's
+    /// own descs are the worker's to free) and forget every reassembly. The worker calls it
+    /// when it is destroyed, before it frees the matcher's descs.
+    void free_probed();
 
     /// Acknowledge a synchronous send (@p status: kOk, or why its receive failed).
     void send_sync_ack(tl::AmSource src, uint64_t sender_request, Status status = Status::kOk);
