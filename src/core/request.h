@@ -61,6 +61,19 @@ struct Request : proto::PostedReceive {
     uint8_t proto = 0;  ///< proto::ProtoId chosen at send time
     /// The running protocol's own stage enum (protocols/protocol.h; 0: not started).
     uint8_t stage = 0;
+    /// The stage as the running protocol's enum @p E (its own `enum class : uint8_t`).
+    template <typename E>
+    E stage_as() const {
+        return static_cast<E>(stage);
+    }
+    template <typename E>
+    void set_stage(E s) {
+        stage = static_cast<uint8_t>(s);
+    }
+    template <typename E>
+    bool in_stage(E s) const {
+        return stage == static_cast<uint8_t>(s);
+    }
     uint8_t memtype = 1;      ///< mem::MemType of the user buffer (send or receive)
     bool cpu_buffer = true;   ///< the CPU may load/store the user buffer directly
     bool local_done = false;  ///< every byte handed over (buffer reusable)

@@ -26,7 +26,7 @@ Status send_single(Endpoint* ep, Request* r) {
 /// A larger message: the first fragment announces the total, middle ones carry offsets.
 Status send_fragments(Endpoint* ep, Request* r) {
     const size_t fragment = ep->fragment_max();
-    if (static_cast<SendStage>(r->stage) == SendStage::kNotStarted) {
+    if (r->in_stage(SendStage::kNotStarted)) {
         EagerFirstHeader h{};
         h.tag = r->send_tag;
         h.total_length = r->length;
@@ -37,7 +37,7 @@ Status send_fragments(Endpoint* ep, Request* r) {
         const size_t chunk = std::min(fragment, r->length);
         Status s = ep->send_payload(r, kAmEagerFirst, &h, sizeof(h), 0, chunk);
         if (s != Status::kOk) return s;
-        r->stage = static_cast<Stage>(SendStage::kFragments);
+        r->set_stage(SendStage::kFragments);
         r->offset = chunk;
     }
     while (r->offset < r->length) {

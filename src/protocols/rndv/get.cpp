@@ -24,17 +24,14 @@ using core::Request;
 
 namespace {
 
-GetStage stage_of(const Request* r) { return static_cast<GetStage>(r->stage); }
-void set_stage(Request* r, GetStage s) { r->stage = static_cast<Stage>(s); }
-
 /// Split: both processes copy at once. Asked only after the first page came through, so a
 /// refused pull never leaves a split behind.
 void request_split(Rendezvous& rv, Request* r) {
-    set_stage(r, GetStage::kPull);
+    r->set_stage(GetStage::kPull);
     const size_t remaining = r->rndv_length - r->rndv_done;
     const size_t tail = (remaining / 2) & ~size_t{4095};
     if (tail < rv.split_min() / 2) return;
-    set_stage(r, GetStage::kPullSplit);
+    r->set_stage(GetStage::kPullSplit);
     r->split_offset = r->rndv_length - tail;
     RtrHeader h{};
     h.sender_request = r->peer_request;
@@ -66,7 +63,7 @@ void on_read_done(void* arg, uint64_t cookie, Status status) {
     auto* worker = static_cast<core::Worker*>(arg);
     Request* r = worker->pool().find(cookie);
     if (r == nullptr || r->kind != core::RequestKind::kRecv || r->completed ||
-        stage_of(r) != GetStage::kReading) {
+        r->stage_as<GetStage>() != GetStage::kReading) {
         return;  // failed already
     }
     const Status final_status = status != Status::kOk ? status
@@ -90,22 +87,22 @@ bool pull(Rendezvous& rv, Request* r) {
         if ((lane->caps() & tl::cap::kRemoteKeys) == 0) n = std::min(n, rv.get_chunk());
         // Before a split, one page only: it proves the lane works with this sender, and the
         // sender starts putting its share right after.
-        if (stage_of(r) == GetStage::kProbe) n = std::min<size_t>(n, 4096);
-        const GetStage before = stage_of(r);
-        set_stage(r, GetStage::kReading);  // what a callback during the call must see
+        if (r->stage_as<GetStage>() == GetStage::kProbe) n = std::min<size_t>(n, 4096);
+        const GetStage before = r->stage_as<GetStage>();
+        r->set_stage(GetStage::kReading);  // what a callback during the call must see
         s = lane->get_zcopy(r->recv_buffer + r->rndv_done, reg,
                             {r->remote_address + r->rndv_done, r->remote_key}, n, done);
         if (s == Status::kInProgress) {
             rv.wait_for_peer(r);  // failed with its peer meanwhile
             return true;
         }
-        set_stage(r, before);
+        r->set_stage(before);
         if (s != Status::kOk) break;
         r->rndv_done += n;
         budget -= std::min(budget, n);
         if (before == GetStage::kProbe) request_split(rv, r);
     }
-    const GetStage stage = stage_of(r);
+    const GetStage stage = r->stage_as<GetStage>();
     const bool split = stage == GetStage::kPullSplit || stage == GetStage::kPullSplitFin;
     if (s == Status::kUnsupported && r->rndv_done == 0 && !split) {
         // Ptrace policy (or a lane that cannot reach the sender) refused us: the sender pushes
@@ -122,7 +119,7 @@ bool pull(Rendezvous& rv, Request* r) {
         if (stage == GetStage::kPullSplitFin) {
             finish_split(rv, r, s);
         } else {
-            set_stage(r, GetStage::kWaitFin);
+            r->set_stage(GetStage::kWaitFin);
         }
         return true;
     }
@@ -136,7 +133,7 @@ bool pull(Rendezvous& rv, Request* r) {
 
 /// Sender of a split: put the tail, then the FIN. @return true when done driving.
 bool push_tail(Rendezvous& rv, Request* r) {
-    if (stage_of(r) == GetStage::kSplitPushing) {
+    if (r->stage_as<GetStage>() == GetStage::kSplitPushing) {
         tl::ZcopyLane* lane = Rendezvous::send_zcopy(r);
         // A split RTR carries no key: only lanes without remote keys take one (else the
         // receiver pulls our part itself, as after any refusal).
@@ -147,7 +144,7 @@ bool push_tail(Rendezvous& rv, Request* r) {
         // Tell the receiver, whatever happened, so it never waits for a FIN: it then pulls
         // our part itself (kUnsupported) or fails.
         r->fin_status = s;
-        set_stage(r, GetStage::kSplitFin);
+        r->set_stage(GetStage::kSplitFin);
     }
     Status lane_error = Status::kOk;
     if (rv.send_fin(r, &lane_error) == Status::kNoResource) return false;
@@ -155,7 +152,7 @@ bool push_tail(Rendezvous& rv, Request* r) {
         rv.finish_send(r, lane_error);
         return true;
     }
-    set_stage(r, GetStage::kSplitWaitAts);  // the receiver's ATS completes us
+    r->set_stage(GetStage::kSplitWaitAts);  // the receiver's ATS completes us
     return true;
 }
 
@@ -183,12 +180,12 @@ void get_start_receive(Rendezvous& rv, Request* r, tl::ZcopyLane* lane) {
         rv.send_rtr(r, RndvScheme::kPipeline);
         return;
     }
-    set_stage(r, !keys && r->rndv_length >= rv.split_min() ? GetStage::kProbe : GetStage::kPull);
+    r->set_stage(!keys && r->rndv_length >= rv.split_min() ? GetStage::kProbe : GetStage::kPull);
     rv.drive(r);
 }
 
 void get_start_split_push(Rendezvous& rv, Request* r) {
-    set_stage(r, GetStage::kSplitPushing);
+    r->set_stage(GetStage::kSplitPushing);
     rv.drive(r);
 }
 
@@ -197,21 +194,21 @@ void get_on_split_fin(Rendezvous& rv, Request* r, Status status) {
         // The sender may not write into us: we pull its share too, as a plain GET.
         rv.stop_waiting(r);
         r->rndv_length = std::min<size_t>(r->info.length, r->capacity);
-        if (stage_of(r) == GetStage::kWaitFin) rv.drive(r);  // our own pull was over
-        set_stage(r, GetStage::kPull);
+        if (r->stage_as<GetStage>() == GetStage::kWaitFin) rv.drive(r);  // our own pull was over
+        r->set_stage(GetStage::kPull);
         return;
     }
     r->fin_status = status == Status::kMessageTruncated ? Status::kOk : status;
-    if (stage_of(r) == GetStage::kWaitFin) {
+    if (r->stage_as<GetStage>() == GetStage::kWaitFin) {
         finish_split(rv, r, r->rndv_status);
     } else {
-        set_stage(r, GetStage::kPullSplitFin);
+        r->set_stage(GetStage::kPullSplitFin);
     }
 }
 
 bool get_progress(Request* r) {
     Rendezvous& rv = r->worker->rndv();
-    switch (stage_of(r)) {
+    switch (r->stage_as<GetStage>()) {
         case GetStage::kProbe:
         case GetStage::kPull:
         case GetStage::kPullSplit:

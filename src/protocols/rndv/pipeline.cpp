@@ -16,12 +16,12 @@ using core::Request;
 void pipeline_start_receive(Rendezvous& rv, Request* r) { rv.send_rtr(r, RndvScheme::kPipeline); }
 
 void pipeline_start_push(Rendezvous& rv, Request* r) {
-    r->stage = static_cast<Stage>(PipelineStage::kSending);
+    r->set_stage(PipelineStage::kSending);
     rv.drive(r);
 }
 
 bool pipeline_progress(Request* r) {
-    if (r->stage != static_cast<Stage>(PipelineStage::kSending)) return true;
+    if (!r->in_stage(PipelineStage::kSending)) return true;
     Rendezvous& rv = r->worker->rndv();
     core::Endpoint* ep = r->ep;
     const size_t frag = ep->fragment_max();

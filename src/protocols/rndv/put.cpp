@@ -22,9 +22,6 @@ using core::Request;
 
 namespace {
 
-PutStage stage_of(const Request* r) { return static_cast<PutStage>(r->stage); }
-void set_stage(Request* r, PutStage s) { r->stage = static_cast<Stage>(s); }
-
 bool is_put_send(const Request* r) {
     return r->kind == core::RequestKind::kSend && !r->completed &&
            proto_info(static_cast<ProtoId>(r->proto)).zcopy == ZcopyNeed::kPut;
@@ -35,19 +32,19 @@ bool is_put_send(const Request* r) {
 void on_put_posted(void* arg, uint64_t cookie, Status /*status*/) {
     auto* worker = static_cast<core::Worker*>(arg);
     Request* r = worker->pool().find(cookie);
-    if (r == nullptr || !is_put_send(r) || stage_of(r) != PutStage::kWriting) return;
+    if (r == nullptr || !is_put_send(r) || r->stage_as<PutStage>() != PutStage::kWriting) return;
     Rendezvous& rv = worker->rndv();
     r->rndv_done = r->rndv_length;
     r->fin_status = Status::kOk;
     Status lane_error = Status::kOk;
     if (rv.send_fin(r, &lane_error) == Status::kNoResource) {
         // No credit or send-queue slot now: retried from progress, still behind the put.
-        set_stage(r, PutStage::kFinPendingWriting);
+        r->set_stage(PutStage::kFinPendingWriting);
         rv.drive(r);
         return;
     }
     if (lane_error != Status::kOk) r->rndv_status = lane_error;
-    set_stage(r, PutStage::kFinSentWriting);
+    r->set_stage(PutStage::kFinSentWriting);
 }
 
 /// An asynchronous put completed: our buffer is no longer read.
@@ -57,20 +54,20 @@ void on_put_done(void* arg, uint64_t cookie, Status status) {
     if (r == nullptr || !is_put_send(r)) return;
     Rendezvous& rv = worker->rndv();
     rv.release(r);  // drop the registration before the send can complete
-    switch (stage_of(r)) {
+    switch (r->stage_as<PutStage>()) {
         case PutStage::kWriting:
             // Failed before every part was posted, so no FIN went out: tell the receiver (if
             // the lane still carries anything) so it never waits for one.
             r->fin_status = status != Status::kOk ? status : Status::kIoError;
             r->rndv_done = r->rndv_length;
-            set_stage(r, PutStage::kFinPending);
+            r->set_stage(PutStage::kFinPending);
             rv.drive(r);
             return;
         case PutStage::kFinPendingWriting:
             // A failed put moved the lane to an error state, so the FIN behind it never
             // arrives: the receiver fails with the connection. One still waiting says so too.
             if (status != Status::kOk) r->rndv_status = r->fin_status = status;
-            set_stage(r, PutStage::kFinPending);  // progress completes it once the FIN is out
+            r->set_stage(PutStage::kFinPending);  // progress completes it once the FIN is out
             return;
         case PutStage::kFinSentWriting:
             if (status != Status::kOk) r->rndv_status = status;
@@ -84,11 +81,11 @@ void on_put_done(void* arg, uint64_t cookie, Status status) {
 bool send_pending_fin(Rendezvous& rv, Request* r) {
     Status lane_error = Status::kOk;
     if (rv.send_fin(r, &lane_error) == Status::kNoResource) return false;
-    if (stage_of(r) == PutStage::kFinPendingWriting) {
+    if (r->stage_as<PutStage>() == PutStage::kFinPendingWriting) {
         // The send ends when the put completed (on_put_done): the lane reads our buffer until
         // then, and our registration must outlive that.
         if (lane_error != Status::kOk) r->rndv_status = lane_error;
-        set_stage(r, PutStage::kFinSentWriting);
+        r->set_stage(PutStage::kFinSentWriting);
         return true;
     }
     const Status own = lane_error != Status::kOk ? lane_error : r->fin_status;
@@ -171,24 +168,24 @@ void put_start_push(Rendezvous& rv, Request* r) {
         pipeline_start_push(rv, r);
         return;
     }
-    set_stage(r, PutStage::kPushing);
+    r->set_stage(PutStage::kPushing);
     rv.drive(r);
 }
 
 bool put_progress(Request* r) {
     Rendezvous& rv = r->worker->rndv();
-    switch (stage_of(r)) {
+    switch (r->stage_as<PutStage>()) {
         case PutStage::kPushing: {
-            set_stage(r, PutStage::kWriting);  // what a callback during the call must see
+            r->set_stage(PutStage::kWriting);  // what a callback during the call must see
             const Status s = put_range(rv, r);
             if (s == Status::kInProgress) return true;  // the callbacks take over
             if (s == Status::kNoResource) {
-                set_stage(r, PutStage::kPushing);
+                r->set_stage(PutStage::kPushing);
                 return false;
             }
             // Moved, or failed: tell the receiver, whatever happened, so it never waits.
             r->fin_status = s;
-            set_stage(r, PutStage::kFinPending);
+            r->set_stage(PutStage::kFinPending);
             return send_pending_fin(rv, r);
         }
         case PutStage::kFinPending:

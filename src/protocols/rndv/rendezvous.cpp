@@ -95,9 +95,9 @@ Status Rendezvous::send_rts(Request* r) {
     h.scheme = static_cast<uint32_t>(info->scheme);
     if (info->zcopy == ZcopyNeed::kGet && info->remote_keys) h.rkey = registration(r)->rkey();
     switch (info->zcopy) {
-        case ZcopyNeed::kGet: r->stage = static_cast<Stage>(GetStage::kWaitAts); break;
-        case ZcopyNeed::kPut: r->stage = static_cast<Stage>(PutStage::kWaitRtr); break;
-        case ZcopyNeed::kNone: r->stage = static_cast<Stage>(PipelineStage::kWaitRtr); break;
+        case ZcopyNeed::kGet: r->set_stage(GetStage::kWaitAts); break;
+        case ZcopyNeed::kPut: r->set_stage(PutStage::kWaitRtr); break;
+        case ZcopyNeed::kNone: r->set_stage(PipelineStage::kWaitRtr); break;
     }
     const Status s = r->ep->lane()->am_send(kAmRndvRts, &h, sizeof(h), nullptr, 0);
     // PUT registers only once its RTS is on the wire: the receiver registers its own buffer
@@ -205,10 +205,9 @@ void Rendezvous::on_rtr(tl::AmSource src, const uint8_t* data, size_t length) {
     // An RTR is taken only in the stage that waits for it: a second one for one send is
     // ignored, whatever it says.
     const ProtoInfo& info = proto_info(static_cast<ProtoId>(r->proto));
-    const bool waiting =
-        info.zcopy == ZcopyNeed::kGet   ? r->stage == static_cast<Stage>(GetStage::kWaitAts)
-        : info.zcopy == ZcopyNeed::kPut ? r->stage == static_cast<Stage>(PutStage::kWaitRtr)
-                                        : r->stage == static_cast<Stage>(PipelineStage::kWaitRtr);
+    const bool waiting = info.zcopy == ZcopyNeed::kGet   ? r->in_stage(GetStage::kWaitAts)
+                         : info.zcopy == ZcopyNeed::kPut ? r->in_stage(PutStage::kWaitRtr)
+                                                         : r->in_stage(PipelineStage::kWaitRtr);
     if (!waiting) {
         log_printf(LogLevel::kError, "rendezvous: ignoring a second RTR for one send");
         return;
@@ -249,8 +248,7 @@ void Rendezvous::on_fin(tl::AmSource src, const uint8_t* data, size_t length) {
     const ProtoInfo& info = proto_info(static_cast<ProtoId>(r->proto));
     const Status status = status_from_wire(h.status);
     if (info.zcopy == ZcopyNeed::kGet) {
-        if (r->stage == static_cast<Stage>(GetStage::kPullSplit) ||
-            r->stage == static_cast<Stage>(GetStage::kWaitFin)) {
+        if (r->in_stage(GetStage::kPullSplit) || r->in_stage(GetStage::kWaitFin)) {
             get_on_split_fin(*this, r, status);
         }
         return;  // an asynchronous read in flight takes no FIN
@@ -271,9 +269,9 @@ Request* Rendezvous::data_target(tl::AmSource src, const RndvDataHeader& h, size
     // Only a receive that waits for pushed data takes fragments: the pipeline, or a PUT whose
     // sender could not register its buffer (never one that pulls).
     const bool takes = (r->proto == static_cast<uint8_t>(ProtoId::kRndvPipeline) &&
-                        r->stage == static_cast<Stage>(PipelineStage::kWaitData)) ||
+                        r->in_stage(PipelineStage::kWaitData)) ||
                        (proto_info(static_cast<ProtoId>(r->proto)).zcopy == ZcopyNeed::kPut &&
-                        r->stage == static_cast<Stage>(PutStage::kWaitFin));
+                        r->in_stage(PutStage::kWaitFin));
     if (!takes || !waits_for_peer(r)) return nullptr;
     return r;
 }
@@ -382,9 +380,9 @@ void Rendezvous::send_rtr(Request* r, RndvScheme scheme, uint32_t rkey) {
     if (scheme == RndvScheme::kPipeline) {
         release(r);
         r->proto = static_cast<uint8_t>(ProtoId::kRndvPipeline);
-        r->stage = static_cast<Stage>(PipelineStage::kWaitData);
+        r->set_stage(PipelineStage::kWaitData);
     } else {
-        r->stage = static_cast<Stage>(PutStage::kWaitFin);
+        r->set_stage(PutStage::kWaitFin);
     }
     RtrHeader h{};
     h.sender_request = r->peer_request;
