@@ -70,7 +70,7 @@ swy_status_t swy_mem_map_dmabuf(swy_context_h context, int fd, uint64_t offset, 
     return api::to_c(s);
 }
 
-swy_status_t swy_mem_unmap(swy_context_h context, void* address) {
+swy_status_t swy_mem_unmap_dmabuf(swy_context_h context, void* address) {
     if (context == nullptr || address == nullptr) {
         return api::invalid(__func__, "context and address must not be NULL");
     }

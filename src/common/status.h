@@ -24,6 +24,7 @@ enum class Status : int8_t {
     kMalformed = -13,
     kEndpointClosed = -14,
     kNotFound = -15,
+    kAccessDenied = -16,
 };
 
 /// True for kOk and kInProgress.
@@ -35,7 +36,7 @@ constexpr bool is_error(Status s) { return static_cast<int>(s) < 0; }
 /// an error), otherwise kMalformed. Never static_cast a peer's number: Status is 8 bits wide, so an unchecked
 /// -65536 would read as kOk.
 constexpr Status status_from_wire(int32_t value) {
-    return value <= 0 && value >= static_cast<int>(Status::kNotFound) ? static_cast<Status>(value)
+    return value <= 0 && value >= static_cast<int>(Status::kAccessDenied) ? static_cast<Status>(value)
                                                                       : Status::kMalformed;
 }
 

@@ -25,7 +25,20 @@ enum AmIdValue : tl::AmId {
     kAmRndvRtr = 8,        ///< receiver ready: RtrHeader (put or pipeline)
     kAmRndvFin = 9,        ///< sender finished a put: AckHeader (id = receive request)
     kAmRndvData = 10,      ///< pipeline fragment: RndvDataHeader + payload
-    kAmMax = 11,
+    // One-sided operations executed by the target (src/rma/; headers in rma/rma_wire.h).
+    kAmRmaPut = 11,          ///< write at the target
+    kAmRmaGet = 12,          ///< read request
+    kAmRmaGetReply = 13,     ///< read data back to the initiator
+    kAmRmaAtomic = 14,       ///< atomic request
+    kAmRmaAtomicReply = 15,  ///< atomic result back to the initiator
+    kAmRmaFlush = 16,        ///< flush request: answered after every earlier operation
+    kAmRmaFlushAck = 17,     ///< flush answer (carries the first error since the last flush)
+    kAmRmaReserved = 18,     ///< 18-19 reserved for one-sided operations
+    // Active messages (src/protocols/am/; headers in protocols/am/am_wire.h).
+    kAmUserEager = 20,     ///< a whole active message: AmEagerHeader + user header + data
+    kAmUserRts = 21,       ///< a rendezvous active message: RTS + user header
+    kAmUserReserved = 22,  ///< 22-23 reserved for active messages
+    kAmMax = 24,
 };
 
 struct EagerOnlyHeader {

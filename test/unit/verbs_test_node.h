@@ -31,7 +31,7 @@ struct VerbsNode {
         all.insert(all.end(), settings.begin(), settings.end());
         ctx = make_context(all);
         if (ctx == nullptr) return;
-        swy_worker_params_t wp{SWY_THREAD_MODE_SINGLE};
+        swy_worker_params_t wp{SWY_WORKER_PARAM_FIELD_THREAD_MODE, SWY_THREAD_MODE_SINGLE};
         EXPECT_EQ(swy_worker_create(ctx, &wp, &worker), SWY_OK);
         void* a = nullptr;
         size_t n = 0;

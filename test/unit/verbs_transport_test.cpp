@@ -311,11 +311,11 @@ TEST(VerbsTransport, UnknownRcacheModeIsRejectedAtWorkerCreation) {
     ASSERT_EQ(swy_config_read(&cfg), SWY_OK);
     swy_config_set(cfg, "TLS", "verbs,self");
     swy_config_set(cfg, "VERBS_RCACHE", "sometimes");
-    swy_context_params_t cp{cfg};
+    swy_context_params_t cp{SWY_CONTEXT_PARAM_FIELD_CONFIG, cfg};
     swy_context_h ctx = nullptr;
     ASSERT_EQ(swy_context_create(&cp, &ctx), SWY_OK);
     swy_config_release(cfg);
-    swy_worker_params_t wp{SWY_THREAD_MODE_SINGLE};
+    swy_worker_params_t wp{SWY_WORKER_PARAM_FIELD_THREAD_MODE, SWY_THREAD_MODE_SINGLE};
     swy_worker_h worker = nullptr;
     EXPECT_EQ(swy_worker_create(ctx, &wp, &worker), SWY_ERR_INVALID_PARAM);
     if (worker != nullptr) swy_worker_destroy(worker);

@@ -63,7 +63,7 @@ swy_status_t swy_mem_free(swy_context_h context, void* address);
  * access it (Switchyard brackets its own accesses with DMA_BUF_IOCTL_SYNC). Otherwise
  * *address only identifies the range: a CPU access faults, swy_mem_copy() on it returns
  * SWY_ERR_UNSUPPORTED, and only transports that import dma-bufs can move its data.
- * @param[out] address  where the range appears; release with swy_mem_unmap().
+ * @param[out] address  where the range appears; release with swy_mem_unmap_dmabuf().
  * @return SWY_OK; SWY_ERR_INVALID_PARAM for a bad fd, zero @p length or NULL @p address;
  *         SWY_ERR_UNSUPPORTED if "dmabuf" is not in SWY_MEMTYPES; SWY_ERR_NO_MEMORY.
  */
@@ -74,7 +74,7 @@ swy_status_t swy_mem_map_dmabuf(swy_context_h context, int fd, uint64_t offset, 
  * @brief Release a range imported with swy_mem_map_dmabuf() (and its duplicate fd).
  * @return SWY_OK; SWY_ERR_INVALID_PARAM if @p address is not a live mapping's address.
  */
-swy_status_t swy_mem_unmap(swy_context_h context, void* address);
+swy_status_t swy_mem_unmap_dmabuf(swy_context_h context, void* address);
 
 /**
  * @brief Tell the memory type of the buffer [@p address, @p address + @p length).

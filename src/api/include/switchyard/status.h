@@ -30,7 +30,8 @@ typedef enum swy_status {
     SWY_ERR_BUSY = -12,             /**< The object is busy (e.g. events pending on arm). */
     SWY_ERR_MALFORMED = -13,        /**< A wire packet or address failed validation. */
     SWY_ERR_ENDPOINT_CLOSED = -14,  /**< The endpoint was closed before completion. */
-    SWY_ERR_NOT_FOUND = -15         /**< A named item (config variable, device) is unknown. */
+    SWY_ERR_NOT_FOUND = -15,        /**< A named item (config variable, device) is unknown. */
+    SWY_ERR_ACCESS_DENIED = -16     /**< A remote key is stale, forged or lacks the right. */
 } swy_status_t;
 
 /**

@@ -41,6 +41,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include <switchyard/datatype.h>
 #include <switchyard/status.h>
 
 #ifdef __cplusplus
@@ -105,8 +106,22 @@ void swy_config_release(swy_config_h config);
 /* Context                                                                                  */
 /* ---------------------------------------------------------------------------------------- */
 
-/** Parameters for swy_context_create(). Zero-initialise, then set what you need. */
+/*
+ * Every parameter and attribute struct starts with a field_mask: a params struct's bits say
+ * which fields the caller set (a field whose bit is clear keeps its default, whatever it
+ * holds), an attr struct's bits say which fields the caller wants filled. Bits this library
+ * does not know are refused with SWY_ERR_INVALID_PARAM. New fields come with new bits, so a
+ * program built against an older header keeps working with a newer library.
+ */
+
+/** swy_context_params_t.field_mask bits. */
+enum swy_context_param_field {
+    SWY_CONTEXT_PARAM_FIELD_CONFIG = 1u << 0 /**< config */
+};
+
+/** Parameters for swy_context_create(). Zero-initialise, then set fields and their bits. */
 typedef struct swy_context_params {
+    uint64_t field_mask; /**< enum swy_context_param_field */
     swy_config_h config; /**< NULL: read the environment. Copied; caller keeps ownership. */
 } swy_context_params_t;
 
@@ -130,9 +145,15 @@ typedef enum swy_thread_mode {
     SWY_THREAD_MODE_MULTI = 1   /**< Any thread may call; calls serialise on one lock. */
 } swy_thread_mode_t;
 
-/** Parameters for swy_worker_create(). Zero-initialise, then set what you need. */
+/** swy_worker_params_t.field_mask bits. */
+enum swy_worker_param_field {
+    SWY_WORKER_PARAM_FIELD_THREAD_MODE = 1u << 0 /**< thread_mode */
+};
+
+/** Parameters for swy_worker_create(). Zero-initialise, then set fields and their bits. */
 typedef struct swy_worker_params {
-    swy_thread_mode_t thread_mode;
+    uint64_t field_mask; /**< enum swy_worker_param_field */
+    swy_thread_mode_t thread_mode; /**< default SWY_THREAD_MODE_SINGLE */
 } swy_worker_params_t;
 
 /**
@@ -184,8 +205,14 @@ swy_status_t swy_worker_get_address(swy_worker_h worker, void** address, size_t*
 /** @brief Release an address returned by swy_worker_get_address(). */
 void swy_worker_release_address(swy_worker_h worker, void* address);
 
+/** swy_worker_attr_t.field_mask bits. */
+enum swy_worker_attr_field {
+    SWY_WORKER_ATTR_FIELD_PIO = 1u << 0 /**< the four pio_* fields */
+};
+
 /** Attributes of a worker, for tools and tests. */
 typedef struct swy_worker_attr {
+    uint64_t field_mask;            /**< in: enum swy_worker_attr_field, the fields wanted */
     unsigned pio_endpoints_granted; /**< endpoints of this worker that hold a PIO lane */
     unsigned pio_endpoints_max;     /**< policy cap on such endpoints (SWY_PIO_MAX_EPS) */
     unsigned pio_window_slots;      /**< PIO rings this worker's receive window offers */
@@ -225,7 +252,18 @@ enum swy_ep_flags {
  * listener API (auth_key and auth_key_length later still) and are read only when their flag is
  * set, so a program built against an older, shorter struct keeps working unchanged.
  */
+/** swy_ep_params_t.field_mask bits. */
+enum swy_ep_param_field {
+    SWY_EP_PARAM_FIELD_REMOTE_ADDRESS = 1u << 0, /**< remote_address, remote_address_length */
+    SWY_EP_PARAM_FIELD_FLAGS = 1u << 1,          /**< flags */
+    SWY_EP_PARAM_FIELD_ERR_HANDLER = 1u << 2,    /**< err_cb, err_arg */
+    SWY_EP_PARAM_FIELD_SOCKADDR = 1u << 3,       /**< sockaddr, sockaddr_length */
+    SWY_EP_PARAM_FIELD_CONN_REQUEST = 1u << 4,   /**< conn_request */
+    SWY_EP_PARAM_FIELD_AUTH_KEY = 1u << 5        /**< auth_key, auth_key_length */
+};
+
 typedef struct swy_ep_params {
+    uint64_t field_mask;             /**< enum swy_ep_param_field */
     const void* remote_address;      /**< blob from swy_worker_get_address() (no flag) */
     size_t remote_address_length;    /**< its length */
     uint32_t flags;                  /**< enum swy_ep_flags */
@@ -295,8 +333,15 @@ typedef enum swy_ep_close_mode {
  */
 swy_status_t swy_ep_close_nb(swy_ep_h ep, swy_ep_close_mode_t mode, swy_request_h* req);
 
+/** swy_ep_attr_t.field_mask bits. */
+enum swy_ep_attr_field {
+    SWY_EP_ATTR_FIELD_LANE = 1u << 0,      /**< pio .. cma: the lane and its credits */
+    SWY_EP_ATTR_FIELD_PIO_DETAIL = 1u << 1 /**< pio_inline_size .. pio_window */
+};
+
 /** What an endpoint got at wire-up. Nothing is hidden: a PIO-less endpoint says so. */
 typedef struct swy_ep_attr {
+    uint64_t field_mask;           /**< in: enum swy_ep_attr_field, the fields wanted */
     int pio;                       /**< 1 if the endpoint holds a PIO lane */
     uint32_t credits;              /**< send credits on its lane (cells it may have in flight);
                                      UINT32_MAX means unlimited (self) */
@@ -362,7 +407,16 @@ enum swy_listener_flags {
  * swy_listener_create(), which reads only the first four fields, so it keeps working without
  * being rebuilt (its listeners have no key). Zero-initialised parameters mean no key.
  */
+/** swy_listener_params_t.field_mask bits. */
+enum swy_listener_param_field {
+    SWY_LISTENER_PARAM_FIELD_SOCKADDR = 1u << 0,   /**< sockaddr, sockaddr_length (required) */
+    SWY_LISTENER_PARAM_FIELD_CONN_HANDLER = 1u << 1, /**< on_connect, arg (required) */
+    SWY_LISTENER_PARAM_FIELD_FLAGS = 1u << 2,      /**< flags */
+    SWY_LISTENER_PARAM_FIELD_AUTH_KEY = 1u << 3    /**< auth_key, auth_key_length */
+};
+
 typedef struct swy_listener_params {
+    uint64_t field_mask;               /**< enum swy_listener_param_field */
     const struct sockaddr* sockaddr;   /**< required: IPv4 or IPv6 address to bind (the IPv6
                                           wildcard also accepts IPv4 clients); port 0 lets
                                           the kernel choose (see swy_listener_query()) */
@@ -401,8 +455,14 @@ swy_status_t swy_listener_create_v2(swy_worker_h worker, const swy_listener_para
 /** The listener API's entry point for this header's swy_listener_params_t (see its ABI note). */
 #define swy_listener_create swy_listener_create_v2
 
+/** swy_listener_attr_t.field_mask bits. */
+enum swy_listener_attr_field {
+    SWY_LISTENER_ATTR_FIELD_SOCKADDR = 1u << 0 /**< sockaddr, sockaddr_length, port */
+};
+
 /** What a listener is bound to. */
 typedef struct swy_listener_attr {
+    uint64_t field_mask;              /**< in: enum swy_listener_attr_field */
     struct sockaddr_storage sockaddr; /**< bound address (the port the kernel chose for 0) */
     size_t sockaddr_length;           /**< valid bytes in sockaddr */
     uint16_t port;                    /**< bound port, host byte order */
@@ -418,8 +478,15 @@ swy_status_t swy_listener_query(swy_listener_h listener, swy_listener_attr_t* at
  */
 swy_status_t swy_listener_reject(swy_listener_h listener, swy_conn_request_h conn_request);
 
+/** swy_conn_request_attr_t.field_mask bits. */
+enum swy_conn_request_attr_field {
+    SWY_CONN_REQUEST_ATTR_FIELD_CLIENT_SOCKADDR = 1u << 0, /**< client_sockaddr(_length) */
+    SWY_CONN_REQUEST_ATTR_FIELD_CLIENT_UID = 1u << 1       /**< client_worker_uid */
+};
+
 /** What is known of a connection request's client. */
 typedef struct swy_conn_request_attr {
+    uint64_t field_mask; /**< in: enum swy_conn_request_attr_field */
     struct sockaddr_storage client_sockaddr; /**< the client's address as accepted */
     size_t client_sockaddr_length;
     uint64_t client_worker_uid; /**< the client worker's unique id (from the
@@ -460,14 +527,26 @@ enum swy_request_flags {
     SWY_REQ_FLAG_NO_IMM_COMPLETE = 1u << 1
 };
 
-/** Per-operation parameters. May be NULL (no callback, detect the memory type). */
+/** swy_request_params_t.field_mask bits. */
+enum swy_request_param_field {
+    SWY_REQ_PARAM_FIELD_FLAGS = 1u << 0,     /**< flags */
+    SWY_REQ_PARAM_FIELD_CALLBACK = 1u << 1,  /**< send_cb or recv_cb (whichever applies) */
+    SWY_REQ_PARAM_FIELD_USER_DATA = 1u << 2, /**< user_data */
+    SWY_REQ_PARAM_FIELD_MEMTYPE = 1u << 3,   /**< memtype */
+    SWY_REQ_PARAM_FIELD_RECV_INFO = 1u << 4, /**< recv_info */
+    SWY_REQ_PARAM_FIELD_DATATYPE = 1u << 5   /**< datatype (switchyard/datatype.h) */
+};
+
+/** Per-operation parameters. May be NULL (no callback, detect the memory type, contiguous). */
 typedef struct swy_request_params {
-    uint32_t flags;                 /**< enum swy_request_flags */
-    swy_send_cb_t send_cb;          /**< for sends */
+    uint64_t field_mask;            /**< enum swy_request_param_field */
+    uint32_t flags;                 /**< enum swy_request_flags (and enum swy_am_send_flags) */
+    swy_send_cb_t send_cb;          /**< for sends, put, get, atomics, flush */
     swy_recv_cb_t recv_cb;          /**< for receives */
     void* user_data;                /**< passed to the callback */
     swy_memtype_t memtype;          /**< memory type of the buffer; UNKNOWN: detect */
     swy_tag_recv_info_t* recv_info; /**< receives: filled when completing immediately */
+    swy_datatype_t datatype;        /**< how buffer and count are read (default contiguous) */
 } swy_request_params_t;
 
 /**
@@ -540,5 +619,8 @@ swy_status_t swy_tag_msg_recv_nb(swy_worker_h worker, void* buffer, size_t lengt
 #ifdef __cplusplus
 }
 #endif
+
+#include <switchyard/am.h>
+#include <switchyard/rma.h>
 
 #endif
