@@ -21,7 +21,8 @@ const char* status_text(Status s) {
         case Status::kMalformed: return "malformed packet or address";
         case Status::kEndpointClosed: return "endpoint closed";
         case Status::kNotFound: return "not found";
-        case Status::kAccessDenied: return "access denied (stale, forged or insufficient remote key)";
+        case Status::kAccessDenied:
+            return "access denied (stale, forged or insufficient remote key)";
     }
     return "unknown status";
 }

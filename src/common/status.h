@@ -36,8 +36,9 @@ constexpr bool is_error(Status s) { return static_cast<int>(s) < 0; }
 /// an error), otherwise kMalformed. Never static_cast a peer's number: Status is 8 bits wide, so an unchecked
 /// -65536 would read as kOk.
 constexpr Status status_from_wire(int32_t value) {
-    return value <= 0 && value >= static_cast<int>(Status::kAccessDenied) ? static_cast<Status>(value)
-                                                                      : Status::kMalformed;
+    return value <= 0 && value >= static_cast<int>(Status::kAccessDenied)
+               ? static_cast<Status>(value)
+               : Status::kMalformed;
 }
 
 /// Static text for a status (same strings as swy_status_string()).

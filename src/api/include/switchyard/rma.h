@@ -69,19 +69,19 @@ enum swy_mem_map_flags {
 
 /** Remote access rights (swy_mem_map_params_t.access). */
 enum swy_mem_access {
-    SWY_ACCESS_REMOTE_READ = 1u << 0,   /**< peers may get from it */
-    SWY_ACCESS_REMOTE_WRITE = 1u << 1,  /**< peers may put into it */
-    SWY_ACCESS_REMOTE_ATOMIC = 1u << 2  /**< peers may run atomics on it */
+    SWY_ACCESS_REMOTE_READ = 1u << 0,  /**< peers may get from it */
+    SWY_ACCESS_REMOTE_WRITE = 1u << 1, /**< peers may put into it */
+    SWY_ACCESS_REMOTE_ATOMIC = 1u << 2 /**< peers may run atomics on it */
 };
 
 /** Parameters of swy_mem_map(). Zero-initialise, set fields and their field_mask bits. */
 typedef struct swy_mem_map_params {
-    uint64_t field_mask;  /**< enum swy_mem_map_field; unknown bits: SWY_ERR_INVALID_PARAM */
-    void* address;        /**< memory to register (required without ALLOCATE); with
+    uint64_t field_mask;   /**< enum swy_mem_map_field; unknown bits: SWY_ERR_INVALID_PARAM */
+    void* address;         /**< memory to register (required without ALLOCATE); with
                                ALLOCATE|FIXED the address to allocate at */
-    size_t length;        /**< bytes (> 0) */
-    uint32_t flags;       /**< enum swy_mem_map_flags */
-    uint32_t access;      /**< enum swy_mem_access */
+    size_t length;         /**< bytes (> 0) */
+    uint32_t flags;        /**< enum swy_mem_map_flags */
+    uint32_t access;       /**< enum swy_mem_access */
     swy_memtype_t memtype; /**< memory type of @c address (registration only) */
 } swy_mem_map_params_t;
 

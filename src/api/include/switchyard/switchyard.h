@@ -152,7 +152,7 @@ enum swy_worker_param_field {
 
 /** Parameters for swy_worker_create(). Zero-initialise, then set fields and their bits. */
 typedef struct swy_worker_params {
-    uint64_t field_mask; /**< enum swy_worker_param_field */
+    uint64_t field_mask;           /**< enum swy_worker_param_field */
     swy_thread_mode_t thread_mode; /**< default SWY_THREAD_MODE_SINGLE */
 } swy_worker_params_t;
 
@@ -409,10 +409,10 @@ enum swy_listener_flags {
  */
 /** swy_listener_params_t.field_mask bits. */
 enum swy_listener_param_field {
-    SWY_LISTENER_PARAM_FIELD_SOCKADDR = 1u << 0,   /**< sockaddr, sockaddr_length (required) */
+    SWY_LISTENER_PARAM_FIELD_SOCKADDR = 1u << 0,     /**< sockaddr, sockaddr_length (required) */
     SWY_LISTENER_PARAM_FIELD_CONN_HANDLER = 1u << 1, /**< on_connect, arg (required) */
-    SWY_LISTENER_PARAM_FIELD_FLAGS = 1u << 2,      /**< flags */
-    SWY_LISTENER_PARAM_FIELD_AUTH_KEY = 1u << 3    /**< auth_key, auth_key_length */
+    SWY_LISTENER_PARAM_FIELD_FLAGS = 1u << 2,        /**< flags */
+    SWY_LISTENER_PARAM_FIELD_AUTH_KEY = 1u << 3      /**< auth_key, auth_key_length */
 };
 
 typedef struct swy_listener_params {
@@ -486,7 +486,7 @@ enum swy_conn_request_attr_field {
 
 /** What is known of a connection request's client. */
 typedef struct swy_conn_request_attr {
-    uint64_t field_mask; /**< in: enum swy_conn_request_attr_field */
+    uint64_t field_mask;                     /**< in: enum swy_conn_request_attr_field */
     struct sockaddr_storage client_sockaddr; /**< the client's address as accepted */
     size_t client_sockaddr_length;
     uint64_t client_worker_uid; /**< the client worker's unique id (from the
