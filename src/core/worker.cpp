@@ -182,6 +182,7 @@ unsigned Worker::progress() {
     }
     if (__builtin_expect(!control_backlog_.empty(), 0)) retry_control();
     if (__builtin_expect(rndv_.busy(), 0)) n += rndv_.progress();
+    if (__builtin_expect(rma_.busy(), 0)) n += rma_.progress();
     if (__builtin_expect(!closing_.empty(), 0)) {
         for (size_t i = 0; i < closing_.size();) {
             Request* r = closing_[i];

@@ -21,6 +21,7 @@
 #include "core/request.h"
 #include "memtypes/registry.h"
 #include "protocols/eager/eager_recv.h"
+#include "protocols/rma/rma_engine.h"
 #include "protocols/rndv/rendezvous.h"
 #include "protocols/tag/matcher.h"
 #include "protocols/wire.h"
@@ -185,6 +186,9 @@ public:
     /// copy_in() into memory the CPU must not touch: the memory type's copy routine.
     Status copy_in_device(Request* r, size_t offset, const uint8_t* src, size_t length) const;
 
+    // ---- one-sided operations executed by the target (src/protocols/rma/) ----
+    rma::Engine& rma() { return rma_; }
+
     // ---- rendezvous (src/protocols/rndv/) ----
     /// The rendezvous protocols' state in this worker.
     proto::rndv::Rendezvous& rndv() { return rndv_; }
@@ -253,6 +257,7 @@ private:
     uint64_t unexpected_lost_ = 0;
     // Rendezvous: state and protocols in src/protocols/rndv/ (the worker only plumbs).
     proto::rndv::Rendezvous rndv_{this};
+    rma::Engine rma_{this};  // one-sided message path (src/protocols/rma/)
 
     void run_deferred();
     void retry_control();

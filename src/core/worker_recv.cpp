@@ -26,6 +26,13 @@ void Worker::on_am(tl::AmId id, tl::AmSource src, const uint8_t* data, size_t le
         case proto::kAmRndvRtr: rndv_.on_rtr(src, data, length); return;
         case proto::kAmRndvFin: rndv_.on_fin(src, data, length); return;
         case proto::kAmRndvData: rndv_.on_data(src, data, length); return;
+        case proto::kAmRmaPut:
+        case proto::kAmRmaGet:
+        case proto::kAmRmaGetReply:
+        case proto::kAmRmaAtomic:
+        case proto::kAmRmaAtomicReply:
+        case proto::kAmRmaFlush:
+        case proto::kAmRmaFlushAck: rma_.on_am(id, src, data, length); return;
         default:
             log_printf(LogLevel::kError, "dropping packet with unknown message id %u", id);
             return;
