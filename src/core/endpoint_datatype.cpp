@@ -33,9 +33,8 @@ Status Endpoint::tag_send_datatype(const void* buffer, size_t count, uint64_t ta
     r->kind = RequestKind::kSend;
     r->ep = this;
     r->send_tag = tag;
-    const Status s =
-        worker_->attach_datatype(r, params->datatype, buffer, count, true,
-                                 Worker::stated_memtype(params));
+    const Status s = worker_->attach_datatype(r, params->datatype, buffer, count, true,
+                                              Worker::stated_memtype(params));
     if (s != Status::kOk) {
         worker_->pool().put(r);
         return s;

@@ -81,7 +81,7 @@ struct Request : proto::PostedReceive {
     bool in_stage(E s) const {
         return stage == static_cast<uint8_t>(s);
     }
-    uint8_t memtype = 1;      ///< mem::MemType of the user buffer (send or receive)
+    uint8_t memtype = 1;  ///< mem::MemType of the user buffer (send or receive)
     /// The CPU may load/store the user buffer directly, as contiguous bytes (false for device
     /// memory and for non-contiguous data: see view).
     bool cpu_buffer = true;

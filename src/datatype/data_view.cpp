@@ -109,6 +109,16 @@ Status DataView::unpack(size_t offset, const void* src, size_t length) {
     return Status::kOk;
 }
 
+uint8_t* DataView::direct(size_t offset, size_t n) {
+    if (n == 0 || offset >= length_ || n > length_ - offset) return nullptr;
+    if (kind_ == Kind::kContig) return base_ + offset;
+    if (kind_ != Kind::kIov) return nullptr;
+    seek_iov(offset);
+    const swy_dt_iov_t& e = iov_[cursor_entry_];
+    const size_t skip = offset - cursor_start_;
+    return n <= e.length - skip ? static_cast<uint8_t*>(e.buffer) + skip : nullptr;
+}
+
 void DataView::finish() {
     if (kind_ == Kind::kGeneric && state_ != nullptr) {
         void* state = state_;

@@ -68,6 +68,10 @@ public:
     /// caller's to refuse (truncation); here they are ignored. kOk, or the generic type's error
     /// (also remembered in error()).
     Status unpack(size_t offset, const void* src, size_t length);
+    /// Where packed bytes [offset, offset + n) lie as one contiguous range of the user's
+    /// memory (contiguous data, or one iov entry holds them all), so a transport may place
+    /// them directly; null otherwise (generic data never).
+    uint8_t* direct(size_t offset, size_t n);
     /// End of the operation: the generic type's finish callback (once). Idempotent; afterwards
     /// the view is empty (length 0), so a late fragment can never reach a finished state.
     void finish();

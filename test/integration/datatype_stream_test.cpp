@@ -127,9 +127,8 @@ TEST(DatatypeStream, LargeStridedVectorNeverNeedsAWholeMessageBuffer) {
                 swy_tag_recv_info_t info{};
                 p.field_mask |= SWY_REQ_PARAM_FIELD_RECV_INFO;
                 p.recv_info = &info;
-                adopt_recv_result(
-                    r, swy_tag_recv_nb(wk, &v, bytes, tag, ~(swy_tag_t)0, &p, &r.req), &info,
-                    "swy_tag_recv_nb");
+                adopt_recv_result(r, swy_tag_recv_nb(wk, &v, bytes, tag, ~(swy_tag_t)0, &p, &r.req),
+                                  &info, "swy_tag_recv_nb");
                 w.barrier(wk);
                 ICHECK_OK(finish_recv(wk, r, 200.0));
                 ICHECK(r.info.length == bytes);

@@ -25,8 +25,8 @@ struct Combo {
     Layout send, recv;
 };
 constexpr Combo kCombos[] = {
-    {Layout::kIov, Layout::kIov},       {Layout::kGeneric, Layout::kGeneric},
-    {Layout::kContig, Layout::kIov},    {Layout::kIov, Layout::kContig},
+    {Layout::kIov, Layout::kIov},        {Layout::kGeneric, Layout::kGeneric},
+    {Layout::kContig, Layout::kIov},     {Layout::kIov, Layout::kContig},
     {Layout::kContig, Layout::kGeneric}, {Layout::kGeneric, Layout::kIov},
 };
 
@@ -59,8 +59,7 @@ void check_received(Data& in, const Recv& r, size_t sent, swy_tag_t tag, uint64_
                (int)r.status, swy_status_string(r.status), (int)want);
     ICHECK_MSG(r.info.length == sent && r.info.sender_tag == tag,
                "%s: receive reports length %zu tag 0x%llx; sent %zu tag 0x%llx", what,
-               r.info.length, (unsigned long long)r.info.sender_tag, sent,
-               (unsigned long long)tag);
+               r.info.length, (unsigned long long)r.info.sender_tag, sent, (unsigned long long)tag);
     std::vector<uint8_t> want_bytes(sent);
     fill_pattern(want_bytes.data(), sent, seed);
     std::vector<uint8_t> got = in.gather();
@@ -176,6 +175,40 @@ TEST(DatatypeTag, EveryCombinationAndBoundaryOverSelf) {
     }));
 }
 
+// Few, large iov entries: tcp places pipeline fragments that fall inside one entry straight
+// from the socket, and unpacks the ones that straddle entries.
+TEST(DatatypeTag, LargeIovEntriesOverTcp) {
+    EXPECT_TRUE(run_ranks(2, [](World& w) {
+        Node n(w, options("tcp,self"));
+        n.connect_all();
+        Types t;
+        swy_worker_h wk = n.worker();
+        uint64_t idx = 4000;
+        const size_t size = (8u << 20) + 11;
+        for (size_t send_entries : {size_t{1}, size_t{3}}) {
+            for (size_t recv_entries : {size_t{4}, size_t{2}, size_t{50}}) {
+                const swy_tag_t tag = kTag | idx;
+                const uint64_t seed = pattern_seed(size, 0, idx++);
+                if (w.rank() == 0) {
+                    Data out(Layout::kIov, size, t.generic, &t.counters, send_entries);
+                    out.fill(seed);
+                    w.barrier(wk);
+                    Send s = post_send_data(n.ep(1), out, tag);
+                    ICHECK_OK(finish_send(wk, s));
+                } else {
+                    Data in(Layout::kIov, size, t.generic, &t.counters, recv_entries);
+                    Recv r = post_recv_data(wk, in, tag);
+                    w.barrier(wk);
+                    finish_recv(wk, r);
+                    check_received(in, r, size, tag, seed, "large iov entries over tcp");
+                }
+                w.barrier(wk);
+            }
+        }
+        n.finish();
+    }));
+}
+
 // A contiguous rendezvous sender offers zero-copy (GET over CMA, or PUT when forced); a
 // non-contiguous receive answers with the pipeline RTR, which the sender must take in that
 // stage. Also the forced protocols for a non-contiguous sender (the table still says pipeline).
@@ -215,8 +248,8 @@ TEST(DatatypeTag, TruncatesIntoIovAndGeneric) {
         Types t;
         const dt::Thresholds th = shared_thresholds(w, n, 1 - w.rank(), false);
         uint64_t idx = 1000;
-        for (size_t size : {size_t{9}, th.single_packet_max + 100, th.rndv_min + 77,
-                            size_t{(3u << 20) + 1}}) {
+        for (size_t size :
+             {size_t{9}, th.single_packet_max + 100, th.rndv_min + 77, size_t{(3u << 20) + 1}}) {
             for (Layout recv : {Layout::kIov, Layout::kGeneric}) {
                 for (Layout send : {Layout::kContig, Layout::kIov, Layout::kGeneric}) {
                     for (bool posted_first : {true, false}) {

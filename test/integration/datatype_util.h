@@ -93,8 +93,8 @@ inline void strided_finish(void* state) {
 
 /// The process's generic datatype over Strided layouts, counting into @p counters.
 inline swy_datatype_t make_strided_type(Counters* counters) {
-    swy_dt_generic_ops_t ops{strided_start,  strided_start_unpack, strided_packed_size,
-                             strided_pack,   strided_unpack,       strided_finish};
+    swy_dt_generic_ops_t ops{strided_start, strided_start_unpack, strided_packed_size,
+                             strided_pack,  strided_unpack,       strided_finish};
     swy_datatype_t t = 0;
     ICHECK_OK(swy_dt_create_generic(&ops, counters, &t));
     return t;
@@ -104,8 +104,10 @@ inline swy_datatype_t make_strided_type(Counters* counters) {
 class Data {
 public:
     /// @p generic: the process's strided type; @p counters: its counters.
-    Data(Layout layout, size_t length, swy_datatype_t generic, Counters* counters)
-        : layout_(layout), length_(length), generic_(generic) {
+    /// @p iov_entries: about how many entries an iov layout of large data gets.
+    Data(Layout layout, size_t length, swy_datatype_t generic, Counters* counters,
+         size_t iov_entries = 1200)
+        : layout_(layout), length_(length), generic_(generic), iov_entries_(iov_entries) {
         switch (layout) {
             case Layout::kContig: backing_.assign(length + kGuardBytes, kGuardByte); break;
             case Layout::kIov: build_iov(); break;
@@ -187,8 +189,8 @@ public:
                 break;
             case Layout::kGeneric:
                 for (size_t o = 0; o < length_; ++o) {
-                    owned[o / strided_.elem * (strided_.elem + strided_.gap) +
-                          o % strided_.elem] = 1;
+                    owned[o / strided_.elem * (strided_.elem + strided_.gap) + o % strided_.elem] =
+                        1;
                 }
                 break;
         }
@@ -217,10 +219,11 @@ private:
                 break;
         }
     }
-    /// Entries of varied sizes (every fifth empty, one empty at each end), about 1200 of them
-    /// for large data, each followed by 3 guard bytes in the backing buffer.
+    /// Entries of varied sizes (every fifth empty, one empty at each end), about
+    /// iov_entries_ of them for large data, each followed by 3 guard bytes in the backing
+    /// buffer.
     void build_iov() {
-        const size_t base = std::max<size_t>(1, length_ / 1200);
+        const size_t base = std::max<size_t>(1, length_ / iov_entries_);
         std::vector<size_t> sizes{0};
         size_t total = 0;
         for (size_t k = 1; total < length_; ++k) {
@@ -246,6 +249,7 @@ private:
     Layout layout_;
     size_t length_;
     swy_datatype_t generic_;
+    size_t iov_entries_;
     std::vector<uint8_t> backing_;
     std::vector<swy_dt_iov_t> iov_;
     Strided strided_;
@@ -295,10 +299,9 @@ struct Thresholds {
 
 inline Thresholds thresholds_of(const std::vector<DtRow>& rows, const std::string& text) {
     Thresholds t;
-    ICHECK_MSG(rows[0].reason.find("one packet") != std::string::npos ||
-                   rows[0].proto == "rndv_pipeline",
-               "first datatype range is neither a single packet nor the pipeline:\n%s",
-               text.c_str());
+    ICHECK_MSG(
+        rows[0].reason.find("one packet") != std::string::npos || rows[0].proto == "rndv_pipeline",
+        "first datatype range is neither a single packet nor the pipeline:\n%s", text.c_str());
     for (const DtRow& r : rows) {
         if (r.reason.find("one packet") != std::string::npos) t.single_packet_max = r.hi;
         if (r.proto.rfind("rndv_", 0) == 0 && t.rndv_min == SIZE_MAX) t.rndv_min = r.lo;
@@ -338,7 +341,8 @@ inline Recv post_recv_data(swy_worker_h worker, Data& d, swy_tag_t tag) {
     p.field_mask |= SWY_REQ_PARAM_FIELD_RECV_INFO;
     p.recv_info = &info;
     Recv r;
-    swy_status_t st = swy_tag_recv_nb(worker, d.buffer(), d.count(), tag, ~(swy_tag_t)0, &p, &r.req);
+    swy_status_t st =
+        swy_tag_recv_nb(worker, d.buffer(), d.count(), tag, ~(swy_tag_t)0, &p, &r.req);
     adopt_recv_result(r, st, &info, "swy_tag_recv_nb (datatype)");
     return r;
 }

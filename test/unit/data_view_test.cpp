@@ -106,9 +106,23 @@ TEST(DataView, IovUnpacksFragmentsOutOfOrderAndIgnoresBytesPastTheEnd) {
     ASSERT_EQ(v.pack(0, got.data(), total), total);
     EXPECT_EQ(got, want);
     size_t at = 0;
-    for (const auto& e : d.iov) at += e.length + 2;
+    for (const auto& e : d.iov)
+        at += e.length + 2;
     EXPECT_EQ(d.backing[at - 1], 0xEE);
     EXPECT_EQ(d.backing[at - 2], 0xEE);
+}
+
+TEST(DataView, DirectOnlyWhereOneEntryHoldsTheWholeRange) {
+    IovData d({0, 10, 0, 20, 5});
+    DataView v;
+    ASSERT_EQ(v.init(SWY_DATATYPE_IOV, d.iov.data(), d.iov.size(), false), Status::kOk);
+    EXPECT_EQ(v.direct(0, 10), static_cast<uint8_t*>(d.iov[1].buffer));
+    EXPECT_EQ(v.direct(3, 7), static_cast<uint8_t*>(d.iov[1].buffer) + 3);
+    EXPECT_EQ(v.direct(3, 8), nullptr);  // straddles two entries
+    EXPECT_EQ(v.direct(10, 20), static_cast<uint8_t*>(d.iov[3].buffer));
+    EXPECT_EQ(v.direct(31, 4), static_cast<uint8_t*>(d.iov[4].buffer) + 1);
+    EXPECT_EQ(v.direct(31, 5), nullptr);  // past the end
+    EXPECT_EQ(v.direct(2, 1), static_cast<uint8_t*>(d.iov[1].buffer) + 2);  // backwards
 }
 
 TEST(DataView, IovRefusesANullArrayOrANullEntryWithALength) {
@@ -152,9 +166,8 @@ void g_finish(void* s) { ++static_cast<Calls*>(s)->finishes; }
 TEST(DataView, GenericCallsItsCallbacksAndFinishesOnce) {
     Calls calls;
     calls.bytes = logical(100);
-    GenericType g{{g_start_pack, g_start_unpack, g_size, g_pack, g_unpack, g_finish},
-                  &calls,
-                  kGenericMagic};
+    GenericType g{
+        {g_start_pack, g_start_unpack, g_size, g_pack, g_unpack, g_finish}, &calls, kGenericMagic};
     const auto handle = static_cast<swy_datatype_t>(reinterpret_cast<uintptr_t>(&g));
     {
         DataView v;

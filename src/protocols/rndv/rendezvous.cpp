@@ -316,9 +316,15 @@ uint8_t* Rendezvous::place_data(tl::AmSource src, const uint8_t* hdr, size_t don
     // Looked up again on every call: a receive that failed meanwhile (its peer died on
     // another connection) is completed, and its buffer may already be the user's again.
     Request* r = data_target(src, h, length);
-    // Device memory and non-contiguous data (cpu_buffer false) take the fragment through
-    // on_data(): copied or unpacked at its offset.
-    if (r == nullptr || !r->cpu_buffer) return nullptr;
+    if (r == nullptr) return nullptr;
+    if (__builtin_expect(r->view != nullptr, 0)) {
+        // Non-contiguous data: directly only where the rest of the fragment lies in one iov
+        // entry (decided alike on every call of one fragment: the range only shrinks within
+        // that entry); otherwise on_data() unpacks it.
+        return r->view->direct(h.offset + done, length - done);
+    }
+    // Device memory takes the fragment through on_data(): copied with its memory type.
+    if (!r->cpu_buffer) return nullptr;
     return r->recv_buffer + h.offset + done;
 }
 
