@@ -121,7 +121,7 @@ TEST(DataView, DirectOnlyWhereOneEntryHoldsTheWholeRange) {
     EXPECT_EQ(v.direct(3, 8), nullptr);  // straddles two entries
     EXPECT_EQ(v.direct(10, 20), static_cast<uint8_t*>(d.iov[3].buffer));
     EXPECT_EQ(v.direct(31, 4), static_cast<uint8_t*>(d.iov[4].buffer) + 1);
-    EXPECT_EQ(v.direct(31, 5), nullptr);  // past the end
+    EXPECT_EQ(v.direct(31, 5), nullptr);                                    // past the end
     EXPECT_EQ(v.direct(2, 1), static_cast<uint8_t*>(d.iov[1].buffer) + 2);  // backwards
 }
 
