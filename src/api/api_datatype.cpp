@@ -1,12 +1,15 @@
 // C API: generic datatypes (switchyard/datatype.h). Predefined ones need no object.
 #include <switchyard/switchyard.h>
 
+#include <cstring>
 #include <new>
+#include <string>
 
 #include "api/api_guard.h"
 #include "datatype/data_view.h"
 
 using namespace swy;
+using api::WorkerGuard;
 
 extern "C" {
 
@@ -33,6 +36,19 @@ void swy_dt_destroy(swy_datatype_t datatype) {
     if (g->magic != dt::kGenericMagic) return;
     g->magic = 0;
     delete g;
+}
+
+swy_status_t swy_ep_print_datatype_protocols(struct swy_ep* ep, char* buf, size_t buflen) {
+    if (ep == nullptr || buf == nullptr || buflen == 0) {
+        return api::invalid(__func__, "NULL argument");
+    }
+    core::Endpoint* e = api::ep_of(ep);
+    WorkerGuard guard(e->worker());
+    if (e->datatype_table().empty()) return SWY_ERR_UNSUPPORTED;  // not wired yet
+    const std::string text = e->datatype_table().print();
+    std::strncpy(buf, text.c_str(), buflen - 1);
+    buf[buflen - 1] = '\0';
+    return text.size() < buflen ? SWY_OK : SWY_ERR_NO_RESOURCE;
 }
 
 }  // extern "C"

@@ -18,6 +18,15 @@ namespace {
     }
     return api::invalid(function, argument_error);
 }
+
+/// A NULL buffer with a count is refused only for contiguous data: a generic datatype's
+/// start callbacks decide what its buffer and count mean (out of line: only asked on the
+/// refusal path, so contiguous calls pay nothing).
+bool null_buffer_allowed(const void* handle, const void* req, const swy_request_params_t* params) {
+    const swy_datatype_t dt = core::Worker::stated_datatype(params);
+    return handle != nullptr && req != nullptr && dt != SWY_DATATYPE_CONTIG &&
+           dt != SWY_DATATYPE_IOV;
+}
 }  // namespace
 
 extern "C" {
@@ -26,7 +35,9 @@ swy_status_t swy_tag_send_nb(swy_ep_h ep, const void* buffer, size_t length, swy
                              const swy_request_params_t* params, swy_request_h* req) {
     if (__builtin_expect(ep == nullptr || req == nullptr || (buffer == nullptr && length != 0) ||
                              core::request_params::unknown_bits(params) != 0,
-                         0)) {
+                         0) &&
+        (core::request_params::unknown_bits(params) != 0 ||
+         !null_buffer_allowed(ep, req, params))) {
         return refused(__func__, params, "ep and req must not be NULL; buffer only if length is 0");
     }
     core::Endpoint* e = api::ep_of(ep);
@@ -43,7 +54,9 @@ swy_status_t swy_tag_recv_nb(swy_worker_h worker, void* buffer, size_t length, s
     if (__builtin_expect(worker == nullptr || req == nullptr ||
                              (buffer == nullptr && length != 0) ||
                              core::request_params::unknown_bits(params) != 0,
-                         0)) {
+                         0) &&
+        (core::request_params::unknown_bits(params) != 0 ||
+         !null_buffer_allowed(worker, req, params))) {
         return refused(__func__, params,
                        "worker and req must not be NULL; buffer only if length is 0");
     }
@@ -71,8 +84,10 @@ swy_status_t swy_tag_probe_nb(swy_worker_h worker, swy_tag_t tag, swy_tag_t tag_
 swy_status_t swy_tag_msg_recv_nb(swy_worker_h worker, void* buffer, size_t length,
                                  swy_message_h message, const swy_request_params_t* params,
                                  swy_request_h* req) {
-    if (worker == nullptr || message == nullptr || req == nullptr ||
-        (buffer == nullptr && length != 0) || core::request_params::unknown_bits(params) != 0) {
+    if ((worker == nullptr || message == nullptr || req == nullptr ||
+         (buffer == nullptr && length != 0) || core::request_params::unknown_bits(params) != 0) &&
+        (core::request_params::unknown_bits(params) != 0 ||
+         !null_buffer_allowed(worker != nullptr ? message : nullptr, req, params))) {
         return refused(__func__, params, "worker, message and req must not be NULL");
     }
     core::Worker* w = api::worker_of(worker);

@@ -7,6 +7,7 @@
 
 #include "core/worker.h"
 #include "memtypes/registry.h"
+#include "protocols/datatype_table.h"
 #include "protocols/eager/eager_send.h"
 #include "protocols/lane_caps.h"
 #include "protocols/protocol.h"
@@ -80,6 +81,8 @@ void Endpoint::wire(std::unique_ptr<tl::Endpoint> lane, uint16_t iface_index) {
     fragment_max_ = limits.fragment_max;
     pio_max_ = limits.pio_max;
     tables_[static_cast<size_t>(mem::MemType::kHost)] = proto::table_for(a, o);
+    datatype_table_ = proto::datatype_table(tables_[static_cast<size_t>(mem::MemType::kHost)],
+                                            single_packet_max_, fragment_max_);
     const mem::MemTypeRegistry& memtypes = worker_->context()->memtypes();
     for (size_t t = 2; t < mem::kMemTypeCount; ++t) {
         const auto type = static_cast<mem::MemType>(t);
@@ -146,6 +149,10 @@ Status Endpoint::tag_send(const void* buffer, size_t length, uint64_t tag,
         return failure_ == Status::kCanceled ? Status::kEndpointClosed : failure_;
     }
     const uint32_t flags = request_params::flags(params);
+    // Non-contiguous data (iov, generic) takes its own path: here, one predictable branch.
+    if (__builtin_expect(Worker::stated_datatype(params) != SWY_DATATYPE_CONTIG, 0)) {
+        return tag_send_datatype(buffer, length, tag, params, out);
+    }
     // Fast path: nothing queued ahead of us and the whole message fits one packet.
     if (fast_path_ && pending_.empty() && length <= fast_max_ &&
         (flags & (SWY_REQ_FLAG_SYNC | SWY_REQ_FLAG_NO_IMM_COMPLETE)) == 0 &&
@@ -174,6 +181,10 @@ Status Endpoint::tag_send(const void* buffer, size_t length, uint64_t tag,
     }
     r->memtype = static_cast<uint8_t>(type);
     r->cpu_buffer = cpu_buffer;
+    return post_send(r, flags, out);
+}
+
+Status Endpoint::post_send(Request* r, uint32_t flags, Request** out) {
     if (lane_) choose_protocol(r);
 
     if (lane_ && pending_.empty()) {
@@ -211,7 +222,8 @@ Status Endpoint::tag_send(const void* buffer, size_t length, uint64_t tag,
 
 void Endpoint::choose_protocol(Request* r) {
     const size_t length = r->length;
-    r->proto = static_cast<uint8_t>(tables_[r->memtype].lookup(length));
+    const proto::ProtoTable& table = r->view == nullptr ? tables_[r->memtype] : datatype_table_;
+    r->proto = static_cast<uint8_t>(table.lookup(length));
     const bool rndv = proto::is_rendezvous(static_cast<ProtoId>(r->proto));
     // Rendezvous completes on ATS/FIN, which already implies a matched receive (sync).
     r->remote_done = !rndv && (r->flags & SWY_REQ_FLAG_SYNC) == 0;
@@ -240,6 +252,7 @@ Status stage_to_cell(void* arg, uint8_t* dst, size_t length) {
 Status Endpoint::send_payload(Request* r, tl::AmId id, const void* hdr, size_t hdr_len,
                               size_t offset, size_t length) {
     if (r->cpu_buffer) return lane_->am_send(id, hdr, hdr_len, r->send_buffer + offset, length);
+    if (r->view != nullptr) return send_packed(r, id, hdr, hdr_len, offset, length);
     StageArgs a{&worker_->context()->memtypes(), static_cast<mem::MemType>(r->memtype),
                 r->send_buffer + offset};
     return lane_->am_send_packed(id, hdr, hdr_len, stage_to_cell, &a, length);

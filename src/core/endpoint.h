@@ -68,6 +68,10 @@ public:
     const proto::ProtoTable& host_table() const {
         return tables_[static_cast<size_t>(mem::MemType::kHost)];
     }
+    /// Table for non-contiguous host data (iov and generic datatypes), by packed length:
+    /// eager packs into the lane's cells, rendezvous is always the pipeline
+    /// (protocols/datatype_table.h). Empty before wire-up.
+    const proto::ProtoTable& datatype_table() const { return datatype_table_; }
     /// Table for sends from memory of @p type (empty if that type is not loaded).
     const proto::ProtoTable& table(mem::MemType type) const {
         return tables_[static_cast<size_t>(type)];
@@ -77,8 +81,14 @@ public:
     Status tag_send(const void* buffer, size_t length, uint64_t tag,
                     const swy_request_params_t* params, Request** out);
 
-    /// am_send from the user buffer, staged through the memory type's copy when the CPU must
-    /// not touch it.
+    /// Send @p count items of the non-contiguous @p params->datatype at @p buffer (tag_send's
+    /// path for iov and generic data, endpoint_datatype.cpp).
+    Status tag_send_datatype(const void* buffer, size_t count, uint64_t tag,
+                             const swy_request_params_t* params, Request** out);
+
+    /// am_send from the user buffer: packed bytes [offset, offset + length) of the data,
+    /// staged through the memory type's copy when the CPU must not touch it, packed straight
+    /// into the lane's cell through the view for non-contiguous data.
     Status send_payload(Request* r, tl::AmId id, const void* hdr, size_t hdr_len, size_t offset,
                         size_t length);
 
@@ -108,6 +118,12 @@ private:
     static const tl::LaneAttr kUnwiredAttr;
     /// Protocol, completion mode and message id of a send (needs the tables: wired only).
     void choose_protocol(Request* r);
+    /// Shared tail of the sends: choose the protocol, push what the lane takes, and complete
+    /// at once or hand the request to the caller (*out).
+    Status post_send(Request* r, uint32_t flags, Request** out);
+    /// send_payload() of non-contiguous data: each fragment packed into the cell.
+    Status send_packed(Request* r, tl::AmId id, const void* hdr, size_t hdr_len, size_t offset,
+                       size_t length);
     /// Send as much of @p r as the lane accepts now. kOk: all handed over; kNoResource: rest
     /// later; error: failed.
     Status push(Request* r);
@@ -123,6 +139,7 @@ private:
     size_t fast_max_ = 0;  // sizes up to here go eager in one packet (fast path)
     bool fast_path_ = false;
     proto::ProtoTable tables_[mem::kMemTypeCount];
+    proto::ProtoTable datatype_table_;
     RequestQueue pending_;
     RequestQueue in_flight_;
     uint32_t message_ids_ = 0;

@@ -50,11 +50,12 @@ Request* RequestPool::get(Worker* worker) {
 // instructions, which showed as the top cost of a message in a receive-heavy profile.
 // Every field of Request must appear here (the static_assert catches a new one).
 void RequestPool::reset(Request* r) {
-    static_assert(sizeof(Request) == 304, "a field was added to Request: reset it here too");
+    static_assert(sizeof(Request) == 312, "a field was added to Request: reset it here too");
     r->tag = 0;
     r->mask = 0;
     r->post_seq = 0;
     r->hook = {};
+    r->view = nullptr;
     r->kind = RequestKind::kSend;
     r->status = Status::kInProgress;
     r->completed = false;
@@ -98,7 +99,14 @@ void RequestPool::reset(Request* r) {
     r->source = {};
 }
 
+void RequestPool::release_view(Request* r) {
+    r->view->finish();  // idempotent: once per operation, whether completed or not
+    views_free_.push_back(r->view);
+    r->view = nullptr;
+}
+
 void RequestPool::put(Request* r) {
+    if (__builtin_expect(r->view != nullptr, 0)) release_view(r);
     r->generation++;  // a late ack for the old use no longer finds it
     r->completed = true;
     r->kind = RequestKind::kClose;

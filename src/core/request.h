@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "datatype/data_view.h"
 #include "protocols/tag/matcher.h"
 #include "transports/transport.h"
 
@@ -50,6 +51,12 @@ struct Request : proto::PostedReceive {
     Worker* worker = nullptr;
     uint32_t index = 0;       ///< slot in the pool
     uint32_t generation = 0;  ///< random, new on every reuse (wire ids are not guessable)
+    /// Non-contiguous data (an iov or generic datatype), packed and unpacked through this view
+    /// fragment by fragment by any protocol; null for contiguous data (send_buffer /
+    /// recv_buffer). With a view, cpu_buffer is false and the buffers are null: every direct
+    /// path (memcpy, PIO, zero-copy, tcp placement) declines, and the staged paths go through
+    /// the view (Endpoint::send_payload, Worker::copy_in). Pooled with the request (put()).
+    dt::DataView* view = nullptr;
 
     // ---- send state ----
     Endpoint* ep = nullptr;
@@ -74,8 +81,10 @@ struct Request : proto::PostedReceive {
     bool in_stage(E s) const {
         return stage == static_cast<uint8_t>(s);
     }
-    uint8_t memtype = 1;      ///< mem::MemType of the user buffer (send or receive)
-    bool cpu_buffer = true;   ///< the CPU may load/store the user buffer directly
+    uint8_t memtype = 1;  ///< mem::MemType of the user buffer (send or receive)
+    /// The CPU may load/store the user buffer directly, as contiguous bytes (false for device
+    /// memory and for non-contiguous data: see view).
+    bool cpu_buffer = true;
     bool local_done = false;  ///< every byte handed over (buffer reusable)
     bool remote_done = true;  ///< ack / ATS received (sync and rendezvous)
     int queue = 0;            ///< which endpoint list it is on (0 none, 1 pending, 2 in flight)
@@ -103,10 +112,13 @@ struct Request : proto::PostedReceive {
     Status fin_status = Status::kOk;   ///< what our FIN says (sender) or the peer's said
     tl::AmSource source{};             ///< where the RTS came from (receiver side)
 
-    /// Final status of a receive whose data all arrived: a failed memory-type copy, else
-    /// truncation, else kOk.
+    /// Final status of a receive whose data all arrived: a failed memory-type copy or the
+    /// generic datatype's unpack error, else truncation, else kOk.
     Status receive_status() const {
-        if (copy_failed) return Status::kIoError;
+        if (__builtin_expect(copy_failed, 0)) {
+            return view != nullptr && view->error() != Status::kOk ? view->error()
+                                                                   : Status::kIoError;
+        }
         return truncated ? Status::kMessageTruncated : Status::kOk;
     }
 
@@ -122,6 +134,16 @@ public:
 
     Request* get(Worker* worker);
     void put(Request* r);
+    /// A view for @p r's non-contiguous data (r->view; initialize it), recycled by put().
+    dt::DataView* attach_view(Request* r) {
+        if (views_free_.empty()) {
+            views_.push_back(std::make_unique<dt::DataView>());
+            views_free_.push_back(views_.back().get());
+        }
+        r->view = views_free_.back();
+        views_free_.pop_back();
+        return r->view;
+    }
     /// The live request with this wire id, or nullptr (stale, forged or already completed).
     Request* find(uint64_t wire_id) const;
     size_t in_use() const { return in_use_; }
@@ -148,6 +170,10 @@ private:
     std::vector<std::unique_ptr<Request[]>> chunks_;
     std::vector<Request*> free_;
     size_t in_use_ = 0;
+    std::vector<std::unique_ptr<dt::DataView>> views_;  // every view made (few: one per
+    std::vector<dt::DataView*> views_free_;             // non-contiguous operation in flight)
+    /// put() of a request with a view: its datatype's finish (if not run yet), then recycle.
+    void release_view(Request* r);
 };
 
 }  // namespace swy::core

@@ -431,6 +431,9 @@ void Worker::complete(Request* r, Status status) {
     if (r->completed) return;
     r->status = status;
     r->completed = true;
+    // A generic datatype's finish runs once, here, whichever way the operation ended (the
+    // pool's put() covers requests completed before they were ever queued).
+    if (__builtin_expect(r->view != nullptr, 0)) r->view->finish();
     if (r->ep != nullptr && r->queue != 0) {
         (r->queue == 1 ? r->ep->pending() : r->ep->in_flight()).remove(r);
     }

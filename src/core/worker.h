@@ -165,6 +165,20 @@ public:
     static swy_memtype_t stated_memtype(const swy_request_params_t* params) {
         return request_params::memtype(params);
     }
+    /// The datatype a caller stated (CONTIG unless params set SWY_REQ_PARAM_FIELD_DATATYPE).
+    /// Branch-free, so the contiguous paths pay one predictable test of the result.
+    static swy_datatype_t stated_datatype(const swy_request_params_t* params) {
+        const bool stated =
+            params != nullptr && (params->field_mask & SWY_REQ_PARAM_FIELD_DATATYPE) != 0;
+        return stated ? params->datatype : swy_datatype_t{SWY_DATATYPE_CONTIG};
+    }
+    /// Give @p r a view of @p count items of the non-contiguous @p datatype at @p buffer
+    /// (@p for_pack: a send). Non-contiguous data must be host memory: a stated device memory
+    /// type is kUnsupported. kInvalidParam for a bad datatype (then @p r holds no view state
+    /// that needs a finish).
+    Status attach_datatype(Request* r, swy_datatype_t datatype, const void* buffer, size_t count,
+                           bool for_pack, swy_memtype_t stated);
+
     /// True when a buffer is host memory without looking at it: stated host, or not stated
     /// while no device plugin is loaded. The hot paths test this before anything else.
     bool host_without_detection(swy_memtype_t stated) const {
@@ -177,18 +191,20 @@ public:
     /// (a detection miss while a device plugin is loaded is never taken as host).
     Status resolve_memtype(const void* buffer, size_t length, swy_memtype_t stated,
                            mem::MemType* type, bool* cpu_buffer) const;
-    /// Copy received bytes into a receive request's buffer at @p offset (plugin copy for
-    /// memory the CPU must not touch). Clamps nothing: the caller checks capacity.
-    /// Inline: every eager receive comes through here with a host buffer.
+    /// Copy received bytes into a receive request's buffer at packed @p offset (plugin copy
+    /// for memory the CPU must not touch, unpack for non-contiguous data). Clamps nothing:
+    /// the caller checks capacity. Inline: every eager receive comes through here with a
+    /// host buffer.
     Status copy_in(Request* r, size_t offset, const uint8_t* src, size_t length) const {
         if (__builtin_expect(r->cpu_buffer, 1)) {
             if (length != 0) std::memcpy(r->recv_buffer + offset, src, length);
             return Status::kOk;
         }
-        return copy_in_device(r, offset, src, length);
+        return copy_in_staged(r, offset, src, length);
     }
-    /// copy_in() into memory the CPU must not touch: the memory type's copy routine.
-    Status copy_in_device(Request* r, size_t offset, const uint8_t* src, size_t length) const;
+    /// copy_in() where the CPU must not store directly: the view's unpack (non-contiguous
+    /// data) or the memory type's copy routine.
+    Status copy_in_staged(Request* r, size_t offset, const uint8_t* src, size_t length) const;
 
     // ---- one-sided operations executed by the target (src/protocols/rma/) ----
     rma::Engine& rma() { return rma_; }
@@ -235,7 +251,9 @@ private:
 
     uint64_t rejected_controls_ = 0;
     void bind_unexpected(Request* r, UnexpectedDesc* desc);
-    Status set_receive_memtype(Request* r, const swy_request_params_t* params);
+    /// Receive buffer of @p r (recv_buffer, capacity: as the caller passed them): its memory
+    /// type, or its view for a non-contiguous datatype (capacity becomes the packed length).
+    Status describe_receive_buffer(Request* r, const swy_request_params_t* params);
     /// The account an unexpected message from @p src is charged to: its sender index (a
     /// connection on network transports, a sender lane on shm). An index that a new peer
     /// takes over inherits what the old one left unconsumed (the cap stays safe). Deques, so

@@ -90,7 +90,8 @@ Status Worker::resolve_memtype(const void* buffer, size_t length, swy_memtype_t 
     return Status::kOk;
 }
 
-Status Worker::copy_in_device(Request* r, size_t offset, const uint8_t* src, size_t length) const {
+Status Worker::copy_in_staged(Request* r, size_t offset, const uint8_t* src, size_t length) const {
+    if (r->view != nullptr) return r->view->unpack(offset, src, length);
     if (length == 0) return Status::kOk;
     return context_->memtypes().copy_from_host(static_cast<mem::MemType>(r->memtype),
                                                r->recv_buffer + offset, src, length);
@@ -195,7 +196,17 @@ static Status finish_receive(Worker* w, Request* r, const swy_request_params_t* 
     return Status::kInProgress;
 }
 
-Status Worker::set_receive_memtype(Request* r, const swy_request_params_t* params) {
+Status Worker::describe_receive_buffer(Request* r, const swy_request_params_t* params) {
+    if (const swy_datatype_t dt = stated_datatype(params);
+        __builtin_expect(dt != SWY_DATATYPE_CONTIG, 0)) {
+        // Non-contiguous: the buffer and count describe the data (an iov array, a generic
+        // type's arguments); the receive holds its packed length and unpacks into the view.
+        void* items = r->recv_buffer;
+        r->recv_buffer = nullptr;
+        Status s = attach_datatype(r, dt, items, r->capacity, false, stated_memtype(params));
+        r->capacity = r->view != nullptr ? r->view->length() : 0;
+        return s;
+    }
     // Host buffers (stated, or nothing else loaded) need no work: the request says host.
     const swy_memtype_t stated = stated_memtype(params);
     if (host_without_detection(stated)) return Status::kOk;
@@ -216,7 +227,7 @@ Status Worker::tag_recv(void* buffer, size_t length, uint64_t tag, uint64_t mask
     r->capacity = length;
     r->tag = tag;
     r->mask = mask;
-    if (Status ms = set_receive_memtype(r, params); ms != Status::kOk) {
+    if (Status ms = describe_receive_buffer(r, params); ms != Status::kOk) {
         pool_.put(r);
         return ms;
     }
@@ -250,7 +261,7 @@ Status Worker::msg_recv(void* buffer, size_t length, UnexpectedDesc* message,
     r->kind = RequestKind::kRecv;
     r->recv_buffer = static_cast<uint8_t*>(buffer);
     r->capacity = length;
-    if (Status ms = set_receive_memtype(r, params); ms != Status::kOk) {
+    if (Status ms = describe_receive_buffer(r, params); ms != Status::kOk) {
         pool_.put(r);
         return ms;
     }

@@ -6,6 +6,7 @@ namespace swy::dt {
 
 Status DataView::init(swy_datatype_t datatype, const void* buffer, size_t count, bool for_pack) {
     finish();
+    error_ = Status::kOk;
     if (datatype == SWY_DATATYPE_CONTIG) {
         init_contig(buffer, count);
         return Status::kOk;
@@ -50,6 +51,29 @@ void DataView::seek_iov(size_t offset) {
     }
 }
 
+void DataView::copy_iov(size_t offset, uint8_t* bytes, size_t n, bool to_iov) {
+    seek_iov(offset);
+    size_t done = 0;
+    size_t skip = offset - cursor_start_;
+    while (cursor_entry_ < iov_count_ && done < n) {
+        const swy_dt_iov_t& e = iov_[cursor_entry_];
+        const size_t take = std::min(e.length - skip, n - done);
+        if (take != 0) {
+            auto* entry = static_cast<uint8_t*>(e.buffer) + skip;
+            if (to_iov) {
+                std::memcpy(entry, bytes + done, take);
+            } else {
+                std::memcpy(bytes + done, entry, take);
+            }
+        }
+        done += take;
+        if (done == n && skip + take < e.length) break;  // the next fragment starts here
+        cursor_start_ += e.length;
+        ++cursor_entry_;
+        skip = 0;
+    }
+}
+
 size_t DataView::pack(size_t offset, void* dst, size_t max) {
     if (offset >= length_) return 0;
     const size_t n = std::min(max, length_ - offset);
@@ -57,23 +81,7 @@ size_t DataView::pack(size_t offset, void* dst, size_t max) {
         case Kind::kContig:
             if (n != 0) std::memcpy(dst, base_ + offset, n);
             return n;
-        case Kind::kIov: {
-            seek_iov(offset);
-            auto* out = static_cast<uint8_t*>(dst);
-            size_t done = 0;
-            size_t entry_skip = offset - cursor_start_;
-            for (size_t e = cursor_entry_; e < iov_count_ && done < n; ++e) {
-                const size_t avail = iov_[e].length - entry_skip;
-                const size_t take = std::min(avail, n - done);
-                if (take != 0) {
-                    std::memcpy(out + done,
-                                static_cast<const uint8_t*>(iov_[e].buffer) + entry_skip, take);
-                }
-                done += take;
-                entry_skip = 0;
-            }
-            return done;
-        }
+        case Kind::kIov: copy_iov(offset, static_cast<uint8_t*>(dst), n, false); return n;
         case Kind::kGeneric: return generic_->ops.pack(state_, offset, dst, n);
     }
     return 0;
@@ -86,36 +94,43 @@ Status DataView::unpack(size_t offset, const void* src, size_t length) {
         case Kind::kContig:
             if (n != 0) std::memcpy(base_ + offset, src, n);
             return Status::kOk;
-        case Kind::kIov: {
-            seek_iov(offset);
-            const auto* in = static_cast<const uint8_t*>(src);
-            size_t done = 0;
-            size_t entry_skip = offset - cursor_start_;
-            for (size_t e = cursor_entry_; e < iov_count_ && done < n; ++e) {
-                const size_t avail = iov_[e].length - entry_skip;
-                const size_t take = std::min(avail, n - done);
-                if (take != 0) {
-                    std::memcpy(static_cast<uint8_t*>(iov_[e].buffer) + entry_skip, in + done,
-                                take);
-                }
-                done += take;
-                entry_skip = 0;
-            }
+        case Kind::kIov:
+            copy_iov(offset, static_cast<uint8_t*>(const_cast<void*>(src)), n, true);
             return Status::kOk;
-        }
         case Kind::kGeneric: {
             const swy_status_t s = generic_->ops.unpack(state_, offset, src, n);
-            return s == SWY_OK ? Status::kOk : status_from_wire(static_cast<int32_t>(s));
+            if (s == SWY_OK) return Status::kOk;
+            Status st = status_from_wire(static_cast<int32_t>(s));
+            if (st == Status::kOk || st == Status::kInProgress) st = Status::kIoError;
+            if (error_ == Status::kOk) error_ = st;
+            return st;
         }
     }
     return Status::kOk;
 }
 
+uint8_t* DataView::direct(size_t offset, size_t n) {
+    if (n == 0 || offset >= length_ || n > length_ - offset) return nullptr;
+    if (kind_ == Kind::kContig) return base_ + offset;
+    if (kind_ != Kind::kIov) return nullptr;
+    seek_iov(offset);
+    const swy_dt_iov_t& e = iov_[cursor_entry_];
+    const size_t skip = offset - cursor_start_;
+    return n <= e.length - skip ? static_cast<uint8_t*>(e.buffer) + skip : nullptr;
+}
+
 void DataView::finish() {
     if (kind_ == Kind::kGeneric && state_ != nullptr) {
-        generic_->ops.finish(state_);
+        void* state = state_;
         state_ = nullptr;
+        generic_->ops.finish(state);
     }
+    kind_ = Kind::kContig;
+    base_ = nullptr;
+    length_ = 0;
+    iov_ = nullptr;
+    iov_count_ = 0;
+    generic_ = nullptr;
 }
 
 }  // namespace swy::dt

@@ -5,7 +5,9 @@
 // and never needs a temporary copy of the whole message.
 //
 // Contiguous data keeps its pointer (contiguous() / data()): the zero-copy and PIO paths
-// use it directly and pay nothing for the abstraction.
+// use it directly and pay nothing for the abstraction. A request carries a DataView only for
+// non-contiguous data (core::Request::view); the core pools them, so an operation allocates
+// nothing once the pool is warm.
 #pragma once
 
 #include <switchyard/datatype.h>
@@ -42,10 +44,12 @@ public:
         kind_ = Kind::kContig;
         base_ = static_cast<uint8_t*>(const_cast<void*>(buffer));
         length_ = length;
+        error_ = Status::kOk;
     }
     /// Read (@p for_pack: the data is a source) or write (receiver) @p count items at
     /// @p buffer of @p datatype. kInvalidParam for an unknown or destroyed datatype, a NULL
-    /// iov array with entries, or an iov entry with a NULL buffer and a length.
+    /// iov array with entries, an iov entry with a NULL buffer and a length, or a generic
+    /// start callback that returned NULL (then no finish is owed).
     Status init(swy_datatype_t datatype, const void* buffer, size_t count, bool for_pack);
 
     Kind kind() const { return kind_; }
@@ -54,29 +58,41 @@ public:
     uint8_t* data() const { return base_; }
     /// Packed length in bytes.
     size_t length() const { return length_; }
+    /// The first error an unpack returned (kOk if none): what the receive fails with.
+    Status error() const { return error_; }
 
     /// Write packed bytes [offset, offset + max) into @p dst (fewer at the end of the data);
     /// @return how many were written.
     size_t pack(size_t offset, void* dst, size_t max);
     /// Place packed bytes [offset, offset + length) from @p src. Bytes past length() are the
-    /// caller's to refuse (truncation); here they are ignored. kOk, or the generic type's error.
+    /// caller's to refuse (truncation); here they are ignored. kOk, or the generic type's error
+    /// (also remembered in error()).
     Status unpack(size_t offset, const void* src, size_t length);
-    /// End of the operation: the generic type's finish callback (once). Idempotent.
+    /// Where packed bytes [offset, offset + n) lie as one contiguous range of the user's
+    /// memory (contiguous data, or one iov entry holds them all), so a transport may place
+    /// them directly; null otherwise (generic data never).
+    uint8_t* direct(size_t offset, size_t n);
+    /// End of the operation: the generic type's finish callback (once). Idempotent; afterwards
+    /// the view is empty (length 0), so a late fragment can never reach a finished state.
     void finish();
 
 private:
-    /// iov: entry and offset within it of packed offset @p offset (a cursor remembers the last
-    /// position, so fragments in order cost no search).
+    /// iov: move the cursor to the entry holding packed offset @p offset (a cursor remembers
+    /// the last position, so fragments in order cost no search).
     void seek_iov(size_t offset);
+    /// iov: copy @p n packed bytes at @p offset between @p bytes and the entries (@p to_iov:
+    /// unpack); leaves the cursor on the last entry touched.
+    void copy_iov(size_t offset, uint8_t* bytes, size_t n, bool to_iov);
 
     Kind kind_ = Kind::kContig;
     uint8_t* base_ = nullptr;
     size_t length_ = 0;
+    Status error_ = Status::kOk;
     // iov
     const swy_dt_iov_t* iov_ = nullptr;
     size_t iov_count_ = 0;
-    size_t cursor_entry_ = 0;  ///< entry holding packed offset cursor_offset_
-    size_t cursor_start_ = 0;  ///< packed offset where that entry starts
+    size_t cursor_entry_ = 0;  ///< entry holding packed offset cursor_start_ ...
+    size_t cursor_start_ = 0;  ///< ... the packed offset where that entry starts
     // generic
     const GenericType* generic_ = nullptr;
     void* state_ = nullptr;

@@ -19,9 +19,9 @@ bool proto_from_name(const std::string& name, ProtoId* out) {
     return false;
 }
 
-void ProtoTable::add(size_t max_size, ProtoId proto, std::string reason) {
+void ProtoTable::add(size_t max_size, ProtoId proto, std::string reason, bool merge) {
     if (!ranges_.empty() && max_size <= ranges_.back().max_size) return;
-    if (!ranges_.empty() && ranges_.back().proto == proto) {
+    if (merge && !ranges_.empty() && ranges_.back().proto == proto) {
         ranges_.back().max_size = max_size;
         return;
     }

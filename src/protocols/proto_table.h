@@ -35,8 +35,9 @@ struct ProtoRange {
 class ProtoTable {
 public:
     /// Append a range [previous max + 1, max_size]. Ranges must be added in increasing order;
-    /// an adjacent range with the same protocol is merged.
-    void add(size_t max_size, ProtoId proto, std::string reason);
+    /// an adjacent range with the same protocol is merged unless @p merge is false (a range
+    /// that differs in how the protocol runs, e.g. one packet or fragments).
+    void add(size_t max_size, ProtoId proto, std::string reason, bool merge = true);
 
     ProtoId lookup(size_t size) const {
         for (const ProtoRange& r : ranges_) {

@@ -167,6 +167,13 @@ void Rendezvous::start_receive(Request* r, const RtsHeader& rts, tl::AmSource sr
         finish_receive(r, status);
         return;
     }
+    // Non-contiguous data has no buffer a zero-copy read or write could land in: whatever
+    // the RTS offered, the sender pushes fragments, which we unpack at their offsets. A GET
+    // sender takes this RTR in its wait-for-ATS stage, a PUT sender in its wait-for-RTR one.
+    if (r->view != nullptr) {
+        pipeline_start_receive(*this, r);
+        return;
+    }
     // Zero-copy only over the lane to the peer that sent the RTS, which reaches that peer
     // alone (CMA: the pid the lane verified; RDMA: the connection): the RTS's address then
     // names the sender's own memory, or nothing.
@@ -213,13 +220,18 @@ void Rendezvous::on_rtr(tl::AmSource src, const uint8_t* data, size_t length) {
         return;
     }
     const auto scheme = static_cast<RndvScheme>(h.scheme);
-    const bool pipeline = scheme == RndvScheme::kPipeline;
+    bool pipeline = scheme == RndvScheme::kPipeline;
     const bool split = h.split != 0 && scheme == RndvScheme::kPut && info.zcopy == ZcopyNeed::kGet;
     // A put RTR is taken whatever the RTS offered: the receiver may only ask us to write into
     // its own memory (the lane reaches nobody else), and a put we cannot make fails the send
     // and tells the receiver with the FIN, where ignoring it would leave the send hanging.
-    const bool put =
-        h.split == 0 && (scheme == RndvScheme::kPut || scheme == RndvScheme::kPutKeyed);
+    bool put = h.split == 0 && (scheme == RndvScheme::kPut || scheme == RndvScheme::kPutKeyed);
+    // Non-contiguous data is never written zero-copy from our buffer (it is no byte range):
+    // fragments, which a receive waiting for a put takes as well.
+    if (put && r->view != nullptr) {
+        put = false;
+        pipeline = true;
+    }
     if (!pipeline && !split && !put) return worker_->reject_control("RTR out of place");
     if (put) r->proto = static_cast<uint8_t>(proto_for_scheme(scheme));
     r->peer_request = h.receive_request;
@@ -279,11 +291,7 @@ Request* Rendezvous::data_target(tl::AmSource src, const RndvDataHeader& h, size
 void Rendezvous::data_arrived(Request* r, size_t size) {
     r->rndv_done += size;
     r->received = r->rndv_done;
-    if (r->rndv_done == r->rndv_length) {
-        finish_receive(r, r->copy_failed ? Status::kIoError
-                          : r->truncated ? Status::kMessageTruncated
-                                         : Status::kOk);
-    }
+    if (r->rndv_done == r->rndv_length) finish_receive(r, r->receive_status());
 }
 
 void Rendezvous::on_data(tl::AmSource src, const uint8_t* data, size_t length) {
@@ -308,7 +316,15 @@ uint8_t* Rendezvous::place_data(tl::AmSource src, const uint8_t* hdr, size_t don
     // Looked up again on every call: a receive that failed meanwhile (its peer died on
     // another connection) is completed, and its buffer may already be the user's again.
     Request* r = data_target(src, h, length);
-    if (r == nullptr || !r->cpu_buffer) return nullptr;
+    if (r == nullptr) return nullptr;
+    if (__builtin_expect(r->view != nullptr, 0)) {
+        // Non-contiguous data: directly only where the rest of the fragment lies in one iov
+        // entry (decided alike on every call of one fragment: the range only shrinks within
+        // that entry); otherwise on_data() unpacks it.
+        return r->view->direct(h.offset + done, length - done);
+    }
+    // Device memory takes the fragment through on_data(): copied with its memory type.
+    if (!r->cpu_buffer) return nullptr;
     return r->recv_buffer + h.offset + done;
 }
 

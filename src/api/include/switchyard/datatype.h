@@ -15,6 +15,13 @@
  *     itself, it only calls pack and unpack.
  * The length of the message is the sum of the iov entries or the generic type's packed_size.
  *
+ * Non-contiguous data must be host memory: stating a device memory type for it fails the
+ * operation with SWY_ERR_UNSUPPORTED (it is not detected; an unstated type is taken as host).
+ *
+ * The generic type's finish callback runs exactly once per operation whose start callback
+ * succeeded: when it completes, fails or is canceled (before the request's callback runs).
+ * A receive whose unpack failed completes with that status once all its data arrived.
+ *
  * Non-contiguous data streams: a large message is packed and unpacked one fragment at a time
  * (at most a few fragments in flight per message), never into a temporary copy of the whole
  * message. Fragments are packed in offset order on the sender; on the receiver unpack may be
@@ -32,6 +39,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+struct swy_ep; /* swy_ep_h (switchyard.h) */
 
 /** A datatype: SWY_DATATYPE_CONTIG, SWY_DATATYPE_IOV, or a value from swy_dt_create_generic(). */
 typedef uint64_t swy_datatype_t;
@@ -82,6 +91,19 @@ swy_status_t swy_dt_create_generic(const swy_dt_generic_ops_t* ops, void* contex
 
 /** @brief Destroy a generic datatype (predefined ones are ignored). */
 void swy_dt_destroy(swy_datatype_t datatype);
+
+/**
+ * @brief Write the protocol table an endpoint uses for non-contiguous host data (iov and
+ * generic datatypes), by packed length, in the format of swy_ep_print_protocols(): one line
+ * "<lo>..<hi> <protocol>  <reason>" per range, covering 0..inf. The eager ranges are split
+ * where one packet ends and fragments begin; every rendezvous range is rndv_pipeline, since
+ * non-contiguous data is never moved zero-copy (see docs/protocols.md).
+ * @param ep  a swy_ep_h (declared here as its struct so this header stands alone).
+ * @return SWY_OK; SWY_ERR_NO_RESOURCE if @p buf was too small (output truncated);
+ *         SWY_ERR_UNSUPPORTED before the endpoint is wired; SWY_ERR_INVALID_PARAM (NULL).
+ * Thread safety: as other endpoint calls.
+ */
+swy_status_t swy_ep_print_datatype_protocols(struct swy_ep* ep, char* buf, size_t buflen);
 
 #ifdef __cplusplus
 }
