@@ -184,6 +184,7 @@ std::vector<std::vector<uint8_t>> seeds(std::string_view target) {
     if (target == "tcp_stream") return tcp_stream_seeds();
     if (target == "worker_am") return worker_am_seeds();
     if (target == "conn_wire") return conn_wire_seeds();
+    if (target == "rkey") return rkey_seeds();
     return {};
 }
 

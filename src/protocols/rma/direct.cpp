@@ -113,7 +113,8 @@ Status DirectPath::check_slot(uint64_t address, uint64_t length, uint32_t access
 Status DirectPath::map_segment(const SlotView& view) {
     char path[64];
     std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid_, key_.segment_fd);
-    common::UniqueFd file(::open(path, O_RDWR | O_CLOEXEC));
+    if (!is_memfd(path, "swy-mem")) return Status::kAccessDenied;
+    common::UniqueFd file(::open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
     if (!file) return Status::kAccessDenied;  // gone since check(): the mapping was unmapped
     const size_t page = page_size();
     // Sized by the owner's table, not by the key: the slot says how long the mapping is.

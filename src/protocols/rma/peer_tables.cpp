@@ -4,11 +4,23 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <string>
 
 #include "common/unique_fd.h"
 
 namespace swy::rma {
+
+bool is_memfd(const char* proc_path, const char* name) {
+    char target[128];
+    const ssize_t n = readlink(proc_path, target, sizeof(target) - 1);
+    if (n <= 0) return false;
+    target[n] = '\0';
+    const std::string want = std::string("/memfd:") + name + " (deleted)";
+    return want == target;
+}
 
 PeerTable::~PeerTable() {
     if (base != nullptr) munmap(const_cast<uint8_t*>(base), kKeyTableBytes);
@@ -27,8 +39,11 @@ Status PeerTables::get(int pid, int fd, uint64_t table_id, std::shared_ptr<PeerT
     }
     char path[64];
     std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
-    // Read-only: a peer's table is only ever read here.
-    common::UniqueFd file(::open(path, O_RDONLY | O_CLOEXEC));
+    // The fd number comes from the key: open it only if it is a key table's memfd (no FIFO
+    // to block on, no device to disturb), and without blocking in any case. Read-only: a
+    // peer's table is only ever read here.
+    if (!is_memfd(path, "swy-keys")) return Status::kMalformed;
+    common::UniqueFd file(::open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
     if (!file) return Status::kUnreachable;
     struct stat st {};
     if (fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode) ||

@@ -13,6 +13,10 @@
 
 namespace swy::rma {
 
+/// True if @p proc_path (/proc/PID/fd/N) names a memfd created with memfd_create(@p name):
+/// checked before opening an fd number a peer's key named.
+bool is_memfd(const char* proc_path, const char* name);
+
 /// A peer's key table mapped read-only here.
 struct PeerTable {
     PeerTable() = default;
