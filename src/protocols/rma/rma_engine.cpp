@@ -387,9 +387,9 @@ Status Engine::push(Op* op) {
 
 void Engine::sent(Op* op) {
     op->request_sent = true;
-    const bool waits_for_reply =
-        (op->kind == OpKind::kGet && op->view.length() != 0) ||
-        (op->kind == OpKind::kAtomic && op->result != nullptr) || op->kind == OpKind::kFlush;
+    const bool waits_for_reply = (op->kind == OpKind::kGet && op->view.length() != 0) ||
+                                 (op->kind == OpKind::kAtomic && op->result != nullptr) ||
+                                 op->kind == OpKind::kFlush;
     if (!waits_for_reply) finish(op, Status::kOk);  // puts and posted atomics: local completion
 }
 
@@ -554,8 +554,7 @@ Engine::Op* Engine::op_of_reply(tl::AmSource src, uint64_t wire_id, uint8_t kind
         op = op_of_request_[r->index];
     }
     if (op == nullptr || op->kind != static_cast<OpKind>(kind) || !op->request_sent ||
-        op->ep == nullptr || op->ep->ep == nullptr ||
-        op->ep->ep->peer() != worker_->peer_of(src)) {
+        op->ep == nullptr || op->ep->ep == nullptr || op->ep->ep->peer() != worker_->peer_of(src)) {
         if (what != nullptr) worker_->reject_control(what);
         return nullptr;
     }

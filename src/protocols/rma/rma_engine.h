@@ -148,9 +148,9 @@ private:
     std::unordered_map<const core::Endpoint*, std::unique_ptr<EpState>> eps_;
     /// Live ops that hold a request, by request index (the pool is never shrunk).
     std::vector<Op*> op_of_request_;
-    std::unordered_map<uint64_t, Op*> flushes_;  // flush ops by id
+    std::unordered_map<uint64_t, Op*> flushes_;                       // flush ops by id
     std::unordered_map<uint32_t, std::unique_ptr<PeerState>> peers_;  // target side, by source
-    size_t sending_eps_ = 0;   // initiator: eps with ops waiting for credits
+    size_t sending_eps_ = 0;    // initiator: eps with ops waiting for credits
     size_t backlog_peers_ = 0;  // target: peers with queued replies
     /// Endpoint states that failed: kept until the next progress, since code that ran a
     /// callback (which may close the endpoint) may still hold a pointer to one.
