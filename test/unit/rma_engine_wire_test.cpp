@@ -99,7 +99,7 @@ protected:
         return s;
     }
     /// Wait for @p r (a handle or null) started with status @p st; the final status.
-    swy_status_t finish(Status st, core::Request* r) {
+    swy_status_t finish(Status st, core::Request*& r) {
         if (st != Status::kInProgress) return static_cast<swy_status_t>(st);
         auto h = reinterpret_cast<swy_request_h>(r);
         const swy_status_t s = wait(h);
