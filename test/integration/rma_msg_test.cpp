@@ -88,13 +88,11 @@ swy_status_t done(swy_worker_h w, swy_status_t st, swy_request_h req, const char
 
 swy_status_t put(Node& n, int rank, const void* buf, size_t len, uint64_t addr, swy_rkey_h key) {
     swy_request_h req = nullptr;
-    return done(n.worker(), swy_put_nb(n.ep(rank), buf, len, addr, key, nullptr, &req), req,
-                "put");
+    return done(n.worker(), swy_put_nb(n.ep(rank), buf, len, addr, key, nullptr, &req), req, "put");
 }
 swy_status_t get(Node& n, int rank, void* buf, size_t len, uint64_t addr, swy_rkey_h key) {
     swy_request_h req = nullptr;
-    return done(n.worker(), swy_get_nb(n.ep(rank), buf, len, addr, key, nullptr, &req), req,
-                "get");
+    return done(n.worker(), swy_get_nb(n.ep(rank), buf, len, addr, key, nullptr, &req), req, "get");
 }
 swy_status_t flush(Node& n, int rank) {
     swy_request_h req = nullptr;
@@ -103,10 +101,10 @@ swy_status_t flush(Node& n, int rank) {
 swy_status_t fetch_add(Node& n, int rank, uint64_t addr, swy_rkey_h key, uint64_t v,
                        uint64_t* old) {
     swy_request_h req = nullptr;
-    return done(n.worker(),
-                swy_atomic_nb(n.ep(rank), SWY_ATOMIC_OP_ADD, 8, &v, nullptr, old, addr, key,
-                              nullptr, &req),
-                req, "atomic");
+    return done(
+        n.worker(),
+        swy_atomic_nb(n.ep(rank), SWY_ATOMIC_OP_ADD, 8, &v, nullptr, old, addr, key, nullptr, &req),
+        req, "atomic");
 }
 
 std::vector<size_t> sizes_for(const swy_ep_attr_t& a, bool large) {

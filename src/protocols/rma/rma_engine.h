@@ -95,6 +95,9 @@ public:
 private:
     // ---- initiator (rma_engine.cpp) ----
     EpState* ep_state(core::Endpoint* ep);
+    /// Ops are recycled (no allocation per operation once warm).
+    Op* alloc_op();
+    void release_op(Op* op);
     /// A new op of @p kind on @p ep with a request from @p params (masked by field_mask).
     Op* new_op(EpState* s, uint8_t kind, const swy_request_params_t* params);
     /// Send it now if nothing waits before it, else queue; then report like the C API.
@@ -156,6 +159,7 @@ private:
     /// callback (which may close the endpoint) may still hold a pointer to one.
     std::vector<std::unique_ptr<EpState>> dead_eps_;
     std::vector<EpState*> scratch_eps_;
+    std::vector<Op*> free_ops_;
     std::vector<PeerState*> scratch_peers_;
 };
 

@@ -256,6 +256,7 @@ bool Engine::run(PeerState* p, Reply& item) {
                                               g.length, kAccessRead, &local);
             }
             const size_t max = lane->attr().max_message;
+            if (max <= sizeof(GetReplyHeader)) item.status = Status::kUnsupported;
             while (item.status == Status::kOk && item.offset < g.length) {
                 const size_t n =
                     std::min<uint64_t>(max - sizeof(GetReplyHeader), g.length - item.offset);
