@@ -118,6 +118,12 @@ std::vector<size_t> sizes_for(const swy_ep_attr_t& a, bool large) {
     return s;
 }
 
+RunOptions long_run() {
+    RunOptions o;
+    o.timeout_s = 240;
+    return o;
+}
+
 class RmaMsg : public ::testing::TestWithParam<std::string> {};
 
 // Every rank puts a distinct pattern into every other rank's window at every size, flushes,
@@ -167,7 +173,7 @@ void put_get_sizes(int nranks, const std::string& lane, bool large) {
             ICHECK_OK(swy_mem_unmap(n.context(), win.mem));
             n.finish();
         },
-        RunOptions{.timeout_s = 240}));
+        long_run()));
 }
 
 TEST_P(RmaMsg, PutGetSizesTwoRanks) { put_get_sizes(2, GetParam(), true); }
