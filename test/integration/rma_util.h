@@ -92,7 +92,9 @@ inline swy_rkey_h unpack(swy_ep_h ep, const std::vector<unsigned char>& bytes) {
 }
 
 /// The end of an operation: its immediate status, or the request's once it completes.
-inline swy_status_t finish_op(swy_worker_h worker, swy_status_t st, swy_request_h req,
+/// (@p req by reference: it is read after the call that sets it, whatever the order in
+/// which the arguments are evaluated.)
+inline swy_status_t finish_op(swy_worker_h worker, swy_status_t st, const swy_request_h& req,
                               const char* what) {
     if (st != SWY_INPROGRESS) return st;
     st = wait_request(worker, req, what);
