@@ -281,5 +281,64 @@ TEST(RmaKeys, RkeyPtrReachesTheOwnersMemoryAndNoImmCompleteGivesARequest) {
     }));
 }
 
+/// Over tcp nothing is direct: the owner's progress validates every request. A put or posted
+/// atomic with a stale or forged key is refused there and reported by the next flush; a get
+/// or fetching atomic fails itself. The owner's memory never changes.
+TEST(RmaKeys, TcpStaleAndForgedKeysAreDeniedByTheOwner) {
+    EXPECT_TRUE(run_ranks(2, [](World& w) {
+        NodeOptions o;
+        o.config = {{"TLS", "tcp"}, {"NET_DEVICES", "lo"}};
+        Node n(w, o);
+        n.connect_all();
+        swy_worker_h wk = n.worker();
+        Exposed e;
+        if (w.rank() == 1) {
+            e = expose(n.context(), false, 4000);
+            std::memset(e.owned.data(), 0xEE, e.owned.size());
+            publish_key(w, 0, n.context(), e);
+            w.wait_scratch_at_least(0, 1, wk);  // progress: the owner executes the requests
+            check_untouched(e, "tcp owner, forged key");
+            ICHECK_OK(swy_mem_unmap(n.context(), e.mem));
+            w.scratch(1).store(1, std::memory_order_release);
+            w.wait_scratch_at_least(2, 1, wk);
+            check_untouched(e, "tcp owner, stale key");
+        } else {
+            swy_ep_h ep = n.ep(1);
+            const std::vector<unsigned char> bytes = key_bytes(w, 0, 1);
+            const uint64_t base = remote_base(w, 0, 1);
+            std::vector<unsigned char> forged = bytes;
+            forged[30] ^= 0x10;  // a bit of the secret
+            unsigned char data[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+            uint64_t old = 0;
+            auto denied = [&](swy_rkey_h k, const char* what) {
+                swy_status_t st = put(wk, ep, data, 8, base, k);
+                if (st == SWY_OK) st = flush(wk, ep);
+                ICHECK_MSG(st == SWY_ERR_ACCESS_DENIED, "%s put: %d (%s)", what, (int)st,
+                           swy_status_string(st));
+                ICHECK_STATUS(get(wk, ep, data, 8, base, k), SWY_ERR_ACCESS_DENIED);
+                ICHECK_STATUS(atomic(wk, ep, SWY_ATOMIC_OP_ADD, 8, 1, 0, &old, base, k),
+                              SWY_ERR_ACCESS_DENIED);
+                st = atomic(wk, ep, SWY_ATOMIC_OP_ADD, 8, 1, 0, nullptr, base, k);
+                if (st == SWY_OK) st = flush(wk, ep);
+                ICHECK_MSG(st == SWY_ERR_ACCESS_DENIED, "%s posted atomic: %d", what, (int)st);
+                ICHECK_OK(flush(wk, ep));  // the error was reported once
+            };
+            swy_rkey_h kf = unpack(ep, forged);
+            denied(kf, "forged");
+            swy_rkey_destroy(kf);
+            swy_rkey_h k = unpack(ep, bytes);
+            ICHECK_STATUS(put(wk, ep, data, 8, base + 3996, k), SWY_ERR_INVALID_PARAM);
+            void* p = nullptr;
+            ICHECK_STATUS(swy_rkey_ptr(k, base, &p), SWY_ERR_UNREACHABLE);
+            w.scratch(0).store(1, std::memory_order_release);
+            w.wait_scratch_at_least(1, 1, wk);
+            denied(k, "stale");
+            swy_rkey_destroy(k);
+            w.scratch(2).store(1, std::memory_order_release);
+        }
+        n.finish();
+    }));
+}
+
 }  // namespace
 }  // namespace swy_itest
