@@ -5,7 +5,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "core/context.h"
@@ -245,6 +247,67 @@ TEST_F(RmaMemTable, ReadSlotSeesPublishedFieldsOnlyUnderTheirSecret) {
     const uint64_t secret = m->secret;
     ASSERT_EQ(swy_mem_unmap(ctx_, h), SWY_OK);
     EXPECT_FALSE(read_slot(slot, secret, &v));
+}
+
+TEST_F(RmaMemTable, MapAndUnmapFromManyThreadsWhileOthersValidate) {
+    // Four threads map and unmap; two validate the live keys they publish. A key validates
+    // while its mapping lives and never after unmap (the secret is cleared first).
+    constexpr int kMappers = 4, kRounds = 300;
+    std::atomic<uint64_t> published[kMappers][3] = {};  // slot, secret, base (0: none)
+    std::atomic<bool> stop{false};
+    std::atomic<int> errors{0};
+    core::Context* c = context();
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kMappers; ++t) {
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < kRounds; ++i) {
+                swy_mem_map_params_t p = allocate(4096 * (1 + i % 3));
+                swy_mem_h h = nullptr;
+                if (swy_mem_map(ctx_, &p, &h) != SWY_OK) {
+                    ++errors;
+                    return;
+                }
+                const KeyFields k = key_of(c, *reinterpret_cast<Mapping*>(h));
+                uint8_t* local = nullptr;
+                if (validate_access(c, k.id.slot, k.id.secret, k.id.base, 8, kAccessWrite,
+                                    &local) != Status::kOk) {
+                    ++errors;
+                }
+                published[t][0].store(k.id.slot);
+                published[t][2].store(k.id.base);
+                published[t][1].store(k.id.secret, std::memory_order_release);
+                published[t][1].store(0, std::memory_order_release);
+                if (swy_mem_unmap(ctx_, h) != SWY_OK) ++errors;
+                if (validate_access(c, k.id.slot, k.id.secret, k.id.base, 8, kAccessWrite,
+                                    &local) != Status::kAccessDenied) {
+                    ++errors;
+                }
+            }
+        });
+    }
+    std::vector<std::thread> readers;
+    for (int r = 0; r < 2; ++r) {
+        readers.emplace_back([&] {
+            while (!stop.load()) {
+                for (int t = 0; t < kMappers; ++t) {
+                    const uint64_t secret = published[t][1].load(std::memory_order_acquire);
+                    if (secret == 0) continue;
+                    uint8_t* local = nullptr;
+                    // Live or just unmapped: either answer is fine, but never another range.
+                    const Status s =
+                        validate_access(c, static_cast<uint32_t>(published[t][0].load()), secret,
+                                        published[t][2].load(), 8, kAccessRead, &local);
+                    if (s != Status::kOk && s != Status::kAccessDenied) ++errors;
+                }
+            }
+        });
+    }
+    for (auto& th : threads)
+        th.join();
+    stop.store(true);
+    for (auto& th : readers)
+        th.join();
+    EXPECT_EQ(errors.load(), 0);
 }
 
 }  // namespace
