@@ -79,7 +79,7 @@ swy_rkey_h key_of(World& world, Node& n, int rank, uint64_t* base) {
 }
 
 /// Wait for a call's result: SWY_INPROGRESS waits for the request; else the status itself.
-swy_status_t done(swy_worker_h w, swy_status_t st, swy_request_h req, const char* what) {
+swy_status_t done(swy_worker_h w, swy_status_t st, swy_request_h& req, const char* what) {
     if (st != SWY_INPROGRESS) return st;
     st = wait_request(w, req, what, 60.0);
     swy_request_free(req);
