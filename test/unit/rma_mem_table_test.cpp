@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -308,6 +309,27 @@ TEST_F(RmaMemTable, MapAndUnmapFromManyThreadsWhileOthersValidate) {
     for (auto& th : readers)
         th.join();
     EXPECT_EQ(errors.load(), 0);
+}
+
+TEST(RmaAtomicMode, OnlyCpuIsAccepted) {
+    for (const char* mode : {"cpu", "nic", ""}) {
+        swy_config_h cfg = nullptr;
+        ASSERT_EQ(swy_config_read(&cfg), SWY_OK);
+        ASSERT_EQ(swy_config_set(cfg, "TLS", "self"), SWY_OK);
+        ASSERT_EQ(swy_config_set(cfg, "ATOMIC_MODE", mode), SWY_OK);
+        swy_context_params_t cp{};
+        cp.field_mask = SWY_CONTEXT_PARAM_FIELD_CONFIG;
+        cp.config = cfg;
+        swy_context_h ctx = nullptr;
+        const swy_status_t st = swy_context_create(&cp, &ctx);
+        swy_config_release(cfg);
+        if (std::string(mode) == "cpu") {
+            EXPECT_EQ(st, SWY_OK);
+            swy_context_destroy(ctx);
+        } else {
+            EXPECT_EQ(st, SWY_ERR_INVALID_PARAM) << mode;
+        }
+    }
 }
 
 }  // namespace
