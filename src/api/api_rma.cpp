@@ -296,7 +296,8 @@ swy_status_t swy_put_nb(swy_ep_h ep, const void* buffer, size_t count, uint64_t 
     core::Worker* w = e->worker();
     WorkerGuard guard(w);
     // Where the owner's table is reachable, a stale or forged key fails here whichever path
-    // would carry the operation.
+    // would carry the operation. (A failed endpoint's operations go to the engine, which
+    // fails them: a dead owner's memory stays mapped here, but is nobody's any more.)
     if (key->direct) {
         const Status denied = key->direct->check(remote_address, view.length(), rma::kAccessWrite);
         if (denied != Status::kOk) {
@@ -304,7 +305,7 @@ swy_status_t swy_put_nb(swy_ep_h ep, const void* buffer, size_t count, uint64_t 
             return api::to_c(denied);
         }
     }
-    if (key->direct && key->direct->moves(view) && host_buffer(w, p, view) &&
+    if (key->direct && key->direct->moves(view) && host_buffer(w, p, view) && !e->failed() &&
         w->rma().direct_allowed(e)) {
         Status s = key->direct->put(remote_address, view);
         view.finish();
@@ -338,7 +339,7 @@ swy_status_t swy_get_nb(swy_ep_h ep, void* buffer, size_t count, uint64_t remote
             return api::to_c(denied);
         }
     }
-    if (key->direct && key->direct->moves(view) && host_buffer(w, p, view) &&
+    if (key->direct && key->direct->moves(view) && host_buffer(w, p, view) && !e->failed() &&
         w->rma().direct_allowed(e)) {
         Status s = key->direct->get(remote_address, view);
         view.finish();
@@ -397,7 +398,7 @@ swy_status_t swy_atomic_nb(swy_ep_h ep, swy_atomic_op_t op, size_t size, const v
         const Status denied = key->direct->check(remote_address, size, rma::kAccessAtomic);
         if (denied != Status::kOk) return api::to_c(denied);
     }
-    if (key->direct && key->direct->atomics() && w->rma().direct_allowed(e)) {
+    if (key->direct && key->direct->atomics() && !e->failed() && w->rma().direct_allowed(e)) {
         uint64_t old = 0;
         Status s = key->direct->atomic(remote_address, op, size, value, expected, &old);
         if (s == Status::kOk && result != nullptr) {
