@@ -54,5 +54,9 @@ TEST(FuzzReplay, ConnWireSeedsAndCorpusDecodeWithoutFault) {
     EXPECT_GE(replay("conn_wire", &fuzz_conn_wire), 3u);
 }
 
+TEST(FuzzReplay, RkeySeedsAndCorpusAreHandledWithoutFault) {
+    EXPECT_GE(replay("rkey", &fuzz_rkey), 5u);
+}
+
 }  // namespace
 }  // namespace swy::fuzz

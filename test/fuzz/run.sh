@@ -10,7 +10,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 seconds=${1:-20}
 shift || true
 targets=("$@")
-(( ${#targets[@]} )) || targets=(address tcp_stream worker_am conn_wire)
+(( ${#targets[@]} )) || targets=(address tcp_stream worker_am conn_wire rkey)
 build=${SWY_FUZZ_BUILD:-$root/build-fuzz}
 jobs=${SWY_FUZZ_JOBS:-2}
 

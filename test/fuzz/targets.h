@@ -19,6 +19,11 @@ int fuzz_worker_am(const uint8_t* data, size_t size);
 /// The listener handshake's frames, as client and as (keyed) listener (fuzz_conn_wire.cpp).
 int fuzz_conn_wire(const uint8_t* data, size_t size);
 
+/// Remote-key decoder and swy_ep_rkey_unpack on a self endpoint (fuzz_rkey.cpp).
+int fuzz_rkey(const uint8_t* data, size_t size);
+/// Seeds of the "rkey" target (fuzz_rkey_seeds.cpp).
+std::vector<std::vector<uint8_t>> rkey_seeds();
+
 /// Valid (and a few boundary) inputs for @p target ("address", "tcp_stream", "worker_am",
 /// "conn_wire"), built with the encoders the library itself uses; empty for an unknown target.
 std::vector<std::vector<uint8_t>> seeds(std::string_view target);

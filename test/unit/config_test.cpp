@@ -49,6 +49,7 @@ TEST(ConfigTable, DeclaresEveryDocumentedVariableWithItsTypeAndDefault) {
         {"PROTO_INFO", ConfigType::kBool, "n"},
         {"CMA", ConfigType::kString, "auto"},
         {"KEEPALIVE_INTERVAL", ConfigType::kTime, "200ms"},
+        {"ATOMIC_MODE", ConfigType::kString, "cpu"},
         {"SIMDEV_BW", ConfigType::kDouble, "5e9"},
         {"SIMDEV_LATENCY", ConfigType::kTime, "2us"},
         {"SIMDEV_THROTTLE", ConfigType::kBool, "n"},
