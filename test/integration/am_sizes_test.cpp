@@ -45,7 +45,7 @@ struct Inbox {
     Node* node = nullptr;
     int nranks = 0;
     bool reply_ep_expected = true;
-    std::vector<bool> have;                // endpoints this rank has (by rank)
+    std::vector<bool> have;               // endpoints this rank has (by rank)
     std::vector<std::vector<Msg>> plans;  // what each sender sends us
     std::vector<size_t> count;            // messages seen per sender
     struct Pulled {
@@ -63,8 +63,8 @@ struct FromSender {
     int sender;
 };
 
-swy_status_t on_am(void* arg, const void* header, size_t header_length, void* data,
-                   size_t length, const swy_am_recv_param_t* param) {
+swy_status_t on_am(void* arg, const void* header, size_t header_length, void* data, size_t length,
+                   const swy_am_recv_param_t* param) {
     Inbox* in = static_cast<FromSender*>(arg)->in;
     const int s = static_cast<FromSender*>(arg)->sender;
     ICHECK((param->field_mask & SWY_AM_RECV_PARAM_FIELD_REPLY_EP) != 0);
@@ -83,8 +83,8 @@ swy_status_t on_am(void* arg, const void* header, size_t header_length, void* da
     ICHECK_PATTERN(header, header_length, header_seed(header_length, s, i),
                    "header of message #%zu from rank %d", i, s);
     const bool rndv = (param->flags & SWY_AM_RECV_FLAG_RNDV) != 0;
-    ICHECK_MSG(rndv == m.rndv, "message #%zu from rank %d (%zu + %zu bytes): rendezvous %d", i,
-               s, header_length, length, (int)rndv);
+    ICHECK_MSG(rndv == m.rndv, "message #%zu from rank %d (%zu + %zu bytes): rendezvous %d", i, s,
+               header_length, length, (int)rndv);
     ICHECK_MSG((param->flags & SWY_AM_RECV_FLAG_DATA_KEEPABLE) == 0,
                "data keepable without SWY_AM_HANDLER_FLAG_KEEP_DATA");
     if (!rndv) {
@@ -118,8 +118,8 @@ void exchange(World& w, const std::string& tls, bool large) {
     std::vector<FromSender> from(w.size());
     for (int r = 0; r < w.size(); ++r) {
         from[r] = {&in, r};
-        ICHECK_OK(swy_worker_set_am_handler(wk, static_cast<uint16_t>(kId + r), on_am, &from[r],
-                                            0));
+        ICHECK_OK(
+            swy_worker_set_am_handler(wk, static_cast<uint16_t>(kId + r), on_am, &from[r], 0));
     }
     n.connect_all(self);
     for (int r = 0; r < w.size(); ++r) {
@@ -149,8 +149,8 @@ void exchange(World& w, const std::string& tls, bool large) {
             fill_pattern(header.data(), m.header_length, header_seed(m.header_length, w.rank(), i));
             keep.emplace_back(m.size);
             fill_pattern(keep.back().data(), m.size, pattern_seed(m.size, w.rank(), i));
-            sends.push_back(post_am(n.ep(r), static_cast<uint16_t>(kId + w.rank()), header.data(), m.header_length,
-                                    keep.back().data(), m.size, m.flags));
+            sends.push_back(post_am(n.ep(r), static_cast<uint16_t>(kId + w.rank()), header.data(),
+                                    m.header_length, keep.back().data(), m.size, m.flags));
             ICHECK_MSG(sends.back().status == SWY_OK || sends.back().status == SWY_INPROGRESS,
                        "AM #%zu (%zu + %zu bytes) to rank %d: %s", i, m.header_length, m.size, r,
                        swy_status_string(sends.back().status));
@@ -161,8 +161,8 @@ void exchange(World& w, const std::string& tls, bool large) {
         }
         // Forced eager that does not fit is refused at the call.
         std::vector<unsigned char> big(max + 1);
-        AmSend refused = post_am(n.ep(r), kId, nullptr, 0, big.data(), big.size(),
-                                 SWY_AM_SEND_FLAG_EAGER);
+        AmSend refused =
+            post_am(n.ep(r), kId, nullptr, 0, big.data(), big.size(), SWY_AM_SEND_FLAG_EAGER);
         ICHECK_STATUS(refused.status, SWY_ERR_INVALID_PARAM);
     }
 
@@ -186,8 +186,8 @@ void exchange(World& w, const std::string& tls, bool large) {
     for (auto& p : in.pulls) {
         ICHECK_MSG(p.pull.status == SWY_OK, "pull of message #%zu from rank %d: %s", p.index,
                    p.sender, swy_status_string(p.pull.status));
-        ICHECK_MSG(p.pull.info.length == p.size, "pull length %zu, message %zu",
-                   p.pull.info.length, p.size);
+        ICHECK_MSG(p.pull.info.length == p.size, "pull length %zu, message %zu", p.pull.info.length,
+                   p.size);
         ICHECK_PATTERN(p.pull.buffer.data(), p.size, pattern_seed(p.size, p.sender, p.index),
                        "rendezvous message #%zu (%zu bytes) from rank %d", p.index, p.size,
                        p.sender);
