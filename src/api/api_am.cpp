@@ -3,11 +3,25 @@
 #include <switchyard/am.h>
 
 #include "api/api_guard.h"
+#include "api/api_params.h"
+#include "core/request_params.h"
 #include "core/worker.h"
 #include "protocols/am/am_send.h"
 
 using namespace swy;
 using api::WorkerGuard;
+
+namespace {
+/// The out-of-line tail of a refused call: unknown params bits, else the argument error.
+[[gnu::cold, gnu::noinline]] swy_status_t refused(const char* function,
+                                                  const swy_request_params_t* params,
+                                                  const char* argument_error) {
+    if (uint64_t unknown = core::request_params::unknown_bits(params); unknown != 0) {
+        return api::unknown_fields(function, "swy_request_params_t", unknown);
+    }
+    return api::invalid(function, argument_error);
+}
+}  // namespace
 
 extern "C" {
 
@@ -25,11 +39,12 @@ swy_status_t swy_am_send_nb(swy_ep_h ep, uint16_t id, const void* header, size_t
                             const void* data, size_t count, const swy_request_params_t* params,
                             swy_request_h* req) {
     if (__builtin_expect(ep == nullptr || req == nullptr || (header == nullptr && header_length) ||
-                             header_length > SWY_AM_MAX_HEADER,
+                             header_length > SWY_AM_MAX_HEADER ||
+                             core::request_params::unknown_bits(params) != 0,
                          0)) {
-        return api::invalid(__func__,
-                            "ep and req must not be NULL; header only if header_length is 0; "
-                            "header_length at most SWY_AM_MAX_HEADER");
+        return refused(__func__, params,
+                       "ep and req must not be NULL; header only if header_length is 0; "
+                       "header_length at most SWY_AM_MAX_HEADER");
     }
     core::Endpoint* e = api::ep_of(ep);
     WorkerGuard guard(e->worker());
@@ -50,10 +65,10 @@ swy_status_t swy_ep_am_eager_max(swy_ep_h ep, size_t* max) {
 swy_status_t swy_am_recv_data_nb(swy_worker_h worker, void* data_desc, void* buffer, size_t count,
                                  const swy_request_params_t* params, swy_request_h* req) {
     if (worker == nullptr || data_desc == nullptr || req == nullptr ||
-        (buffer == nullptr && count != 0)) {
-        return api::invalid(__func__,
-                            "worker, data_desc and req must not be NULL; buffer only if count "
-                            "is 0");
+        (buffer == nullptr && count != 0) || core::request_params::unknown_bits(params) != 0) {
+        return refused(__func__, params,
+                       "worker, data_desc and req must not be NULL; buffer only if count "
+                       "is 0");
     }
     core::Worker* w = api::worker_of(worker);
     WorkerGuard guard(w);

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "core/request_params.h"
 #include "core/worker.h"
 #include "protocols/am/am_wire.h"
 
@@ -162,16 +163,13 @@ Status ActiveMessages::recv_data(void* desc, void* buffer, size_t count,
                    "swy_am_recv_data_nb: %p is no rendezvous descriptor this worker holds", desc);
         return Status::kInvalidParam;
     }
-    const uint64_t fields = params != nullptr ? params->field_mask : 0;
-    if ((fields & SWY_REQ_PARAM_FIELD_DATATYPE) != 0 && params->datatype != SWY_DATATYPE_CONTIG) {
+    if (core::request_params::datatype(params) != SWY_DATATYPE_CONTIG) {
         log_printf(LogLevel::kError,
                    "swy_am_recv_data_nb: non-contiguous datatypes are not supported for "
                    "rendezvous active messages yet");
         return Status::kUnsupported;
     }
-    const swy_memtype_t stated = (fields & SWY_REQ_PARAM_FIELD_MEMTYPE) != 0
-                                     ? params->memtype
-                                     : swy_memtype_t{SWY_MEMTYPE_UNKNOWN};
+    const swy_memtype_t stated = core::request_params::memtype(params);
     if (!worker_->host_without_detection(stated) && count != 0) {
         mem::MemType type = mem::MemType::kHost;
         bool cpu = true;
@@ -179,11 +177,8 @@ Status ActiveMessages::recv_data(void* desc, void* buffer, size_t count,
         if (ms != Status::kOk) return ms;
         if (type != mem::MemType::kHost || !cpu) return Status::kUnsupported;
     }
-    const uint32_t flags = (fields & SWY_REQ_PARAM_FIELD_FLAGS) != 0 ? params->flags : 0;
-    Request* r = worker_->new_request(nullptr);
-    r->flags = flags;
-    if ((fields & SWY_REQ_PARAM_FIELD_CALLBACK) != 0) r->recv_cb = params->recv_cb;
-    if ((fields & SWY_REQ_PARAM_FIELD_USER_DATA) != 0) r->user_data = params->user_data;
+    const uint32_t flags = core::request_params::flags(params);
+    Request* r = worker_->new_request(params);  // flags, callback, user data by their bits
     r->kind = core::RequestKind::kRecv;
     r->recv_buffer = static_cast<uint8_t*>(buffer);
     r->capacity = count;
@@ -202,9 +197,7 @@ Status ActiveMessages::recv_data(void* desc, void* buffer, size_t count,
             *out = r;
             return Status::kInProgress;
         }
-        if ((fields & SWY_REQ_PARAM_FIELD_RECV_INFO) != 0 && params->recv_info != nullptr) {
-            *params->recv_info = r->info;
-        }
+        if (swy_tag_recv_info_t* info = core::request_params::recv_info(params)) *info = r->info;
         worker_->pool().put(r);
         return s;
     }

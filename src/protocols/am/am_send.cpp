@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/endpoint.h"
+#include "core/request_params.h"
 #include "core/worker.h"
 #include "datatype/data_view.h"
 #include "protocols/am/am_wire.h"
@@ -75,14 +76,9 @@ Status send(Endpoint* ep, uint16_t id, const void* header, size_t header_length,
     if (__builtin_expect(ep->failed(), 0)) {
         return ep->failure() == Status::kCanceled ? Status::kEndpointClosed : ep->failure();
     }
-    const uint64_t fields = params != nullptr ? params->field_mask : 0;
-    const uint32_t flags = (fields & SWY_REQ_PARAM_FIELD_FLAGS) != 0 ? params->flags : 0;
-    const swy_datatype_t datatype = (fields & SWY_REQ_PARAM_FIELD_DATATYPE) != 0
-                                        ? params->datatype
-                                        : swy_datatype_t{SWY_DATATYPE_CONTIG};
-    const swy_memtype_t memtype = (fields & SWY_REQ_PARAM_FIELD_MEMTYPE) != 0
-                                      ? params->memtype
-                                      : swy_memtype_t{SWY_MEMTYPE_UNKNOWN};
+    const uint32_t flags = core::request_params::flags(params);
+    const swy_datatype_t datatype = core::request_params::datatype(params);
+    const swy_memtype_t memtype = core::request_params::memtype(params);
     constexpr uint32_t kForced = SWY_AM_SEND_FLAG_EAGER | SWY_AM_SEND_FLAG_RNDV;
     if ((flags & kForced) == kForced || header_length > SWY_AM_MAX_HEADER) {
         return Status::kInvalidParam;
