@@ -1,5 +1,7 @@
 #include "core/request.h"
 
+#include <switchyard/am.h>
+
 #include <sys/random.h>
 #include <time.h>
 
@@ -81,7 +83,12 @@ void RequestPool::reset(Request* r) {
     r->am = false;
     r->am_id = 0;
     r->am_header_length = 0;
-    r->am_bytes.clear();  // keeps its capacity
+    // Keeps its capacity (no allocation for the next AM), unless a large packed message
+    // left it big.
+    if (__builtin_expect(r->am_bytes.capacity() > 4 * SWY_AM_MAX_HEADER, 0)) {
+        std::vector<uint8_t>().swap(r->am_bytes);
+    }
+    r->am_bytes.clear();
     r->recv_buffer = nullptr;
     r->capacity = 0;
     r->received = 0;

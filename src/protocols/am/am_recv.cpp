@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 
 #include "common/log.h"
 #include "core/request_params.h"
@@ -88,15 +89,19 @@ void ActiveMessages::on_eager(tl::AmSource src, const uint8_t* data, size_t leng
     swy_am_recv_param_t param{};
     param.field_mask = SWY_AM_RECV_PARAM_FIELD_FLAGS | SWY_AM_RECV_PARAM_FIELD_REPLY_EP;
     param.reply_ep = reply_ep(src);
-    if (__builtin_expect((hd.flags & SWY_AM_HANDLER_FLAG_KEEP_DATA) == 0, 1)) {
+    // The handler may keep the data: hand it over in memory of its own (without memory for
+    // it, in place and not keepable).
+    std::unique_ptr<uint8_t[]> copy;
+    if (__builtin_expect((hd.flags & SWY_AM_HANDLER_FLAG_KEEP_DATA) != 0, 0)) {
+        copy.reset(new (std::nothrow) uint8_t[std::max<size_t>(payload_length, 1)]);
+    }
+    if (__builtin_expect(copy == nullptr, 1)) {
         // In place: valid during the call (the lane's cell is reused after it).
         hd.cb(hd.arg, header, h.header_length, const_cast<uint8_t*>(payload), payload_length,
               &param);
         return;
     }
-    // The handler may keep the data: hand it over in memory of its own.
     param.flags = SWY_AM_RECV_FLAG_DATA_KEEPABLE;
-    std::unique_ptr<uint8_t[]> copy(new uint8_t[std::max<size_t>(payload_length, 1)]);
     if (payload_length != 0) std::memcpy(copy.get(), payload, payload_length);
     void* kept = copy.get();
     if (hd.cb(hd.arg, header, h.header_length, kept, payload_length, &param) == SWY_INPROGRESS) {
