@@ -127,8 +127,9 @@ Status send(Endpoint* ep, uint16_t id, const void* header, size_t header_length,
             if (__builtin_expect(s == Status::kOk, 1)) return Status::kOk;
             if (s != Status::kNoResource) return s;
         }
-        if (!fits_eager(*ep, header_length, length) &&
-            sizeof(AmRtsHeader) + header_length > ep->single_packet_max()) {
+        const bool rndv =
+            (flags & SWY_AM_SEND_FLAG_RNDV) != 0 || !fits_eager(*ep, header_length, length);
+        if (rndv && sizeof(AmRtsHeader) + header_length > ep->single_packet_max()) {
             return Status::kInvalidParam;  // the RTS itself would not fit a packet
         }
     }
