@@ -7,6 +7,7 @@
 
 #include "core/worker.h"
 #include "memtypes/registry.h"
+#include "protocols/am/am_send.h"
 #include "protocols/datatype_table.h"
 #include "protocols/eager/eager_send.h"
 #include "protocols/lane_caps.h"
@@ -223,6 +224,7 @@ Status Endpoint::post_send(Request* r, uint32_t flags, Request** out) {
 }
 
 void Endpoint::choose_protocol(Request* r) {
+    if (r->am) return proto::am::choose(this, r);
     const size_t length = r->length;
     const proto::ProtoTable& table = r->view == nullptr ? tables_[r->memtype] : datatype_table_;
     r->proto = static_cast<uint8_t>(table.lookup(length));
@@ -233,6 +235,9 @@ void Endpoint::choose_protocol(Request* r) {
 }
 
 Status Endpoint::push(Request* r) {
+    // Active messages have their own packets (protocols/am/); they share this queue so that
+    // they leave in order with the tag sends.
+    if (__builtin_expect(r->am, 0)) return proto::am::start(r);
     const auto id = static_cast<ProtoId>(r->proto);
     // Eager by a direct call (the common case); rendezvous through its Protocol entry.
     if (!proto::is_rendezvous(id)) return proto::eager::start(r);

@@ -1,5 +1,7 @@
 #include "core/request.h"
 
+#include <switchyard/am.h>
+
 #include <sys/random.h>
 #include <time.h>
 
@@ -50,7 +52,7 @@ Request* RequestPool::get(Worker* worker) {
 // instructions, which showed as the top cost of a message in a receive-heavy profile.
 // Every field of Request must appear here (the static_assert catches a new one).
 void RequestPool::reset(Request* r) {
-    static_assert(sizeof(Request) == 312, "a field was added to Request: reset it here too");
+    static_assert(sizeof(Request) == 344, "a field was added to Request: reset it here too");
     r->tag = 0;
     r->mask = 0;
     r->post_seq = 0;
@@ -79,6 +81,15 @@ void RequestPool::reset(Request* r) {
     r->remote_done = true;
     r->queue = 0;
     r->link = {};
+    r->am = false;
+    r->am_id = 0;
+    r->am_header_length = 0;
+    // Keeps its capacity (no allocation for the next AM), unless a large packed message
+    // left it big.
+    if (__builtin_expect(r->am_bytes.capacity() > 4 * SWY_AM_MAX_HEADER, 0)) {
+        std::vector<uint8_t>().swap(r->am_bytes);
+    }
+    r->am_bytes.clear();
     r->recv_buffer = nullptr;
     r->capacity = 0;
     r->received = 0;
