@@ -3,6 +3,7 @@
 #include <switchyard/am.h>
 
 #include "api/api_guard.h"
+#include "api/api_params.h"
 #include "core/worker.h"
 #include "protocols/am/am_send.h"
 
@@ -31,6 +32,10 @@ swy_status_t swy_am_send_nb(swy_ep_h ep, uint16_t id, const void* header, size_t
                             "ep and req must not be NULL; header only if header_length is 0; "
                             "header_length at most SWY_AM_MAX_HEADER");
     }
+    if (uint64_t unknown = core::request_params::unknown_bits(params);
+        __builtin_expect(unknown != 0, 0)) {
+        return api::unknown_fields(__func__, "swy_request_params_t", unknown);
+    }
     core::Endpoint* e = api::ep_of(ep);
     WorkerGuard guard(e->worker());
     core::Request* r = nullptr;
@@ -54,6 +59,9 @@ swy_status_t swy_am_recv_data_nb(swy_worker_h worker, void* data_desc, void* buf
         return api::invalid(__func__,
                             "worker, data_desc and req must not be NULL; buffer only if count "
                             "is 0");
+    }
+    if (uint64_t unknown = core::request_params::unknown_bits(params); unknown != 0) {
+        return api::unknown_fields(__func__, "swy_request_params_t", unknown);
     }
     core::Worker* w = api::worker_of(worker);
     WorkerGuard guard(w);
