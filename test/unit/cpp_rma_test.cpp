@@ -264,6 +264,8 @@ TEST_P(CppRma, ActiveMessagesEagerAndRendezvousWithHandlerHeldByTheWorker) {
     EXPECT_EQ(got.use_count(), 1);  // both functions (and their copies of got) are gone
 }
 
+// Needs datatypes in tag send/receive (branch wt-dt, d0d5a66): on a tree without them the
+// tag path ignores the datatype and this fails (2 bytes of iov array instead of 9100 bytes).
 TEST_P(CppRma, IovSendAndReceive) {
     Pair p(GetParam());
     const std::vector<uint8_t> a = pattern(100, 4), b = pattern(9000, 5);
