@@ -167,7 +167,7 @@ void put_get_sizes(int nranks, const std::string& lane, bool large) {
             ICHECK_OK(swy_mem_unmap(n.context(), win.mem));
             n.finish();
         },
-        RunOptions{.timeout_s = 240}));
+        RunOptions{.timeout_s = 240, .expected_signal = {}}));
 }
 
 TEST_P(RmaMsg, PutGetSizesTwoRanks) { put_get_sizes(2, GetParam(), true); }
