@@ -61,7 +61,8 @@ Engine::PeerState* Engine::peer_state(tl::AmSource src) {
 void Engine::sender_released(tl::AmSource src) {
     auto it = peers_.find(uint32_t{src.iface} << 16 | src.sender);
     if (it == peers_.end()) return;
-    it->second->backlog.clear();  // drain() uncounts it
+    // Not cleared here (a drain may be running further up the stack): a stale peer key makes
+    // run() drop what is queued, and the next peer at this index starts afresh (peer_state).
     it->second->first_error = Status::kOk;
     it->second->peer_key = 0;
 }
@@ -190,14 +191,18 @@ void Engine::on_flush(tl::AmSource src, const uint8_t* data, size_t length) {
 
 bool Engine::run(PeerState* p, Reply& item) {
     if (item.kind == Reply::Kind::kPut) {
-        execute_put(p, item.put, item.bytes.data(), item.bytes.size());
+        // Only for the peer that sent it (not one that took over its sender index since).
+        if (p->peer_key != 0 && worker_->peer_of(p->src).key == p->peer_key) {
+            execute_put(p, item.put, item.bytes.data(), item.bytes.size());
+        }
         return true;
     }
     // Everything else answers: through the lane back to this very peer, or nowhere.
     const tl::AmSource src = p->src;
     tl::Interface* iface = worker_->interface(src.iface);
     tl::Endpoint* lane = iface != nullptr ? iface->reply_endpoint(src.sender) : nullptr;
-    const bool peer_there = lane != nullptr && worker_->peer_of(src).key == p->peer_key;
+    if (p->peer_key == 0 || worker_->peer_of(src).key != p->peer_key) return true;  // gone
+    const bool peer_there = lane != nullptr;
     switch (item.kind) {
         case Reply::Kind::kAtomic: {
             if (!item.executed) {
