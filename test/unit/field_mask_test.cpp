@@ -422,3 +422,27 @@ TEST(FieldMaskListener, UnknownBitsRefusedAndAttrFilledOnlyWhenAsked) {
 }
 
 }  // namespace
+
+namespace {
+
+/// The one-sided and active-message entry points refuse unknown request bits too.
+TEST_F(FieldMask, UnknownRequestBitsAreRefusedByRmaAndAmCalls) {
+    swy_request_params_t p{};
+    p.field_mask = kUnknownBit;
+    unsigned char data[8] = {};
+    swy_request_h r = nullptr;
+    expect_refused("swy_request_params_t",
+                   [&] { return swy_am_send_nb(ep_, 3, nullptr, 0, data, sizeof(data), &p, &r); });
+    swy_status_t s = SWY_OK;
+    (void)stderr_of([&] { return swy_ep_flush_nb(ep_, &p, &r); }, &s);
+    EXPECT_EQ(s, SWY_ERR_INVALID_PARAM);
+    (void)stderr_of([&] { return swy_worker_flush_nb(worker_, &p, &r); }, &s);
+    EXPECT_EQ(s, SWY_ERR_INVALID_PARAM);
+    int not_a_descriptor = 0;
+    expect_refused("swy_request_params_t", [&] {
+        return swy_am_recv_data_nb(worker_, &not_a_descriptor, data, sizeof(data), &p, &r);
+    });
+    EXPECT_EQ(r, nullptr);
+}
+
+}  // namespace

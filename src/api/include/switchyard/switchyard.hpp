@@ -8,9 +8,15 @@
  * A Request does NOT keep its worker alive (that would cost an atomic operation per message):
  * destroy requests before the last Worker/Endpoint object that owns their worker.
  *
- * Errors: constructors and factory helpers (Context, Worker, Worker::address, Endpoint)
- * throw swy::StatusError. Hot-path calls (send, recv, progress, wait, test) never throw;
+ * Errors: constructors and factory helpers (Context, Worker, Worker::address, Endpoint,
+ * MemoryRegion, MemoryRegion::pack, RemoteKey) throw swy::StatusError. Hot-path calls (send, recv, progress, wait, test) never throw;
  * they return swy_status_t or a Request that carries one.
+ *
+ * One-sided (switchyard/rma.h): a MemoryRegion maps memory and packs its key; a peer unpacks
+ * it on its Endpoint to the owner as a RemoteKey and calls Endpoint::put/get/atomic, then
+ * Endpoint::flush or Worker::flush for remote completion. Active messages (switchyard/am.h):
+ * Worker::set_am_handler with a std::function, Endpoint::am_send, Worker::recv_data.
+ * Datatypes (switchyard/datatype.h): an IovView passed to send/recv/put/get.
  *
  * Thread safety: as the C API (a worker is single-threaded unless created with
  * SWY_THREAD_MODE_MULTI).
@@ -28,6 +34,7 @@
 
 #include <switchyard/switchyard.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -35,6 +42,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -93,8 +101,83 @@ public:
 
 private:
     friend class Worker;
+    friend class MemoryRegion;
     std::shared_ptr<swy_context> handle_;
 };
+
+/// A list of (pointer, length) pieces sent or received as one message (SWY_DATATYPE_IOV).
+/// The view and the memory it names must stay valid until the operation completes.
+class IovView {
+public:
+    IovView() = default;
+    IovView(std::initializer_list<swy_dt_iov_t> pieces) : pieces_(pieces) {}
+
+    /// Append a piece (zero-length pieces are allowed and skipped).
+    IovView& add(void* buffer, size_t length) {
+        pieces_.push_back(swy_dt_iov_t{buffer, length});
+        return *this;
+    }
+    IovView& add(const void* buffer, size_t length) {  // sends only read it
+        return add(const_cast<void*>(buffer), length);
+    }
+
+    const swy_dt_iov_t* data() const noexcept { return pieces_.data(); }
+    size_t count() const noexcept { return pieces_.size(); }
+    /// Sum of the pieces' lengths: the message length.
+    size_t length() const noexcept {
+        size_t total = 0;
+        for (const swy_dt_iov_t& p : pieces_)
+            total += p.length;
+        return total;
+    }
+
+private:
+    std::vector<swy_dt_iov_t> pieces_;
+};
+
+/// One active message as its handler sees it (valid only during the handler call).
+struct AmMessage {
+    const void* header;    ///< the sender's header (copied at its send)
+    size_t header_length;  ///< its length
+    void* data;            ///< the data, or with rendezvous() a descriptor for recv_data
+    size_t data_length;    ///< the data's length (the whole message's with rendezvous())
+    uint32_t flags;        ///< enum swy_am_recv_flags
+    swy_ep_h reply_ep;     ///< an endpoint back to the sender, or NULL (see am.h)
+
+    /// data is a descriptor: pull it with Worker::recv_data (or drop it).
+    bool rendezvous() const noexcept { return (flags & SWY_AM_RECV_FLAG_RNDV) != 0; }
+    /// The handler may return SWY_INPROGRESS to keep data (release with release_data).
+    bool keepable() const noexcept { return (flags & SWY_AM_RECV_FLAG_DATA_KEEPABLE) != 0; }
+};
+
+/// An active-message handler: SWY_OK when done with the data, SWY_INPROGRESS to keep it.
+using AmHandler = std::function<swy_status_t(const AmMessage&)>;
+
+namespace detail {
+/// The handlers of one worker. Each on the heap (the C library holds its address); the table
+/// lives as long as the C worker does (its deleter holds it), not just the Worker object.
+using AmHandlerTable = std::vector<std::pair<uint16_t, std::unique_ptr<AmHandler>>>;
+
+inline swy_status_t am_trampoline(void* arg, const void* header, size_t header_length, void* data,
+                                  size_t data_length, const swy_am_recv_param_t* param) {
+    AmMessage m{header, header_length, data, data_length, 0, nullptr};
+    if ((param->field_mask & SWY_AM_RECV_PARAM_FIELD_FLAGS) != 0) m.flags = param->flags;
+    if ((param->field_mask & SWY_AM_RECV_PARAM_FIELD_REPLY_EP) != 0) m.reply_ep = param->reply_ep;
+    return (*static_cast<AmHandler*>(arg))(m);
+}
+
+/// Request params with only flags (and, when not contiguous, the datatype) set.
+inline swy_request_params_t params_with(uint32_t flags, swy_datatype_t datatype) noexcept {
+    swy_request_params_t params{};
+    params.field_mask = SWY_REQ_PARAM_FIELD_FLAGS;
+    params.flags = flags;
+    if (datatype != SWY_DATATYPE_CONTIG) {
+        params.field_mask |= SWY_REQ_PARAM_FIELD_DATATYPE;
+        params.datatype = datatype;
+    }
+    return params;
+}
+}  // namespace detail
 
 /// Progress engine. Keeps its context alive.
 class Worker {
@@ -107,8 +190,11 @@ public:
         swy_worker_h worker = nullptr;
         detail::throw_if_error(swy_worker_create(context.get(), &params, &worker),
                                "swy_worker_create");
-        // The deleter holds the context: it is released only after the worker is destroyed.
-        handle_.reset(worker, [ctx = context.handle_](swy_worker_h w) { swy_worker_destroy(w); });
+        // The deleter holds the context: it is released only after the worker is destroyed;
+        // and the AM handlers, which the worker may call until then.
+        am_ = std::make_shared<detail::AmHandlerTable>();
+        handle_.reset(worker,
+                      [ctx = context.handle_, am = am_](swy_worker_h w) { swy_worker_destroy(w); });
     }
 
     Worker(Worker&&) noexcept = default;
@@ -139,10 +225,51 @@ public:
     /// Post a tagged receive; see Request for the result. Never throws.
     class Request recv(void* buffer, size_t length, swy_tag_t tag,
                        swy_tag_t mask = kFullMask) noexcept;
+    /// Receive into the pieces of @p iov (SWY_DATATYPE_IOV). Never throws.
+    class Request recv(const IovView& iov, swy_tag_t tag, swy_tag_t mask = kFullMask) noexcept;
+
+    /// Complete every put, get and atomic of every endpoint at its target (swy_worker_flush_nb).
+    class Request flush() noexcept;
+    /// Order operations started before against those started after (swy_worker_fence).
+    swy_status_t fence() noexcept { return swy_worker_fence(get()); }
+
+    /// Run @p handler for active messages with @p id (flags: enum swy_am_handler_flags);
+    /// an empty handler removes it. The Worker keeps the function alive (as long as the C
+    /// worker, which endpoints may outlive it with). It runs from progress() and must not call
+    /// progress() itself. Never throws but for std::bad_alloc.
+    swy_status_t set_am_handler(uint16_t id, AmHandler handler, uint32_t flags = 0) {
+        if (!am_) return SWY_ERR_INVALID_PARAM;  // moved from
+        auto slot = std::find_if(am_->begin(), am_->end(),
+                                 [id](const auto& entry) { return entry.first == id; });
+        if (!handler) {
+            swy_status_t s = swy_worker_set_am_handler(get(), id, nullptr, nullptr, 0);
+            if (s == SWY_OK && slot != am_->end()) am_->erase(slot);
+            return s;
+        }
+        auto held = std::make_unique<AmHandler>(std::move(handler));
+        swy_status_t s =
+            swy_worker_set_am_handler(get(), id, &detail::am_trampoline, held.get(), flags);
+        if (s != SWY_OK) return s;
+        // The C worker calls the new function from now on: the old one may go.
+        if (slot != am_->end()) {
+            slot->second = std::move(held);
+        } else {
+            am_->emplace_back(id, std::move(held));
+        }
+        return SWY_OK;
+    }
+
+    /// Pull the data of a rendezvous active message (AmMessage::data of a rendezvous()
+    /// message) into @p buffer; consumes the descriptor. Never throws.
+    class Request recv_data(void* descriptor, void* buffer, size_t length) noexcept;
+    /// Release data a handler kept, or drop a descriptor never received.
+    void release_data(void* data) noexcept { swy_am_data_release(get(), data); }
 
 private:
     friend class Endpoint;
     friend class Listener;
+    friend class RemoteKey;
+    std::shared_ptr<detail::AmHandlerTable> am_;
     std::shared_ptr<swy_worker> handle_;
 };
 
@@ -230,6 +357,187 @@ inline Request Worker::recv(void* buffer, size_t length, swy_tag_t tag, swy_tag_
     r.adopt(get(), s, req);
     return r;
 }
+
+inline Request Worker::recv(const IovView& iov, swy_tag_t tag, swy_tag_t mask) noexcept {
+    Request r;
+    swy_request_params_t params = detail::params_with(0, SWY_DATATYPE_IOV);
+    params.field_mask |= SWY_REQ_PARAM_FIELD_RECV_INFO;
+    params.recv_info = &r.info_;
+    swy_request_h req = nullptr;
+    swy_status_t s = swy_tag_recv_nb(get(), const_cast<swy_dt_iov_t*>(iov.data()), iov.count(), tag,
+                                     mask, &params, &req);
+    r.adopt(get(), s, req);
+    return r;
+}
+
+inline Request Worker::flush() noexcept {
+    Request r;
+    swy_request_h req = nullptr;
+    swy_status_t s = swy_worker_flush_nb(get(), nullptr, &req);
+    r.adopt(get(), s, req);
+    return r;
+}
+
+inline Request Worker::recv_data(void* descriptor, void* buffer, size_t length) noexcept {
+    Request r;
+    swy_request_params_t params{};
+    params.field_mask = SWY_REQ_PARAM_FIELD_RECV_INFO;
+    params.recv_info = &r.info_;
+    swy_request_h req = nullptr;
+    swy_status_t s = swy_am_recv_data_nb(get(), descriptor, buffer, length, &params, &req);
+    r.adopt(get(), s, req);
+    return r;
+}
+
+/// Memory mapped for remote access (swy_mem_map), unmapped by the destructor: from then on
+/// every key of it is refused. Keeps its context alive.
+class MemoryRegion {
+public:
+    /// Every remote right: read, write and atomic.
+    static constexpr uint32_t kAllAccess =
+        SWY_ACCESS_REMOTE_READ | SWY_ACCESS_REMOTE_WRITE | SWY_ACCESS_REMOTE_ATOMIC;
+
+    /// Map with explicit parameters (field_mask and all). @throws StatusError.
+    MemoryRegion(const Context& context, const swy_mem_map_params_t& params)
+        : context_(context.handle_) {
+        detail::throw_if_error(swy_mem_map(context_.get(), &params, &mem_), "swy_mem_map");
+        swy_mem_attr_t attr{};
+        attr.field_mask = SWY_MEM_ATTR_FIELD_ADDRESS | SWY_MEM_ATTR_FIELD_LENGTH;
+        swy_status_t s = swy_mem_query(mem_, &attr);
+        if (s != SWY_OK) {
+            swy_mem_unmap(context_.get(), mem_);
+            throw StatusError(s, "swy_mem_query");
+        }
+        address_ = attr.address;
+        length_ = attr.length;
+    }
+
+    /// @p length bytes allocated by Switchyard (zero-filled; same-host peers map them).
+    static MemoryRegion allocate(const Context& context, size_t length,
+                                 uint32_t access = kAllAccess) {
+        swy_mem_map_params_t params{};
+        params.field_mask =
+            SWY_MEM_MAP_FIELD_LENGTH | SWY_MEM_MAP_FIELD_FLAGS | SWY_MEM_MAP_FIELD_ACCESS;
+        params.length = length;
+        params.flags = SWY_MEM_MAP_ALLOCATE;
+        params.access = access;
+        return MemoryRegion(context, params);
+    }
+
+    /// The caller's memory at @p address, registered in place (it must outlive the region).
+    static MemoryRegion register_memory(const Context& context, void* address, size_t length,
+                                        uint32_t access = kAllAccess) {
+        swy_mem_map_params_t params{};
+        params.field_mask =
+            SWY_MEM_MAP_FIELD_ADDRESS | SWY_MEM_MAP_FIELD_LENGTH | SWY_MEM_MAP_FIELD_ACCESS;
+        params.address = address;
+        params.length = length;
+        params.access = access;
+        return MemoryRegion(context, params);
+    }
+
+    MemoryRegion(MemoryRegion&& other) noexcept
+        : context_(std::move(other.context_)),
+          mem_(std::exchange(other.mem_, nullptr)),
+          address_(other.address_),
+          length_(other.length_) {}
+    MemoryRegion& operator=(MemoryRegion&& other) noexcept {
+        if (this != &other) {
+            reset();
+            context_ = std::move(other.context_);
+            mem_ = std::exchange(other.mem_, nullptr);
+            address_ = other.address_;
+            length_ = other.length_;
+        }
+        return *this;
+    }
+    MemoryRegion(const MemoryRegion&) = delete;
+    MemoryRegion& operator=(const MemoryRegion&) = delete;
+    ~MemoryRegion() { reset(); }
+
+    swy_mem_h get() const noexcept { return mem_; }
+    /// Start of the mapped range (what peers name as remote_address, plus an offset).
+    void* address() const noexcept { return address_; }
+    /// The address as the uint64_t put/get/atomic take.
+    uint64_t remote_address(size_t offset = 0) const noexcept {
+        return reinterpret_cast<uint64_t>(address_) + offset;
+    }
+    size_t length() const noexcept { return length_; }
+
+    /// The packed remote key, to send to peers. @throws StatusError.
+    std::vector<uint8_t> pack() const {
+        void* buffer = nullptr;
+        size_t length = 0;
+        detail::throw_if_error(swy_rkey_pack(context_.get(), mem_, &buffer, &length),
+                               "swy_rkey_pack");
+        std::vector<uint8_t> out(static_cast<uint8_t*>(buffer),
+                                 static_cast<uint8_t*>(buffer) + length);
+        swy_rkey_buffer_release(buffer);
+        return out;
+    }
+
+    /// The fields @p attr->field_mask asks for (swy_mem_query). Never throws.
+    swy_status_t query(swy_mem_attr_t* attr) const noexcept { return swy_mem_query(mem_, attr); }
+
+private:
+    void reset() noexcept {
+        if (mem_) swy_mem_unmap(context_.get(), std::exchange(mem_, nullptr));
+        context_.reset();
+    }
+
+    std::shared_ptr<swy_context> context_;
+    swy_mem_h mem_ = nullptr;
+    void* address_ = nullptr;
+    size_t length_ = 0;
+};
+
+/// A peer's memory as unpacked on the Endpoint to that peer (swy_ep_rkey_unpack). Keeps the
+/// worker alive, not the endpoint: destroy it before closing its Endpoint.
+class RemoteKey {
+public:
+    /// Unpack @p packed (from MemoryRegion::pack on the peer) for @p ep. @throws StatusError
+    /// (SWY_ERR_MALFORMED for bytes that are not a key).
+    RemoteKey(const class Endpoint& ep, const void* packed, size_t length);
+    RemoteKey(const class Endpoint& ep, const std::vector<uint8_t>& packed)
+        : RemoteKey(ep, packed.data(), packed.size()) {}
+
+    RemoteKey(RemoteKey&& other) noexcept
+        : worker_(std::move(other.worker_)), rkey_(std::exchange(other.rkey_, nullptr)) {}
+    RemoteKey& operator=(RemoteKey&& other) noexcept {
+        if (this != &other) {
+            destroy();
+            worker_ = std::move(other.worker_);
+            rkey_ = std::exchange(other.rkey_, nullptr);
+        }
+        return *this;
+    }
+    RemoteKey(const RemoteKey&) = delete;
+    RemoteKey& operator=(const RemoteKey&) = delete;
+    ~RemoteKey() { destroy(); }
+
+    swy_rkey_h get() const noexcept { return rkey_; }
+
+    /// A local pointer to @p remote_address when the owner's memory is mapped here
+    /// (swy_rkey_ptr); SWY_ERR_UNREACHABLE otherwise. Never throws.
+    swy_status_t ptr(uint64_t remote_address, void** local) const noexcept {
+        return swy_rkey_ptr(rkey_, remote_address, local);
+    }
+    /// As above; nullptr when it is not reachable directly.
+    void* ptr(uint64_t remote_address) const noexcept {
+        void* local = nullptr;
+        return ptr(remote_address, &local) == SWY_OK ? local : nullptr;
+    }
+
+    /// Destroy now; afterwards the object is empty.
+    void destroy() noexcept {
+        if (rkey_) swy_rkey_destroy(std::exchange(rkey_, nullptr));
+        worker_.reset();
+    }
+
+private:
+    std::shared_ptr<swy_worker> worker_;
+    swy_rkey_h rkey_ = nullptr;
+};
 
 /// Connection to one remote worker. Keeps its worker (and context) alive. The destructor
 /// closes it with SWY_EP_CLOSE_FLUSH and waits for outstanding sends.
@@ -326,6 +634,89 @@ public:
         return r;
     }
 
+    /// Send the pieces of @p iov as one message (SWY_DATATYPE_IOV). Never throws.
+    Request send(const IovView& iov, swy_tag_t tag, uint32_t flags = 0) noexcept {
+        Request r;
+        swy_request_params_t params = detail::params_with(flags, SWY_DATATYPE_IOV);
+        swy_request_h req = nullptr;
+        swy_status_t s = swy_tag_send_nb(ep_, iov.data(), iov.count(), tag, &params, &req);
+        r.adopt(worker_.get(), s, req);
+        return r;
+    }
+
+    /// Unpack a key the peer packed (MemoryRegion::pack). @throws StatusError.
+    RemoteKey unpack(const std::vector<uint8_t>& packed) const { return RemoteKey(*this, packed); }
+
+    /// Write @p length bytes of @p buffer to @p remote_address of @p key's memory (needs
+    /// SWY_ACCESS_REMOTE_WRITE). Done: the buffer may be reused; flush() for remote
+    /// completion. Never throws.
+    Request put(const void* buffer, size_t length, uint64_t remote_address, const RemoteKey& key,
+                uint32_t flags = 0) noexcept {
+        return put_as(buffer, length, SWY_DATATYPE_CONTIG, remote_address, key, flags);
+    }
+    /// Write the pieces of @p iov, one after another, from @p remote_address on.
+    Request put(const IovView& iov, uint64_t remote_address, const RemoteKey& key,
+                uint32_t flags = 0) noexcept {
+        return put_as(iov.data(), iov.count(), SWY_DATATYPE_IOV, remote_address, key, flags);
+    }
+    /// Read @p length bytes at @p remote_address into @p buffer (SWY_ACCESS_REMOTE_READ).
+    Request get(void* buffer, size_t length, uint64_t remote_address, const RemoteKey& key,
+                uint32_t flags = 0) noexcept {
+        return get_as(buffer, length, SWY_DATATYPE_CONTIG, remote_address, key, flags);
+    }
+    /// Read into the pieces of @p iov, one after another, from @p remote_address on.
+    Request get(const IovView& iov, uint64_t remote_address, const RemoteKey& key,
+                uint32_t flags = 0) noexcept {
+        return get_as(const_cast<swy_dt_iov_t*>(iov.data()), iov.count(), SWY_DATATYPE_IOV,
+                      remote_address, key, flags);
+    }
+
+    /// Atomic @p op on the T-sized word (uint32_t or uint64_t, aligned) at @p remote_address
+    /// (SWY_ACCESS_REMOTE_ATOMIC). @p operand and @p compare (CSWAP) are copied at the call.
+    /// With @p result the old value lands there (it must stay valid until done); without,
+    /// the atomic is posted (remote completion by flush()). Never throws.
+    template <class T>
+    Request atomic(swy_atomic_op_t op, T operand, uint64_t remote_address, const RemoteKey& key,
+                   T* result = nullptr, T compare = T{}) noexcept {
+        static_assert(std::is_same_v<T, uint32_t> || std::is_same_v<T, uint64_t>,
+                      "atomics are on 32- or 64-bit words");
+        Request r;
+        swy_request_h req = nullptr;
+        swy_status_t s = swy_atomic_nb(ep_, op, sizeof(T), &operand,
+                                       op == SWY_ATOMIC_OP_CSWAP ? &compare : nullptr, result,
+                                       remote_address, key.get(), nullptr, &req);
+        r.adopt(worker_.get(), s, req);
+        return r;
+    }
+
+    /// Complete every put, get and atomic of this endpoint at the target. Never throws.
+    Request flush() noexcept {
+        Request r;
+        swy_request_h req = nullptr;
+        swy_status_t s = swy_ep_flush_nb(ep_, nullptr, &req);
+        r.adopt(worker_.get(), s, req);
+        return r;
+    }
+
+    /// Send an active message to the peer's handler @p id: @p header (copied at the call, up
+    /// to SWY_AM_MAX_HEADER bytes) and @p length bytes of @p data (flags: enum
+    /// swy_am_send_flags, SWY_REQ_FLAG_NO_IMM_COMPLETE). Never throws.
+    Request am_send(uint16_t id, const void* header, size_t header_length, const void* data,
+                    size_t length, uint32_t flags = 0) noexcept {
+        Request r;
+        swy_request_params_t params = detail::params_with(flags, SWY_DATATYPE_CONTIG);
+        swy_request_h req = nullptr;
+        swy_status_t s =
+            swy_am_send_nb(ep_, id, header, header_length, data, length, &params, &req);
+        r.adopt(worker_.get(), s, req);
+        return r;
+    }
+    /// Largest header + data sent eager on this endpoint (swy_ep_am_eager_max); 0 unknown.
+    size_t am_eager_max() const noexcept {
+        size_t max = 0;
+        return swy_ep_am_eager_max(ep_, &max) == SWY_OK ? max : 0;
+    }
+
     /// What the endpoint got at wire-up: the groups @p attr->field_mask asks for.
     swy_status_t query(swy_ep_attr_t* attr) const noexcept { return swy_ep_query(ep_, attr); }
     /// Every group of swy_ep_attr_t (SWY_EP_ATTR_FIELD_LANE | _PIO_DETAIL). @throws StatusError.
@@ -362,13 +753,38 @@ public:
     }
 
 private:
+    friend class RemoteKey;
     Endpoint(const Worker& worker, const swy_ep_params_t& params) : worker_(worker.handle_) {
         detail::throw_if_error(swy_ep_create(worker_.get(), &params, &ep_), "swy_ep_create");
+    }
+    Request put_as(const void* buffer, size_t count, swy_datatype_t datatype,
+                   uint64_t remote_address, const RemoteKey& key, uint32_t flags) noexcept {
+        Request r;
+        swy_request_params_t params = detail::params_with(flags, datatype);
+        swy_request_h req = nullptr;
+        swy_status_t s = swy_put_nb(ep_, buffer, count, remote_address, key.get(), &params, &req);
+        r.adopt(worker_.get(), s, req);
+        return r;
+    }
+    Request get_as(void* buffer, size_t count, swy_datatype_t datatype, uint64_t remote_address,
+                   const RemoteKey& key, uint32_t flags) noexcept {
+        Request r;
+        swy_request_params_t params = detail::params_with(flags, datatype);
+        swy_request_h req = nullptr;
+        swy_status_t s = swy_get_nb(ep_, buffer, count, remote_address, key.get(), &params, &req);
+        r.adopt(worker_.get(), s, req);
+        return r;
     }
 
     std::shared_ptr<swy_worker> worker_;
     swy_ep_h ep_ = nullptr;
 };
+
+inline RemoteKey::RemoteKey(const Endpoint& ep, const void* packed, size_t length)
+    : worker_(ep.worker_) {
+    detail::throw_if_error(swy_ep_rkey_unpack(ep.get(), packed, length, &rkey_),
+                           "swy_ep_rkey_unpack");
+}
 
 /// Accepts connections on a sockaddr (see swy_listener_create). Keeps its worker alive; the
 /// callback runs from Worker::progress() and answers with Endpoint::accept() or reject().
