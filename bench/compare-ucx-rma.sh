@@ -148,9 +148,9 @@ ratio() {
 echo
 echo "mode $mode; swy-perf ${swy_tls[*]} ${swy_extra[*]}; uptime:$(uptime)"
 echo "best of $rounds rounds (swy-perf vs ucx_perftest $(ucx_info -v 2>/dev/null | awk '/Version/ {print $3; exit}'), UCX_TLS=$ucx_tls)"
-printf '%-9s %-10s %-12s %-8s %12s %12s %8s\n' case swy-test ucx-test unit swy ucx "swy/ucx"
+printf '%-9s %-10s %-16s %-8s %12s %12s %8s\n' case swy-test ucx-test unit swy ucx "swy/ucx"
 for c in $cases; do
-    printf '%-9s %-10s %-12s %-8s %12s %12s %8s\n' "$c" "${C_SWY[$c]}" "${C_UCX[$c]} ${C_UCXF[$c]}" \
+    printf '%-9s %-10s %-16s %-8s %12s %12s %8s\n' "$c" "${C_SWY[$c]}" "${C_UCX[$c]} ${C_UCXF[$c]}" \
         "$(unit "${C_METRIC[$c]}")" "${BEST_SWY[$c]}" "${BEST_UCX[$c]}" \
         "$(ratio "${BEST_SWY[$c]}" "${BEST_UCX[$c]}")"
 done

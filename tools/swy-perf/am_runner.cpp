@@ -214,17 +214,17 @@ bool AmRunner::run_size(size_t size, Result* out) {
 
     op_times_.clear();
     op_times_.reserve(lat ? iters : 0);
-    double elapsed = 0;
+    PhaseClock clock;
     for (int phase = 0; phase < 2; ++phase) {
         const size_t ops = phase == 0 ? warmup : iters;
-        const double start = now_us();
+        clock.start();
         if (lat) {
-            double last = start;
+            uint64_t last = clock.start_ticks;
             for (size_t i = 0; i < ops; ++i) {
                 if (!pingpong()) return false;
                 if (phase == 1) {
-                    const double t = now_us();
-                    op_times_.push_back(t - last);
+                    const uint64_t t = ticks();
+                    op_times_.push_back(static_cast<double>(t - last));
                     last = t;
                 }
             }
@@ -233,9 +233,10 @@ bool AmRunner::run_size(size_t size, Result* out) {
         } else if (!stream(ops)) {
             return false;
         }
-        if (phase == 1) elapsed = now_us() - start;
+        clock.stop();
     }
-    fill_result(opts_, size, iters, elapsed, median_of(op_times_), out);
+    fill_result(opts_, size, iters, clock.elapsed_us(), median_of(op_times_) * clock.us_per_tick(),
+                out);
     return true;
 }
 

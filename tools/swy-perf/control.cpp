@@ -6,6 +6,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
 namespace swy::perf {
 
 bool Control::peer_gone() {
@@ -228,6 +232,16 @@ void fill_result(const Options& opts, size_t size, size_t ops, double elapsed_us
 double now_us() {
     using namespace std::chrono;
     return duration<double, std::micro>(steady_clock::now().time_since_epoch()).count();
+}
+
+uint64_t ticks() {
+#if defined(__x86_64__)
+    return __rdtsc();
+#else
+    using namespace std::chrono;
+    return static_cast<uint64_t>(
+        duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count());
+#endif
 }
 
 double median_of(std::vector<double>& samples) {

@@ -312,16 +312,16 @@ bool RmaRunner::client_phase(Setup& st, size_t ops, bool timed) {
         case TestKind::kAddMr: return posted_adds(st, ops);
         default: break;
     }
-    // One operation at a time: put_lat, get_lat, fadd_lat, cswap_lat.
-    double last = now_us();
+    // One operation at a time: put_lat, get_lat, fadd_lat, cswap_lat; samples in ticks.
+    uint64_t last = ticks();
     for (size_t i = 0; i < ops; ++i) {
         bool ok = opts_.test == TestKind::kPutLat   ? put_pingpong(st)
                   : opts_.test == TestKind::kGetLat ? get_one(st)
                                                     : fetching_atomic(st);
         if (!ok) return false;
         if (timed) {
-            const double t = now_us();
-            op_times_.push_back(t - last);
+            const uint64_t t = ticks();
+            op_times_.push_back(static_cast<double>(t - last));
             last = t;
         }
     }
@@ -368,7 +368,7 @@ bool RmaRunner::run_size(size_t size, Result* out) {
     const bool notify = role == Role::kClient && opts_.test != TestKind::kPutLat;
     op_times_.clear();
     op_times_.reserve(opts_.is_latency() ? iters : 0);
-    double elapsed = 0;
+    PhaseClock clock;
     // Warm-up, then the measured phase; each ends with the client's "done".
     for (int phase = 0; phase < 2; ++phase) {
         const size_t ops = phase == 0 ? warmup : iters;
@@ -376,9 +376,9 @@ bool RmaRunner::run_size(size_t size, Result* out) {
             if (!server_phase(st)) return false;
             continue;
         }
-        const double start = now_us();
+        clock.start();
         if (!client_phase(st, ops, phase == 1 && opts_.is_latency())) return false;
-        if (phase == 1) elapsed = now_us() - start;
+        clock.stop();
         if (notify && !ctl_.request(CtlMessage{CtlMessage::kDone, 0, 0, st.next_msg})) {
             return false;
         }
@@ -388,7 +388,8 @@ bool RmaRunner::run_size(size_t size, Result* out) {
         }
     }
     teardown(st);
-    fill_result(opts_, size, iters, elapsed, median_of(op_times_), out);
+    fill_result(opts_, size, iters, clock.elapsed_us(), median_of(op_times_) * clock.us_per_tick(),
+                out);
     return true;
 }
 
