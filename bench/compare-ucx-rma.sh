@@ -74,9 +74,11 @@ def put_bw4M  put_bw    4194304 ucp_put_bw  "-O 32" bw  512    64
 def get_bw4M  get_bw    4194304 ucp_get     "-O 32" bw  512    64
 def tag_bw4M  bw        4194304 tag_bw      "-O 32" bw  512    64
 if [[ $mode == tcp ]]; then
-    # tcp moves ~1-6 GB/s and ~10 us per round trip: fewer iterations keep a round short.
+    # tcp: ~10 us per round trip (and UCX's software put_lat/get far more): fewer iterations
+    # keep a round short.
     for c in "${!C_ITERS[@]}"; do
-        (( C_ITERS[$c] > 5000 )) && C_ITERS[$c]=$(( C_ITERS[$c] / 4 )) C_WARM[$c]=$(( C_WARM[$c] / 4 ))
+        if [[ ${C_METRIC[$c]} == lat ]]; then C_ITERS[$c]=2000 C_WARM[$c]=200
+        elif [[ ${C_METRIC[$c]} == mr ]]; then C_ITERS[$c]=20000 C_WARM[$c]=2000; fi
     done
 fi
 
