@@ -7,6 +7,7 @@
 
 #include "core/worker.h"
 #include "memtypes/registry.h"
+#include "protocols/am/am_send.h"
 #include "protocols/eager/eager_send.h"
 #include "protocols/lane_caps.h"
 #include "protocols/protocol.h"
@@ -210,6 +211,7 @@ Status Endpoint::tag_send(const void* buffer, size_t length, uint64_t tag,
 }
 
 void Endpoint::choose_protocol(Request* r) {
+    if (r->am) return proto::am::choose(this, r);
     const size_t length = r->length;
     r->proto = static_cast<uint8_t>(tables_[r->memtype].lookup(length));
     const bool rndv = proto::is_rendezvous(static_cast<ProtoId>(r->proto));
@@ -219,6 +221,9 @@ void Endpoint::choose_protocol(Request* r) {
 }
 
 Status Endpoint::push(Request* r) {
+    // Active messages have their own packets (protocols/am/); they share this queue so that
+    // they leave in order with the tag sends.
+    if (__builtin_expect(r->am, 0)) return proto::am::start(r);
     const auto id = static_cast<ProtoId>(r->proto);
     // Eager by a direct call (the common case); rendezvous through its Protocol entry.
     if (!proto::is_rendezvous(id)) return proto::eager::start(r);

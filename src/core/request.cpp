@@ -50,7 +50,7 @@ Request* RequestPool::get(Worker* worker) {
 // instructions, which showed as the top cost of a message in a receive-heavy profile.
 // Every field of Request must appear here (the static_assert catches a new one).
 void RequestPool::reset(Request* r) {
-    static_assert(sizeof(Request) == 304, "a field was added to Request: reset it here too");
+    static_assert(sizeof(Request) == 336, "a field was added to Request: reset it here too");
     r->tag = 0;
     r->mask = 0;
     r->post_seq = 0;
@@ -78,6 +78,10 @@ void RequestPool::reset(Request* r) {
     r->remote_done = true;
     r->queue = 0;
     r->link = {};
+    r->am = false;
+    r->am_id = 0;
+    r->am_header_length = 0;
+    r->am_bytes.clear();  // keeps its capacity
     r->recv_buffer = nullptr;
     r->capacity = 0;
     r->received = 0;

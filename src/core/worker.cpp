@@ -340,6 +340,7 @@ Status Worker::create_endpoint(const swy_ep_params_t& params, Endpoint** out, st
         if (endpoints_ != nullptr) endpoints_->prev_in_worker = ep;
         endpoints_ = ep;
     }
+    am_.endpoint_wired(ep);  // replies to active messages from its peer go on it
     if (context_->config().get_bool("PROTO_INFO")) {
         const tl::LaneAttr& la = ep->lane_attr();
         const bool zcopy = (la.caps & tl::cap::kGetZcopy) != 0;
@@ -390,6 +391,7 @@ Status Worker::close_endpoint(Endpoint* ep, swy_ep_close_mode_t mode, Request** 
     if (ep->next_in_worker != nullptr) ep->next_in_worker->prev_in_worker = ep->prev_in_worker;
     if (endpoints_ == ep) endpoints_ = ep->next_in_worker;
     ep->prev_in_worker = ep->next_in_worker = nullptr;
+    am_.endpoint_closed(ep, endpoints_);
     for (auto& p : pending_eps_) {
         if (p == ep) p = nullptr;
     }
@@ -497,6 +499,7 @@ void Worker::on_sender_released(tl::AmSource src) {
     // Its sender index may now go to another process: an RTS it left unmatched can never be
     // served (nor may its address be read in whoever takes the index next).
     rndv_.sender_released(src);
+    am_.sender_released();
     eager_.drop_sender(src, Status::kConnectionReset);
 }
 
@@ -525,6 +528,7 @@ void Worker::on_remote_failure(uint16_t iface, uint64_t peer_key, Status why) {
     }
     --progress_depth_;
     rndv_.fail_peer(peer, why);
+    am_.sender_released();
     // Messages it had only partly sent can never complete.
     eager_.drop_peer(peer, why);
 }

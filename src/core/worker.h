@@ -20,6 +20,7 @@
 #include "core/endpoint.h"
 #include "core/request.h"
 #include "memtypes/registry.h"
+#include "protocols/am/am_recv.h"
 #include "protocols/eager/eager_recv.h"
 #include "protocols/rma/rma_engine.h"
 #include "protocols/rndv/rendezvous.h"
@@ -189,6 +190,9 @@ public:
     // ---- one-sided operations executed by the target (src/protocols/rma/) ----
     rma::Engine& rma() { return rma_; }
 
+    // ---- active messages (src/protocols/am/) ----
+    proto::am::ActiveMessages& am() { return am_; }
+
     // ---- rendezvous (src/protocols/rndv/) ----
     /// The rendezvous protocols' state in this worker.
     proto::rndv::Rendezvous& rndv() { return rndv_; }
@@ -258,6 +262,7 @@ private:
     // Rendezvous: state and protocols in src/protocols/rndv/ (the worker only plumbs).
     proto::rndv::Rendezvous rndv_{this};
     rma::Engine rma_{this};  // one-sided message path (src/protocols/rma/)
+    proto::am::ActiveMessages am_{this};  // active messages (src/protocols/am/)
 
     void run_deferred();
     void retry_control();

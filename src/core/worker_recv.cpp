@@ -33,6 +33,8 @@ void Worker::on_am(tl::AmId id, tl::AmSource src, const uint8_t* data, size_t le
         case proto::kAmRmaAtomicReply:
         case proto::kAmRmaFlush:
         case proto::kAmRmaFlushAck: rma_.on_am(id, src, data, length); return;
+        case proto::kAmUserEager: am_.on_eager(src, data, length); return;
+        case proto::kAmUserRts: am_.on_rts(src, data, length); return;
         default:
             log_printf(LogLevel::kError, "dropping packet with unknown message id %u", id);
             return;

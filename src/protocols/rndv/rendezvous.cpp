@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "core/worker.h"
+#include "protocols/am/am_send.h"
 #include "protocols/rndv/stages.h"
 #include "protocols/rndv/zcopy_register.h"
 
@@ -99,7 +100,9 @@ Status Rendezvous::send_rts(Request* r) {
         case ZcopyNeed::kPut: r->set_stage(PutStage::kWaitRtr); break;
         case ZcopyNeed::kNone: r->set_stage(PipelineStage::kWaitRtr); break;
     }
-    const Status s = r->ep->lane()->am_send(kAmRndvRts, &h, sizeof(h), nullptr, 0);
+    // An active message announces itself with its own RTS (the AM id and user header).
+    const Status s = r->am ? am::send_rts(r, h)
+                           : r->ep->lane()->am_send(kAmRndvRts, &h, sizeof(h), nullptr, 0);
     // PUT registers only once its RTS is on the wire: the receiver registers its own buffer
     // meanwhile, so the two registrations overlap instead of adding up.
     if (s == Status::kOk && info->zcopy == ZcopyNeed::kPut && info->remote_keys) {

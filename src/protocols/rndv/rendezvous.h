@@ -60,6 +60,12 @@ public:
     void on_rts(tl::AmSource src, const uint8_t* data, size_t length);
     /// A posted receive matched the unexpected RTS @p d (owned by the caller, deleted after).
     void bind_unexpected(core::Request* r, const core::UnexpectedDesc& d);
+    /// Follow an RTS held outside the tag matcher (an active-message descriptor,
+    /// protocols/am/) like an unmatched tag RTS: its sender's failure marks it sender_failed,
+    /// and bind_unexpected() stops following it.
+    void track_unexpected(core::UnexpectedDesc* d) { unexpected_rts_.push_back(d); }
+    /// Stop following @p d (dropped without a receive).
+    void forget_unexpected(const core::UnexpectedDesc* d) { std::erase(unexpected_rts_, d); }
 
     // ---- control messages (both sides) ----
     void on_ats(tl::AmSource src, const uint8_t* data, size_t length);

@@ -101,6 +101,14 @@ swy_status_t swy_am_send_nb(swy_ep_h ep, uint16_t id, const void* header, size_t
 enum { SWY_AM_MAX_HEADER = 1024 };
 
 /**
+ * @brief The largest @c header_length + data bytes an active message on @p ep carries eager
+ * (one packet of its lane): the limit of SWY_AM_SEND_FLAG_EAGER, and the size above which a
+ * send goes rendezvous. *@p max is 0 for an endpoint made from a sockaddr and not yet wired.
+ * @return SWY_OK; SWY_ERR_INVALID_PARAM for NULL arguments.
+ */
+swy_status_t swy_ep_am_eager_max(swy_ep_h ep, size_t* max);
+
+/**
  * @brief Pull the data of a rendezvous message (@p data_desc from the handler) into
  * @p buffer (@p count items of the datatype from params). Consumes the descriptor.
  * Completion model as swy_tag_recv_nb (params->recv_cb; info->length is the message length);
