@@ -125,6 +125,8 @@ void Endpoint::fail(Status why) {
         failed_ = true;
         failure_ = why;
     }
+    // One-sided operations first: the engine ends them with their own state.
+    worker_->rma().endpoint_failed(this, why);
     const Status request_status = why == Status::kCanceled ? Status::kCanceled : why;
     while (Request* r = pending_.pop_front())
         worker_->complete(r, request_status);

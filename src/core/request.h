@@ -20,7 +20,8 @@ class Endpoint;
 class Worker;
 struct UnexpectedDesc;
 
-enum class RequestKind : uint8_t { kSend, kRecv, kClose };
+/// kRma: a one-sided operation (protocols/rma/): only rma::Engine acts on replies naming it.
+enum class RequestKind : uint8_t { kSend, kRecv, kClose, kRma };
 
 /// A peer as the transport vouches for it: the interface and its sender key
 /// (tl::Interface::sender_key). Everything a peer sends is checked against the PeerRef of

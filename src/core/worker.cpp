@@ -223,7 +223,7 @@ Status Worker::get_efd(int* fd) const {
 
 Status Worker::arm() {
     if (!deferred_.empty() || !pending_eps_.empty() || !control_backlog_.empty() ||
-        !closing_.empty()) {
+        !closing_.empty() || rma_.busy()) {
         return Status::kBusy;
     }
     for (auto& iface : ifaces_) {
@@ -500,6 +500,7 @@ void Worker::on_sender_released(tl::AmSource src) {
     // served (nor may its address be read in whoever takes the index next).
     rndv_.sender_released(src);
     am_.sender_released();
+    rma_.sender_released(src);
     eager_.drop_sender(src, Status::kConnectionReset);
 }
 

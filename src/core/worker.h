@@ -131,15 +131,22 @@ public:
     void on_remote_failure(uint16_t iface, uint64_t peer_key, Status why) override;
     void on_sender_released(tl::AmSource src) override;
     /// Zero-copy receive of rendezvous fragments (tcp): straight into the user's buffer.
+    /// Also puts and get replies of one-sided operations (rma::Engine validates first).
     size_t placement_header(tl::AmId id) const override {
-        return id == proto::kAmRndvData ? sizeof(proto::RndvDataHeader) : 0;
+        return id == proto::kAmRndvData ? sizeof(proto::RndvDataHeader)
+                                        : rma::Engine::placement_header(id);
     }
     uint8_t* place_payload(tl::AmId id, tl::AmSource src, const uint8_t* hdr, size_t done,
                            size_t length) override {
-        return id == proto::kAmRndvData ? rndv_.place_data(src, hdr, done, length) : nullptr;
+        if (id == proto::kAmRndvData) return rndv_.place_data(src, hdr, done, length);
+        return rma_.place_payload(id, src, hdr, done, length);
     }
     void on_am_placed(tl::AmId id, tl::AmSource src, const uint8_t* hdr, size_t length) override {
-        if (id == proto::kAmRndvData) rndv_.on_data_placed(src, hdr, length);
+        if (id == proto::kAmRndvData) {
+            rndv_.on_data_placed(src, hdr, length);
+        } else {
+            rma_.on_am_placed(id, src, hdr, length);
+        }
     }
 
     size_t pio_granted() const { return pio_granted_; }
