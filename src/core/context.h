@@ -12,6 +12,8 @@
 #include "core/address.h"
 #include "core/topology.h"
 #include "memtypes/registry.h"
+#include "protocols/rma/mem_table.h"
+#include "protocols/rma/peer_tables.h"
 
 namespace swy::core {
 
@@ -36,6 +38,12 @@ public:
     /// Memory-type plugins loaded from SWY_MEMTYPES (detection, staging copies, dma-buf).
     mem::MemTypeRegistry& memtypes() const { return *memtypes_; }
 
+    /// Memory mapped for remote access (swy_mem_map) and the key table peers check keys
+    /// against. Thread safety: any thread.
+    rma::MemTable& mem_table() { return mem_table_; }
+    /// Peers' key tables mapped here (direct paths of keys unpacked on same-host lanes).
+    rma::PeerTables& peer_tables() { return peer_tables_; }
+
     /// Keeps track of workers so that destroying a context with live workers is caught.
     std::atomic<int> live_workers{0};
 
@@ -51,6 +59,8 @@ private:
     bool tls_all_ = true;
     bool tls_exclude_ = false;
     std::unique_ptr<mem::MemTypeRegistry> memtypes_;
+    rma::MemTable mem_table_;
+    rma::PeerTables peer_tables_;
 };
 
 }  // namespace swy::core

@@ -157,6 +157,10 @@ public:
     /// The lane's zero-copy operations (transports/zcopy.h), or null if it has none. Lives as
     /// long as this endpoint.
     virtual ZcopyLane* zcopy() { return nullptr; }
+    /// Process id of the peer as the transport verified it (shm: the peer's segment, opened
+    /// through /proc/PID/fd, names that pid; self: this process); 0 when it cannot prove one
+    /// (network transports). The only pid one-sided operations ever open /proc/PID/fd of.
+    virtual int verified_pid() const { return 0; }
 };
 
 /// One transport instance inside a worker.

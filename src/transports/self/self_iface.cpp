@@ -79,4 +79,6 @@ uint64_t SelfInterface::sender_uid(uint16_t) const { return uid_; }
 
 int SelfInterface::sender_pid(uint16_t) { return getpid(); }
 
+int SelfEndpoint::verified_pid() const { return getpid(); }
+
 }  // namespace swy::tl::self

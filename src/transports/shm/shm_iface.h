@@ -84,6 +84,8 @@ public:
     }
     /// CMA to the peer's verified process, once the probe passed (null before or if not).
     ZcopyLane* zcopy() override { return cma_.pid() > 0 ? &cma_ : nullptr; }
+    /// The pid named by the peer's segment header, which was opened through /proc/PID/fd.
+    int verified_pid() const override { return remote_->pid; }
 
 private:
     void wake_peer();
