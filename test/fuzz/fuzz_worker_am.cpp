@@ -1,6 +1,7 @@
 // Fuzz target "worker_am": the worker's decoding of every active message it can receive
 // (protocols/wire.h: eager only/sync/first/middle, sync ack, RTS, ATS, RTR, FIN, rendezvous
-// data), as delivered by any transport. Each input is a sequence of packets
+// data; the one-sided requests and replies of protocols/rma/rma_wire.h: put, get, atomic,
+// flush and their replies), as delivered by any transport. Each input is a sequence of packets
 // {uint8 am_id, uint16 length (little-endian), length bytes}, the last one taking whatever is
 // left. A fresh worker per input, with two receives posted (an exact tag and a wildcard, both
 // in exact-size heap buffers so ASan sees any byte written past them), gets the packets and

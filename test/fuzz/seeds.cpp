@@ -6,6 +6,7 @@
 
 #include "core/address.h"
 #include "core/conn_wire.h"
+#include "protocols/rma/rma_wire.h"
 #include "protocols/wire.h"
 #include "targets.h"
 #include "transports/self/self_transport.h"
@@ -143,6 +144,23 @@ std::vector<Bytes> worker_am_seeds() {
     rtr.sender_request = 1;
     rtr.length = 100;
     packet(&b, proto::kAmRndvRtr, rtr, 0, 0);
+    out.push_back(b);
+    // One-sided requests (protocols/rma/rma_wire.h) with keys no table issued, then a flush
+    // whose ack reports their error, and replies naming no request.
+    b.clear();
+    const uint8_t v = rma::kRmaWireVersion;
+    packet(&b, proto::kAmRmaPut, rma::PutHeader{7, 0x1000, 1, v, {}}, 64, 0x68);
+    packet(&b, proto::kAmRmaGet, rma::GetHeader{7, 0x1000, 4000, 5, 1, v, {}}, 0, 0);
+    packet(&b, proto::kAmRmaAtomic,
+           rma::AtomicHeader{7, 0x1000, 1, 0, 6, 1, v, SWY_ATOMIC_OP_CSWAP, 8, 0}, 0, 0);
+    packet(&b, proto::kAmRmaAtomic,
+           rma::AtomicHeader{7, 0x1004, 1, 0, 0, 1, v, SWY_ATOMIC_OP_ADD, 4, 0}, 0, 0);
+    packet(&b, proto::kAmRmaFlush, rma::FlushHeader{9, v, {}}, 0, 0);
+    out.push_back(b);
+    b.clear();
+    packet(&b, proto::kAmRmaGetReply, rma::GetReplyHeader{5, 0, 0, 0}, 100, 0x69);
+    packet(&b, proto::kAmRmaAtomicReply, rma::AtomicReplyHeader{6, 1, 0, 0}, 0, 0);
+    packet(&b, proto::kAmRmaFlushAck, rma::FlushAckHeader{9, -1, 0}, 0, 0);
     out.push_back(b);
     return out;
 }

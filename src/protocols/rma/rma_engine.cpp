@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 
 #include "common/log.h"
 #include "core/endpoint.h"
@@ -67,6 +68,20 @@ Engine::~Engine() {
             delete op;
         }
     }
+    for (Op* op : free_ops_)
+        delete op;
+}
+
+Engine::Op* Engine::alloc_op() {
+    if (free_ops_.empty()) return new Op;
+    Op* op = free_ops_.back();
+    free_ops_.pop_back();
+    return new (op) Op;  // the previous use was destroyed in release_op()
+}
+
+void Engine::release_op(Op* op) {
+    op->~Op();
+    free_ops_.push_back(op);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -83,7 +98,7 @@ Engine::EpState* Engine::ep_state(Endpoint* ep) {
 }
 
 Engine::Op* Engine::new_op(EpState* s, uint8_t kind, const swy_request_params_t* params) {
-    auto* op = new Op;
+    Op* op = alloc_op();
     op->kind = static_cast<OpKind>(kind);
     op->ep = s;
     op->seq = s->next_seq++;
@@ -114,7 +129,7 @@ Engine::Op* Engine::new_flush(EpState* s, Op* parent, bool with_request,
     if (with_request) {
         op = new_op(s, static_cast<uint8_t>(OpKind::kFlush), params);
     } else {
-        op = new Op;
+        op = alloc_op();
         op->kind = OpKind::kFlush;
         op->ep = s;
         op->seq = s->next_seq++;
@@ -262,7 +277,7 @@ Status Engine::flush_ep(Endpoint* ep, const swy_request_params_t* params, Reques
 
 Status Engine::flush_worker(const swy_request_params_t* params, Request** out) {
     *out = nullptr;
-    auto* parent = new Op;
+    Op* parent = alloc_op();
     parent->kind = OpKind::kWorkerFlush;
     parent->parts_left = 1;  // held until every part is launched
     std::vector<EpState*> states;
@@ -280,7 +295,7 @@ Status Engine::flush_worker(const swy_request_params_t* params, Request** out) {
     }
     if (--parent->parts_left == 0) {
         const Status st = parent->status;
-        delete parent;
+        release_op(parent);
         return immediate(st, params, out);
     }
     const swy_request_params_t m = masked(params);
@@ -387,9 +402,9 @@ Status Engine::push(Op* op) {
 
 void Engine::sent(Op* op) {
     op->request_sent = true;
-    const bool waits_for_reply =
-        (op->kind == OpKind::kGet && op->view.length() != 0) ||
-        (op->kind == OpKind::kAtomic && op->result != nullptr) || op->kind == OpKind::kFlush;
+    const bool waits_for_reply = (op->kind == OpKind::kGet && op->view.length() != 0) ||
+                                 (op->kind == OpKind::kAtomic && op->result != nullptr) ||
+                                 op->kind == OpKind::kFlush;
     if (!waits_for_reply) finish(op, Status::kOk);  // puts and posted atomics: local completion
 }
 
@@ -441,7 +456,7 @@ void Engine::finish(Op* op, Status why) {
     Request* r = op->request;
     if (r != nullptr) op_of_request_[r->index] = nullptr;
     Op* parent = op->parent;
-    delete op;
+    release_op(op);
     // Callbacks last: they may start operations (or close the endpoint) from here.
     if (r != nullptr) worker_->complete(r, why);
     if (parent != nullptr) {
@@ -449,7 +464,7 @@ void Engine::finish(Op* op, Status why) {
         if (--parent->parts_left == 0) {
             Request* pr = parent->request;
             const Status st = parent->status;
-            delete parent;
+            release_op(parent);
             if (pr != nullptr) worker_->complete(pr, st);
         }
     }
@@ -554,8 +569,7 @@ Engine::Op* Engine::op_of_reply(tl::AmSource src, uint64_t wire_id, uint8_t kind
         op = op_of_request_[r->index];
     }
     if (op == nullptr || op->kind != static_cast<OpKind>(kind) || !op->request_sent ||
-        op->ep == nullptr || op->ep->ep == nullptr ||
-        op->ep->ep->peer() != worker_->peer_of(src)) {
+        op->ep == nullptr || op->ep->ep == nullptr || op->ep->ep->peer() != worker_->peer_of(src)) {
         if (what != nullptr) worker_->reject_control(what);
         return nullptr;
     }

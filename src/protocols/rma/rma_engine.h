@@ -95,6 +95,9 @@ public:
 private:
     // ---- initiator (rma_engine.cpp) ----
     EpState* ep_state(core::Endpoint* ep);
+    /// Ops are recycled (no allocation per operation once warm).
+    Op* alloc_op();
+    void release_op(Op* op);
     /// A new op of @p kind on @p ep with a request from @p params (masked by field_mask).
     Op* new_op(EpState* s, uint8_t kind, const swy_request_params_t* params);
     /// Send it now if nothing waits before it, else queue; then report like the C API.
@@ -148,14 +151,15 @@ private:
     std::unordered_map<const core::Endpoint*, std::unique_ptr<EpState>> eps_;
     /// Live ops that hold a request, by request index (the pool is never shrunk).
     std::vector<Op*> op_of_request_;
-    std::unordered_map<uint64_t, Op*> flushes_;  // flush ops by id
+    std::unordered_map<uint64_t, Op*> flushes_;                       // flush ops by id
     std::unordered_map<uint32_t, std::unique_ptr<PeerState>> peers_;  // target side, by source
-    size_t sending_eps_ = 0;   // initiator: eps with ops waiting for credits
+    size_t sending_eps_ = 0;    // initiator: eps with ops waiting for credits
     size_t backlog_peers_ = 0;  // target: peers with queued replies
     /// Endpoint states that failed: kept until the next progress, since code that ran a
     /// callback (which may close the endpoint) may still hold a pointer to one.
     std::vector<std::unique_ptr<EpState>> dead_eps_;
     std::vector<EpState*> scratch_eps_;
+    std::vector<Op*> free_ops_;
     std::vector<PeerState*> scratch_peers_;
 };
 

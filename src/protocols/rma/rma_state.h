@@ -65,13 +65,13 @@ struct Engine::EpState {
 /// others wait before it), so that everything a peer asked is answered in arrival order.
 struct Engine::Reply {
     enum class Kind : uint8_t { kGetData, kAtomic, kFlushAck, kPut } kind = Kind::kGetData;
-    uint64_t request = 0;  ///< initiator's id (get, fetching atomic) or flush id
+    uint64_t request = 0;      ///< initiator's id (get, fetching atomic) or flush id
     uint8_t* local = nullptr;  ///< get: validated source (re-validated before every packet)
     GetHeader get{};           ///< get: as asked (re-validated per packet)
     size_t offset = 0;         ///< get: bytes sent so far
     Status status = Status::kOk;
-    bool executed = false;     ///< atomic: run (value, status set); flush: error taken
-    uint64_t value = 0;        ///< atomic: the word before
+    bool executed = false;  ///< atomic: run (value, status set); flush: error taken
+    uint64_t value = 0;     ///< atomic: the word before
     AtomicHeader atomic{};
     PutHeader put{};
     std::vector<uint8_t> bytes;  ///< put that arrived behind queued replies: its payload

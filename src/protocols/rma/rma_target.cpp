@@ -114,8 +114,8 @@ void Engine::on_put(tl::AmSource src, const uint8_t* data, size_t length) {
     // Behind replies still owed to this peer: keep the order, so keep the bytes (checked
     // first, so that a peer cannot make us hold what it may not write anyway).
     uint8_t* local = nullptr;
-    const Status st = validate_access(worker_->context(), h.slot, h.secret, h.address, n,
-                                      kAccessWrite, &local);
+    const Status st =
+        validate_access(worker_->context(), h.slot, h.secret, h.address, n, kAccessWrite, &local);
     if (st != Status::kOk) {
         remember_error(p, st);
         return;
@@ -256,9 +256,10 @@ bool Engine::run(PeerState* p, Reply& item) {
                                               g.length, kAccessRead, &local);
             }
             const size_t max = lane->attr().max_message;
+            if (max <= sizeof(GetReplyHeader)) item.status = Status::kUnsupported;
             while (item.status == Status::kOk && item.offset < g.length) {
-                const size_t n = std::min<uint64_t>(max - sizeof(GetReplyHeader),
-                                                    g.length - item.offset);
+                const size_t n =
+                    std::min<uint64_t>(max - sizeof(GetReplyHeader), g.length - item.offset);
                 uint8_t* local = nullptr;
                 const Status st = validate_access(worker_->context(), g.slot, g.secret,
                                                   g.address + item.offset, n, kAccessRead, &local);
@@ -266,10 +267,8 @@ bool Engine::run(PeerState* p, Reply& item) {
                     item.status = st;  // unmapped while the read went out
                     break;
                 }
-                const GetReplyHeader h{.request = item.request,
-                                       .offset = item.offset,
-                                       .status = 0,
-                                       .reserved = 0};
+                const GetReplyHeader h{
+                    .request = item.request, .offset = item.offset, .status = 0, .reserved = 0};
                 const Status s = lane->am_send(proto::kAmRmaGetReply, &h, sizeof(h), local, n);
                 if (s == Status::kNoResource) return false;
                 if (s != Status::kOk) return true;  // the lane failed: nobody to answer
