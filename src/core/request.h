@@ -83,9 +83,9 @@ struct Request : proto::PostedReceive {
     RequestLink link;
 
     // ---- active-message send (src/protocols/am/) ----
-    bool am = false;               ///< an active message: Endpoint::push hands it to am::start
-    uint16_t am_id = 0;            ///< the handler's id at the peer
-    uint16_t am_header_length = 0; ///< user header bytes at the front of am_bytes
+    bool am = false;                ///< an active message: Endpoint::push hands it to am::start
+    uint16_t am_id = 0;             ///< the handler's id at the peer
+    uint16_t am_header_length = 0;  ///< user header bytes at the front of am_bytes
     /// The user header (copied at the call), then the data when it was not contiguous and was
     /// packed (eager only). Keeps its capacity across reuses of the request: no allocation
     /// once a worker has sent a few.

@@ -268,7 +268,7 @@ private:
     uint64_t unexpected_lost_ = 0;
     // Rendezvous: state and protocols in src/protocols/rndv/ (the worker only plumbs).
     proto::rndv::Rendezvous rndv_{this};
-    rma::Engine rma_{this};  // one-sided message path (src/protocols/rma/)
+    rma::Engine rma_{this};               // one-sided message path (src/protocols/rma/)
     proto::am::ActiveMessages am_{this};  // active messages (src/protocols/am/)
 
     void run_deferred();

@@ -1,12 +1,16 @@
 // Fuzz target "worker_am": the worker's decoding of every active message it can receive
 // (protocols/wire.h: eager only/sync/first/middle, sync ack, RTS, ATS, RTR, FIN, rendezvous
 // data; the one-sided requests and replies of protocols/rma/rma_wire.h: put, get, atomic,
-// flush and their replies), as delivered by any transport. Each input is a sequence of packets
+// flush and their replies; user active messages, protocols/am/am_wire.h), as delivered by
+// any transport. Each input is a sequence of packets
 // {uint8 am_id, uint16 length (little-endian), length bytes}, the last one taking whatever is
 // left. A fresh worker per input, with two receives posted (an exact tag and a wildcard, both
 // in exact-size heap buffers so ASan sees any byte written past them), gets the packets and
 // some progress; then the receives are checked against the completion contract, canceled if
-// still pending, and everything is torn down (ASan sees use-after-free and leaks).
+// still pending, and everything is torn down (ASan sees use-after-free and leaks). Active-
+// message handlers are set on ids 0x10 (reads every byte), 0x11 (keeps eager data, released
+// at the end) and 0x12 (rendezvous: pulls inside the handler, keeps the descriptor for a pull
+// or release at the end, or drops it, by the header's first byte).
 #include <switchyard/switchyard.h>
 
 #include <cstdint>
@@ -16,7 +20,9 @@
 #include <memory>
 #include <vector>
 
+#include <switchyard/am.h>
 #include "common/log.h"
+
 #include "core/worker.h"
 #include "protocols/wire.h"
 
@@ -99,6 +105,99 @@ struct PostedReceive {
     }
 };
 
+/// A pull of rendezvous AM data into an exact-size heap buffer.
+struct AmPull {
+    size_t capacity;
+    std::unique_ptr<uint8_t[]> buffer;
+    Completion done;
+    swy_request_h req = nullptr;
+    bool immediate = false;
+};
+
+struct AmState {
+    swy_worker_h worker = nullptr;
+    std::vector<void*> kept_data;
+    std::vector<void*> kept_descs;
+    std::vector<std::unique_ptr<AmPull>> pulls;
+    volatile uint8_t sink = 0;
+
+    void pull(void* desc, size_t length) {
+        auto p = std::make_unique<AmPull>();
+        p->capacity = std::min<size_t>(length, 4096);
+        p->buffer.reset(new uint8_t[p->capacity == 0 ? 1 : p->capacity]);
+        swy_request_params_t params{};
+        params.field_mask = SWY_REQ_PARAM_FIELD_CALLBACK | SWY_REQ_PARAM_FIELD_USER_DATA |
+                            SWY_REQ_PARAM_FIELD_RECV_INFO;
+        params.recv_cb = &on_recv;
+        params.user_data = &p->done;
+        params.recv_info = &p->done.info;
+        const swy_status_t s =
+            swy_am_recv_data_nb(worker, desc, p->buffer.get(), p->capacity, &params, &p->req);
+        if (s != SWY_INPROGRESS) {
+            p->immediate = true;
+            p->done.called = true;
+            p->done.status = s;
+        }
+        pulls.push_back(std::move(p));
+    }
+
+    void check_and_release() {
+        for (size_t i = 0; i < kept_descs.size(); ++i) {
+            if (i % 2 == 0) {
+                pull(kept_descs[i], 100);
+            } else {
+                swy_am_data_release(worker, kept_descs[i]);
+            }
+        }
+        for (int i = 0; i < 8; ++i)
+            swy_worker_progress(worker);
+        for (auto& p : pulls) {
+            if (p->done.called && p->done.status == SWY_OK && p->done.info.length > p->capacity)
+                fail("an AM pull succeeded with more bytes than its buffer");
+            if (!p->immediate) swy_request_free(p->req);
+        }
+        for (void* d : kept_data)
+            swy_am_data_release(worker, d);
+    }
+};
+
+swy_status_t on_plain_am(void* arg, const void* header, size_t header_length, void* data,
+                         size_t length, const swy_am_recv_param_t*) {
+    auto* st = static_cast<AmState*>(arg);
+    // Every byte read: ASan sees a header or data that runs past the packet.
+    for (size_t i = 0; i < header_length; ++i)
+        st->sink = st->sink ^ static_cast<const uint8_t*>(header)[i];
+    for (size_t i = 0; i < length; ++i)
+        st->sink = st->sink ^ static_cast<const uint8_t*>(data)[i];
+    return SWY_OK;
+}
+
+swy_status_t on_keeping_am(void* arg, const void* header, size_t header_length, void* data,
+                           size_t length, const swy_am_recv_param_t* param) {
+    on_plain_am(arg, header, header_length, data, length, param);
+    if ((param->flags & SWY_AM_RECV_FLAG_DATA_KEEPABLE) == 0) fail("keepable flag missing");
+    static_cast<AmState*>(arg)->kept_data.push_back(data);
+    return SWY_INPROGRESS;
+}
+
+swy_status_t on_rndv_am(void* arg, const void* header, size_t header_length, void* data,
+                        size_t length, const swy_am_recv_param_t* param) {
+    auto* st = static_cast<AmState*>(arg);
+    if ((param->flags & SWY_AM_RECV_FLAG_RNDV) == 0) {
+        return on_plain_am(arg, header, header_length, data, length, param);
+    }
+    const uint8_t mode = header_length != 0 ? static_cast<const uint8_t*>(header)[0] % 3 : 2;
+    if (mode == 0) {
+        st->pull(data, length);
+        return SWY_OK;
+    }
+    if (mode == 1) {
+        st->kept_descs.push_back(data);
+        return SWY_INPROGRESS;
+    }
+    return SWY_OK;  // dropped
+}
+
 }  // namespace
 
 int swy::fuzz::fuzz_worker_am(const uint8_t* data, size_t size) {
@@ -106,6 +205,11 @@ int swy::fuzz::fuzz_worker_am(const uint8_t* data, size_t size) {
     if (swy_worker_create(context(), nullptr, &worker) != SWY_OK) fail("worker");
     auto* w = reinterpret_cast<swy::core::Worker*>(worker);
     {
+        AmState am;
+        am.worker = worker;
+        swy_worker_set_am_handler(worker, 0x10, on_plain_am, &am, 0);
+        swy_worker_set_am_handler(worker, 0x11, on_keeping_am, &am, SWY_AM_HANDLER_FLAG_KEEP_DATA);
+        swy_worker_set_am_handler(worker, 0x12, on_rndv_am, &am, 0);
         PostedReceive exact(worker, 64, 0x11, ~swy_tag_t{0});
         PostedReceive any(worker, 3000, 0, 0);
         size_t at = 0;
@@ -140,6 +244,7 @@ int swy::fuzz::fuzz_worker_am(const uint8_t* data, size_t size) {
             swy_worker_progress(worker);
         exact.check_and_release(worker);
         any.check_and_release(worker);
+        am.check_and_release();
     }
     swy_worker_destroy(worker);
     return 0;

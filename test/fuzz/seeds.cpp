@@ -7,6 +7,7 @@
 #include "core/address.h"
 #include "core/conn_wire.h"
 #include "protocols/rma/rma_wire.h"
+#include "protocols/am/am_wire.h"
 #include "protocols/wire.h"
 #include "targets.h"
 #include "transports/self/self_transport.h"
@@ -162,6 +163,32 @@ std::vector<Bytes> worker_am_seeds() {
     packet(&b, proto::kAmRmaAtomicReply, rma::AtomicReplyHeader{6, 1, 0, 0}, 0, 0);
     packet(&b, proto::kAmRmaFlushAck, rma::FlushAckHeader{9, -1, 0}, 0, 0);
     out.push_back(b);
+    // Active messages (fuzz_worker_am.cpp sets handlers 0x10 plain, 0x11 keeping, 0x12 for
+    // rendezvous): eager with and without a user header, kept, for an unknown id, a header
+    // longer than the packet; RTSs pulled, kept and dropped, with a fragment after them.
+    using proto::am::AmEagerHeader;
+    using proto::am::AmRtsHeader;
+    using proto::am::kAmWireVersion;
+    b.clear();
+    packet(&b, proto::kAmUserEager, AmEagerHeader{kAmWireVersion, 0, 0x10, 4}, 4 + 10, 0x70);
+    packet(&b, proto::kAmUserEager, AmEagerHeader{kAmWireVersion, 0, 0x10, 0}, 0, 0);
+    packet(&b, proto::kAmUserEager, AmEagerHeader{kAmWireVersion, 0, 0x11, 8}, 8 + 100, 0x71);
+    packet(&b, proto::kAmUserEager, AmEagerHeader{kAmWireVersion, 0, 0x99, 0}, 5, 0x72);
+    packet(&b, proto::kAmUserEager, AmEagerHeader{kAmWireVersion, 0, 0x10, 40}, 20, 0x73);
+    out.push_back(b);
+    for (uint32_t scheme = 0; scheme < 3; ++scheme) {
+        b.clear();
+        for (uint32_t k = 0; k < 3; ++k) {
+            AmRtsHeader rts{};
+            rts.rts = proto::RtsHeader{0, 9 + k, 4000 + k, 0x1000, 0, scheme, 0, 0};
+            rts.version = kAmWireVersion;
+            rts.am_id = 0x12;
+            rts.header_length = 4;
+            packet(&b, proto::kAmUserRts, rts, 4, static_cast<uint8_t>(k));
+        }
+        packet(&b, proto::kAmRndvData, proto::RndvDataHeader{1, 0}, 500, 0x74);
+        out.push_back(b);
+    }
     return out;
 }
 

@@ -54,9 +54,9 @@ const ActiveMessages::Handler* ActiveMessages::handler(uint16_t id) {
 }
 
 swy_ep_h ActiveMessages::reply_ep(tl::AmSource src) {
-    if (__builtin_expect(cached_valid_ && src.iface == cached_src_.iface &&
-                             src.sender == cached_src_.sender,
-                         1)) {
+    if (__builtin_expect(
+            cached_valid_ && src.iface == cached_src_.iface && src.sender == cached_src_.sender,
+            1)) {
         return cached_ep_;
     }
     const core::PeerRef peer = worker_->peer_of(src);
@@ -112,8 +112,7 @@ void ActiveMessages::on_rts(tl::AmSource src, const uint8_t* data, size_t length
     if (!read_header(data, length, &h) || h.version != kAmWireVersion ||
         h.rts.scheme > kRndvSchemeMax || h.header_length > SWY_AM_MAX_HEADER ||
         h.header_length != length - sizeof(h)) {
-        log_printf(LogLevel::kError, "dropping a malformed active-message RTS (%zu bytes)",
-                   length);
+        log_printf(LogLevel::kError, "dropping a malformed active-message RTS (%zu bytes)", length);
         return;
     }
     auto d = std::make_unique<UnexpectedDesc>();
@@ -135,8 +134,8 @@ void ActiveMessages::on_rts(tl::AmSource src, const uint8_t* data, size_t length
     param.field_mask = SWY_AM_RECV_PARAM_FIELD_FLAGS | SWY_AM_RECV_PARAM_FIELD_REPLY_EP;
     param.flags = SWY_AM_RECV_FLAG_RNDV;
     param.reply_ep = reply_ep(src);
-    const swy_status_t st = hd.cb(hd.arg, data + sizeof(h), h.header_length, desc,
-                                  h.rts.total_length, &param);
+    const swy_status_t st =
+        hd.cb(hd.arg, data + sizeof(h), h.header_length, desc, h.rts.total_length, &param);
     // Received inside the handler (consumed), kept for later, or dropped. A handler cannot
     // make progress, so no other descriptor can have taken this address meanwhile.
     if (st != SWY_INPROGRESS && descs_.erase(desc) != 0) drop(desc);
@@ -170,9 +169,9 @@ Status ActiveMessages::recv_data(void* desc, void* buffer, size_t count,
                    "rendezvous active messages yet");
         return Status::kUnsupported;
     }
-    const swy_memtype_t stated =
-        (fields & SWY_REQ_PARAM_FIELD_MEMTYPE) != 0 ? params->memtype
-                                                    : swy_memtype_t{SWY_MEMTYPE_UNKNOWN};
+    const swy_memtype_t stated = (fields & SWY_REQ_PARAM_FIELD_MEMTYPE) != 0
+                                     ? params->memtype
+                                     : swy_memtype_t{SWY_MEMTYPE_UNKNOWN};
     if (!worker_->host_without_detection(stated) && count != 0) {
         mem::MemType type = mem::MemType::kHost;
         bool cpu = true;

@@ -74,12 +74,12 @@ Status send(Endpoint* ep, uint16_t id, const void* header, size_t header_length,
     }
     const uint64_t fields = params != nullptr ? params->field_mask : 0;
     const uint32_t flags = (fields & SWY_REQ_PARAM_FIELD_FLAGS) != 0 ? params->flags : 0;
-    const swy_datatype_t datatype =
-        (fields & SWY_REQ_PARAM_FIELD_DATATYPE) != 0 ? params->datatype
-                                                      : swy_datatype_t{SWY_DATATYPE_CONTIG};
-    const swy_memtype_t memtype =
-        (fields & SWY_REQ_PARAM_FIELD_MEMTYPE) != 0 ? params->memtype
-                                                    : swy_memtype_t{SWY_MEMTYPE_UNKNOWN};
+    const swy_datatype_t datatype = (fields & SWY_REQ_PARAM_FIELD_DATATYPE) != 0
+                                        ? params->datatype
+                                        : swy_datatype_t{SWY_DATATYPE_CONTIG};
+    const swy_memtype_t memtype = (fields & SWY_REQ_PARAM_FIELD_MEMTYPE) != 0
+                                      ? params->memtype
+                                      : swy_memtype_t{SWY_MEMTYPE_UNKNOWN};
     constexpr uint32_t kForced = SWY_AM_SEND_FLAG_EAGER | SWY_AM_SEND_FLAG_RNDV;
     if ((flags & kForced) == kForced || header_length > SWY_AM_MAX_HEADER) {
         return Status::kInvalidParam;
@@ -94,8 +94,9 @@ Status send(Endpoint* ep, uint16_t id, const void* header, size_t header_length,
         if (type != mem::MemType::kHost || !cpu) return Status::kUnsupported;
     }
     const bool wired = ep->wired();
-    const bool may_go_now = wired && ep->pending().empty() &&
-                            (flags & (uint32_t{SWY_AM_SEND_FLAG_RNDV} | SWY_REQ_FLAG_NO_IMM_COMPLETE)) == 0;
+    const bool may_go_now =
+        wired && ep->pending().empty() &&
+        (flags & (uint32_t{SWY_AM_SEND_FLAG_RNDV} | SWY_REQ_FLAG_NO_IMM_COMPLETE)) == 0;
 
     // Non-contiguous data: packed into the cell when eager, refused when rendezvous.
     dt::DataView view;

@@ -101,8 +101,8 @@ Status Rendezvous::send_rts(Request* r) {
         case ZcopyNeed::kNone: r->set_stage(PipelineStage::kWaitRtr); break;
     }
     // An active message announces itself with its own RTS (the AM id and user header).
-    const Status s = r->am ? am::send_rts(r, h)
-                           : r->ep->lane()->am_send(kAmRndvRts, &h, sizeof(h), nullptr, 0);
+    const Status s =
+        r->am ? am::send_rts(r, h) : r->ep->lane()->am_send(kAmRndvRts, &h, sizeof(h), nullptr, 0);
     // PUT registers only once its RTS is on the wire: the receiver registers its own buffer
     // meanwhile, so the two registrations overlap instead of adding up.
     if (s == Status::kOk && info->zcopy == ZcopyNeed::kPut && info->remote_keys) {
@@ -412,6 +412,9 @@ void Rendezvous::finish_receive(Request* r, Status status) {
 
 void Rendezvous::finish_send(Request* r, Status status) {
     release(r);  // the peer no longer reads our buffer
+    // An active message's receiver chose how much of it to take: a short pull is its own
+    // business (its receive says truncated), the message was delivered.
+    if (r->am && status == Status::kMessageTruncated) status = Status::kOk;
     r->local_done = r->remote_done = true;
     worker_->complete(r, status);
 }

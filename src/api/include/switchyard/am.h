@@ -4,10 +4,12 @@
  * 16-bit id. Included by switchyard.h.
  *
  * Active messages have their own matching space: they never match tag receives or probes,
- * and use no tag bits. Messages from one endpoint reach their handlers in send order.
+ * and use no tag bits. Messages from one endpoint reach their handlers in send order, also
+ * relative to the tag messages sent on that endpoint.
  *
  * Delivery:
- *   - eager (header and data fit one packet of the lane, or SWY_AM_SEND_FLAG_EAGER): the
+ *   - eager (header and data fit one packet of the lane, see swy_ep_am_eager_max(); or
+ *     SWY_AM_SEND_FLAG_EAGER): the
  *     handler gets the whole data in @c data; the pointer is valid during the call only,
  *     unless the handler returns SWY_INPROGRESS ("keep the data", possible when the param
  *     flags say SWY_AM_RECV_FLAG_DATA_KEEPABLE): then it stays valid until
@@ -17,7 +19,8 @@
  *     swy_am_recv_data_nb(), from inside the handler or later (return SWY_INPROGRESS to keep the
  *     descriptor); it moves zero-copy where the lane allows (CMA, RDMA). A descriptor released
  *     with swy_am_data_release() without receiving, or a handler that returns SWY_OK without
- *     calling swy_am_recv_data_nb(), drops the data: the sender completes with SWY_OK.
+ *     calling swy_am_recv_data_nb(), drops the data: the sender completes with SWY_OK. So
+ *     does a sender whose receiver pulled less than it sent (the receive is truncated).
  * A message for an id without a handler is dropped with a warning in the log (its sender
  * completes normally).
  */
@@ -51,8 +54,10 @@ enum swy_am_recv_param_field {
 typedef struct swy_am_recv_param {
     uint64_t field_mask; /**< enum swy_am_recv_param_field: fields Switchyard filled */
     uint32_t flags;      /**< enum swy_am_recv_flags */
-    swy_ep_h reply_ep;   /**< this worker's endpoint to the sender, when it has one (the
-                              lane the message came on vouches for the sender), else NULL */
+    swy_ep_h reply_ep;   /**< this worker's endpoint whose lane sends to the lane the
+                              message came on (the transport vouches for the sender), else
+                              NULL: always NULL over tcp, where each direction has its own
+                              connection */
 } swy_am_recv_param_t;
 
 /**
@@ -90,8 +95,17 @@ enum swy_am_send_flags {
 /**
  * @brief Send an active message to handler @p id of the peer.
  * @param header       copied at the call (up to SWY_AM_MAX_HEADER bytes); may be NULL if 0.
- * @param data, count  the data (datatype from params; bytes by default).
- * Completion model as swy_tag_send_nb: SWY_OK means header and data were copied out.
+ * @param data, count  the data (datatype from params; bytes by default). Host memory only.
+ * @param params       flags (enum swy_am_send_flags, SWY_REQ_FLAG_NO_IMM_COMPLETE), callback,
+ *                     user data, datatype, memtype; each read only when its field_mask bit
+ *                     is set.
+ * Completion model as swy_tag_send_nb: SWY_OK means header and data were copied out; a
+ * rendezvous send completes once the receiver pulled or dropped the data.
+ * @return SWY_OK, SWY_INPROGRESS (*req set), or an error with nothing sent:
+ *         SWY_ERR_INVALID_PARAM (both forcing flags, SWY_AM_SEND_FLAG_EAGER with a message
+ *         that does not fit, a header too long), SWY_ERR_UNSUPPORTED (device memory; a
+ *         non-contiguous datatype that needs rendezvous, or on an endpoint not yet wired),
+ *         the endpoint's failure.
  */
 swy_status_t swy_am_send_nb(swy_ep_h ep, uint16_t id, const void* header, size_t header_length,
                             const void* data, size_t count, const swy_request_params_t* params,
@@ -112,14 +126,19 @@ swy_status_t swy_ep_am_eager_max(swy_ep_h ep, size_t* max);
  * @brief Pull the data of a rendezvous message (@p data_desc from the handler) into
  * @p buffer (@p count items of the datatype from params). Consumes the descriptor.
  * Completion model as swy_tag_recv_nb (params->recv_cb; info->length is the message length);
- * a buffer smaller than the data completes with SWY_ERR_MESSAGE_TRUNCATED.
+ * a buffer smaller than the data completes with SWY_ERR_MESSAGE_TRUNCATED (nothing is written
+ * past @p count bytes); a sender that died completes it with SWY_ERR_CONNECTION_RESET.
+ * @return as swy_tag_recv_nb; SWY_ERR_INVALID_PARAM for a pointer that is no descriptor this
+ *         worker holds (consumed ones included), SWY_ERR_UNSUPPORTED for a non-contiguous
+ *         datatype or device memory (then the descriptor is not consumed).
  */
 swy_status_t swy_am_recv_data_nb(swy_worker_h worker, void* data_desc, void* buffer, size_t count,
                                  const swy_request_params_t* params, swy_request_h* req);
 
 /**
  * @brief Release data an eager handler kept, or a rendezvous descriptor never received
- * (drops the data; its sender completes normally).
+ * (drops the data; its sender completes normally). Anything else is ignored with an error in
+ * the log.
  */
 void swy_am_data_release(swy_worker_h worker, void* data);
 
