@@ -67,8 +67,9 @@ static int mca_pml_swy_publish_address(void) {
 }
 
 int mca_pml_swy_init(int enable_mpi_threads) {
-    swy_worker_params_t wparams = {.thread_mode = enable_mpi_threads ? SWY_THREAD_MODE_MULTI
-                                                                     : SWY_THREAD_MODE_SINGLE};
+    swy_worker_params_t wparams = {
+        .field_mask = SWY_WORKER_PARAM_FIELD_THREAD_MODE,
+        .thread_mode = enable_mpi_threads ? SWY_THREAD_MODE_MULTI : SWY_THREAD_MODE_SINGLE};
     swy_status_t s = swy_context_create(NULL, &ompi_pml_swy.context);
     if (s != SWY_OK) {
         opal_output(0, "pml swy: swy_context_create failed: %s", swy_status_string(s));
@@ -157,6 +158,8 @@ swy_ep_h mca_pml_swy_connect(ompi_proc_t* proc) {
         return NULL;
     }
     swy_ep_params_t params = {
+        .field_mask = SWY_EP_PARAM_FIELD_REMOTE_ADDRESS | SWY_EP_PARAM_FIELD_FLAGS |
+                      SWY_EP_PARAM_FIELD_ERR_HANDLER,
         .remote_address = address,
         .remote_address_length = length,
         .flags = 0,
@@ -172,7 +175,7 @@ swy_ep_h mca_pml_swy_connect(ompi_proc_t* proc) {
     }
     proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML] = ep;
     if (ompi_pml_swy.verbose >= 2) {
-        swy_ep_attr_t attr;
+        swy_ep_attr_t attr = {.field_mask = SWY_EP_ATTR_FIELD_LANE};
         if (swy_ep_query(ep, &attr) == SWY_OK) {
             opal_output_verbose(
                 2, ompi_pml_swy.output, "pml swy: connected to %s over %s (small messages: %s)",
@@ -248,7 +251,7 @@ int mca_pml_swy_dump(struct ompi_communicator_t* comm, int verbose) {
         ompi_proc_t* proc = ompi_comm_peer_lookup(comm, rank);
         swy_ep_h ep =
             proc != NULL ? (swy_ep_h)proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML] : NULL;
-        swy_ep_attr_t attr;
+        swy_ep_attr_t attr = {.field_mask = SWY_EP_ATTR_FIELD_LANE};
         if (ep == NULL || swy_ep_query(ep, &attr) != SWY_OK) {
             opal_output(0, "  rank %d: not connected", rank);
             continue;

@@ -35,6 +35,8 @@ int mca_pml_swy_post_recv(mca_pml_swy_request_t* req, void* buf, size_t count,
     }
     swy_tag_recv_info_t info;
     swy_request_params_t params = {
+        .field_mask = SWY_REQ_PARAM_FIELD_CALLBACK | SWY_REQ_PARAM_FIELD_USER_DATA |
+                      SWY_REQ_PARAM_FIELD_RECV_INFO,
         .recv_cb = mca_pml_swy_recv_cb,
         .user_data = req,
         .recv_info = &info,
@@ -99,7 +101,7 @@ static int mca_pml_swy_recv_blocking(void* buf, size_t count, ompi_datatype_t* d
         start = tmp;
     }
     swy_tag_recv_info_t info = {0, 0};
-    swy_request_params_t params = {.recv_info = &info};
+    swy_request_params_t params = {.field_mask = SWY_REQ_PARAM_FIELD_RECV_INFO, .recv_info = &info};
     swy_request_h sreq = NULL;
     swy_status_t s;
     if (message == NULL) {

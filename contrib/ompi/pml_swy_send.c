@@ -48,6 +48,8 @@ swy_status_t mca_pml_swy_post_send(mca_pml_swy_request_t* req, swy_ep_h ep, cons
         }
     }
     swy_request_params_t params = {
+        .field_mask = SWY_REQ_PARAM_FIELD_FLAGS | SWY_REQ_PARAM_FIELD_CALLBACK |
+                      SWY_REQ_PARAM_FIELD_USER_DATA,
         .flags = mca_pml_swy_send_flags(mode),
         .send_cb = mca_pml_swy_send_cb,
         .user_data = req,
@@ -89,7 +91,10 @@ int mca_pml_swy_bsend(swy_ep_h ep, const void* buf, size_t count, ompi_datatype_
         req->tmp_buf = packed;
         req->tmp_len = length;
     }
-    swy_request_params_t params = {.send_cb = mca_pml_swy_send_cb, .user_data = req};
+    swy_request_params_t params = {
+        .field_mask = SWY_REQ_PARAM_FIELD_CALLBACK | SWY_REQ_PARAM_FIELD_USER_DATA,
+        .send_cb = mca_pml_swy_send_cb,
+        .user_data = req};
     swy_status_t s = swy_tag_send_nb(ep, packed, length, tag, &params, &req->swy_req);
     if (s == SWY_INPROGRESS) {
         return OMPI_SUCCESS;
@@ -183,7 +188,8 @@ int mca_pml_swy_send(const void* buf, size_t count, ompi_datatype_t* datatype, i
 
     /* No callback: a blocking send polls its own Switchyard request, so nothing is taken
      * from the free list. params stay NULL on the common path (standard mode). */
-    swy_request_params_t sync_params = {.flags = SWY_REQ_FLAG_SYNC};
+    swy_request_params_t sync_params = {.field_mask = SWY_REQ_PARAM_FIELD_FLAGS,
+                                        .flags = SWY_REQ_FLAG_SYNC};
     swy_request_h sreq = NULL;
     swy_status_t s =
         swy_tag_send_nb(ep, start, length, stag,

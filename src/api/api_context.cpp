@@ -6,6 +6,7 @@
 #include <string>
 
 #include "api/api_guard.h"
+#include "api/api_params.h"
 #include "common/config.h"
 #include "core/context.h"
 
@@ -63,8 +64,14 @@ void swy_config_release(swy_config_h config) { delete reinterpret_cast<common::C
 
 swy_status_t swy_context_create(const swy_context_params_t* params, swy_context_h* context) {
     if (context == nullptr) return api::invalid(__func__, "context is NULL");
+    const uint64_t fields = params != nullptr ? params->field_mask : 0;
+    if (swy_status_t c =
+            api::check_fields(__func__, "swy_context_params_t", fields, api::kContextParamFields);
+        c != SWY_OK) {
+        return c;
+    }
     common::Config config;
-    if (params != nullptr && params->config != nullptr) {
+    if ((fields & SWY_CONTEXT_PARAM_FIELD_CONFIG) != 0 && params->config != nullptr) {
         config = *reinterpret_cast<common::Config*>(params->config);
     } else {
         std::string error;

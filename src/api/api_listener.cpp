@@ -6,6 +6,7 @@
 
 #include "api/api_guard.h"
 #include "api/api_listener.h"
+#include "api/api_params.h"
 #include "core/listener.h"
 
 using namespace swy;
@@ -61,10 +62,23 @@ swy_status_t ep_create_connected(swy_worker_h worker, const swy_ep_params_t* par
 
 extern "C" {
 
-swy_status_t swy_listener_create_v2(swy_worker_h worker, const swy_listener_params_t* params,
-                                    swy_listener_h* listener) {
-    if (worker == nullptr || params == nullptr || listener == nullptr) {
-        return api::invalid("swy_listener_create", "worker, params and listener must not be NULL");
+swy_status_t swy_listener_create(swy_worker_h worker, const swy_listener_params_t* in,
+                                 swy_listener_h* listener) {
+    if (worker == nullptr || in == nullptr || listener == nullptr) {
+        return api::invalid(__func__, "worker, params and listener must not be NULL");
+    }
+    if (swy_status_t c = api::check_fields(__func__, "swy_listener_params_t", in->field_mask,
+                                           api::kListenerParamFields);
+        c != SWY_OK) {
+        return c;
+    }
+    const swy_listener_params_t normal = api::normalized(*in);
+    const swy_listener_params_t* params = &normal;
+    if ((params->flags & SWY_LISTENER_FLAG_AUTH_KEY) != 0 &&
+        (params->field_mask & SWY_LISTENER_PARAM_FIELD_AUTH_KEY) == 0) {
+        return api::invalid(__func__,
+                            "SWY_LISTENER_FLAG_AUTH_KEY needs SWY_LISTENER_PARAM_FIELD_AUTH_KEY "
+                            "in field_mask");
     }
     core::Worker* w = api::worker_of(worker);
     WorkerGuard guard(w);
@@ -78,25 +92,24 @@ swy_status_t swy_listener_create_v2(swy_worker_h worker, const swy_listener_para
     return SWY_OK;
 }
 
-// The entry point of programs built against the header before flags and auth_key were
-// appended to swy_listener_params_t: their struct ends after arg, so only that much is read.
-#undef swy_listener_create
-swy_status_t swy_listener_create(swy_worker_h worker, const swy_listener_params_t* params,
-                                 swy_listener_h* listener) {
-    if (params == nullptr) return swy_listener_create_v2(worker, params, listener);
-    swy_listener_params_t p{};
-    p.sockaddr = params->sockaddr;
-    p.sockaddr_length = params->sockaddr_length;
-    p.on_connect = params->on_connect;
-    p.arg = params->arg;
-    return swy_listener_create_v2(worker, &p, listener);
+// The name 0.1 programs called through the swy_listener_create macro. The field_mask made a
+// second entry point unnecessary (a struct grows by appending a field and a bit); this one
+// stays so that sources that spell it out still build and behave the same.
+swy_status_t swy_listener_create_v2(swy_worker_h worker, const swy_listener_params_t* params,
+                                    swy_listener_h* listener) {
+    return swy_listener_create(worker, params, listener);
 }
 
 swy_status_t swy_listener_query(swy_listener_h listener, swy_listener_attr_t* attr) {
     if (listener == nullptr || attr == nullptr) return api::invalid(__func__, "NULL argument");
+    if (swy_status_t c = api::check_fields(__func__, "swy_listener_attr_t", attr->field_mask,
+                                           api::kListenerAttrFields);
+        c != SWY_OK) {
+        return c;
+    }
+    if ((attr->field_mask & SWY_LISTENER_ATTR_FIELD_SOCKADDR) == 0) return SWY_OK;
     core::Listener* l = listener_of(listener);
     WorkerGuard guard(l->manager->worker());
-    *attr = swy_listener_attr_t{};
     std::memcpy(&attr->sockaddr, &l->bound, sizeof(l->bound));
     attr->sockaddr_length = l->bound_length;
     if (l->bound.ss_family == AF_INET) {
@@ -124,11 +137,19 @@ swy_status_t swy_listener_reject(swy_listener_h listener, swy_conn_request_h con
 swy_status_t swy_conn_request_query(swy_conn_request_h conn_request,
                                     swy_conn_request_attr_t* attr) {
     if (conn_request == nullptr || attr == nullptr) return api::invalid(__func__, "NULL argument");
+    if (swy_status_t c = api::check_fields(__func__, "swy_conn_request_attr_t", attr->field_mask,
+                                           api::kConnRequestAttrFields);
+        c != SWY_OK) {
+        return c;
+    }
     core::ConnRequest* r = request_of(conn_request);
-    *attr = swy_conn_request_attr_t{};
-    std::memcpy(&attr->client_sockaddr, &r->peer, sizeof(r->peer));
-    attr->client_sockaddr_length = r->peer_length;
-    attr->client_worker_uid = r->peer_uid;
+    if ((attr->field_mask & SWY_CONN_REQUEST_ATTR_FIELD_CLIENT_SOCKADDR) != 0) {
+        std::memcpy(&attr->client_sockaddr, &r->peer, sizeof(r->peer));
+        attr->client_sockaddr_length = r->peer_length;
+    }
+    if ((attr->field_mask & SWY_CONN_REQUEST_ATTR_FIELD_CLIENT_UID) != 0) {
+        attr->client_worker_uid = r->peer_uid;
+    }
     return SWY_OK;
 }
 

@@ -2,18 +2,32 @@
 #include <switchyard/switchyard.h>
 
 #include "api/api_guard.h"
+#include "api/api_params.h"
 #include "core/worker.h"
 
 using namespace swy;
 using api::WorkerGuard;
 
+namespace {
+/// The out-of-line tail of a refused call: unknown params bits, else the argument error.
+[[gnu::cold, gnu::noinline]] swy_status_t refused(const char* function,
+                                                  const swy_request_params_t* params,
+                                                  const char* argument_error) {
+    if (uint64_t unknown = core::request_params::unknown_bits(params); unknown != 0) {
+        return api::unknown_fields(function, "swy_request_params_t", unknown);
+    }
+    return api::invalid(function, argument_error);
+}
+}  // namespace
+
 extern "C" {
 
 swy_status_t swy_tag_send_nb(swy_ep_h ep, const void* buffer, size_t length, swy_tag_t tag,
                              const swy_request_params_t* params, swy_request_h* req) {
-    if (__builtin_expect(ep == nullptr || req == nullptr || (buffer == nullptr && length != 0),
+    if (__builtin_expect(ep == nullptr || req == nullptr || (buffer == nullptr && length != 0) ||
+                             core::request_params::unknown_bits(params) != 0,
                          0)) {
-        return api::invalid(__func__, "ep and req must not be NULL; buffer only if length is 0");
+        return refused(__func__, params, "ep and req must not be NULL; buffer only if length is 0");
     }
     core::Endpoint* e = api::ep_of(ep);
     WorkerGuard guard(e->worker());
@@ -26,10 +40,12 @@ swy_status_t swy_tag_send_nb(swy_ep_h ep, const void* buffer, size_t length, swy
 swy_status_t swy_tag_recv_nb(swy_worker_h worker, void* buffer, size_t length, swy_tag_t tag,
                              swy_tag_t tag_mask, const swy_request_params_t* params,
                              swy_request_h* req) {
-    if (__builtin_expect(worker == nullptr || req == nullptr || (buffer == nullptr && length != 0),
+    if (__builtin_expect(worker == nullptr || req == nullptr ||
+                             (buffer == nullptr && length != 0) ||
+                             core::request_params::unknown_bits(params) != 0,
                          0)) {
-        return api::invalid(__func__,
-                            "worker and req must not be NULL; buffer only if length is 0");
+        return refused(__func__, params,
+                       "worker and req must not be NULL; buffer only if length is 0");
     }
     core::Worker* w = api::worker_of(worker);
     WorkerGuard guard(w);
@@ -56,8 +72,8 @@ swy_status_t swy_tag_msg_recv_nb(swy_worker_h worker, void* buffer, size_t lengt
                                  swy_message_h message, const swy_request_params_t* params,
                                  swy_request_h* req) {
     if (worker == nullptr || message == nullptr || req == nullptr ||
-        (buffer == nullptr && length != 0)) {
-        return api::invalid(__func__, "worker, message and req must not be NULL");
+        (buffer == nullptr && length != 0) || core::request_params::unknown_bits(params) != 0) {
+        return refused(__func__, params, "worker, message and req must not be NULL");
     }
     core::Worker* w = api::worker_of(worker);
     WorkerGuard guard(w);

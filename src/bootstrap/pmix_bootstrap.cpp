@@ -303,6 +303,7 @@ swy_status_t swy_bootstrap_ep(swy_bootstrap_h bootstrap, uint32_t rank,
     }
     swy_ep_params_t params{};
     if (ep_template != nullptr) params = *ep_template;
+    params.field_mask |= SWY_EP_PARAM_FIELD_REMOTE_ADDRESS;
     params.remote_address = address->data();
     params.remote_address_length = address->size();
     swy_ep_h created = nullptr;

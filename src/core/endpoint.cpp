@@ -148,7 +148,7 @@ Status Endpoint::tag_send(const void* buffer, size_t length, uint64_t tag,
     if (__builtin_expect(failed_, 0)) {
         return failure_ == Status::kCanceled ? Status::kEndpointClosed : failure_;
     }
-    const uint32_t flags = params != nullptr ? params->flags : 0;
+    const uint32_t flags = request_params::flags(params);
     // Fast path: nothing queued ahead of us and the whole message fits one packet.
     if (fast_path_ && pending_.empty() && length <= fast_max_ &&
         (flags & (SWY_REQ_FLAG_SYNC | SWY_REQ_FLAG_NO_IMM_COMPLETE)) == 0 &&

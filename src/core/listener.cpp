@@ -352,6 +352,8 @@ Status ConnManager::accept_request(ConnRequest* r, const swy_ep_params_t& params
     swy_ep_params_t p = params;
     p.flags &= ~uint32_t{SWY_EP_FLAG_CONN_REQUEST};
     p.conn_request = nullptr;
+    p.field_mask = (p.field_mask & ~uint64_t{SWY_EP_PARAM_FIELD_CONN_REQUEST}) |
+                   SWY_EP_PARAM_FIELD_REMOTE_ADDRESS;
     p.remote_address = r->peer_address.data();
     p.remote_address_length = r->peer_address.size();
     Status s = worker_->create_endpoint(p, out, why);

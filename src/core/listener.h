@@ -145,7 +145,8 @@ public:
     void disarm() { tick_ = kIdlePollEvery - 1; }
 
     // ---- server side (listener.cpp) ----
-    /// Bind and listen. kInvalidParam (bad sockaddr or no callback), kIoError (socket calls,
+    /// Bind and listen (@p params normalised by the API: clear bits, default fields).
+    /// kInvalidParam (bad sockaddr or no callback), kIoError (socket calls,
     /// e.g. address in use), with @p why.
     Status listen(const swy_listener_params_t& params, Listener** out, std::string* why);
     /// Close the listener; requests not yet answered are rejected.

@@ -271,6 +271,7 @@ std::vector<uint8_t> Worker::address() const {
 }
 
 void Worker::query(swy_worker_attr_t* attr) const {
+    if ((attr->field_mask & SWY_WORKER_ATTR_FIELD_PIO) == 0) return;  // the only group so far
     attr->pio_endpoints_granted = static_cast<unsigned>(pio_granted_);
     attr->pio_endpoints_max = static_cast<unsigned>(pio_max_eps_);
     attr->pio_window_slots = 0;
@@ -420,10 +421,10 @@ void Worker::reap_endpoints() {
 Request* Worker::new_request(const swy_request_params_t* params) {
     Request* r = pool_.get(this);
     if (params != nullptr) {
-        r->flags = params->flags;
-        r->send_cb = params->send_cb;
-        r->recv_cb = params->recv_cb;
-        r->user_data = params->user_data;
+        r->flags = request_params::flags(params);
+        r->send_cb = request_params::send_cb(params);
+        r->recv_cb = request_params::recv_cb(params);
+        r->user_data = request_params::user_data(params);
     }
     return r;
 }

@@ -19,6 +19,7 @@
 #include "core/context.h"
 #include "core/endpoint.h"
 #include "core/request.h"
+#include "core/request_params.h"
 #include "memtypes/registry.h"
 #include "protocols/am/am_recv.h"
 #include "protocols/eager/eager_recv.h"
@@ -74,6 +75,7 @@ public:
     /// Arm, block on the event fd, disarm. Takes the lock itself (released while blocked).
     Status wait(int timeout_ms);
     void disarm();
+    /// Fill the groups of @p attr its field_mask asks for (bits already checked), nothing else.
     void query(swy_worker_attr_t* attr) const;
     /// Installs @p key (empty: none) as the shared key authenticating tcp and verbs
     /// connections, as SWY_AUTH_KEY does at creation (a bootstrap's per-job key): connections
@@ -83,6 +85,8 @@ public:
     Status set_auth_key(const common::AuthKey& key);
 
     // ---- endpoints ----
+    /// @p params is normalised (api::normalized: every field whose field_mask bit is clear
+    /// holds its default), as in every core call that takes swy_ep_params_t.
     /// @p wire_into: wire this endpoint (made by add_unwired_endpoint) instead of a new one.
     Status create_endpoint(const swy_ep_params_t& params, Endpoint** out, std::string* why,
                            Endpoint* wire_into = nullptr);
@@ -165,9 +169,9 @@ public:
     /// not open (tests, tools).
     tl::Interface* interface_named(std::string_view name) const;
 
-    /// The memory type a caller stated (UNKNOWN when params is null).
+    /// The memory type a caller stated (UNKNOWN when params is null or its bit is clear).
     static swy_memtype_t stated_memtype(const swy_request_params_t* params) {
-        return params != nullptr ? params->memtype : SWY_MEMTYPE_UNKNOWN;
+        return request_params::memtype(params);
     }
     /// True when a buffer is host memory without looking at it: stated host, or not stated
     /// while no device plugin is loaded. The hot paths test this before anything else.

@@ -35,6 +35,7 @@ Status Worker::wire_endpoint(Endpoint* ep, const std::vector<uint8_t>& address, 
                              std::string* why) {
     if (ep->closed || ep->failed()) return Status::kEndpointClosed;
     swy_ep_params_t p{};
+    p.field_mask = SWY_EP_PARAM_FIELD_REMOTE_ADDRESS | SWY_EP_PARAM_FIELD_FLAGS;
     p.remote_address = address.data();
     p.remote_address_length = address.size();
     p.flags = flags;

@@ -176,7 +176,7 @@ void Worker::bind_unexpected(Request* r, UnexpectedDesc* d) {
 /// Shared tail of tag_recv and msg_recv: immediate completion or a handle for later.
 static Status finish_receive(Worker* w, Request* r, const swy_request_params_t* params,
                              Request** out) {
-    const uint32_t flags = params != nullptr ? params->flags : 0;
+    const uint32_t flags = request_params::flags(params);
     if (r->completed) {
         const Status s = r->status;
         if ((flags & SWY_REQ_FLAG_NO_IMM_COMPLETE) != 0) {
@@ -186,7 +186,9 @@ static Status finish_receive(Worker* w, Request* r, const swy_request_params_t* 
             *out = r;
             return Status::kInProgress;
         }
-        if (params != nullptr && params->recv_info != nullptr) *params->recv_info = r->info;
+        if (swy_tag_recv_info_t* info = request_params::recv_info(params); info != nullptr) {
+            *info = r->info;
+        }
         w->pool().put(r);
         return s;
     }

@@ -59,6 +59,7 @@ swy_context_h context() {
             fail("config");
         }
         swy_context_params_t params{};
+        params.field_mask = SWY_CONTEXT_PARAM_FIELD_CONFIG;
         params.config = cfg;
         swy_context_h c = nullptr;
         if (swy_context_create(&params, &c) != SWY_OK) fail("context");
@@ -77,6 +78,8 @@ struct PostedReceive {
     PostedReceive(swy_worker_h w, size_t cap, swy_tag_t tag, swy_tag_t mask)
         : capacity(cap), buffer(new uint8_t[cap == 0 ? 1 : cap]) {
         swy_request_params_t p{};
+        p.field_mask = SWY_REQ_PARAM_FIELD_FLAGS | SWY_REQ_PARAM_FIELD_CALLBACK |
+                       SWY_REQ_PARAM_FIELD_USER_DATA | SWY_REQ_PARAM_FIELD_MEMTYPE;
         p.flags = SWY_REQ_FLAG_NO_IMM_COMPLETE;
         p.recv_cb = &on_recv;
         p.user_data = &done;

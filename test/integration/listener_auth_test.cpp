@@ -127,6 +127,7 @@ TEST(ListenerAuth, NothingTheServerSendsBeforeTheAcceptRevealsItsAddress) {
         ICHECK_MSG(!contains_pid(got), "the pid went out before the accept");
         // The control: the accept does carry the address, and the search finds it there.
         swy_ep_params_t p{};
+        p.field_mask = SWY_EP_PARAM_FIELD_FLAGS | SWY_EP_PARAM_FIELD_CONN_REQUEST;
         p.flags = SWY_EP_FLAG_CONN_REQUEST;
         p.conn_request = s.held[0];
         swy_ep_h ep = nullptr;
@@ -226,6 +227,7 @@ TEST(ListenerAuth, KeyedListenerRefusesClientsWithoutTheKeyAndKeepsServing) {
                     swy_worker_progress(n.worker());
                 ICHECK(errors.calls == 1 && errors.last == SWY_ERR_CONNECTION_RESET);
                 swy_ep_attr_t attr{};
+                attr.field_mask = SWY_EP_ATTR_FIELD_LANE | SWY_EP_ATTR_FIELD_PIO_DETAIL;
                 ICHECK_OK(swy_ep_query(ep, &attr));
                 ICHECK(attr.connected == 0 && std::string(attr.transport).empty());
                 close_ep(n.worker(), ep);
@@ -308,13 +310,6 @@ TEST(ListenerAuth, KeyedClientNeverSendsItsAddressToAServerWithoutTheKey) {
 }  // namespace
 }  // namespace swy_itest
 
-// The symbol programs built against the header before swy_listener_params_t grew call
-// (switchyard.h maps swy_listener_create to swy_listener_create_v2).
-#undef swy_listener_create
-extern "C" swy_status_t swy_listener_create(swy_worker_h worker,
-                                            const swy_listener_params_t* params,
-                                            swy_listener_h* listener);
-
 namespace swy_itest {
 namespace {
 
@@ -323,6 +318,8 @@ TEST(ListenerAuth, KeysOfABadLengthAndMisusedFlagsAreRefused) {
         Node n(w);
         SockAddr v4 = loopback(Family::kV4, 0);
         swy_listener_params_t lp{};
+        lp.field_mask = SWY_LISTENER_PARAM_FIELD_FLAGS | SWY_LISTENER_PARAM_FIELD_SOCKADDR |
+                        SWY_LISTENER_PARAM_FIELD_AUTH_KEY | SWY_LISTENER_PARAM_FIELD_CONN_HANDLER;
         lp.sockaddr = v4.get();
         lp.sockaddr_length = v4.length;
         lp.on_connect = &Server::on_connect;
@@ -333,27 +330,40 @@ TEST(ListenerAuth, KeysOfABadLengthAndMisusedFlagsAreRefused) {
         for (const auto* k : {&k15, &k257}) {
             lp.auth_key = k->data();
             lp.auth_key_length = k->size();
-            ICHECK_STATUS(swy_listener_create_v2(n.worker(), &lp, &l), SWY_ERR_INVALID_PARAM);
+            ICHECK_STATUS(swy_listener_create(n.worker(), &lp, &l), SWY_ERR_INVALID_PARAM);
         }
         lp.auth_key = nullptr;
         lp.auth_key_length = 32;
-        ICHECK_STATUS(swy_listener_create_v2(n.worker(), &lp, &l), SWY_ERR_INVALID_PARAM);
+        ICHECK_STATUS(swy_listener_create(n.worker(), &lp, &l), SWY_ERR_INVALID_PARAM);
         lp.flags = 1u << 7;  // unknown
-        ICHECK_STATUS(swy_listener_create_v2(n.worker(), &lp, &l), SWY_ERR_INVALID_PARAM);
-        // The old entry point reads only the fields its struct had: the same bad key is ignored.
+        ICHECK_STATUS(swy_listener_create(n.worker(), &lp, &l), SWY_ERR_INVALID_PARAM);
+        // The flag without the key's field_mask bit: refused, not a listener without a key.
         lp.flags = SWY_LISTENER_FLAG_AUTH_KEY;
+        lp.auth_key = k16.data();
+        lp.auth_key_length = k16.size();
+        lp.field_mask &= ~uint64_t{SWY_LISTENER_PARAM_FIELD_AUTH_KEY};
+        ICHECK_STATUS(swy_listener_create(n.worker(), &lp, &l), SWY_ERR_INVALID_PARAM);
+        // Neither the flags' nor the key's bit: both fields are ignored, whatever they hold
+        // (a bad key included); the listener has no key.
+        lp.field_mask &= ~uint64_t{SWY_LISTENER_PARAM_FIELD_FLAGS};
         lp.auth_key = k15.data();
         lp.auth_key_length = k15.size();
         ICHECK_OK(swy_listener_create(n.worker(), &lp, &l));
         swy_listener_destroy(l);
+        lp.field_mask |= SWY_LISTENER_PARAM_FIELD_FLAGS | SWY_LISTENER_PARAM_FIELD_AUTH_KEY;
         for (const auto* k : {&k16, &k256}) {  // the bounds themselves are fine
             lp.auth_key = k->data();
             lp.auth_key_length = k->size();
+            ICHECK_OK(swy_listener_create(n.worker(), &lp, &l));
+            swy_listener_destroy(l);
+            // The 0.1 name of the same call still works.
             ICHECK_OK(swy_listener_create_v2(n.worker(), &lp, &l));
             swy_listener_destroy(l);
         }
 
         swy_ep_params_t p{};
+        p.field_mask = SWY_EP_PARAM_FIELD_FLAGS | SWY_EP_PARAM_FIELD_SOCKADDR |
+                       SWY_EP_PARAM_FIELD_CONN_REQUEST | SWY_EP_PARAM_FIELD_AUTH_KEY;
         swy_ep_h ep = nullptr;
         p.flags = SWY_EP_FLAG_SOCKADDR | SWY_EP_FLAG_AUTH_KEY;
         p.sockaddr = v4.get();
@@ -375,9 +385,13 @@ TEST(ListenerAuth, KeysOfABadLengthAndMisusedFlagsAreRefused) {
         ICHECK_STATUS(swy_ep_create(n.worker(), &p, &ep), SWY_ERR_INVALID_PARAM);
         std::vector<unsigned char> addr = own_address(n.worker());
         swy_ep_params_t plain{};
+        plain.field_mask = SWY_EP_PARAM_FIELD_FLAGS | SWY_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                           SWY_EP_PARAM_FIELD_AUTH_KEY;
         plain.remote_address = addr.data();
         plain.remote_address_length = addr.size();
         plain.flags = SWY_EP_FLAG_AUTH_KEY;
+        plain.auth_key = k16.data();
+        plain.auth_key_length = k16.size();
         ICHECK_STATUS(swy_ep_create(n.worker(), &plain, &ep), SWY_ERR_INVALID_PARAM);
     }));
 }

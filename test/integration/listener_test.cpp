@@ -176,6 +176,7 @@ TEST(Listener, ConnectionRefusedFailsQueuedSendsAndReportsOnce) {
         swy_request_h req = nullptr;
         ICHECK_STATUS(swy_tag_send_nb(ep, buf.data(), 8, 5, nullptr, &req), SWY_ERR_UNREACHABLE);
         swy_ep_attr_t attr{};
+        attr.field_mask = SWY_EP_ATTR_FIELD_LANE | SWY_EP_ATTR_FIELD_PIO_DETAIL;
         ICHECK_OK(swy_ep_query(ep, &attr));
         ICHECK(attr.connected == 0);
         close_ep(n.worker(), ep);
@@ -394,6 +395,7 @@ TEST(Listener, BadArgumentsAreRefusedWithoutSideEffects) {
         Node n(w);
         SockAddr v4 = loopback(Family::kV4, 0);
         swy_listener_params_t lp{};
+        lp.field_mask = SWY_LISTENER_PARAM_FIELD_SOCKADDR | SWY_LISTENER_PARAM_FIELD_CONN_HANDLER;
         swy_listener_h l = nullptr;
         ICHECK_STATUS(swy_listener_create(n.worker(), &lp, &l), SWY_ERR_INVALID_PARAM);
         lp.sockaddr = v4.get();
@@ -415,6 +417,8 @@ TEST(Listener, BadArgumentsAreRefusedWithoutSideEffects) {
         ICHECK_STATUS(swy_listener_create(n.worker(), &lp, &l), SWY_ERR_IO);
 
         swy_ep_params_t p{};
+        p.field_mask = SWY_EP_PARAM_FIELD_FLAGS | SWY_EP_PARAM_FIELD_SOCKADDR |
+                       SWY_EP_PARAM_FIELD_CONN_REQUEST;
         swy_ep_h ep = nullptr;
         p.flags = SWY_EP_FLAG_SOCKADDR | SWY_EP_FLAG_CONN_REQUEST;
         p.sockaddr = taken.get();

@@ -94,10 +94,13 @@ struct Server {
             return;
         }
         swy_conn_request_attr_t a{};
+        a.field_mask =
+            SWY_CONN_REQUEST_ATTR_FIELD_CLIENT_SOCKADDR | SWY_CONN_REQUEST_ATTR_FIELD_CLIENT_UID;
         ICHECK_OK(swy_conn_request_query(req, &a));
         ICHECK(a.client_worker_uid != 0);
         ICHECK(a.client_sockaddr_length > 0);
         swy_ep_params_t p{};
+        p.field_mask = SWY_EP_PARAM_FIELD_FLAGS | SWY_EP_PARAM_FIELD_CONN_REQUEST;
         p.flags = SWY_EP_FLAG_CONN_REQUEST;
         p.conn_request = req;
         swy_ep_h ep = nullptr;
@@ -113,6 +116,8 @@ struct Server {
         worker = w;
         SockAddr a = loopback(f, 0);
         swy_listener_params_t lp{};
+        lp.field_mask = SWY_LISTENER_PARAM_FIELD_FLAGS | SWY_LISTENER_PARAM_FIELD_SOCKADDR |
+                        SWY_LISTENER_PARAM_FIELD_AUTH_KEY | SWY_LISTENER_PARAM_FIELD_CONN_HANDLER;
         lp.sockaddr = a.get();
         lp.sockaddr_length = a.length;
         lp.on_connect = &Server::on_connect;
@@ -124,6 +129,7 @@ struct Server {
         }
         ICHECK_OK(swy_listener_create(w, &lp, &listener));
         swy_listener_attr_t attr{};
+        attr.field_mask = SWY_LISTENER_ATTR_FIELD_SOCKADDR;
         ICHECK_OK(swy_listener_query(listener, &attr));
         ICHECK(attr.port != 0);
         ICHECK((int)attr.sockaddr.ss_family == (f == Family::kV4 ? AF_INET : AF_INET6));
@@ -154,6 +160,8 @@ inline swy_ep_h connect_sockaddr(swy_worker_h worker, const SockAddr& a,
                                  ErrorCount* errors = nullptr, const void* key = nullptr,
                                  size_t key_length = 0) {
     swy_ep_params_t p{};
+    p.field_mask = SWY_EP_PARAM_FIELD_FLAGS | SWY_EP_PARAM_FIELD_ERR_HANDLER |
+                   SWY_EP_PARAM_FIELD_SOCKADDR | SWY_EP_PARAM_FIELD_AUTH_KEY;
     p.flags = SWY_EP_FLAG_SOCKADDR;
     p.sockaddr = a.get();
     p.sockaddr_length = a.length;
@@ -184,6 +192,7 @@ inline void close_ep(swy_worker_h worker, swy_ep_h ep) {
 
 inline std::string transport_of(swy_ep_h ep) {
     swy_ep_attr_t a{};
+    a.field_mask = SWY_EP_ATTR_FIELD_LANE | SWY_EP_ATTR_FIELD_PIO_DETAIL;
     ICHECK_OK(swy_ep_query(ep, &a));
     return a.transport;
 }

@@ -237,6 +237,7 @@ struct Send {
 inline Send post_send(swy_ep_h ep, const void* buf, size_t len, swy_tag_t tag, uint32_t flags = 0) {
     Send s;
     swy_request_params_t params{};
+    params.field_mask = SWY_REQ_PARAM_FIELD_FLAGS | SWY_REQ_PARAM_FIELD_MEMTYPE;
     params.flags = flags;
     params.memtype = SWY_MEMTYPE_HOST;
     swy_status_t st = swy_tag_send_nb(ep, buf, len, tag, &params, &s.req);
@@ -297,6 +298,7 @@ inline Recv post_recv(swy_worker_h worker, void* buf, size_t len, swy_tag_t tag,
     Recv r;
     swy_tag_recv_info_t info{~(swy_tag_t)0, ~(size_t)0};
     swy_request_params_t params{};
+    params.field_mask = SWY_REQ_PARAM_FIELD_MEMTYPE | SWY_REQ_PARAM_FIELD_RECV_INFO;
     params.memtype = SWY_MEMTYPE_HOST;
     params.recv_info = &info;
     swy_status_t st = swy_tag_recv_nb(worker, buf, len, tag, mask, &params, &r.req);
@@ -427,10 +429,12 @@ public:
                        value.c_str(), (int)st, swy_status_string(st));
         }
         swy_context_params_t cp{};
+        cp.field_mask = SWY_CONTEXT_PARAM_FIELD_CONFIG;
         cp.config = cfg;
         ICHECK_OK(swy_context_create(&cp, &context_));
         swy_config_release(cfg);
         swy_worker_params_t wp{};
+        wp.field_mask = SWY_WORKER_PARAM_FIELD_THREAD_MODE;
         wp.thread_mode = opts.thread_mode;
         ICHECK_OK(swy_worker_create(context_, &wp, &worker_));
     }
@@ -467,6 +471,8 @@ public:
                      void* err_arg = nullptr) {
         std::vector<unsigned char> addr = world_.address_of(rank);
         swy_ep_params_t p{};
+        p.field_mask = SWY_EP_PARAM_FIELD_FLAGS | SWY_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                       SWY_EP_PARAM_FIELD_ERR_HANDLER;
         p.remote_address = addr.data();
         p.remote_address_length = addr.size();
         p.flags = flags;
@@ -493,6 +499,7 @@ public:
 
     swy_ep_attr_t query(int rank) const {
         swy_ep_attr_t a{};
+        a.field_mask = SWY_EP_ATTR_FIELD_LANE | SWY_EP_ATTR_FIELD_PIO_DETAIL;
         ICHECK_OK(swy_ep_query(ep(rank), &a));
         return a;
     }
@@ -729,6 +736,7 @@ inline void publish_attr(World& w, int base, const swy_ep_attr_t& a) {
 inline swy_ep_attr_t read_attr(World& w, int base, int rank) {
     w.wait_scratch_at_least(base + 4 * rank + 3, 1);
     swy_ep_attr_t a{};
+    a.field_mask = SWY_EP_ATTR_FIELD_LANE | SWY_EP_ATTR_FIELD_PIO_DETAIL;
     a.pio_max_size = w.scratch(base + 4 * rank + 0).load();
     a.bcopy_max_size = w.scratch(base + 4 * rank + 1).load();
     a.pio = (int)w.scratch(base + 4 * rank + 2).load();

@@ -403,6 +403,7 @@ TEST(NetProtocols, ProbeThenMatchedReceiveForEagerAndRendezvous) {
                 Recv r;
                 swy_tag_recv_info_t rinfo{};
                 swy_request_params_t params{};
+                params.field_mask = SWY_REQ_PARAM_FIELD_MEMTYPE | SWY_REQ_PARAM_FIELD_RECV_INFO;
                 params.memtype = SWY_MEMTYPE_HOST;
                 params.recv_info = &rinfo;
                 swy_status_t st = swy_tag_msg_recv_nb(wk, buf.data(), size, msg, &params, &r.req);

@@ -139,6 +139,7 @@ TEST_P(RndvScheme, ProbeReportsFullLengthWithoutConsumingThenMatchedProbeReceive
             Recv r;
             swy_tag_recv_info_t imm{};
             swy_request_params_t p{};
+            p.field_mask = SWY_REQ_PARAM_FIELD_MEMTYPE | SWY_REQ_PARAM_FIELD_RECV_INFO;
             p.memtype = SWY_MEMTYPE_HOST;
             p.recv_info = &imm;
             swy_status_t st = swy_tag_msg_recv_nb(wk, buf.data(), size, msg, &p, &r.req);

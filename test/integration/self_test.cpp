@@ -98,6 +98,7 @@ TEST(SelfTransport, MessagesToOwnWorkerMatchInSendOrder) {
         // swy_request_wait path too: a blocking wait on a posted receive.
         std::vector<unsigned char> b(16);
         swy_request_params_t p{};
+        p.field_mask = SWY_REQ_PARAM_FIELD_FLAGS;
         p.flags = SWY_REQ_FLAG_NO_IMM_COMPLETE;
         swy_request_h rreq = nullptr;
         ICHECK_STATUS(

@@ -168,6 +168,7 @@ void rank0(World& w) {
         ICHECK_MSG(seen.status < 0, "error callback with non-error status %d", (int)seen.status);
         ICHECK_MSG(seen.ep == n.ep(1), "error callback named another endpoint");
         swy_ep_attr_t a{};
+        a.field_mask = SWY_EP_ATTR_FIELD_LANE | SWY_EP_ATTR_FIELD_PIO_DETAIL;
         ICHECK_OK(swy_ep_query(n.ep(1), &a));
         ICHECK_MSG(a.connected == 0, "failed endpoint still reports connected=1");
     }

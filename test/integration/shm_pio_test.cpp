@@ -97,6 +97,7 @@ TEST(ShmPioLanes, ReceiverWithTwoSlotsGrantsSomeSendersPioAndAllMessagesArrive) 
             Node n(w, opts);
             n.publish();
             swy_worker_attr_t before{};
+            before.field_mask = SWY_WORKER_ATTR_FIELD_PIO;
             ICHECK_OK(swy_worker_query(n.worker(), &before));
             ICHECK_MSG(before.pio_window_slots == kSlots,
                        "SHM_PIO_SLOTS=%u but the worker offers %u PIO slots", kSlots,
@@ -110,6 +111,7 @@ TEST(ShmPioLanes, ReceiverWithTwoSlotsGrantsSomeSendersPioAndAllMessagesArrive) 
                 (read_attr(w, kAttrBase, s).pio ? with_pio : without_pio)++;
             }
             swy_worker_attr_t after{};
+            after.field_mask = SWY_WORKER_ATTR_FIELD_PIO;
             ICHECK_OK(swy_worker_query(n.worker(), &after));
             fprintf(stderr, "[rank 0] %d senders with PIO, %d without; window %u slots, %u free\n",
                     with_pio, without_pio, after.pio_window_slots, after.pio_window_free);
@@ -136,6 +138,7 @@ TEST(ShmPioLanes, ReceiverWithTwoSlotsGrantsSomeSendersPioAndAllMessagesArrive) 
             std::string who = "sender rank " + std::to_string(w.rank());
             check_attr_is_honest(a, who.c_str());
             swy_worker_attr_t wa{};
+            wa.field_mask = SWY_WORKER_ATTR_FIELD_PIO;
             ICHECK_OK(swy_worker_query(n.worker(), &wa));
             ICHECK_MSG(wa.pio_endpoints_granted == (unsigned)a.pio,
                        "%s: endpoint pio=%d but worker counts %u PIO endpoints", who.c_str(), a.pio,
@@ -162,6 +165,7 @@ TEST(ShmPioLanes, EndpointCreatedWithNoPioFlagReportsNoPioAndStillDelivers) {
             ICHECK_MSG(a.pio == 0, "SWY_EP_FLAG_NO_PIO endpoint reports pio=%d", a.pio);
             check_attr_is_honest(a, "NO_PIO endpoint");
             swy_worker_attr_t wa{};
+            wa.field_mask = SWY_WORKER_ATTR_FIELD_PIO;
             ICHECK_OK(swy_worker_query(n.worker(), &wa));
             ICHECK_MSG(wa.pio_endpoints_granted == 0, "worker counts %u PIO endpoints",
                        wa.pio_endpoints_granted);

@@ -70,6 +70,7 @@ TEST(ShmTagSemantics, ProbeLeavesMessageThenMatchedProbeRemovesIt) {
                 Recv r;
                 swy_tag_recv_info_t imm{};
                 swy_request_params_t p{};
+                p.field_mask = SWY_REQ_PARAM_FIELD_MEMTYPE | SWY_REQ_PARAM_FIELD_RECV_INFO;
                 p.memtype = SWY_MEMTYPE_HOST;
                 p.recv_info = &imm;
                 swy_status_t st = swy_tag_msg_recv_nb(wk, buf.data(), size, msg, &p, &r.req);
@@ -187,6 +188,8 @@ TEST(ShmTagSemantics, CanceledReceiveCompletesCanceledAndLaterMessageMatchesNext
             // Same again with a callback: it runs once, from progress, with SWY_ERR_CANCELED.
             CancelSeen seen;
             swy_request_params_t p{};
+            p.field_mask = SWY_REQ_PARAM_FIELD_FLAGS | SWY_REQ_PARAM_FIELD_CALLBACK |
+                           SWY_REQ_PARAM_FIELD_USER_DATA | SWY_REQ_PARAM_FIELD_MEMTYPE;
             p.flags = SWY_REQ_FLAG_NO_IMM_COMPLETE;
             p.recv_cb = count_recv_cb;
             p.user_data = &seen;

@@ -137,6 +137,7 @@ TEST(SimdevSemantics, ProbeThenMatchedProbeReceiveIntoSimdev) {
                     Recv r;
                     swy_tag_recv_info_t imm{~(swy_tag_t)0, ~(size_t)0};
                     swy_request_params_t p{};
+                    p.field_mask = SWY_REQ_PARAM_FIELD_MEMTYPE | SWY_REQ_PARAM_FIELD_RECV_INFO;
                     p.memtype = SWY_MEMTYPE_SIMDEV;
                     p.recv_info = &imm;
                     swy_status_t st =
@@ -271,6 +272,7 @@ void run_refusals(World& w, Node& n, bool overrun) {
     std::vector<std::pair<std::string, swy_request_h>> accepted_sends;
     auto attempt = [&](const char* what, const void* buf, size_t len, bool send) {
         swy_request_params_t p{};
+        p.field_mask = SWY_REQ_PARAM_FIELD_MEMTYPE;
         p.memtype = SWY_MEMTYPE_SIMDEV;
         swy_request_h req = nullptr;
         swy_status_t st =
@@ -427,6 +429,7 @@ TEST(SimdevSemantics, SimdevBuffersAreDetectedWhenTheTypeIsNotStated) {
                     if (w.rank() == 0) {
                         buf.fill(seed);
                         swy_request_params_t p{};
+                        p.field_mask = SWY_REQ_PARAM_FIELD_MEMTYPE;
                         p.memtype = SWY_MEMTYPE_UNKNOWN;
                         Send s;
                         swy_status_t st = swy_tag_send_nb(n.ep(1), buf.data(), size, tag,

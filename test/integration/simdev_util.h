@@ -133,6 +133,7 @@ inline Send post_send_mt(swy_ep_h ep, const void* buf, size_t len, swy_memtype_t
                          swy_tag_t tag, uint32_t flags = 0) {
     Send s;
     swy_request_params_t params{};
+    params.field_mask = SWY_REQ_PARAM_FIELD_FLAGS | SWY_REQ_PARAM_FIELD_MEMTYPE;
     params.flags = flags;
     params.memtype = memtype;
     swy_status_t st = swy_tag_send_nb(ep, buf, len, tag, &params, &s.req);
@@ -155,6 +156,7 @@ inline Recv post_recv_mt(swy_worker_h worker, void* buf, size_t len, swy_memtype
     Recv r;
     swy_tag_recv_info_t info{~(swy_tag_t)0, ~(size_t)0};
     swy_request_params_t params{};
+    params.field_mask = SWY_REQ_PARAM_FIELD_MEMTYPE | SWY_REQ_PARAM_FIELD_RECV_INFO;
     params.memtype = memtype;
     params.recv_info = &info;
     swy_status_t st = swy_tag_recv_nb(worker, buf, len, tag, mask, &params, &r.req);

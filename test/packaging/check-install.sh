@@ -51,6 +51,14 @@ lib=$(find "$prefix" -name 'libswitchyard.so' | head -n1)
 [[ -n $lib ]] || fail "libswitchyard.so not installed"
 libdir=$(dirname "$lib")
 [[ -d $prefix/share/doc/switchyard ]] || fail "share/doc/switchyard missing"
+# SONAME: major.minor before 1.0 (a 0.x minor may change the ABI), the major from 1.0 on.
+real_lib=$(readelf -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+lib_version=$(basename "$(readlink -f "$lib")" | sed 's/^libswitchyard\.so\.//')
+IFS=. read -r v_major v_minor _ <<< "$lib_version"
+expected_soname=libswitchyard.so.$v_major
+(( v_major == 0 )) && expected_soname=libswitchyard.so.$v_major.$v_minor
+[[ $real_lib == "$expected_soname" ]] || fail "SONAME '$real_lib', expected $expected_soname"
+[[ -e $libdir/$real_lib ]] || fail "no $real_lib next to libswitchyard.so"
 echo "   config: ${config#"$prefix"/}  pc: ${pc#"$prefix"/}  lib: ${lib#"$prefix"/}"
 
 echo "== consumer via find_package(switchyard)"

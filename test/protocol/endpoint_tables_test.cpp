@@ -61,6 +61,7 @@ swy_context_h tcp_context(const std::string& calibration) {
         EXPECT_EQ(swy_config_set(cfg, name, value.c_str()), SWY_OK) << name;
     }
     swy_context_params_t cp{};
+    cp.field_mask = SWY_CONTEXT_PARAM_FIELD_CONFIG;
     cp.config = cfg;
     swy_context_h ctx = nullptr;
     EXPECT_EQ(swy_context_create(&cp, &ctx), SWY_OK);
@@ -80,6 +81,7 @@ std::string endpoint_table(const std::string& calibration) {
     size_t len = 0;
     EXPECT_EQ(swy_worker_get_address(b, &addr, &len), SWY_OK);
     swy_ep_params_t p{};
+    p.field_mask = SWY_EP_PARAM_FIELD_REMOTE_ADDRESS;
     p.remote_address = addr;
     p.remote_address_length = len;
     swy_ep_h ep = nullptr;
@@ -98,6 +100,7 @@ std::string endpoint_table(const std::string& calibration) {
         swy_worker_progress(b);
     }
     swy_ep_attr_t attr{};
+    attr.field_mask = SWY_EP_ATTR_FIELD_LANE | SWY_EP_ATTR_FIELD_PIO_DETAIL;
     EXPECT_EQ(swy_ep_query(ep, &attr), SWY_OK);
     EXPECT_STREQ(attr.transport, "tcp");
     swy_request_h r = nullptr;

@@ -101,6 +101,7 @@ protected:
         EXPECT_EQ(swy_config_set(cfg, "TLS", "self"), SWY_OK);
         EXPECT_EQ(swy_config_set(cfg, "CALIBRATION_FILE", file.c_str()), SWY_OK);
         swy_context_params_t params{};
+        params.field_mask = SWY_CONTEXT_PARAM_FIELD_CONFIG;
         params.config = cfg;
         swy_context_h ctx = nullptr;
         EXPECT_EQ(swy_context_create(&params, &ctx), SWY_OK);

@@ -168,6 +168,7 @@ TEST(CppHeader, ConstructorsThrowStatusError) {
 TEST(CppHeader, EndpointDescribesItself) {
     SelfLoop s;
     swy_ep_attr_t attr{};
+    attr.field_mask = SWY_EP_ATTR_FIELD_LANE | SWY_EP_ATTR_FIELD_PIO_DETAIL;
     ASSERT_EQ(s.ep.query(&attr), SWY_OK);
     ASSERT_NE(attr.transport, nullptr);
     EXPECT_STREQ(attr.transport, "self");

@@ -112,6 +112,7 @@ TEST(CppListener, ConnectingToOwnListenerWiresSelfWithoutOnConnect) {
     EXPECT_EQ(in, out);
     EXPECT_EQ(offered, 0);
     swy_ep_attr_t attr{};
+    attr.field_mask = SWY_EP_ATTR_FIELD_LANE | SWY_EP_ATTR_FIELD_PIO_DETAIL;
     ASSERT_EQ(ep.query(&attr), SWY_OK);
     EXPECT_STREQ(attr.transport, "self");
 }

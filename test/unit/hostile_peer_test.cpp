@@ -79,6 +79,7 @@ struct EpError {
 swy_ep_h connect(const Node& from, const Node& to, EpError* err = nullptr) {
     std::vector<uint8_t> addr = address_of(to);
     swy_ep_params_t p{};
+    p.field_mask = SWY_EP_PARAM_FIELD_REMOTE_ADDRESS | SWY_EP_PARAM_FIELD_ERR_HANDLER;
     p.remote_address = addr.data();
     p.remote_address_length = addr.size();
     if (err != nullptr) {

@@ -60,6 +60,7 @@ TEST(Log, ProtoInfoPrintsEachEndpointsTableAtInfoLevel) {
     size_t length = 0;
     ASSERT_EQ(swy_worker_get_address(w, &address, &length), SWY_OK);
     swy_ep_params_t p{};
+    p.field_mask = SWY_EP_PARAM_FIELD_REMOTE_ADDRESS;
     p.remote_address = address;
     p.remote_address_length = length;
     swy_ep_h ep = nullptr;

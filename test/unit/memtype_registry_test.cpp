@@ -355,6 +355,7 @@ TEST(MemTypeCApi, AllocDetectCopyFree) {
     ASSERT_EQ(swy_config_read(&config), SWY_OK);
     ASSERT_EQ(swy_config_set(config, "MEMTYPES", "host,simdev"), SWY_OK);
     swy_context_params_t params{};
+    params.field_mask = SWY_CONTEXT_PARAM_FIELD_CONFIG;
     params.config = config;
     swy_context_h ctx = nullptr;
     ASSERT_EQ(swy_context_create(&params, &ctx), SWY_OK);
@@ -387,6 +388,7 @@ TEST(MemTypeCApi, UnknownMemtypeFailsContextCreation) {
     ASSERT_EQ(swy_config_read(&config), SWY_OK);
     ASSERT_EQ(swy_config_set(config, "MEMTYPES", "host,gpu"), SWY_OK);
     swy_context_params_t params{};
+    params.field_mask = SWY_CONTEXT_PARAM_FIELD_CONFIG;
     params.config = config;
     swy_context_h ctx = nullptr;
     EXPECT_EQ(swy_context_create(&params, &ctx), SWY_ERR_INVALID_PARAM);

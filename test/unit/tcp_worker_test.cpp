@@ -48,6 +48,7 @@ std::vector<uint8_t> address_of(swy_worker_h w) {
 swy_ep_h make_ep(swy_worker_h from, const std::vector<uint8_t>& address,
                  swy_ep_error_cb_t cb = nullptr, void* arg = nullptr) {
     swy_ep_params_t p{};
+    p.field_mask = SWY_EP_PARAM_FIELD_REMOTE_ADDRESS | SWY_EP_PARAM_FIELD_ERR_HANDLER;
     p.remote_address = address.data();
     p.remote_address_length = address.size();
     p.err_cb = cb;

@@ -24,6 +24,7 @@ inline swy_context_h make_context(const Settings& settings) {
         EXPECT_EQ(swy_config_set(cfg, name.c_str(), value.c_str()), SWY_OK) << name;
     }
     swy_context_params_t cp{};
+    cp.field_mask = SWY_CONTEXT_PARAM_FIELD_CONFIG;
     cp.config = cfg;
     swy_context_h ctx = nullptr;
     EXPECT_EQ(swy_context_create(&cp, &ctx), SWY_OK);

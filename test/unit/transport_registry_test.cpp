@@ -126,6 +126,7 @@ protected:
     /// The transport of the lane an endpoint from A to @p address gets ("" on failure).
     std::string lane_to(const std::vector<uint8_t>& address) {
         swy_ep_params_t p{};
+        p.field_mask = SWY_EP_PARAM_FIELD_REMOTE_ADDRESS;
         p.remote_address = address.data();
         p.remote_address_length = address.size();
         core::Endpoint* ep = nullptr;
@@ -178,6 +179,7 @@ TEST_F(LaneSelection, WithoutShmASameHostPeerGoesOverTcp) {
 TEST_F(LaneSelection, NoTransportReachingThePeerIsUnreachable) {
     open("self,shm");
     swy_ep_params_t p{};
+    p.field_mask = SWY_EP_PARAM_FIELD_REMOTE_ADDRESS;
     const std::vector<uint8_t> address = elsewhere(w(b_)->address());
     p.remote_address = address.data();
     p.remote_address_length = address.size();

@@ -40,6 +40,7 @@ struct Failure {
 
 swy_ep_h connect(const VerbsNode& from, const VerbsNode& to, Failure* f) {
     swy_ep_params_t p{};
+    p.field_mask = SWY_EP_PARAM_FIELD_REMOTE_ADDRESS | SWY_EP_PARAM_FIELD_ERR_HANDLER;
     p.remote_address = to.address.data();
     p.remote_address_length = to.address.size();
     p.err_cb = &Failure::cb;

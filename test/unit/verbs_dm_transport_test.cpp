@@ -29,6 +29,7 @@ const Settings kEmulated{{"VERBS_DM_EMULATE", "y"}};
 
 swy_ep_h connect(swy_worker_h from, const std::vector<uint8_t>& to, uint32_t flags = 0) {
     swy_ep_params_t p{};
+    p.field_mask = SWY_EP_PARAM_FIELD_FLAGS | SWY_EP_PARAM_FIELD_REMOTE_ADDRESS;
     p.remote_address = to.data();
     p.remote_address_length = to.size();
     p.flags = flags;
@@ -41,6 +42,7 @@ using swy::test::close_now;
 
 swy_ep_attr_t query(swy_ep_h ep) {
     swy_ep_attr_t attr{};
+    attr.field_mask = SWY_EP_ATTR_FIELD_LANE | SWY_EP_ATTR_FIELD_PIO_DETAIL;
     EXPECT_EQ(swy_ep_query(ep, &attr), SWY_OK);
     return attr;
 }

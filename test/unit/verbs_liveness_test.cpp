@@ -74,6 +74,7 @@ TEST(VerbsLiveness, IdlePeerDeathIsNoticedWithinTwoSecondsAndIdlenessIsNot) {
 
     Errors errors;
     swy_ep_params_t p{};
+    p.field_mask = SWY_EP_PARAM_FIELD_REMOTE_ADDRESS | SWY_EP_PARAM_FIELD_ERR_HANDLER;
     p.remote_address = victim.data();
     p.remote_address_length = victim.size();
     p.err_cb = count_error;

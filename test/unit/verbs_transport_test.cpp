@@ -61,6 +61,7 @@ void on_error(void* arg, swy_ep_h, swy_status_t status) {
 
 swy_ep_h connect(swy_worker_h from, const std::vector<uint8_t>& to, ErrorSeen* errors = nullptr) {
     swy_ep_params_t p{};
+    p.field_mask = SWY_EP_PARAM_FIELD_REMOTE_ADDRESS | SWY_EP_PARAM_FIELD_ERR_HANDLER;
     p.remote_address = to.data();
     p.remote_address_length = to.size();
     p.err_cb = errors != nullptr ? on_error : nullptr;
@@ -153,6 +154,7 @@ TEST(VerbsTransport, EndpointReportsInlinePioAndCredits) {
     SKIP_WITHOUT_VERBS(a);
     swy_ep_h ep = connect(a.worker, b.address);
     swy_ep_attr_t attr{};
+    attr.field_mask = SWY_EP_ATTR_FIELD_LANE | SWY_EP_ATTR_FIELD_PIO_DETAIL;
     ASSERT_EQ(swy_ep_query(ep, &attr), SWY_OK);
     EXPECT_STREQ(attr.transport, "verbs");
     EXPECT_EQ(attr.pio, 1);
@@ -178,6 +180,7 @@ TEST(VerbsTransport, EveryProtocolAcrossItsBoundariesByteForByte) {
         SKIP_WITHOUT_VERBS(a);
         swy_ep_h ep = connect(a.worker, b.address);
         swy_ep_attr_t attr{};
+        attr.field_mask = SWY_EP_ATTR_FIELD_LANE | SWY_EP_ATTR_FIELD_PIO_DETAIL;
         ASSERT_EQ(swy_ep_query(ep, &attr), SWY_OK);
         const size_t pio = attr.pio_max_size, frag = attr.bcopy_max_size;
         // Around the inline limit, the single-packet limit, fragment counts and rendezvous.

@@ -21,6 +21,7 @@ protected:
         ASSERT_EQ(swy_config_set(cfg, "TLS", "self"), SWY_OK);
         ASSERT_EQ(swy_config_set(cfg, "LOG_LEVEL", "error"), SWY_OK);
         swy_context_params_t cp{};
+        cp.field_mask = SWY_CONTEXT_PARAM_FIELD_CONFIG;
         cp.config = cfg;
         ASSERT_EQ(swy_context_create(&cp, &ctx_), SWY_OK);
         swy_config_release(cfg);

@@ -21,10 +21,12 @@ struct Pair {
         EXPECT_EQ(swy_config_read(&cfg), SWY_OK);
         EXPECT_EQ(swy_config_set(cfg, "TLS", tls), SWY_OK);
         swy_context_params_t cp{};
+        cp.field_mask = SWY_CONTEXT_PARAM_FIELD_CONFIG;
         cp.config = cfg;
         EXPECT_EQ(swy_context_create(&cp, &ctx), SWY_OK);
         swy_config_release(cfg);
         swy_worker_params_t wp{};
+        wp.field_mask = SWY_WORKER_PARAM_FIELD_THREAD_MODE;
         wp.thread_mode = SWY_THREAD_MODE_MULTI;
         EXPECT_EQ(swy_worker_create(ctx, &wp, &sender), SWY_OK);
         EXPECT_EQ(swy_worker_create(ctx, &wp, &receiver), SWY_OK);
@@ -32,6 +34,7 @@ struct Pair {
         size_t len = 0;
         EXPECT_EQ(swy_worker_get_address(receiver, &addr, &len), SWY_OK);
         swy_ep_params_t ep_params{};
+        ep_params.field_mask = SWY_EP_PARAM_FIELD_REMOTE_ADDRESS;
         ep_params.remote_address = addr;
         ep_params.remote_address_length = len;
         EXPECT_EQ(swy_ep_create(sender, &ep_params, &ep), SWY_OK);
@@ -95,6 +98,7 @@ TEST(WorkerMultiThread, ConcurrentSendersAndReceiverOverShmDeliverEveryMessageIn
                 swy_request_h req = nullptr;
                 swy_tag_recv_info_t info{};
                 swy_request_params_t rp{};
+                rp.field_mask = SWY_REQ_PARAM_FIELD_RECV_INFO;
                 rp.recv_info = &info;
                 swy_status_t s =
                     swy_tag_recv_nb(p.receiver, buf.data(), buf.size(), uint64_t(t) << 32,

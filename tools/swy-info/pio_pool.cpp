@@ -24,6 +24,7 @@ int print_pio_pool(const common::Config& config) {
         return 1;
     }
     swy_worker_attr_t attr{};
+    attr.field_mask = SWY_WORKER_ATTR_FIELD_PIO;
     s = swy_worker_query(worker, &attr);
     if (s == SWY_OK) {
         std::printf("  %-26s %u\n", "pio_window_slots", attr.pio_window_slots);

@@ -130,6 +130,7 @@ bool Runner::peer_gone() {
 bool Runner::post_send(const void* buf, size_t len, swy_memtype_t memtype, swy_tag_t tag,
                        swy_request_h* req) {
     swy_request_params_t params{};
+    params.field_mask = SWY_REQ_PARAM_FIELD_MEMTYPE;
     params.memtype = memtype;
     for (unsigned spins = 1;; ++spins) {
         swy_status_t s = swy_tag_send_nb(session_.ep(), buf, len, tag, &params, req);
@@ -147,6 +148,7 @@ bool Runner::post_send(const void* buf, size_t len, swy_memtype_t memtype, swy_t
 bool Runner::post_recv(void* buf, size_t len, swy_memtype_t memtype, swy_tag_t tag,
                        swy_tag_recv_info_t* info, swy_request_h* req, swy_status_t* imm_status) {
     swy_request_params_t params{};
+    params.field_mask = SWY_REQ_PARAM_FIELD_MEMTYPE | SWY_REQ_PARAM_FIELD_RECV_INFO;
     params.memtype = memtype;
     params.recv_info = info;
     for (unsigned spins = 1;; ++spins) {

@@ -92,6 +92,7 @@ bool Session::open(const Options& opts, Bootstrap& boot) {
         return false;
     }
     swy_context_params_t cparams{};
+    cparams.field_mask = SWY_CONTEXT_PARAM_FIELD_CONFIG;
     cparams.config = config;
     swy_status_t s = swy_context_create(&cparams, &context_);
     swy_config_release(config);  // the context keeps its own copy
@@ -110,11 +111,13 @@ bool Session::open(const Options& opts, Bootstrap& boot) {
     }
 
     swy_worker_params_t wparams{};
+    wparams.field_mask = SWY_WORKER_PARAM_FIELD_THREAD_MODE;
     wparams.thread_mode = SWY_THREAD_MODE_SINGLE;
     if (!check(swy_worker_create(context_, &wparams, &worker_), "swy_worker_create")) return false;
     if (boot.launched()) {
         launcher_ = &boot;
         swy_ep_params_t ep_template{};
+        ep_template.field_mask = SWY_EP_PARAM_FIELD_ERR_HANDLER;
         ep_template.err_cb = &Session::on_ep_error;
         ep_template.err_arg = this;
         return boot.connect_launched(worker_, ep_template, &ep_);
@@ -122,6 +125,7 @@ bool Session::open(const Options& opts, Bootstrap& boot) {
     if (boot.sockaddr_mode()) {  // --server / --client: the listener API meets the peer
         sockaddr_boot_ = &boot;
         swy_ep_params_t ep_template{};
+        ep_template.field_mask = SWY_EP_PARAM_FIELD_ERR_HANDLER;
         ep_template.err_cb = &Session::on_ep_error;
         ep_template.err_arg = this;
         return boot.connect_sockaddr(worker_, ep_template, &ep_);
@@ -143,6 +147,7 @@ bool Session::open(const Options& opts, Bootstrap& boot) {
     if (!ok) return false;
 
     swy_ep_params_t eparams{};
+    eparams.field_mask = SWY_EP_PARAM_FIELD_REMOTE_ADDRESS | SWY_EP_PARAM_FIELD_ERR_HANDLER;
     eparams.remote_address = remote.data();
     eparams.remote_address_length = remote.size();
     eparams.err_cb = &Session::on_ep_error;
@@ -186,6 +191,7 @@ void Session::close() {
 
 std::string Session::describe() const {
     swy_ep_attr_t attr{};
+    attr.field_mask = SWY_EP_ATTR_FIELD_LANE | SWY_EP_ATTR_FIELD_PIO_DETAIL;
     if (!ep_ || swy_ep_query(ep_, &attr) != SWY_OK) return {};
     char line[512];
     std::snprintf(line, sizeof line, "# transport %s, pio %s, credits %u%s, pio_max %zu B",

@@ -30,6 +30,7 @@ void on_connect(swy_conn_request_h req, void* arg) {
     auto* a = static_cast<Accepting*>(arg);
     if (a->ep != nullptr) return;  // one client; later requests wait and are rejected at destroy
     swy_ep_params_t p = a->ep_template;
+    p.field_mask |= SWY_EP_PARAM_FIELD_FLAGS | SWY_EP_PARAM_FIELD_CONN_REQUEST;
     p.flags |= SWY_EP_FLAG_CONN_REQUEST;
     p.conn_request = req;
     a->status = swy_ep_create(a->worker, &p, &a->ep);
@@ -46,6 +47,7 @@ swy_listener_h listen_any(swy_worker_h worker, int port, Accepting* accepting) {
     v4.sin_addr.s_addr = htonl(INADDR_ANY);
     v4.sin_port = htons(static_cast<uint16_t>(port));
     swy_listener_params_t lp{};
+    lp.field_mask = SWY_LISTENER_PARAM_FIELD_SOCKADDR | SWY_LISTENER_PARAM_FIELD_CONN_HANDLER;
     lp.on_connect = &on_connect;
     lp.arg = accepting;
     swy_listener_h listener = nullptr;
@@ -65,6 +67,7 @@ swy_status_t wait_wired(swy_worker_h worker, swy_ep_h ep) {
     for (;;) {
         swy_worker_progress(worker);
         swy_ep_attr_t attr{};
+        attr.field_mask = SWY_EP_ATTR_FIELD_LANE | SWY_EP_ATTR_FIELD_PIO_DETAIL;
         if (swy_ep_query(ep, &attr) != SWY_OK || !attr.connected) return SWY_ERR_UNREACHABLE;
         if (attr.transport != nullptr && attr.transport[0] != '\0') return SWY_OK;
     }
@@ -113,6 +116,8 @@ bool Bootstrap::connect_sockaddr(swy_worker_h worker, const swy_ep_params_t& ep_
     while (got == nullptr && std::chrono::steady_clock::now() < deadline) {
         for (addrinfo* ai = res; ai != nullptr && got == nullptr; ai = ai->ai_next) {
             swy_ep_params_t p = ep_template;
+            p.field_mask |= SWY_EP_PARAM_FIELD_FLAGS | SWY_EP_PARAM_FIELD_SOCKADDR |
+                            SWY_EP_PARAM_FIELD_ERR_HANDLER;
             p.flags |= SWY_EP_FLAG_SOCKADDR;
             p.sockaddr = ai->ai_addr;
             p.sockaddr_length = ai->ai_addrlen;
@@ -154,6 +159,7 @@ bool Bootstrap::barrier_sockaddr(const std::function<void()>& idle) {
     if (ep_ == nullptr) return true;  // closed by close_sockaddr(), which met the peer first
     char in = 0, out = 'b';
     swy_request_params_t params{};
+    params.field_mask = SWY_REQ_PARAM_FIELD_MEMTYPE;
     params.memtype = SWY_MEMTYPE_HOST;
     swy_request_h rreq = nullptr, sreq = nullptr;
     swy_status_t rs = swy_tag_recv_nb(worker_, &in, 1, kTagBarrier, ~swy_tag_t{0}, &params, &rreq);
@@ -195,6 +201,7 @@ bool Bootstrap::barrier_sockaddr(const std::function<void()>& idle) {
 
 bool Bootstrap::peer_alive_sockaddr() const {
     swy_ep_attr_t attr{};
+    attr.field_mask = SWY_EP_ATTR_FIELD_LANE | SWY_EP_ATTR_FIELD_PIO_DETAIL;
     return ep_ == nullptr || (swy_ep_query(ep_, &attr) == SWY_OK && attr.connected);
 }
 

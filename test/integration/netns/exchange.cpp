@@ -93,6 +93,7 @@ bool Exchange::setup() {
         p.rank = r;
         if (r == me) continue;
         swy_ep_params_t params{};
+        params.field_mask = SWY_EP_PARAM_FIELD_REMOTE_ADDRESS | SWY_EP_PARAM_FIELD_ERR_HANDLER;
         params.remote_address = addresses[static_cast<size_t>(r)].data();
         params.remote_address_length = addresses[static_cast<size_t>(r)].size();
         params.err_cb = &Exchange::on_ep_error;
@@ -104,6 +105,7 @@ bool Exchange::setup() {
             return false;
         }
         swy_ep_attr_t attr{};
+        attr.field_mask = SWY_EP_ATTR_FIELD_LANE | SWY_EP_ATTR_FIELD_PIO_DETAIL;
         if (swy_ep_query(p.ep, &attr) == SWY_OK) {
             // Appends, not operator+: GCC 12 -O3 warns falsely (-Wrestrict) on " " + string.
             transports.append(" ").append(std::to_string(r)).append("=").append(attr.transport);
@@ -150,6 +152,7 @@ void Exchange::progress_or_wait() {
 
 void Exchange::post_recv(Op* op) {
     swy_request_params_t params{};
+    params.field_mask = SWY_REQ_PARAM_FIELD_MEMTYPE | SWY_REQ_PARAM_FIELD_RECV_INFO;
     params.memtype = SWY_MEMTYPE_HOST;
     params.recv_info = &op->info;
     swy_status_t s =
@@ -163,6 +166,7 @@ void Exchange::post_recv(Op* op) {
 
 void Exchange::post_send(Op* op) {
     swy_request_params_t params{};
+    params.field_mask = SWY_REQ_PARAM_FIELD_MEMTYPE;
     params.memtype = SWY_MEMTYPE_HOST;
     swy_status_t s = swy_tag_send_nb(peers_[static_cast<size_t>(op->peer)].ep, op->buf, op->length,
                                      op->tag, &params, &op->req);

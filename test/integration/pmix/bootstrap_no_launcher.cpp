@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
     void* address = nullptr;
     size_t length = 0;
     swy_ep_params_t params{};
+    params.field_mask = SWY_EP_PARAM_FIELD_REMOTE_ADDRESS;
     uint64_t out = 0x0123456789abcdefull, in = 0;
     swy_request_h rreq = nullptr, sreq = nullptr;
     if (swy_worker_get_address(worker, &address, &length) != SWY_OK) return 1;

@@ -114,6 +114,7 @@ int main() {
             swy_request_h rreq = nullptr, sreq = nullptr;
             swy_tag_recv_info_t info{};
             swy_request_params_t rparams{};
+            rparams.field_mask = SWY_REQ_PARAM_FIELD_RECV_INFO;
             rparams.recv_info = &info;
             swy_status_t rs = swy_tag_recv_nb(worker, in.data(), len, tag_of(prev, round),
                                               ~swy_tag_t{0}, &rparams, &rreq);

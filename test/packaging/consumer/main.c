@@ -25,6 +25,23 @@ int main(void) {
         return 1;
     }
 #endif
+    /* The params ABI: a field_mask bit this library does not know is refused, the known one
+       is accepted (a context built from the environment). */
+    swy_context_params_t params;
+    memset(&params, 0, sizeof(params));
+    params.field_mask = (uint64_t)1 << 63;
+    swy_context_h context = NULL;
+    if (swy_context_create(&params, &context) != SWY_ERR_INVALID_PARAM) {
+        fprintf(stderr, "consumer: an unknown field_mask bit was not refused\n");
+        return 1;
+    }
+    params.field_mask = SWY_CONTEXT_PARAM_FIELD_CONFIG;
+    params.config = NULL;
+    if (swy_context_create(&params, &context) != SWY_OK) {
+        fprintf(stderr, "consumer: swy_context_create failed\n");
+        return 1;
+    }
+    swy_context_destroy(context);
     printf("switchyard %s: SWY_OK=\"%s\", SWY_ERR_MESSAGE_TRUNCATED=\"%s\"\n", version, ok, trunc);
     return 0;
 }

@@ -109,9 +109,16 @@ void swy_config_release(swy_config_h config);
 /*
  * Every parameter and attribute struct starts with a field_mask: a params struct's bits say
  * which fields the caller set (a field whose bit is clear keeps its default, whatever it
- * holds), an attr struct's bits say which fields the caller wants filled. Bits this library
- * does not know are refused with SWY_ERR_INVALID_PARAM. New fields come with new bits, so a
- * program built against an older header keeps working with a newer library.
+ * holds), an attr struct's bits say which fields the caller wants filled (the others are left
+ * untouched). Bits this library does not know are refused with SWY_ERR_INVALID_PARAM and an
+ * error in the log naming the struct and the bits. New fields are only ever appended, each
+ * with a new bit, so a program built against an older header keeps working with a newer
+ * library of the same SONAME. A NULL params pointer, where allowed, means all defaults.
+ *
+ *     swy_request_params_t p = {0};
+ *     p.field_mask = SWY_REQ_PARAM_FIELD_FLAGS | SWY_REQ_PARAM_FIELD_CALLBACK;
+ *     p.flags = SWY_REQ_FLAG_SYNC;   // without its bit this would be ignored
+ *     p.send_cb = on_sent;
  */
 
 /** swy_context_params_t.field_mask bits. */
@@ -219,7 +226,10 @@ typedef struct swy_worker_attr {
     unsigned pio_window_free;       /**< of which not yet taken by senders */
 } swy_worker_attr_t;
 
-/** @brief Query worker attributes. */
+/**
+ * @brief Query worker attributes: fills the groups attr->field_mask asks for, nothing else.
+ * @return SWY_OK; SWY_ERR_INVALID_PARAM (NULL argument, unknown field_mask bits).
+ */
 swy_status_t swy_worker_query(swy_worker_h worker, swy_worker_attr_t* attr);
 
 /* ---------------------------------------------------------------------------------------- */
@@ -245,13 +255,6 @@ enum swy_ep_flags {
     SWY_EP_FLAG_AUTH_KEY = 1u << 4
 };
 
-/**
- * Parameters for swy_ep_create(). Zero-initialise, then set what you need.
- * Exactly one way to name the peer: remote_address (no flag), sockaddr (SWY_EP_FLAG_SOCKADDR)
- * or conn_request (SWY_EP_FLAG_CONN_REQUEST). The fields after err_arg were added with the
- * listener API (auth_key and auth_key_length later still) and are read only when their flag is
- * set, so a program built against an older, shorter struct keeps working unchanged.
- */
 /** swy_ep_params_t.field_mask bits. */
 enum swy_ep_param_field {
     SWY_EP_PARAM_FIELD_REMOTE_ADDRESS = 1u << 0, /**< remote_address, remote_address_length */
@@ -262,6 +265,12 @@ enum swy_ep_param_field {
     SWY_EP_PARAM_FIELD_AUTH_KEY = 1u << 5        /**< auth_key, auth_key_length */
 };
 
+/**
+ * Parameters for swy_ep_create(). Zero-initialise, then set what you need and its bits.
+ * Exactly one way to name the peer: remote_address (no flag), sockaddr (SWY_EP_FLAG_SOCKADDR)
+ * or conn_request (SWY_EP_FLAG_CONN_REQUEST); each flag needs its field's bit too (refused
+ * with SWY_ERR_INVALID_PARAM otherwise), as does SWY_EP_FLAG_AUTH_KEY.
+ */
 typedef struct swy_ep_params {
     uint64_t field_mask;             /**< enum swy_ep_param_field */
     const void* remote_address;      /**< blob from swy_worker_get_address() (no flag) */
@@ -353,8 +362,7 @@ typedef struct swy_ep_attr {
     const char* fallback_protocol; /**< what small sends use without PIO, e.g. "eager_bcopy" */
     int connected;                 /**< 0 once the endpoint failed */
     int cma;                       /**< 1 if zero-copy CMA reaches the peer */
-    /* PIO in detail (added with the verbs device-memory PIO window; programs built against
-       the older, shorter struct must be rebuilt: the library fills all of it). */
+    /* PIO in detail (SWY_EP_ATTR_FIELD_PIO_DETAIL). */
     size_t pio_inline_size; /**< verbs: largest header+payload sent inline (written into
                                      the work request); 0 on other transports */
     size_t pio_dm_size;     /**< bytes of device memory (a PIO window on the adapter) this
@@ -368,7 +376,10 @@ typedef struct swy_ep_attr {
                                      while the endpoint exists */
 } swy_ep_attr_t;
 
-/** @brief Query what an endpoint got. */
+/**
+ * @brief Query what an endpoint got: fills the groups attr->field_mask asks for, nothing else.
+ * @return SWY_OK; SWY_ERR_INVALID_PARAM (NULL argument, unknown field_mask bits).
+ */
 swy_status_t swy_ep_query(swy_ep_h ep, swy_ep_attr_t* attr);
 
 /**
@@ -397,16 +408,6 @@ enum swy_listener_flags {
     SWY_LISTENER_FLAG_AUTH_KEY = 1u << 0
 };
 
-/**
- * Parameters for swy_listener_create(). Zero-initialise, then set what you need.
- *
- * ABI: flags, auth_key and auth_key_length were appended after the first release of the
- * listener API. A program compiled against this header calls swy_listener_create_v2() (the
- * macro below), which reads the whole struct, and the key only when SWY_LISTENER_FLAG_AUTH_KEY
- * is set; a program compiled against the older header still calls the symbol
- * swy_listener_create(), which reads only the first four fields, so it keeps working without
- * being rebuilt (its listeners have no key). Zero-initialised parameters mean no key.
- */
 /** swy_listener_params_t.field_mask bits. */
 enum swy_listener_param_field {
     SWY_LISTENER_PARAM_FIELD_SOCKADDR = 1u << 0,     /**< sockaddr, sockaddr_length (required) */
@@ -415,6 +416,11 @@ enum swy_listener_param_field {
     SWY_LISTENER_PARAM_FIELD_AUTH_KEY = 1u << 3      /**< auth_key, auth_key_length */
 };
 
+/**
+ * Parameters for swy_listener_create(). Zero-initialise, then set fields and their bits
+ * (SOCKADDR and CONN_HANDLER are required). SWY_LISTENER_FLAG_AUTH_KEY needs
+ * SWY_LISTENER_PARAM_FIELD_AUTH_KEY. Zero-initialised parameters mean no key.
+ */
 typedef struct swy_listener_params {
     uint64_t field_mask;               /**< enum swy_listener_param_field */
     const struct sockaddr* sockaddr;   /**< required: IPv4 or IPv6 address to bind (the IPv6
@@ -450,10 +456,16 @@ typedef struct swy_listener_params {
  *         log says why).
  * Thread safety: as any call on @p worker.
  */
+swy_status_t swy_listener_create(swy_worker_h worker, const swy_listener_params_t* params,
+                                 swy_listener_h* listener);
+
+/**
+ * @brief The same call as swy_listener_create(), under the name 0.1 headers mapped it to (a
+ * macro, before the field_mask made a second entry point unnecessary). Kept so that sources
+ * naming it still build; new code calls swy_listener_create().
+ */
 swy_status_t swy_listener_create_v2(swy_worker_h worker, const swy_listener_params_t* params,
                                     swy_listener_h* listener);
-/** The listener API's entry point for this header's swy_listener_params_t (see its ABI note). */
-#define swy_listener_create swy_listener_create_v2
 
 /** swy_listener_attr_t.field_mask bits. */
 enum swy_listener_attr_field {
@@ -468,7 +480,10 @@ typedef struct swy_listener_attr {
     uint16_t port;                    /**< bound port, host byte order */
 } swy_listener_attr_t;
 
-/** @brief Query the bound address. @return SWY_OK; SWY_ERR_INVALID_PARAM (NULL argument). */
+/**
+ * @brief Query the bound address (with SWY_LISTENER_ATTR_FIELD_SOCKADDR).
+ * @return SWY_OK; SWY_ERR_INVALID_PARAM (NULL argument, unknown field_mask bits).
+ */
 swy_status_t swy_listener_query(swy_listener_h listener, swy_listener_attr_t* attr);
 
 /**
@@ -494,7 +509,10 @@ typedef struct swy_conn_request_attr {
                                                   client proved the key over that address) */
 } swy_conn_request_attr_t;
 
-/** @brief Query a request before answering it. @return SWY_OK; SWY_ERR_INVALID_PARAM. */
+/**
+ * @brief Query a request before answering it: fills the fields attr->field_mask asks for.
+ * @return SWY_OK; SWY_ERR_INVALID_PARAM (NULL argument, unknown field_mask bits).
+ */
 swy_status_t swy_conn_request_query(swy_conn_request_h conn_request, swy_conn_request_attr_t* attr);
 
 /**
@@ -537,7 +555,11 @@ enum swy_request_param_field {
     SWY_REQ_PARAM_FIELD_DATATYPE = 1u << 5   /**< datatype (switchyard/datatype.h) */
 };
 
-/** Per-operation parameters. May be NULL (no callback, detect the memory type, contiguous). */
+/**
+ * Per-operation parameters. May be NULL (no callback, detect the memory type, contiguous).
+ * A field is read only when its bit is in field_mask; unknown bits make the operation fail
+ * with SWY_ERR_INVALID_PARAM before anything is posted.
+ */
 typedef struct swy_request_params {
     uint64_t field_mask;            /**< enum swy_request_param_field */
     uint32_t flags;                 /**< enum swy_request_flags (and enum swy_am_send_flags) */

@@ -77,6 +77,7 @@ public:
             }
         }
         swy_context_params_t params{};
+        params.field_mask = SWY_CONTEXT_PARAM_FIELD_CONFIG;
         params.config = config;
         swy_context_h context = nullptr;
         detail::throw_if_error(swy_context_create(&params, &context), "swy_context_create");
@@ -101,6 +102,7 @@ public:
     /// @throws StatusError from swy_worker_create.
     explicit Worker(const Context& context, swy_thread_mode_t mode = SWY_THREAD_MODE_SINGLE) {
         swy_worker_params_t params{};
+        params.field_mask = SWY_WORKER_PARAM_FIELD_THREAD_MODE;
         params.thread_mode = mode;
         swy_worker_h worker = nullptr;
         detail::throw_if_error(swy_worker_create(context.get(), &params, &worker),
@@ -221,7 +223,7 @@ private:
 inline Request Worker::recv(void* buffer, size_t length, swy_tag_t tag, swy_tag_t mask) noexcept {
     Request r;
     swy_request_params_t params{};
-    params.memtype = SWY_MEMTYPE_UNKNOWN;
+    params.field_mask = SWY_REQ_PARAM_FIELD_RECV_INFO;
     params.recv_info = &r.info_;
     swy_request_h req = nullptr;
     swy_status_t s = swy_tag_recv_nb(get(), buffer, length, tag, mask, &params, &req);
@@ -237,6 +239,7 @@ public:
     Endpoint(const Worker& worker, const void* address, size_t length, uint32_t flags = 0)
         : worker_(worker.handle_) {
         swy_ep_params_t params{};
+        params.field_mask = SWY_EP_PARAM_FIELD_REMOTE_ADDRESS | SWY_EP_PARAM_FIELD_FLAGS;
         params.remote_address = address;
         params.remote_address_length = length;
         params.flags = flags;
@@ -251,6 +254,8 @@ public:
                             uint32_t flags = 0, swy_ep_error_cb_t err_cb = nullptr,
                             void* err_arg = nullptr) {
         swy_ep_params_t params{};
+        params.field_mask =
+            SWY_EP_PARAM_FIELD_FLAGS | SWY_EP_PARAM_FIELD_SOCKADDR | SWY_EP_PARAM_FIELD_ERR_HANDLER;
         params.flags = flags | SWY_EP_FLAG_SOCKADDR;
         params.sockaddr = addr;
         params.sockaddr_length = length;
@@ -267,6 +272,8 @@ public:
                             const void* auth_key, size_t auth_key_length, uint32_t flags = 0,
                             swy_ep_error_cb_t err_cb = nullptr, void* err_arg = nullptr) {
         swy_ep_params_t params{};
+        params.field_mask = SWY_EP_PARAM_FIELD_FLAGS | SWY_EP_PARAM_FIELD_SOCKADDR |
+                            SWY_EP_PARAM_FIELD_ERR_HANDLER | SWY_EP_PARAM_FIELD_AUTH_KEY;
         params.flags = flags | SWY_EP_FLAG_SOCKADDR | SWY_EP_FLAG_AUTH_KEY;
         params.sockaddr = addr;
         params.sockaddr_length = length;
@@ -281,6 +288,8 @@ public:
     static Endpoint accept(const Worker& worker, swy_conn_request_h request, uint32_t flags = 0,
                            swy_ep_error_cb_t err_cb = nullptr, void* err_arg = nullptr) {
         swy_ep_params_t params{};
+        params.field_mask = SWY_EP_PARAM_FIELD_FLAGS | SWY_EP_PARAM_FIELD_CONN_REQUEST |
+                            SWY_EP_PARAM_FIELD_ERR_HANDLER;
         params.flags = flags | SWY_EP_FLAG_CONN_REQUEST;
         params.conn_request = request;
         params.err_cb = err_cb;
@@ -309,6 +318,7 @@ public:
     Request send(const void* buffer, size_t length, swy_tag_t tag, uint32_t flags = 0) noexcept {
         Request r;
         swy_request_params_t params{};
+        params.field_mask = SWY_REQ_PARAM_FIELD_FLAGS;
         params.flags = flags;
         swy_request_h req = nullptr;
         swy_status_t s = swy_tag_send_nb(ep_, buffer, length, tag, &params, &req);
@@ -316,8 +326,15 @@ public:
         return r;
     }
 
-    /// What the endpoint got at wire-up.
+    /// What the endpoint got at wire-up: the groups @p attr->field_mask asks for.
     swy_status_t query(swy_ep_attr_t* attr) const noexcept { return swy_ep_query(ep_, attr); }
+    /// Every group of swy_ep_attr_t (SWY_EP_ATTR_FIELD_LANE | _PIO_DETAIL). @throws StatusError.
+    swy_ep_attr_t query() const {
+        swy_ep_attr_t attr{};
+        attr.field_mask = SWY_EP_ATTR_FIELD_LANE | SWY_EP_ATTR_FIELD_PIO_DETAIL;
+        detail::throw_if_error(swy_ep_query(ep_, &attr), "swy_ep_query");
+        return attr;
+    }
 
     /// Protocol table for @p memtype as text ("" if unavailable).
     std::string protocols(swy_memtype_t memtype = SWY_MEMTYPE_HOST) const {
@@ -366,11 +383,14 @@ public:
              const void* auth_key = nullptr, size_t auth_key_length = 0)
         : worker_(worker.handle_), fn_(std::make_unique<ConnectFn>(std::move(on_connect))) {
         swy_listener_params_t params{};
+        params.field_mask =
+            SWY_LISTENER_PARAM_FIELD_SOCKADDR | SWY_LISTENER_PARAM_FIELD_CONN_HANDLER;
         params.sockaddr = addr;
         params.sockaddr_length = length;
         params.on_connect = &Listener::trampoline;
         params.arg = fn_.get();  // on the heap: stays put when the Listener moves
         if (auth_key != nullptr) {
+            params.field_mask |= SWY_LISTENER_PARAM_FIELD_FLAGS | SWY_LISTENER_PARAM_FIELD_AUTH_KEY;
             params.flags = SWY_LISTENER_FLAG_AUTH_KEY;
             params.auth_key = auth_key;
             params.auth_key_length = auth_key_length;
@@ -398,13 +418,14 @@ public:
 
     swy_listener_h get() const noexcept { return listener_; }
 
-    /// Bound address and port. Never throws.
+    /// Bound address and port (with SWY_LISTENER_ATTR_FIELD_SOCKADDR). Never throws.
     swy_status_t query(swy_listener_attr_t* attr) const noexcept {
         return swy_listener_query(listener_, attr);
     }
     /// Bound port (host order), 0 on error.
     uint16_t port() const noexcept {
         swy_listener_attr_t attr{};
+        attr.field_mask = SWY_LISTENER_ATTR_FIELD_SOCKADDR;
         return query(&attr) == SWY_OK ? attr.port : 0;
     }
     /// Refuse an offered request (its client's endpoint fails with SWY_ERR_CONNECTION_RESET).
