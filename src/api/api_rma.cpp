@@ -295,6 +295,15 @@ swy_status_t swy_put_nb(swy_ep_h ep, const void* buffer, size_t count, uint64_t 
     core::Endpoint* e = api::ep_of(ep);
     core::Worker* w = e->worker();
     WorkerGuard guard(w);
+    // Where the owner's table is reachable, a stale or forged key fails here whichever path
+    // would carry the operation.
+    if (key->direct) {
+        const Status denied = key->direct->check(remote_address, view.length(), rma::kAccessWrite);
+        if (denied != Status::kOk) {
+            view.finish();
+            return api::to_c(denied);
+        }
+    }
     if (key->direct && key->direct->moves(view) && host_buffer(w, p, view) &&
         w->rma().direct_allowed(e)) {
         Status s = key->direct->put(remote_address, view);
@@ -320,6 +329,15 @@ swy_status_t swy_get_nb(swy_ep_h ep, void* buffer, size_t count, uint64_t remote
     core::Endpoint* e = api::ep_of(ep);
     core::Worker* w = e->worker();
     WorkerGuard guard(w);
+    // Where the owner's table is reachable, a stale or forged key fails here whichever path
+    // would carry the operation.
+    if (key->direct) {
+        const Status denied = key->direct->check(remote_address, view.length(), rma::kAccessRead);
+        if (denied != Status::kOk) {
+            view.finish();
+            return api::to_c(denied);
+        }
+    }
     if (key->direct && key->direct->moves(view) && host_buffer(w, p, view) &&
         w->rma().direct_allowed(e)) {
         Status s = key->direct->get(remote_address, view);
@@ -375,6 +393,10 @@ swy_status_t swy_atomic_nb(swy_ep_h ep, swy_atomic_op_t op, size_t size, const v
     }
     core::Worker* w = e->worker();
     WorkerGuard guard(w);
+    if (key->direct) {
+        const Status denied = key->direct->check(remote_address, size, rma::kAccessAtomic);
+        if (denied != Status::kOk) return api::to_c(denied);
+    }
     if (key->direct && key->direct->atomics() && w->rma().direct_allowed(e)) {
         uint64_t old = 0;
         Status s = key->direct->atomic(remote_address, op, size, value, expected, &old);

@@ -85,6 +85,13 @@ constexpr ConfigVar kTable[] = {
     {"KEEPALIVE_INTERVAL", kTime, "200ms",
      "How often an idle endpoint checks that its peer is still alive."},
 
+    // --- One-sided communication --------------------------------------------------------------
+    {"ATOMIC_MODE", kString, "cpu",
+     "How remote atomics are made atomic, one mode per context: \"cpu\" (the only one): every "
+     "atomic is a CPU atomic instruction, the initiator's on memory it has mapped (same host, "
+     "allocated by swy_mem_map) or the target's from its progress, so atomics on one word are "
+     "atomic with each other whichever lane carries them. Anything else is refused."},
+
     // --- Memory types ------------------------------------------------------------------------
     {"SIMDEV_BW", kDouble, "5e9",
      "Copy bandwidth of simulated device memory (simdev) to and from host, in bytes/s: "

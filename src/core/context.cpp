@@ -36,6 +36,15 @@ Status Context::create(const common::Config& config, Context** out, std::string*
         }
         ctx->tls_ = tls;
     }
+    // One atomicity mode per context (switchyard/rma.h): adapter atomics are not coherent
+    // with CPU atomics, so mixing them on one word would lose updates.
+    if (const std::string mode = config.get_string("ATOMIC_MODE"); mode != "cpu") {
+        *why = "SWY_ATOMIC_MODE: '" + mode +
+               "' is not a known atomicity mode (the only one is \"cpu\": every atomic is a CPU "
+               "atomic, by the initiator on memory it maps or by the target's progress)";
+        delete ctx;
+        return Status::kInvalidParam;
+    }
     Status ms =
         mem::MemTypeRegistry::create(config.get_list("MEMTYPES"), config, &ctx->memtypes_, why);
     if (ms != Status::kOk) {
