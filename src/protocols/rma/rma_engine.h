@@ -86,6 +86,8 @@ public:
 
     /// Requests the target refused (bad key, range, rights, malformed): tests, tools.
     uint64_t refused() const { return refused_; }
+    /// Payload bytes of puts and get replies placed straight from a byte stream (tests).
+    uint64_t placed_bytes() const { return placed_bytes_; }
 
     struct Op;
     struct EpState;
@@ -147,6 +149,7 @@ private:
     core::Worker* worker_;
     bool busy_ = false;
     uint64_t refused_ = 0;
+    uint64_t placed_bytes_ = 0;
     uint64_t next_flush_id_ = 1;
     std::unordered_map<const core::Endpoint*, std::unique_ptr<EpState>> eps_;
     /// Live ops that hold a request, by request index (the pool is never shrunk).

@@ -332,6 +332,7 @@ uint8_t* Engine::place_payload(tl::AmId id, tl::AmSource src, const uint8_t* hdr
 }
 
 void Engine::on_am_placed(tl::AmId id, tl::AmSource src, const uint8_t* hdr, size_t length) {
+    placed_bytes_ += length;
     if (id != proto::kAmRmaGetReply) return;  // a put is done once its bytes are in place
     GetReplyHeader h;
     std::memcpy(&h, hdr, sizeof(h));
