@@ -57,9 +57,12 @@ bool goes_eager(const Endpoint& ep, const Request* r) {
     return fits_eager(ep, r->am_header_length, r->length);
 }
 
-/// A forced-eager message that does not fit (known once the endpoint is wired).
+/// A message the lane cannot carry, known once the endpoint is wired: forced eager but too
+/// large, or a rendezvous whose RTS (with the user header) does not fit a packet.
 bool refused(const Endpoint& ep, const Request* r) {
-    return (r->flags & SWY_AM_SEND_FLAG_EAGER) != 0 && !goes_eager(ep, r);
+    if (goes_eager(ep, r)) return false;
+    return (r->flags & SWY_AM_SEND_FLAG_EAGER) != 0 ||
+           sizeof(AmRtsHeader) + r->am_header_length > ep.single_packet_max();
 }
 
 }  // namespace
