@@ -86,10 +86,12 @@ fi
 run_swy() {
     local c=$1 out
     out=$("$perf" "${swy_tls[@]}" --test "${C_SWY[$c]}" --sizes "${C_SIZE[$c]}" --iters "${C_ITERS[$c]}" \
-          --warmup "${C_WARM[$c]}" --window 32 --cpus 0,1 --csv "${swy_extra[@]}" 2>/dev/null) || { echo "nan"; return; }
+          --warmup "${C_WARM[$c]}" --window 32 --cpus 0,1 --csv "${swy_extra[@]}" 2>/dev/null) || { echo "nan nan"; return; }
     # test,size,iters,latency_us,bandwidth_MBps,msg_rate_Mps,protocol,latency_median_us
+    # lat: the mean, then the median (ucx_perftest's "typical"): under load the median is
+    # the steadier of the two.
     awk -F, -v m="${C_METRIC[$c]}" 'NR == 2 {
-        if (m == "lat") print $4; else if (m == "bw") print $5; else print $6 }' <<<"$out"
+        if (m == "lat") print $4, $8; else if (m == "bw") print $5; else print $6 }' <<<"$out"
 }
 
 # ucx_perftest: server on core 0, client on core 1, fresh port; parse the client's Final line.
@@ -109,11 +111,11 @@ run_ucx() {
     # rate-overall. Ping-pong tests report half a round trip, the others time per operation.
     awk -v m="${C_METRIC[$c]}" '/Final:/ {
         for (i = 1; i <= NF; ++i) if ($i == "Final:") break
-        if (m == "lat") print $(i + 4)
+        if (m == "lat") print $(i + 4), $(i + 2)
         else if (m == "bw") printf "%.2f\n", $(i + 6) * 1.048576
         else printf "%.4f\n", $(i + 8) / 1e6
         found = 1 }
-        END { if (!found) print "nan" }' <<<"$out"
+        END { if (!found) print "nan nan" }' <<<"$out"
 }
 
 # best of a list: min for latency, max otherwise (nan ignored)
@@ -126,20 +128,26 @@ best() {
 
 unit() { case $1 in lat) echo "us";; bw) echo "MB/s";; mr) echo "M msg/s";; esac; }
 
-declare -A BEST_SWY BEST_UCX
+declare -A BEST_SWY BEST_UCX MED_SWY MED_UCX
 for c in $cases; do
     [[ -n ${C_SWY[$c]:-} ]] || { echo "compare-ucx-rma: unknown case $c" >&2; exit 2; }
-    swy_vals=() ucx_vals=()
+    swy_vals=() ucx_vals=() swy_meds=() ucx_meds=()
     for ((r = 1; r <= rounds; ++r)); do
-        s=nan u=nan
+        s="nan nan" u="nan nan"
         [[ $side == ucx ]] || s=$(run_swy "$c")
         [[ $side == swy ]] || u=$(run_ucx "$c")
-        swy_vals+=("$s") ucx_vals+=("$u")
-        printf '%-9s round %d/%d: swy %-10s ucx %-10s %-8s load %s\n' "$c" "$r" "$rounds" \
-            "$s" "$u" "$(unit "${C_METRIC[$c]}")" "$(cut -d' ' -f1-3 /proc/loadavg)"
+        read -r s sm <<<"$s"
+        read -r u um <<<"$u"
+        swy_vals+=("$s") ucx_vals+=("$u") swy_meds+=("${sm:-nan}") ucx_meds+=("${um:-nan}")
+        printf '%-9s round %d/%d: swy %-10s ucx %-10s %-8s%s load %s\n' "$c" "$r" "$rounds" \
+            "$s" "$u" "$(unit "${C_METRIC[$c]}")" \
+            "$([[ ${C_METRIC[$c]} == lat ]] && echo " (median swy ${sm:-nan} ucx ${um:-nan})")" \
+            "$(cut -d' ' -f1-3 /proc/loadavg)"
     done
     BEST_SWY[$c]=$(best "${C_METRIC[$c]}" "${swy_vals[@]}")
     BEST_UCX[$c]=$(best "${C_METRIC[$c]}" "${ucx_vals[@]}")
+    MED_SWY[$c]=$(best lat "${swy_meds[@]}")
+    MED_UCX[$c]=$(best lat "${ucx_meds[@]}")
 done
 
 ratio() {
@@ -157,6 +165,12 @@ for c in $cases; do
         "$(ratio "${BEST_SWY[$c]}" "${BEST_UCX[$c]}")"
 done
 echo "(latency: ratio < 1 is better for swy; bandwidth and rate: ratio > 1 is better)"
+echo "latency medians (swy-perf median column, ucx_perftest typical), best of $rounds:"
+for c in $cases; do
+    [[ ${C_METRIC[$c]} == lat ]] || continue
+    printf '%-9s %-10s %-16s %-8s %12s %12s %8s\n' "$c" "${C_SWY[$c]}" "${C_UCX[$c]} ${C_UCXF[$c]}" \
+        us "${MED_SWY[$c]}" "${MED_UCX[$c]}" "$(ratio "${MED_SWY[$c]}" "${MED_UCX[$c]}")"
+done
 # tcp target: one-sided bandwidth against the same library's tag bandwidth.
 for c in put_bw4M get_bw4M; do
     if [[ -n ${BEST_SWY[$c]:-} && -n ${BEST_SWY[tag_bw4M]:-} ]]; then
