@@ -94,12 +94,12 @@ run_swy() {
         if (m == "lat") print $4, $8; else if (m == "bw") print $5; else print $6 }' <<<"$out"
 }
 
-# ucx_perftest: server on core 0, client on core 1, fresh port; parse the client's Final line.
+# ucx_perftest: server on core 0, client on core 1, on $port (the caller moves it on: this
+# runs in a command substitution, whose assignments are lost); parse the client's Final line.
 run_ucx() {
     local c=$1 out srv
     local -a flags
     read -r -a flags <<<"${C_UCXF[$c]}"
-    port=$((port + 1))
     UCX_TLS=$ucx_tls timeout 120 taskset -c 0 ucx_perftest -p "$port" -t "${C_UCX[$c]}" "${flags[@]}" \
         -s "${C_SIZE[$c]}" -n "${C_ITERS[$c]}" -w "${C_WARM[$c]}" >/dev/null 2>&1 &
     srv=$!
@@ -135,7 +135,7 @@ for c in $cases; do
     for ((r = 1; r <= rounds; ++r)); do
         s="nan nan" u="nan nan"
         [[ $side == ucx ]] || s=$(run_swy "$c")
-        [[ $side == swy ]] || u=$(run_ucx "$c")
+        [[ $side == swy ]] || { port=$((port + 1)); u=$(run_ucx "$c"); }
         read -r s sm <<<"$s"
         read -r u um <<<"$u"
         swy_vals+=("$s") ucx_vals+=("$u") swy_meds+=("${sm:-nan}") ucx_meds+=("${um:-nan}")
