@@ -6,9 +6,11 @@
 #include <cstdlib>
 #include <memory>
 
+#include "am_runner.h"
 #include "bootstrap.h"
 #include "options.h"
 #include "report.h"
+#include "rma_runner.h"
 #include "runner.h"
 #include "session.h"
 
@@ -42,12 +44,26 @@ int run(const Options& opts, Bootstrap& boot) {
         reporter = std::make_unique<Reporter>(opts, session.protocol_table());
         reporter->begin(session.describe());
     }
-    Runner runner(opts, session, boot);
-    for (size_t size : opts.sizes) {
-        Result result;
-        if (!runner.run_size(size, &result)) return 1;
-        if (reporting) reporter->row(result);
+    auto run_sizes = [&](auto& runner) {
+        for (size_t size : opts.sizes) {
+            Result result;
+            if (!runner.run_size(size, &result)) return false;
+            if (reporting) reporter->row(result);
+        }
+        return true;
+    };
+    bool ran;
+    if (opts.is_one_sided()) {
+        RmaRunner runner(opts, session, boot);
+        ran = run_sizes(runner);
+    } else if (opts.is_am()) {
+        AmRunner runner(opts, session, boot);
+        ran = run_sizes(runner);
+    } else {
+        Runner runner(opts, session, boot);
+        ran = run_sizes(runner);
     }
+    if (!ran) return 1;
     // Teardown in step with the peer: nobody closes its endpoint while the peer may still be
     // sending to it, and nobody destroys its worker while the peer's close may still need it.
     auto progress = [&session] { swy_worker_progress(session.worker()); };

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
+#include <utility>
 
 namespace swy::perf {
 namespace {
@@ -14,6 +15,16 @@ constexpr const char* kUsage =
     "usage: swy-perf [options]\n"
     "  --test lat|bw|bibw|mr   ping-pong latency (default), windowed bandwidth,\n"
     "                          bidirectional bandwidth, message rate\n"
+    "         put_lat|put_bw|get_lat|get_bw|fadd_lat|cswap_lat|add_mr\n"
+    "                          one-sided, into the server's memory (swy_mem_map, remote key):\n"
+    "                          put_lat: ping-pong of puts, each side polling the last byte;\n"
+    "                          put_bw/get_bw: windows of puts/gets, then a flush;\n"
+    "                          get_lat: one get at a time; fadd_lat/cswap_lat: one fetching\n"
+    "                          atomic at a time (sizes 4 or 8, default 8); add_mr: posted\n"
+    "                          atomic adds (message rate). get_lat, fadd_lat and cswap_lat\n"
+    "                          report the time of one operation (a round trip)\n"
+    "         am_lat|am_bw     active messages: ping-pong, or a stream of --window in flight\n"
+    "                          (handler on the server; header 0 B)\n"
     "  --tls LIST              SWY_TLS for both processes (\"self\": one process, one worker,\n"
     "                          endpoint to itself)\n"
     "  --sizes A:B | a,b,c     powers of two from A to B, or a list (K/M/G suffixes)\n"
@@ -22,6 +33,10 @@ constexpr const char* kUsage =
     "  --warmup N              warm-up iterations per size (default: size-dependent)\n"
     "  --window N              bw/bibw/mr: messages in flight per round (default 64)\n"
     "  --check                 fill a pattern per iteration and verify every byte\n"
+    "                          (one-sided: in the target's memory; atomics: every fetched\n"
+    "                          value and the final counter)\n"
+    "  --register              one-sided: map user memory in place (registered) instead of\n"
+    "                          memory allocated by swy_mem_map (SWY_MEM_MAP_ALLOCATE, default)\n"
     "  --cpus A,B              pin the client (sender) to core A and the server to core B\n"
     "  --csv                   CSV: test,size,iters,latency_us,bandwidth_MBps,msg_rate_Mps,"
     "protocol,\n"
@@ -88,12 +103,51 @@ size_t parse_count(const char* flag, const char* arg, size_t min) {
     return value;
 }
 
+bool parse_one_sided_test(std::string_view t, TestKind* out) {
+    static constexpr std::pair<std::string_view, TestKind> kTests[] = {
+        {"put_lat", TestKind::kPutLat},   {"put_bw", TestKind::kPutBw},
+        {"get_lat", TestKind::kGetLat},   {"get_bw", TestKind::kGetBw},
+        {"am_lat", TestKind::kAmLat},     {"am_bw", TestKind::kAmBw},
+        {"fadd_lat", TestKind::kFaddLat}, {"cswap_lat", TestKind::kCswapLat},
+        {"add_mr", TestKind::kAddMr}};
+    for (const auto& [name, kind] : kTests) {
+        if (t == name) {
+            *out = kind;
+            return true;
+        }
+    }
+    return false;
+}
+
 int parse_port(const char* text) {
     char* end = nullptr;
     errno = 0;
     long port = std::strtol(text, &end, 10);
     if (errno || end == text || *end || port <= 0 || port > 65535) return -1;
     return static_cast<int>(port);
+}
+
+// The one-sided and active-message tests: what they cannot do, refused before anything starts.
+void validate_new_test_options(const Options& opts) {
+    if (opts.register_memory && !opts.is_one_sided()) {
+        usage_error("%s", "--register applies to the one-sided tests only");
+    }
+    if (!opts.is_one_sided() && !opts.is_am()) return;
+    if (!opts.host_only())
+        usage_error("%s", "--memtype: the one-sided and AM tests use host memory");
+    if (opts.self_mode() && (opts.test == TestKind::kPutLat || opts.test == TestKind::kAmLat)) {
+        usage_error("--test %s is a ping-pong between two processes: not with --tls self",
+                    test_name(opts.test));
+    }
+    for (size_t size : opts.sizes) {
+        if (opts.is_atomic() && size != 4 && size != 8) {
+            usage_error("--test %s: atomic operands are 4 or 8 bytes (--sizes 8)",
+                        test_name(opts.test));
+        }
+        if (opts.test == TestKind::kPutLat && size == 0) {
+            usage_error("%s", "--test put_lat polls the last byte: sizes from 1");
+        }
+    }
 }
 
 }  // namespace
@@ -138,6 +192,15 @@ const char* test_name(TestKind kind) {
         case TestKind::kBw: return "bw";
         case TestKind::kBibw: return "bibw";
         case TestKind::kMr: return "mr";
+        case TestKind::kPutLat: return "put_lat";
+        case TestKind::kPutBw: return "put_bw";
+        case TestKind::kGetLat: return "get_lat";
+        case TestKind::kGetBw: return "get_bw";
+        case TestKind::kAmLat: return "am_lat";
+        case TestKind::kAmBw: return "am_bw";
+        case TestKind::kFaddLat: return "fadd_lat";
+        case TestKind::kCswapLat: return "cswap_lat";
+        case TestKind::kAddMr: return "add_mr";
     }
     return "?";
 }
@@ -181,8 +244,11 @@ Options parse_options(int argc, char** argv) {
                 opts.test = TestKind::kBibw;
             else if (t == "mr")
                 opts.test = TestKind::kMr;
-            else
-                usage_error("unknown test '%s' (lat, bw, bibw, mr)", argv[i]);
+            else if (!parse_one_sided_test(t, &opts.test))
+                usage_error(
+                    "unknown test '%s' (lat, bw, bibw, mr, put_lat, put_bw, get_lat, get_bw, "
+                    "am_lat, am_bw, fadd_lat, cswap_lat, add_mr)",
+                    argv[i]);
         } else if (flag == "--tls") {
             opts.tls = value();
             if (opts.tls.empty()) usage_error("%s", "--tls needs a non-empty list");
@@ -199,6 +265,8 @@ Options parse_options(int argc, char** argv) {
             opts.window = parse_count("--window", value(), 1);
         } else if (flag == "--check") {
             opts.check = true;
+        } else if (flag == "--register") {
+            opts.register_memory = true;
         } else if (flag == "--csv") {
             opts.csv = true;
         } else if (flag == "--cpus") {
@@ -254,8 +322,10 @@ Options parse_options(int argc, char** argv) {
         usage_error("%s", "--tls self runs in one process: no --server/--client");
     }
     if (opts.sizes.empty()) {
-        parse_size_list(opts.test == TestKind::kMr ? "1:64K" : "1:4M", &opts.sizes);
+        const char* sizes = opts.is_atomic() ? "8" : opts.test == TestKind::kMr ? "1:64K" : "1:4M";
+        parse_size_list(sizes, &opts.sizes);
     }
+    validate_new_test_options(opts);
     if (opts.is_streaming() && opts.iters) {
         opts.iters = (opts.iters + opts.window - 1) / opts.window * opts.window;
     }

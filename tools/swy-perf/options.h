@@ -8,7 +8,23 @@
 
 namespace swy::perf {
 
-enum class TestKind { kLat, kBw, kBibw, kMr };
+enum class TestKind {
+    kLat,
+    kBw,
+    kBibw,
+    kMr,
+    // One-sided (rma_runner.cpp) and active messages (am_runner.cpp), as ucx_perftest's
+    // ucp_put_lat, ucp_put_bw, ucp_get, ucp_fadd, ucp_cswap, ucp_add, ucp_am_lat, ucp_am_bw.
+    kPutLat,
+    kPutBw,
+    kGetLat,
+    kGetBw,
+    kAmLat,
+    kAmBw,
+    kFaddLat,
+    kCswapLat,
+    kAddMr
+};
 
 struct Options {
     TestKind test = TestKind::kLat;
@@ -27,9 +43,32 @@ struct Options {
     /// buffers: "host", "simdev" or "cuda". Each process sends and receives from its own
     /// buffers; --tls self sends from the first and receives into the second.
     std::string memtype[2] = {"host", "host"};
+    /// One-sided tests: map user memory in place (swy_mem_map of an aligned_alloc() buffer)
+    /// instead of letting swy_mem_map allocate it (SWY_MEM_MAP_ALLOCATE, the default).
+    bool register_memory = false;
 
     bool self_mode() const { return tls == "self"; }
-    bool is_streaming() const { return test != TestKind::kLat; }
+    /// Latency tests: one operation (or ping-pong) at a time, a median column in the table.
+    bool is_latency() const {
+        return test == TestKind::kLat || test == TestKind::kPutLat || test == TestKind::kGetLat ||
+               test == TestKind::kAmLat || test == TestKind::kFaddLat ||
+               test == TestKind::kCswapLat;
+    }
+    bool is_streaming() const { return !is_latency(); }
+    /// Ping-pong tests (latency is half a round trip); the other latency tests report the
+    /// time of one operation, a round trip to the target and back, as ucx_perftest does.
+    bool is_pingpong() const {
+        return test == TestKind::kLat || test == TestKind::kPutLat || test == TestKind::kAmLat;
+    }
+    bool is_one_sided() const {
+        return test == TestKind::kPutLat || test == TestKind::kPutBw || test == TestKind::kGetLat ||
+               test == TestKind::kGetBw || is_atomic();
+    }
+    bool is_atomic() const {
+        return test == TestKind::kFaddLat || test == TestKind::kCswapLat ||
+               test == TestKind::kAddMr;
+    }
+    bool is_am() const { return test == TestKind::kAmLat || test == TestKind::kAmBw; }
     bool host_only() const { return memtype[0] == "host" && memtype[1] == "host"; }
 };
 

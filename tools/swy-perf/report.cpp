@@ -78,8 +78,9 @@ void Reporter::begin(const std::string& endpoint_description) {
             "test,size,iters,latency_us,bandwidth_MBps,msg_rate_Mps,protocol,"
             "latency_median_us\n");
     } else {
-        std::printf("# swy-perf --test %s%s%s", test_name(opts_.test),
-                    opts_.tls.empty() ? "" : " --tls ", opts_.tls.c_str());
+        std::printf("# swy-perf --test %s%s%s%s", test_name(opts_.test),
+                    opts_.tls.empty() ? "" : " --tls ", opts_.tls.c_str(),
+                    opts_.register_memory ? " --register" : "");
         if (!opts_.host_only()) {
             // SENDER is the client's memory (the protocol column's table), RECEIVER the server's.
             std::printf(" --memtype %s:%s", opts_.memtype[0].c_str(), opts_.memtype[1].c_str());
@@ -94,7 +95,9 @@ void Reporter::begin(const std::string& endpoint_description) {
 }
 
 void Reporter::row(const Result& r) {
-    std::string proto = protocol_for(table_, r.size);
+    // The table is the tag-matching one; one-sided and AM operations are not in it.
+    std::string proto =
+        opts_.is_one_sided() || opts_.is_am() ? std::string("-") : protocol_for(table_, r.size);
     if (opts_.csv) {
         std::printf("%s,%zu,%zu,%.4f,%.2f,%.4f,%s,%.4f\n", test_name(opts_.test), r.size, r.iters,
                     r.latency_us, r.bandwidth_MBps, r.msg_rate_Mps, proto.c_str(),
