@@ -296,21 +296,24 @@ swy_status_t swy_put_nb(swy_ep_h ep, const void* buffer, size_t count, uint64_t 
     core::Worker* w = e->worker();
     WorkerGuard guard(w);
     // Where the owner's table is reachable, a stale or forged key fails here whichever path
-    // would carry the operation. (A failed endpoint's operations go to the engine, which
-    // fails them: a dead owner's memory stays mapped here, but is nobody's any more.)
+    // would carry the operation: the direct operation checks the key itself, and an operation
+    // for the engine is checked first. (A failed endpoint's operations go to the engine,
+    // which fails them: a dead owner's memory stays mapped here, but is nobody's any more.)
     if (key->direct) {
-        const Status denied = key->direct->check(remote_address, view.length(), rma::kAccessWrite);
-        if (denied != Status::kOk) {
+        if (key->direct->moves(view) && host_buffer(w, p, view) && !e->failed() &&
+            w->rma().direct_allowed(e)) {
+            Status s = key->direct->put(remote_address, view);
+            view.finish();
+            // kUnreachable / kUnsupported: CMA refused (ptrace policy); the engine carries it.
+            if (s != Status::kUnreachable && s != Status::kUnsupported) {
+                return done_now(w, p, s, req);
+            }
+        } else if (Status denied =
+                       key->direct->check(remote_address, view.length(), rma::kAccessWrite);
+                   denied != Status::kOk) {
             view.finish();
             return api::to_c(denied);
         }
-    }
-    if (key->direct && key->direct->moves(view) && host_buffer(w, p, view) && !e->failed() &&
-        w->rma().direct_allowed(e)) {
-        Status s = key->direct->put(remote_address, view);
-        view.finish();
-        // kUnreachable / kUnsupported: CMA refused (ptrace policy); the engine carries it.
-        if (s != Status::kUnreachable && s != Status::kUnsupported) return done_now(w, p, s, req);
     }
     view.finish();
     core::Request* r = nullptr;
@@ -330,20 +333,21 @@ swy_status_t swy_get_nb(swy_ep_h ep, void* buffer, size_t count, uint64_t remote
     core::Endpoint* e = api::ep_of(ep);
     core::Worker* w = e->worker();
     WorkerGuard guard(w);
-    // Where the owner's table is reachable, a stale or forged key fails here whichever path
-    // would carry the operation.
+    // As in swy_put_nb: a stale or forged key fails here whichever path would carry it.
     if (key->direct) {
-        const Status denied = key->direct->check(remote_address, view.length(), rma::kAccessRead);
-        if (denied != Status::kOk) {
+        if (key->direct->moves(view) && host_buffer(w, p, view) && !e->failed() &&
+            w->rma().direct_allowed(e)) {
+            Status s = key->direct->get(remote_address, view);
+            view.finish();
+            if (s != Status::kUnreachable && s != Status::kUnsupported) {
+                return done_now(w, p, s, req);
+            }
+        } else if (Status denied =
+                       key->direct->check(remote_address, view.length(), rma::kAccessRead);
+                   denied != Status::kOk) {
             view.finish();
             return api::to_c(denied);
         }
-    }
-    if (key->direct && key->direct->moves(view) && host_buffer(w, p, view) && !e->failed() &&
-        w->rma().direct_allowed(e)) {
-        Status s = key->direct->get(remote_address, view);
-        view.finish();
-        if (s != Status::kUnreachable && s != Status::kUnsupported) return done_now(w, p, s, req);
     }
     view.finish();
     core::Request* r = nullptr;
@@ -394,11 +398,15 @@ swy_status_t swy_atomic_nb(swy_ep_h ep, swy_atomic_op_t op, size_t size, const v
     }
     core::Worker* w = e->worker();
     WorkerGuard guard(w);
-    if (key->direct) {
+    // As in swy_put_nb: the direct atomic checks the key itself; one for the engine is
+    // checked first.
+    const bool direct =
+        key->direct && key->direct->atomics() && !e->failed() && w->rma().direct_allowed(e);
+    if (key->direct && !direct) {
         const Status denied = key->direct->check(remote_address, size, rma::kAccessAtomic);
         if (denied != Status::kOk) return api::to_c(denied);
     }
-    if (key->direct && key->direct->atomics() && !e->failed() && w->rma().direct_allowed(e)) {
+    if (direct) {
         uint64_t old = 0;
         Status s = key->direct->atomic(remote_address, op, size, value, expected, &old);
         if (s == Status::kOk && result != nullptr) {

@@ -36,6 +36,7 @@ struct Env {
         if (swy_config_read(&cfg) != SWY_OK) fail("config");
         swy_config_set(cfg, "TLS", "self");
         swy_context_params_t cp{};
+        cp.field_mask = SWY_CONTEXT_PARAM_FIELD_CONFIG;
         cp.config = cfg;
         if (swy_context_create(&cp, &ctx) != SWY_OK) fail("context");
         swy_config_release(cfg);
@@ -45,6 +46,7 @@ struct Env {
         size_t len = 0;
         if (swy_worker_get_address(worker, &addr, &len) != SWY_OK) fail("address");
         swy_ep_params_t ep_params{};
+        ep_params.field_mask = SWY_EP_PARAM_FIELD_REMOTE_ADDRESS;
         ep_params.remote_address = addr;
         ep_params.remote_address_length = len;
         if (swy_ep_create(worker, &ep_params, &ep) != SWY_OK) fail("endpoint");

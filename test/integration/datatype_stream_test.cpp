@@ -4,7 +4,7 @@
 // checks that its peak RSS (VmHWM) grew by less than 64 MiB over a baseline taken after its
 // user buffer was allocated and touched. Every element and every gap is verified.
 //
-// SWY_TEST_DT_STREAM_BYTES sets the packed size (default 1 GiB; CI under sanitizers may run
+// DT_STREAM_TEST_BYTES sets the packed size (default 1 GiB; CI under sanitizers may run
 // it smaller). The measured numbers are printed.
 #include <sys/mman.h>
 
@@ -22,7 +22,7 @@ constexpr uint8_t kGap = 0xEE;
 constexpr size_t kMaxGrowth = size_t{64} << 20;
 
 size_t stream_bytes() {
-    const char* e = getenv("SWY_TEST_DT_STREAM_BYTES");
+    const char* e = getenv("DT_STREAM_TEST_BYTES");
     const size_t n = e != nullptr ? strtoull(e, nullptr, 0) : (size_t{1} << 30);
     return n / kElem * kElem;
 }

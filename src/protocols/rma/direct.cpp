@@ -101,13 +101,24 @@ Status DirectPath::check_slot(uint64_t address, uint64_t length, uint32_t access
         return context_->mem_table().validate(key_.id.slot, key_.id.secret, address, length, access,
                                               &unused);
     }
-    if (key_.id.slot >= kKeyTableSlots ||
-        !read_slot(table_->slots[key_.id.slot], key_.id.secret, out) ||
-        !slot_grants(*out, address, length, access) ||
-        (kind_ == DirectKind::kMapped && out->segment_fd != key_.segment_fd)) {
-        return Status::kAccessDenied;
+    if (key_.id.slot >= kKeyTableSlots) return Status::kAccessDenied;
+    const KeySlot& slot = table_->slots[key_.id.slot];
+    if (__builtin_expect(cached_valid_, 1)) {
+        // Still this mapping? (Unmapping clears the secret before anything else changes.)
+        if (slot.secret.load(std::memory_order_acquire) != key_.id.secret) {
+            cached_valid_ = false;
+            return Status::kAccessDenied;
+        }
+        *out = cached_;
+    } else {
+        if (!read_slot(slot, key_.id.secret, out) ||
+            (kind_ == DirectKind::kMapped && out->segment_fd != key_.segment_fd)) {
+            return Status::kAccessDenied;
+        }
+        cached_ = *out;
+        cached_valid_ = true;
     }
-    return Status::kOk;
+    return slot_grants(*out, address, length, access) ? Status::kOk : Status::kAccessDenied;
 }
 
 Status DirectPath::map_segment(const SlotView& view) {

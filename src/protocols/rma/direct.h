@@ -88,6 +88,12 @@ private:
     int pid_ = 0;                       ///< the lane's verified pid
     uint8_t* segment_ = nullptr;        ///< kMapped: the whole segment (header page + data)
     size_t segment_bytes_ = 0;
+    /// The owner's slot as last read whole (kMapped, kTable). The owner writes a slot only
+    /// while its secret is cleared, and secrets are random per mapping, so while the slot
+    /// still holds this key's secret these fields are still the slot's: later operations load
+    /// the secret alone (one acquire load) instead of re-reading the slot.
+    mutable SlotView cached_{};
+    mutable bool cached_valid_ = false;
 };
 
 /// Apply @p op to the word at @p p with CPU atomics (sequentially consistent); @return the

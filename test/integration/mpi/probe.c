@@ -16,9 +16,11 @@ static void expect_status(const MPI_Status* st, int src, int tag, size_t n, cons
              count, src, tag, n);
 }
 
-/* Probe (blocking, then Iprobe twice: a probe must not consume), then receive. */
-static void probe_then_recv(int me, size_t n, uint8_t* buf) {
-    const int tag = 10 + (int)(n % 1000);
+/* Probe (blocking, then Iprobe twice: a probe must not consume), then receive. Each size has
+ * its own tag (the sender runs ahead: a later message with the same tag would be probeable). */
+static void probe_then_recv(int me, int index, uint8_t* buf) {
+    const size_t n = kSizes[index];
+    const int tag = 10 + index;
     if (me == 1) {
         mt_fill(buf, n, (uint32_t)n);
         MT_MPI(MPI_Send(buf, (int)n, MPI_BYTE, 0, tag, MPI_COMM_WORLD));
@@ -93,7 +95,7 @@ int main(int argc, char** argv) {
     uint8_t* b1 = (uint8_t*)mt_malloc(max);
     uint8_t* b2 = (uint8_t*)mt_malloc(max);
     for (int i = 0; i < kNumSizes; ++i)
-        probe_then_recv(me, kSizes[i], b1);
+        probe_then_recv(me, i, b1);
     for (int i = 0; i < kNumSizes; ++i)
         for (int j = 0; j < kNumSizes; ++j) {
             mprobe_out_of_order(me, kSizes[i], kSizes[j], b1, b2);
