@@ -113,6 +113,10 @@ public:
     bool on_pending_list = false;
     bool closing = false;
     bool closed = false;  ///< closed; deleted by the worker once nothing runs inside it
+    /// A fence waits for the target to finish one-sided operations started before it: until
+    /// then, later ones must not take a direct path (rma::Engine sets and clears it; the API
+    /// reads it on every direct operation, so it is a flag here, not a lookup there).
+    bool rma_fence_pending = false;
 
 private:
     static const tl::LaneAttr kUnwiredAttr;

@@ -319,13 +319,9 @@ void Engine::fence() {
         const uint64_t last = s->next_seq - 1;
         if (last <= s->remote_done_seq || last <= s->fence_seq) continue;
         s->fence_seq = last;
+        s->ep->rma_fence_pending = true;
         launch(new_flush(s, nullptr, false, nullptr));
     }
-}
-
-bool Engine::direct_allowed(const Endpoint* ep) const {
-    auto it = eps_.find(ep);
-    return it == eps_.end() || it->second->fence_seq <= it->second->remote_done_seq;
 }
 
 void Engine::record_error(Endpoint* ep, Status why) {
@@ -482,6 +478,9 @@ void Engine::check_flushes(EpState* s) {
             }
             if (!op->acked || older_live) continue;
             s->remote_done_seq = std::max(s->remote_done_seq, op->seq);
+            if (s->ep != nullptr && s->fence_seq <= s->remote_done_seq) {
+                s->ep->rma_fence_pending = false;
+            }
             if (op->request == nullptr && op->parent == nullptr) {
                 // A fence's flush: its news waits for the next flush the user sees.
                 s->pending_error = first_error(s->pending_error, op->status);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "core/endpoint.h"
 #include "protocols/rma/rma.h"
 #include "protocols/rma/rma_wire.h"
 #include "transports/transport.h"
@@ -56,7 +57,8 @@ public:
     /// Whether a direct operation (the initiator's CPU, protocols/rma/direct.h) may run now on
     /// @p ep: false after a fence while operations the target executes are still outstanding
     /// on it (later ones then take the message path and queue behind them on the lane).
-    bool direct_allowed(const core::Endpoint* ep) const;
+    /// (Endpoint::rma_fence_pending, which fence() sets and the flush it sends clears.)
+    static bool direct_allowed(const core::Endpoint* ep);
     /// A direct operation on @p ep failed with @p why after it had been started (reported by
     /// the next flush of @p ep).
     void record_error(core::Endpoint* ep, Status why);
@@ -165,5 +167,7 @@ private:
     std::vector<Op*> free_ops_;
     std::vector<PeerState*> scratch_peers_;
 };
+
+inline bool Engine::direct_allowed(const core::Endpoint* ep) { return !ep->rma_fence_pending; }
 
 }  // namespace swy::rma
