@@ -180,6 +180,9 @@ public:
             params != nullptr && (params->field_mask & SWY_REQ_PARAM_FIELD_DATATYPE) != 0;
         return stated ? params->datatype : swy_datatype_t{SWY_DATATYPE_CONTIG};
     }
+    /// Receive buffer of @p r (recv_buffer, capacity: as the caller passed them): its memory
+    /// type, or its view for a non-contiguous datatype (capacity becomes the packed length).
+    Status describe_receive_buffer(Request* r, const swy_request_params_t* params);
     /// Give @p r a view of @p count items of the non-contiguous @p datatype at @p buffer
     /// (@p for_pack: a send). Non-contiguous data must be host memory: a stated device memory
     /// type is kUnsupported. kInvalidParam for a bad datatype (then @p r holds no view state
@@ -262,9 +265,6 @@ private:
 
     uint64_t rejected_controls_ = 0;
     void bind_unexpected(Request* r, UnexpectedDesc* desc);
-    /// Receive buffer of @p r (recv_buffer, capacity: as the caller passed them): its memory
-    /// type, or its view for a non-contiguous datatype (capacity becomes the packed length).
-    Status describe_receive_buffer(Request* r, const swy_request_params_t* params);
     /// The account an unexpected message from @p src is charged to: its sender index (a
     /// connection on network transports, a sender lane on shm). An index that a new peer
     /// takes over inherits what the old one left unconsumed (the cap stays safe). Deques, so

@@ -75,6 +75,25 @@ public:
     /// End of the operation: the generic type's finish callback (once). Idempotent; afterwards
     /// the view is empty (length 0), so a late fragment can never reach a finished state.
     void finish();
+    /// Take over @p other's data and state (a generic type's started pack or unpack included:
+    /// it is finished once, by whichever view holds it last); @p other is left empty.
+    void take(DataView& other) {
+        finish();
+        kind_ = other.kind_;
+        base_ = other.base_;
+        length_ = other.length_;
+        error_ = other.error_;
+        iov_ = other.iov_;
+        iov_count_ = other.iov_count_;
+        cursor_entry_ = other.cursor_entry_;
+        cursor_start_ = other.cursor_start_;
+        generic_ = other.generic_;
+        state_ = other.state_;
+        other.state_ = nullptr;
+        other.kind_ = Kind::kContig;
+        other.base_ = nullptr;
+        other.length_ = 0;
+    }
 
 private:
     /// iov: move the cursor to the entry holding packed offset @p offset (a cursor remembers

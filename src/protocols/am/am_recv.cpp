@@ -168,25 +168,22 @@ Status ActiveMessages::recv_data(void* desc, void* buffer, size_t count,
                    "swy_am_recv_data_nb: %p is no rendezvous descriptor this worker holds", desc);
         return Status::kInvalidParam;
     }
-    if (core::request_params::datatype(params) != SWY_DATATYPE_CONTIG) {
-        log_printf(LogLevel::kError,
-                   "swy_am_recv_data_nb: non-contiguous datatypes are not supported for "
-                   "rendezvous active messages yet");
-        return Status::kUnsupported;
-    }
-    const swy_memtype_t stated = core::request_params::memtype(params);
-    if (!worker_->host_without_detection(stated) && count != 0) {
-        mem::MemType type = mem::MemType::kHost;
-        bool cpu = true;
-        const Status ms = worker_->resolve_memtype(buffer, count, stated, &type, &cpu);
-        if (ms != Status::kOk) return ms;
-        if (type != mem::MemType::kHost || !cpu) return Status::kUnsupported;
-    }
     const uint32_t flags = core::request_params::flags(params);
     Request* r = worker_->new_request(params);  // flags, callback, user data by their bits
     r->kind = core::RequestKind::kRecv;
     r->recv_buffer = static_cast<uint8_t*>(buffer);
     r->capacity = count;
+    // Its memory type, or for iov/generic data its view (then the sender's data comes through
+    // the pipeline and is unpacked fragment by fragment, as for a tag receive).
+    Status ms = worker_->describe_receive_buffer(r, params);
+    if (ms == Status::kOk && r->view == nullptr &&
+        (r->memtype != static_cast<uint8_t>(mem::MemType::kHost) || !r->cpu_buffer)) {
+        ms = Status::kUnsupported;  // host memory only (the descriptor stays the caller's)
+    }
+    if (ms != Status::kOk) {
+        worker_->pool().put(r);
+        return ms;
+    }
     descs_.erase(d);
     // As a matched tag receive is bound to an unexpected RTS: the protocol the sender chose
     // moves the data (zero-copy where the lane allows), truncated to the buffer; a sender that

@@ -97,19 +97,25 @@ Status send(Endpoint* ep, uint16_t id, const void* header, size_t header_length,
         wired && ep->pending().empty() &&
         (flags & (uint32_t{SWY_AM_SEND_FLAG_RNDV} | SWY_REQ_FLAG_NO_IMM_COMPLETE)) == 0;
 
-    // Non-contiguous data: packed into the cell when eager, refused when rendezvous.
+    // Non-contiguous data: packed into the cell when eager; a rendezvous streams it through
+    // the pipeline, packed fragment by fragment (the request takes the view over).
     dt::DataView view;
     size_t length = count;
+    bool streamed = false;
     if (__builtin_expect(datatype != SWY_DATATYPE_CONTIG, 0)) {
         if (!wired) return Status::kUnsupported;
+        if (memtype != SWY_MEMTYPE_UNKNOWN && memtype != SWY_MEMTYPE_HOST) {
+            return Status::kUnsupported;  // non-contiguous data is host memory only
+        }
         const Status vs = view.init(datatype, data, count, true);
         if (vs != Status::kOk) return vs;
         length = view.length();
-        if ((flags & SWY_AM_SEND_FLAG_RNDV) != 0 || !fits_eager(*ep, header_length, length)) {
-            return (flags & SWY_AM_SEND_FLAG_EAGER) != 0 ? Status::kInvalidParam
-                                                         : Status::kUnsupported;
+        streamed = (flags & SWY_AM_SEND_FLAG_RNDV) != 0 || !fits_eager(*ep, header_length, length);
+        if (streamed && ((flags & SWY_AM_SEND_FLAG_EAGER) != 0 ||
+                         sizeof(AmRtsHeader) + header_length > ep->single_packet_max())) {
+            return Status::kInvalidParam;  // forced eager, or the RTS would not fit a packet
         }
-        if (may_go_now) {
+        if (may_go_now && !streamed) {
             const EagerFront front(id, header, header_length);
             const Status s = ep->lane()->am_send_packed(kAmUserEager, front.bytes, front.length,
                                                         pack_view, &view, length);
@@ -143,10 +149,16 @@ Status send(Endpoint* ep, uint16_t id, const void* header, size_t header_length,
     r->am_id = id;
     r->am_header_length = static_cast<uint16_t>(header_length);
     r->length = length;
-    r->am_bytes.resize(header_length + (view.contiguous() ? 0 : length));
+    r->am_bytes.resize(header_length + (view.contiguous() || streamed ? 0 : length));
     if (header_length != 0) std::memcpy(r->am_bytes.data(), header, header_length);
     if (view.contiguous()) {
         r->send_buffer = static_cast<const uint8_t*>(data);
+    } else if (streamed) {
+        // As a non-contiguous tag send: nothing reads it as bytes, the pipeline packs it.
+        worker->pool().attach_view(r)->take(view);
+        r->memtype = static_cast<uint8_t>(mem::MemType::kHost);
+        r->cpu_buffer = false;
+        r->send_buffer = nullptr;
     } else {
         // Eager data is at most one packet: packed now, the caller's buffer is free at once.
         view.pack(0, r->am_bytes.data() + header_length, length);
@@ -194,7 +206,11 @@ void choose(Endpoint* ep, Request* r) {
         r->remote_done = true;
         return;
     }
-    r->proto = static_cast<uint8_t>(rendezvous_for(ep->table(mem::MemType::kHost), r->length));
+    // Non-contiguous data has no buffer a zero-copy protocol could reach: the pipeline.
+    r->proto =
+        r->view != nullptr
+            ? static_cast<uint8_t>(ProtoId::kRndvPipeline)
+            : static_cast<uint8_t>(rendezvous_for(ep->table(mem::MemType::kHost), r->length));
     r->remote_done = false;  // the ATS or the FIN ends it
 }
 

@@ -103,8 +103,9 @@ enum swy_am_send_flags {
  * rendezvous send completes once the receiver pulled or dropped the data.
  * @return SWY_OK, SWY_INPROGRESS (*req set), or an error with nothing sent:
  *         SWY_ERR_INVALID_PARAM (both forcing flags, SWY_AM_SEND_FLAG_EAGER with a message
- *         that does not fit, a header too long), SWY_ERR_UNSUPPORTED (device memory; a
- *         non-contiguous datatype that needs rendezvous, or on an endpoint not yet wired),
+ *         that does not fit, a header too long), SWY_ERR_UNSUPPORTED (device memory;
+ *         non-contiguous data on an endpoint not yet wired). Non-contiguous data that needs
+ *         rendezvous streams through the pipeline, packed fragment by fragment,
  *         the endpoint's failure.
  */
 swy_status_t swy_am_send_nb(swy_ep_h ep, uint16_t id, const void* header, size_t header_length,
@@ -129,8 +130,9 @@ swy_status_t swy_ep_am_eager_max(swy_ep_h ep, size_t* max);
  * a buffer smaller than the data completes with SWY_ERR_MESSAGE_TRUNCATED (nothing is written
  * past @p count bytes); a sender that died completes it with SWY_ERR_CONNECTION_RESET.
  * @return as swy_tag_recv_nb; SWY_ERR_INVALID_PARAM for a pointer that is no descriptor this
- *         worker holds (consumed ones included), SWY_ERR_UNSUPPORTED for a non-contiguous
- *         datatype or device memory (then the descriptor is not consumed).
+ *         worker holds (consumed ones included), SWY_ERR_UNSUPPORTED for device memory (then
+ *         the descriptor is not consumed). An iov or generic @p buffer (params datatype) is
+ *         filled fragment by fragment (the sender's data then comes through the pipeline).
  */
 swy_status_t swy_am_recv_data_nb(swy_worker_h worker, void* data_desc, void* buffer, size_t count,
                                  const swy_request_params_t* params, swy_request_h* req);
