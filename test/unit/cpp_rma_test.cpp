@@ -4,6 +4,7 @@
 // workers of one process.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <string>
@@ -73,7 +74,7 @@ TEST_P(CppRma, PutGetAndAtomicsThroughAllocatedMemory) {
         ASSERT_EQ(p.wait(put), SWY_OK) << size;
         swy::Request flush = p.ep.flush();
         ASSERT_EQ(p.wait(flush), SWY_OK);
-        ASSERT_EQ(std::memcmp(target + 64, out.data(), size), 0) << size;
+        ASSERT_TRUE(std::equal(out.begin(), out.end(), target + 64)) << size;
         EXPECT_EQ(target[63], 0);
         if (64 + size < region.length()) {
             EXPECT_EQ(target[64 + size], 0) << "written past";
@@ -82,7 +83,7 @@ TEST_P(CppRma, PutGetAndAtomicsThroughAllocatedMemory) {
         std::vector<uint8_t> in(size + 1, 0xee);
         swy::Request get = p.ep.get(in.data(), size, region.remote_address(64), key);
         ASSERT_EQ(p.wait(get), SWY_OK) << size;
-        EXPECT_EQ(std::memcmp(in.data(), out.data(), size), 0) << size;
+        EXPECT_TRUE(std::equal(out.begin(), out.end(), in.begin())) << size;
         EXPECT_EQ(in[size], 0xee) << "read past";
     }
 
