@@ -136,6 +136,9 @@ void exchange(World& w, const std::string& tls, bool large) {
         in.plans[s] = plan(w.scratch(kLimitWords + s * kMaxRanks + w.rank()).load(), large);
         expected += in.plans[s].size();
     }
+    // Every rank knows what it will receive before anyone sends (the first barrier
+    // progresses the worker, so an AM sent right after it could find no plan yet).
+    w.barrier(wk, 2);
 
     std::vector<std::vector<unsigned char>> keep;  // send buffers, alive until completion
     std::vector<AmSend> sends;
