@@ -55,10 +55,11 @@ run_swy() {
         if (m == "lat") print $4; else if (m == "bw") print $5; else print $6 }' <<<"$out"
 }
 
-# ucx_perftest: server on core 0, client on core 1, fresh port; parse the client's Final line.
+# ucx_perftest: server on core 0, client on core 1, on $port; parse the client's Final line.
+# The caller moves $port on before each run: this function runs inside $(...), where an
+# increment would be lost and every run would reuse the first port.
 run_ucx() {
     local c=$1 out srv
-    port=$((port + 1))
     UCX_TLS=${C_TLS[$c]} taskset -c 0 ucx_perftest -p "$port" -t "${C_UCX[$c]}" \
         -s "${C_SIZE[$c]}" -n "${C_ITERS[$c]}" -w "${C_WARM[$c]}" >/dev/null 2>&1 &
     srv=$!
@@ -92,6 +93,7 @@ for c in $cases; do
     swy_vals=() ucx_vals=()
     for ((r = 1; r <= rounds; ++r)); do
         s=$(run_swy "$c")
+        port=$((port + 1))
         u=$(run_ucx "$c")
         swy_vals+=("$s") ucx_vals+=("$u")
         printf '%-7s round %d/%d: swy %-10s ucx %-10s %-14s load %s\n' "$c" "$r" "$rounds" \
