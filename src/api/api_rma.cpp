@@ -125,6 +125,50 @@ swy_status_t check_rma(const char* fn, swy_ep_h ep, const void* buffer, size_t c
     return SWY_OK;
 }
 
+/// swy_put_nb (@p put) and swy_get_nb: the key's direct path when it has one and the engine
+/// allows it now, else the engine.
+swy_status_t rma_transfer(const char* fn, swy_ep_h ep, void* buffer, size_t count,
+                          uint64_t remote_address, swy_rkey_h rkey,
+                          const swy_request_params_t* params, swy_request_h* req, bool put) {
+    const Params p(params);
+    rma::RemoteKey* key = nullptr;
+    dt::DataView view;
+    swy_status_t c =
+        check_rma(fn, ep, buffer, count, remote_address, rkey, p, req, put, &key, &view);
+    if (c != SWY_OK) return c;
+    core::Endpoint* e = api::ep_of(ep);
+    core::Worker* w = e->worker();
+    WorkerGuard guard(w);
+    // Where the owner's table is reachable, a stale or forged key fails here whichever path
+    // would carry the operation: the direct operation checks the key itself, and an operation
+    // for the engine is checked first. (A failed endpoint's operations go to the engine,
+    // which fails them: a dead owner's memory stays mapped here, but is nobody's any more.)
+    if (key->direct) {
+        if (key->direct->moves(view) && host_buffer(w, p, view) && !e->failed() &&
+            w->rma().direct_allowed(e)) {
+            Status s = put ? key->direct->put(remote_address, view)
+                           : key->direct->get(remote_address, view);
+            view.finish();
+            // kUnreachable / kUnsupported: CMA refused (ptrace policy); the engine carries it.
+            if (s != Status::kUnreachable && s != Status::kUnsupported) {
+                return done_now(w, p, s, req);
+            }
+        } else if (Status denied = key->direct->check(remote_address, view.length(),
+                                                      put ? rma::kAccessWrite : rma::kAccessRead);
+                   denied != Status::kOk) {
+            view.finish();
+            return api::to_c(denied);
+        }
+    }
+    view.finish();
+    core::Request* r = nullptr;
+    Status s =
+        put ? w->rma().put(e, key->fields.id, remote_address, buffer, count, p.p.datatype, &p.p, &r)
+            : w->rma().get(e, key->fields.id, remote_address, buffer, count, p.p.datatype, &p.p,
+                           &r);
+    return engine_result(s, r, req);
+}
+
 }  // namespace
 
 extern "C" {
@@ -286,74 +330,13 @@ swy_status_t swy_rkey_ptr(swy_rkey_h rkey, uint64_t remote_address, void** local
 
 swy_status_t swy_put_nb(swy_ep_h ep, const void* buffer, size_t count, uint64_t remote_address,
                         swy_rkey_h rkey, const swy_request_params_t* params, swy_request_h* req) {
-    const Params p(params);
-    rma::RemoteKey* key = nullptr;
-    dt::DataView view;
-    swy_status_t c =
-        check_rma(__func__, ep, buffer, count, remote_address, rkey, p, req, true, &key, &view);
-    if (c != SWY_OK) return c;
-    core::Endpoint* e = api::ep_of(ep);
-    core::Worker* w = e->worker();
-    WorkerGuard guard(w);
-    // Where the owner's table is reachable, a stale or forged key fails here whichever path
-    // would carry the operation: the direct operation checks the key itself, and an operation
-    // for the engine is checked first. (A failed endpoint's operations go to the engine,
-    // which fails them: a dead owner's memory stays mapped here, but is nobody's any more.)
-    if (key->direct) {
-        if (key->direct->moves(view) && host_buffer(w, p, view) && !e->failed() &&
-            w->rma().direct_allowed(e)) {
-            Status s = key->direct->put(remote_address, view);
-            view.finish();
-            // kUnreachable / kUnsupported: CMA refused (ptrace policy); the engine carries it.
-            if (s != Status::kUnreachable && s != Status::kUnsupported) {
-                return done_now(w, p, s, req);
-            }
-        } else if (Status denied =
-                       key->direct->check(remote_address, view.length(), rma::kAccessWrite);
-                   denied != Status::kOk) {
-            view.finish();
-            return api::to_c(denied);
-        }
-    }
-    view.finish();
-    core::Request* r = nullptr;
-    Status s =
-        w->rma().put(e, key->fields.id, remote_address, buffer, count, p.p.datatype, &p.p, &r);
-    return engine_result(s, r, req);
+    return rma_transfer(__func__, ep, const_cast<void*>(buffer), count, remote_address, rkey,
+                        params, req, true);
 }
 
 swy_status_t swy_get_nb(swy_ep_h ep, void* buffer, size_t count, uint64_t remote_address,
                         swy_rkey_h rkey, const swy_request_params_t* params, swy_request_h* req) {
-    const Params p(params);
-    rma::RemoteKey* key = nullptr;
-    dt::DataView view;
-    swy_status_t c =
-        check_rma(__func__, ep, buffer, count, remote_address, rkey, p, req, false, &key, &view);
-    if (c != SWY_OK) return c;
-    core::Endpoint* e = api::ep_of(ep);
-    core::Worker* w = e->worker();
-    WorkerGuard guard(w);
-    // As in swy_put_nb: a stale or forged key fails here whichever path would carry it.
-    if (key->direct) {
-        if (key->direct->moves(view) && host_buffer(w, p, view) && !e->failed() &&
-            w->rma().direct_allowed(e)) {
-            Status s = key->direct->get(remote_address, view);
-            view.finish();
-            if (s != Status::kUnreachable && s != Status::kUnsupported) {
-                return done_now(w, p, s, req);
-            }
-        } else if (Status denied =
-                       key->direct->check(remote_address, view.length(), rma::kAccessRead);
-                   denied != Status::kOk) {
-            view.finish();
-            return api::to_c(denied);
-        }
-    }
-    view.finish();
-    core::Request* r = nullptr;
-    Status s =
-        w->rma().get(e, key->fields.id, remote_address, buffer, count, p.p.datatype, &p.p, &r);
-    return engine_result(s, r, req);
+    return rma_transfer(__func__, ep, buffer, count, remote_address, rkey, params, req, false);
 }
 
 swy_status_t swy_atomic_nb(swy_ep_h ep, swy_atomic_op_t op, size_t size, const void* operand,

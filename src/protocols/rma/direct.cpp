@@ -168,22 +168,27 @@ Status DirectPath::resolve(uint64_t address, uint64_t length, uint32_t access, u
     return Status::kOk;
 }
 
-Status DirectPath::put(uint64_t address, dt::DataView& view) {
+Status DirectPath::cma_move(uint64_t address, dt::DataView& view, bool write) {
     const size_t length = view.length();
-    if (kind_ == DirectKind::kTable) {
-        Status s = check(address, length, kAccessWrite);
-        if (s != Status::kOk) return s;
-        tl::ZcopyLane* cma = cma_of(ep_);
-        if (cma == nullptr) return Status::kUnreachable;
-        const size_t chunk = std::max<size_t>(cma->max_zcopy(), 1);
-        for (size_t done = 0; done < length;) {
-            const size_t n = std::min(chunk, length - done);
-            s = cma->put_zcopy(view.data() + done, nullptr, {address + done, 0}, n, {});
-            if (s != Status::kOk) return s == Status::kInProgress ? Status::kUnsupported : s;
-            done += n;
-        }
-        return Status::kOk;
+    Status s = check(address, length, write ? kAccessWrite : kAccessRead);
+    if (s != Status::kOk) return s;
+    tl::ZcopyLane* cma = cma_of(ep_);
+    if (cma == nullptr) return Status::kUnreachable;
+    const size_t chunk = std::max<size_t>(cma->max_zcopy(), 1);
+    for (size_t done = 0; done < length;) {
+        const size_t n = std::min(chunk, length - done);
+        const tl::RemoteKey remote{address + done, 0};
+        s = write ? cma->put_zcopy(view.data() + done, nullptr, remote, n, {})
+                  : cma->get_zcopy(view.data() + done, nullptr, remote, n, {});
+        if (s != Status::kOk) return s == Status::kInProgress ? Status::kUnsupported : s;
+        done += n;
     }
+    return Status::kOk;
+}
+
+Status DirectPath::put(uint64_t address, dt::DataView& view) {
+    if (kind_ == DirectKind::kTable) return cma_move(address, view, true);
+    const size_t length = view.length();
     uint8_t* dst = nullptr;
     Status s = resolve(address, length, kAccessWrite, &dst);
     if (s != Status::kOk) return s;
@@ -192,21 +197,8 @@ Status DirectPath::put(uint64_t address, dt::DataView& view) {
 }
 
 Status DirectPath::get(uint64_t address, dt::DataView& view) {
+    if (kind_ == DirectKind::kTable) return cma_move(address, view, false);
     const size_t length = view.length();
-    if (kind_ == DirectKind::kTable) {
-        Status s = check(address, length, kAccessRead);
-        if (s != Status::kOk) return s;
-        tl::ZcopyLane* cma = cma_of(ep_);
-        if (cma == nullptr) return Status::kUnreachable;
-        const size_t chunk = std::max<size_t>(cma->max_zcopy(), 1);
-        for (size_t done = 0; done < length;) {
-            const size_t n = std::min(chunk, length - done);
-            s = cma->get_zcopy(view.data() + done, nullptr, {address + done, 0}, n, {});
-            if (s != Status::kOk) return s == Status::kInProgress ? Status::kUnsupported : s;
-            done += n;
-        }
-        return Status::kOk;
-    }
     uint8_t* src = nullptr;
     Status s = resolve(address, length, kAccessRead, &src);
     if (s != Status::kOk) return s;

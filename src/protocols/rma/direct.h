@@ -79,6 +79,9 @@ private:
     Status check_slot(uint64_t address, uint64_t length, uint32_t access, SlotView* out) const;
     /// Map the owner's segment of the mapping @p view describes (checks its cookie).
     Status map_segment(const SlotView& view);
+    /// kTable: contiguous bytes of @p view to (@p write) or from @p address through the lane's
+    /// CMA, in chunks of its max_zcopy, after the key check.
+    Status cma_move(uint64_t address, dt::DataView& view, bool write);
 
     DirectKind kind_ = DirectKind::kLocal;
     core::Endpoint* ep_ = nullptr;

@@ -202,15 +202,16 @@ Status Engine::immediate(Status st, const swy_request_params_t* params, Request*
     return Status::kInProgress;
 }
 
-Status Engine::put(Endpoint* ep, const KeyIdentity& key, uint64_t address, const void* buffer,
-                   size_t count, swy_datatype_t datatype, const swy_request_params_t* params,
-                   Request** out) {
+Status Engine::transfer(Endpoint* ep, uint8_t kind, const KeyIdentity& key, uint64_t address,
+                        const void* buffer, size_t count, swy_datatype_t datatype,
+                        const swy_request_params_t* params, Request** out) {
     *out = nullptr;
     if (ep->failed()) return refuse_on_failed(ep);
-    Op* op = new_op(ep_state(ep), static_cast<uint8_t>(OpKind::kPut), params);
+    Op* op = new_op(ep_state(ep), kind, params);
     op->key = key;
     op->address = address;
-    if (Status v = op->view.init(datatype, buffer, count, true); v != Status::kOk) {
+    const bool for_pack = kind == static_cast<uint8_t>(OpKind::kPut);
+    if (Status v = op->view.init(datatype, buffer, count, for_pack); v != Status::kOk) {
         Request* r = op->request;
         finish(op, v);
         worker_->pool().put(r);
@@ -219,21 +220,18 @@ Status Engine::put(Endpoint* ep, const KeyIdentity& key, uint64_t address, const
     return start(op, params, out);
 }
 
+Status Engine::put(Endpoint* ep, const KeyIdentity& key, uint64_t address, const void* buffer,
+                   size_t count, swy_datatype_t datatype, const swy_request_params_t* params,
+                   Request** out) {
+    return transfer(ep, static_cast<uint8_t>(OpKind::kPut), key, address, buffer, count, datatype,
+                    params, out);
+}
+
 Status Engine::get(Endpoint* ep, const KeyIdentity& key, uint64_t address, void* buffer,
                    size_t count, swy_datatype_t datatype, const swy_request_params_t* params,
                    Request** out) {
-    *out = nullptr;
-    if (ep->failed()) return refuse_on_failed(ep);
-    Op* op = new_op(ep_state(ep), static_cast<uint8_t>(OpKind::kGet), params);
-    op->key = key;
-    op->address = address;
-    if (Status v = op->view.init(datatype, buffer, count, false); v != Status::kOk) {
-        Request* r = op->request;
-        finish(op, v);
-        worker_->pool().put(r);
-        return v;
-    }
-    return start(op, params, out);
+    return transfer(ep, static_cast<uint8_t>(OpKind::kGet), key, address, buffer, count, datatype,
+                    params, out);
 }
 
 Status Engine::atomic(Endpoint* ep, const KeyIdentity& key, uint64_t address, swy_atomic_op_t op,

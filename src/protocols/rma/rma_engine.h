@@ -104,6 +104,11 @@ private:
     void release_op(Op* op);
     /// A new op of @p kind on @p ep with a request from @p params (masked by field_mask).
     Op* new_op(EpState* s, uint8_t kind, const swy_request_params_t* params);
+    /// put and get: a new op of @p kind (OpKind::kPut or kGet) over @p count items of
+    /// @p buffer, started (kInvalidParam for a bad datatype, nothing sent).
+    Status transfer(core::Endpoint* ep, uint8_t kind, const KeyIdentity& key, uint64_t address,
+                    const void* buffer, size_t count, swy_datatype_t datatype,
+                    const swy_request_params_t* params, core::Request** out);
     /// Send it now if nothing waits before it, else queue; then report like the C API.
     Status start(Op* op, const swy_request_params_t* params, core::Request** out);
     /// Hand as much of @p op to the lane as credits allow: kOk all, kNoResource later.
