@@ -12,6 +12,7 @@
 
 #include "core/worker.h"
 #include "protocols/am/am_wire.h"
+#include "test_context.h"
 
 namespace swy::proto::am {
 namespace {
@@ -45,15 +46,8 @@ swy_status_t record(void* arg, const void* header, size_t header_length, void* d
 class AmReceive : public ::testing::Test {
 protected:
     void SetUp() override {
-        swy_config_h cfg = nullptr;
-        ASSERT_EQ(swy_config_read(&cfg), SWY_OK);
-        ASSERT_EQ(swy_config_set(cfg, "TLS", "self"), SWY_OK);
-        ASSERT_EQ(swy_config_set(cfg, "LOG_LEVEL", "error"), SWY_OK);
-        swy_context_params_t cp{};
-        cp.field_mask = SWY_CONTEXT_PARAM_FIELD_CONFIG;
-        cp.config = cfg;
-        ASSERT_EQ(swy_context_create(&cp, &ctx_), SWY_OK);
-        swy_config_release(cfg);
+        ctx_ = test::make_context({{"TLS", "self"}, {"LOG_LEVEL", "error"}});
+        ASSERT_NE(ctx_, nullptr);
         ASSERT_EQ(swy_worker_create(ctx_, nullptr, &worker_), SWY_OK);
         w_ = reinterpret_cast<core::Worker*>(worker_);
         ASSERT_EQ(swy_worker_set_am_handler(worker_, 5, record, &seen_, 0), SWY_OK);

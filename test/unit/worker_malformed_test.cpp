@@ -9,6 +9,7 @@
 
 #include "core/worker.h"
 #include "protocols/wire.h"
+#include "test_context.h"
 
 namespace swy::core {
 namespace {
@@ -16,15 +17,8 @@ namespace {
 class MalformedPackets : public ::testing::Test {
 protected:
     void SetUp() override {
-        swy_config_h cfg = nullptr;
-        ASSERT_EQ(swy_config_read(&cfg), SWY_OK);
-        ASSERT_EQ(swy_config_set(cfg, "TLS", "self"), SWY_OK);
-        ASSERT_EQ(swy_config_set(cfg, "LOG_LEVEL", "error"), SWY_OK);
-        swy_context_params_t cp{};
-        cp.field_mask = SWY_CONTEXT_PARAM_FIELD_CONFIG;
-        cp.config = cfg;
-        ASSERT_EQ(swy_context_create(&cp, &ctx_), SWY_OK);
-        swy_config_release(cfg);
+        ctx_ = test::make_context({{"TLS", "self"}, {"LOG_LEVEL", "error"}});
+        ASSERT_NE(ctx_, nullptr);
         ASSERT_EQ(swy_worker_create(ctx_, nullptr, &worker_), SWY_OK);
         w_ = reinterpret_cast<Worker*>(worker_);
         buffer_.assign(64 + 16, 0xAB);
