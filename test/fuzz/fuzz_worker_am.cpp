@@ -165,11 +165,14 @@ struct AmState {
 };
 
 swy_status_t on_plain_am(void* arg, const void* header, size_t header_length, void* data,
-                         size_t length, const swy_am_recv_param_t*) {
+                         size_t length, const swy_am_recv_param_t* param) {
     auto* st = static_cast<AmState*>(arg);
     // Every byte read: ASan sees a header or data that runs past the packet.
     for (size_t i = 0; i < header_length; ++i)
         st->sink = st->sink ^ static_cast<const uint8_t*>(header)[i];
+    // A rendezvous message's data is a descriptor, not bytes (any handler id can get one):
+    // returning SWY_OK drops it.
+    if ((param->flags & SWY_AM_RECV_FLAG_RNDV) != 0) return SWY_OK;
     for (size_t i = 0; i < length; ++i)
         st->sink = st->sink ^ static_cast<const uint8_t*>(data)[i];
     return SWY_OK;
@@ -178,6 +181,10 @@ swy_status_t on_plain_am(void* arg, const void* header, size_t header_length, vo
 swy_status_t on_keeping_am(void* arg, const void* header, size_t header_length, void* data,
                            size_t length, const swy_am_recv_param_t* param) {
     on_plain_am(arg, header, header_length, data, length, param);
+    if ((param->flags & SWY_AM_RECV_FLAG_RNDV) != 0) {
+        static_cast<AmState*>(arg)->kept_descs.push_back(data);  // released or pulled later
+        return SWY_INPROGRESS;
+    }
     if ((param->flags & SWY_AM_RECV_FLAG_DATA_KEEPABLE) == 0) fail("keepable flag missing");
     static_cast<AmState*>(arg)->kept_data.push_back(data);
     return SWY_INPROGRESS;

@@ -36,13 +36,14 @@ uint64_t random_nonzero64() {
 
 bool read_slot(const KeySlot& slot, uint64_t secret, SlotView* out) {
     if (secret == 0 || slot.secret.load(std::memory_order_acquire) != secret) return false;
-    out->base = slot.base.load(std::memory_order_relaxed);
-    out->length = slot.length.load(std::memory_order_relaxed);
-    out->access = slot.access.load(std::memory_order_relaxed);
-    out->segment_fd = slot.segment_fd.load(std::memory_order_relaxed);
-    // The fields belong to this mapping only if the secret is still there after reading them
-    // (the owner clears it before it rewrites anything).
-    std::atomic_thread_fence(std::memory_order_acquire);
+    // Acquire loads keep the second read of the secret after the fields (a seqlock reader;
+    // acquire loads rather than a fence, which ThreadSanitizer cannot model). The fields
+    // belong to this mapping only if the secret is still there after reading them: the owner
+    // clears it before it rewrites anything.
+    out->base = slot.base.load(std::memory_order_acquire);
+    out->length = slot.length.load(std::memory_order_acquire);
+    out->access = slot.access.load(std::memory_order_acquire);
+    out->segment_fd = slot.segment_fd.load(std::memory_order_acquire);
     return slot.secret.load(std::memory_order_relaxed) == secret;
 }
 
