@@ -56,6 +56,12 @@ protected:
         swy_worker_destroy(worker_);
         swy_context_destroy(ctx_);
     }
+    // Out of line: inlined into a test body with constant sizes, GCC 12 under -fsanitize=thread
+    // reports a false -Warray-bounds for a copy of an empty range at the vector's end.
+    [[gnu::noinline]] static void append_at(std::vector<uint8_t>& p, size_t at,
+                                            const std::vector<uint8_t>& bytes) {
+        if (!bytes.empty()) std::memcpy(p.data() + at, bytes.data(), bytes.size());
+    }
     static std::vector<uint8_t> eager(uint16_t id, const std::vector<uint8_t>& header,
                                       const std::vector<uint8_t>& data,
                                       uint32_t claimed_header = UINT32_MAX,
@@ -67,8 +73,8 @@ protected:
         // false -Warray-bounds.
         std::vector<uint8_t> p(sizeof(h) + header.size() + data.size());
         std::memcpy(p.data(), &h, sizeof(h));
-        std::copy(header.begin(), header.end(), p.begin() + sizeof(h));
-        std::copy(data.begin(), data.end(), p.begin() + sizeof(h) + header.size());
+        append_at(p, sizeof(h), header);
+        append_at(p, sizeof(h) + header.size(), data);
         return p;
     }
     static std::vector<uint8_t> rts(uint16_t id, const std::vector<uint8_t>& header, uint64_t total,
@@ -83,7 +89,7 @@ protected:
             claimed_header == UINT32_MAX ? static_cast<uint32_t>(header.size()) : claimed_header;
         std::vector<uint8_t> p(sizeof(h) + header.size());
         std::memcpy(p.data(), &h, sizeof(h));
-        std::copy(header.begin(), header.end(), p.begin() + sizeof(h));
+        append_at(p, sizeof(h), header);
         return p;
     }
     void deliver(AmIdValue id, const std::vector<uint8_t>& bytes) {
