@@ -17,15 +17,17 @@ constexpr common::ConfigVar kVars[] = {
     {"SHM_FIFO_CELLS",
      kUnsigned,
      "256",
-     "Cells in the shared multi-producer receive FIFO of each worker.",
+     "Cells in the shared multi-producer receive FIFO of each worker: a power of two. The "
+     "FIFO (this x SHM_CELL_SIZE) is at most 64 MiB: its cells are initialised, so "
+     "committed, when the worker is created.",
      {},
      kMinFifoCells,
      kMaxFifoCells},
     {"SHM_CELL_SIZE",
      kSize,
      "8K",
-     "Bytes per receive-FIFO cell, header included. Bounds the fragment size of eager "
-     "bcopy sends.",
+     "Bytes per receive-FIFO cell, header included: a multiple of 64. Bounds the fragment "
+     "size of eager bcopy sends.",
      {},
      kMinCellSize,
      kMaxCellSize},
@@ -40,7 +42,8 @@ constexpr common::ConfigVar kVars[] = {
      kUnsigned,
      "64",
      "Size of each dedicated PIO ring, in units of SHM_PIO_CELL_SIZE (the ring holds "
-     "SHM_PIO_CREDITS x SHM_PIO_CELL_SIZE bytes of packed, cache-line aligned records).",
+     "SHM_PIO_CREDITS x SHM_PIO_CELL_SIZE bytes of packed, cache-line aligned records): a "
+     "power of two, the ring at most 16 MiB, the whole segment (FIFO and rings) 256 MiB.",
      {},
      kMinPioCredits,
      kMaxPioCredits},
@@ -48,7 +51,8 @@ constexpr common::ConfigVar kVars[] = {
      kSize,
      "4K",
      "Largest record of a dedicated PIO ring, its 16-byte header included: bounds the "
-     "largest PIO message and the fragment size of endpoints that hold a PIO ring.",
+     "largest PIO message and the fragment size of endpoints that hold a PIO ring. A "
+     "multiple of 64, at most SHM_CELL_SIZE.",
      {},
      kMinCellSize,
      kMaxCellSize},
