@@ -61,6 +61,23 @@ expected_soname=libswitchyard.so.$v_major
 [[ -e $libdir/$real_lib ]] || fail "no $real_lib next to libswitchyard.so"
 echo "   config: ${config#"$prefix"/}  pc: ${pc#"$prefix"/}  lib: ${lib#"$prefix"/}"
 
+# Installed programs start without LD_LIBRARY_PATH (their run path finds the library) and
+# work: a byte-checked loopback run of swy-perf, the configuration table of swy-info.
+for tool in swy-perf swy-info; do
+  [[ -x $prefix/bin/$tool ]] || fail "bin/$tool not installed"
+done
+env -u LD_LIBRARY_PATH "$prefix/bin/swy-perf" --tls self --sizes 8,8K,1M --iters 5 --warmup 1 \
+  --check > "$tmp/swy-perf.log" 2>&1 || {
+  cat "$tmp/swy-perf.log"
+  fail "installed bin/swy-perf did not run without LD_LIBRARY_PATH (run path: $(readelf -d \
+    "$prefix/bin/swy-perf" | sed -n 's/.*R\(UN\)\{0,1\}PATH.*\[\(.*\)\]/\2/p'))"
+}
+env -u LD_LIBRARY_PATH "$prefix/bin/swy-info" -c > "$tmp/swy-info.log" 2>&1 || {
+  cat "$tmp/swy-info.log"
+  fail "installed bin/swy-info -c failed"
+}
+echo "   installed swy-perf and swy-info run without LD_LIBRARY_PATH"
+
 echo "== consumer via find_package(switchyard)"
 cmake -S "$consumer_src" -B "$tmp/cmake-consumer" \
   -DCMAKE_C_COMPILER="$cc" \
