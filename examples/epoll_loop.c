@@ -17,44 +17,49 @@
 
 #include <switchyard/switchyard.h>
 
-#define CHECK(call)                                                     \
-    do {                                                                \
-        swy_status_t s_ = (call);                                       \
-        if (s_ < 0) {                                                   \
+#define CHECK(call)                                                    \
+    do {                                                               \
+        swy_status_t s_ = (call);                                      \
+        if (s_ < 0) {                                                  \
             fprintf(stderr, "%s: %s\n", #call, swy_status_string(s_)); \
-            exit(1);                                                    \
-        }                                                               \
+            exit(1);                                                   \
+        }                                                              \
     } while (0)
 
 enum { kMessages = 12, kWaitMs = 10000 };
 
-static void write_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
+static void write_all(int fd, const void* p, size_t n) {
+    const char* c = p;
     while (n > 0) {
         ssize_t k = write(fd, c, n);
-        if (k <= 0) { perror("write"); exit(1); }
-        c += k; n -= (size_t)k;
+        if (k <= 0) {
+            perror("write");
+            exit(1);
+        }
+        c += k;
+        n -= (size_t)k;
     }
 }
 
-static void read_all(int fd, void *p, size_t n)
-{
-    char *c = p;
+static void read_all(int fd, void* p, size_t n) {
+    char* c = p;
     while (n > 0) {
         ssize_t k = read(fd, c, n);
-        if (k <= 0) { perror("read"); exit(1); }
-        c += k; n -= (size_t)k;
+        if (k <= 0) {
+            perror("read");
+            exit(1);
+        }
+        c += k;
+        n -= (size_t)k;
     }
 }
 
 /* Context, worker and an endpoint to the peer whose address comes through the pipes. */
-static swy_ep_h connect_peer(swy_context_h *context, swy_worker_h *worker, int to_peer,
-                             int from_peer)
-{
+static swy_ep_h connect_peer(swy_context_h* context, swy_worker_h* worker, int to_peer,
+                             int from_peer) {
     CHECK(swy_context_create(NULL, context));
     CHECK(swy_worker_create(*context, NULL, worker));
-    void *address;
+    void* address;
     size_t length;
     CHECK(swy_worker_get_address(*worker, &address, &length));
     write_all(to_peer, &length, sizeof(length));
@@ -62,7 +67,7 @@ static swy_ep_h connect_peer(swy_context_h *context, swy_worker_h *worker, int t
     swy_worker_release_address(*worker, address);
     size_t peer_length;
     read_all(from_peer, &peer_length, sizeof(peer_length));
-    void *peer_address = malloc(peer_length);
+    void* peer_address = malloc(peer_length);
     read_all(from_peer, peer_address, peer_length);
     swy_ep_params_t p;
     memset(&p, 0, sizeof(p));
@@ -76,15 +81,14 @@ static swy_ep_h connect_peer(swy_context_h *context, swy_worker_h *worker, int t
 }
 
 struct receiver {
-    int received;      /* messages delivered with the right contents */
-    int bad;           /* messages delivered wrong */
+    int received; /* messages delivered with the right contents */
+    int bad;      /* messages delivered wrong */
     uint64_t values[kMessages];
 };
 
-static void on_received(swy_request_h req, swy_status_t status, const swy_tag_recv_info_t *info,
-                        void *user_data)
-{
-    struct receiver *r = user_data;
+static void on_received(swy_request_h req, swy_status_t status, const swy_tag_recv_info_t* info,
+                        void* user_data) {
+    struct receiver* r = user_data;
     const int i = (int)info->sender_tag;
     if (status == SWY_OK && i >= 0 && i < kMessages && r->values[i] == 1000u + (unsigned)i)
         r->received++;
@@ -93,8 +97,7 @@ static void on_received(swy_request_h req, swy_status_t status, const swy_tag_re
     swy_request_free(req);
 }
 
-static void sender(int to_peer, int from_peer, int done_fd)
-{
+static void sender(int to_peer, int from_peer, int done_fd) {
     swy_context_h context;
     swy_worker_h worker;
     swy_ep_h ep = connect_peer(&context, &worker, to_peer, from_peer);
@@ -125,8 +128,7 @@ static void sender(int to_peer, int from_peer, int done_fd)
     swy_context_destroy(context);
 }
 
-static int receiver(int to_peer, int from_peer, int done_fd)
-{
+static int receiver(int to_peer, int from_peer, int done_fd) {
     swy_context_h context;
     swy_worker_h worker;
     swy_ep_h ep = connect_peer(&context, &worker, to_peer, from_peer);
@@ -160,11 +162,9 @@ static int receiver(int to_peer, int from_peer, int done_fd)
     for (;;) {
         while (swy_worker_progress(worker) > 0)
             ; /* drain everything that is ready */
-        if (r.received + r.bad == kMessages && sender_done)
-            break;
+        if (r.received + r.bad == kMessages && sender_done) break;
         swy_status_t s = swy_worker_arm(worker);
-        if (s == SWY_ERR_BUSY)
-            continue; /* events arrived meanwhile: progress again */
+        if (s == SWY_ERR_BUSY) continue; /* events arrived meanwhile: progress again */
         CHECK(s);
         struct epoll_event events[2];
         int n = epoll_wait(epfd, events, 2, kWaitMs); /* safe to block: armed */
@@ -199,15 +199,17 @@ static int receiver(int to_peer, int from_peer, int done_fd)
     return r.received == kMessages && r.bad == 0 ? 0 : 1;
 }
 
-int main(void)
-{
+int main(void) {
     int to_child[2], to_parent[2], done[2];
     if (pipe(to_child) != 0 || pipe(to_parent) != 0 || pipe(done) != 0) {
         perror("pipe");
         return 1;
     }
     pid_t pid = fork();
-    if (pid < 0) { perror("fork"); return 1; }
+    if (pid < 0) {
+        perror("fork");
+        return 1;
+    }
     if (pid == 0) {
         sender(to_parent[1], to_child[0], done[1]);
         return 0;

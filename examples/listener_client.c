@@ -14,25 +14,23 @@
 
 #include <switchyard/switchyard.h>
 
-#define CHECK(call)                                                     \
-    do {                                                                \
-        swy_status_t s_ = (call);                                       \
-        if (s_ < 0) {                                                   \
+#define CHECK(call)                                                    \
+    do {                                                               \
+        swy_status_t s_ = (call);                                      \
+        if (s_ < 0) {                                                  \
             fprintf(stderr, "%s: %s\n", #call, swy_status_string(s_)); \
-            exit(1);                                                    \
-        }                                                               \
+            exit(1);                                                   \
+        }                                                              \
     } while (0)
 
-static void on_error(void *arg, swy_ep_h ep, swy_status_t status)
-{
+static void on_error(void* arg, swy_ep_h ep, swy_status_t status) {
     (void)arg;
     (void)ep;
     fprintf(stderr, "client: endpoint failed: %s\n", swy_status_string(status));
 }
 
 /* Finish an operation started by a *_nb call (req is filled by that call: a separate step). */
-static swy_status_t finish(swy_worker_h worker, swy_status_t status, swy_request_h req)
-{
+static swy_status_t finish(swy_worker_h worker, swy_status_t status, swy_request_h req) {
     if (status == SWY_INPROGRESS) {
         status = swy_request_wait(worker, req);
         swy_request_free(req);
@@ -40,8 +38,7 @@ static swy_status_t finish(swy_worker_h worker, swy_status_t status, swy_request
     return status;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char** argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s PORT\n", argv[0]);
         return 2;
@@ -56,10 +53,10 @@ int main(int argc, char **argv)
     server_sa.sin_port = htons((uint16_t)atoi(argv[1]));
     server_sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     swy_ep_params_t p = {0};
-    p.field_mask = SWY_EP_PARAM_FIELD_FLAGS | SWY_EP_PARAM_FIELD_SOCKADDR |
-                   SWY_EP_PARAM_FIELD_ERR_HANDLER;
+    p.field_mask =
+        SWY_EP_PARAM_FIELD_FLAGS | SWY_EP_PARAM_FIELD_SOCKADDR | SWY_EP_PARAM_FIELD_ERR_HANDLER;
     p.flags = SWY_EP_FLAG_SOCKADDR;
-    p.sockaddr = (struct sockaddr *)&server_sa; /* copied */
+    p.sockaddr = (struct sockaddr*)&server_sa; /* copied */
     p.sockaddr_length = sizeof(server_sa);
     p.err_cb = on_error; /* refused, rejected, timed out */
     swy_ep_h ep;
@@ -71,7 +68,10 @@ int main(int argc, char **argv)
     char buf[16] = {0};
     s = swy_tag_recv_nb(worker, buf, sizeof(buf), 2, ~(swy_tag_t)0, NULL, &req);
     CHECK(finish(worker, s, req));
-    if (strcmp(buf, "pong") != 0) { fprintf(stderr, "got '%s', not pong\n", buf); return 1; }
+    if (strcmp(buf, "pong") != 0) {
+        fprintf(stderr, "got '%s', not pong\n", buf);
+        return 1;
+    }
     s = swy_tag_send_nb(ep, "bye", 4, 3, NULL, &req);
     CHECK(finish(worker, s, req));
 

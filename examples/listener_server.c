@@ -15,13 +15,13 @@
 
 #include <switchyard/switchyard.h>
 
-#define CHECK(call)                                                     \
-    do {                                                                \
-        swy_status_t s_ = (call);                                       \
-        if (s_ < 0) {                                                   \
+#define CHECK(call)                                                    \
+    do {                                                               \
+        swy_status_t s_ = (call);                                      \
+        if (s_ < 0) {                                                  \
             fprintf(stderr, "%s: %s\n", #call, swy_status_string(s_)); \
-            exit(1);                                                    \
-        }                                                               \
+            exit(1);                                                   \
+        }                                                              \
     } while (0)
 
 struct server {
@@ -31,9 +31,8 @@ struct server {
     int count;
 };
 
-static void on_connect(swy_conn_request_h req, void *arg)
-{
-    struct server *s = arg;
+static void on_connect(swy_conn_request_h req, void* arg) {
+    struct server* s = arg;
     if (s->count == 1) { /* this example serves one client */
         swy_listener_reject(s->listener, req);
         return;
@@ -42,13 +41,11 @@ static void on_connect(swy_conn_request_h req, void *arg)
     p.field_mask = SWY_EP_PARAM_FIELD_FLAGS | SWY_EP_PARAM_FIELD_CONN_REQUEST;
     p.flags = SWY_EP_FLAG_CONN_REQUEST;
     p.conn_request = req; /* consumed by the call */
-    if (swy_ep_create(s->worker, &p, &s->eps[s->count]) == SWY_OK)
-        s->count++;
+    if (swy_ep_create(s->worker, &p, &s->eps[s->count]) == SWY_OK) s->count++;
 }
 
 /* Finish an operation started by a *_nb call (req is filled by that call: a separate step). */
-static swy_status_t finish(swy_worker_h worker, swy_status_t status, swy_request_h req)
-{
+static swy_status_t finish(swy_worker_h worker, swy_status_t status, swy_request_h req) {
     if (status == SWY_INPROGRESS) {
         status = swy_request_wait(worker, req);
         swy_request_free(req);
@@ -56,15 +53,13 @@ static swy_status_t finish(swy_worker_h worker, swy_status_t status, swy_request
     return status;
 }
 
-static void receive(swy_worker_h worker, char *buf, size_t len, swy_tag_t tag)
-{
+static void receive(swy_worker_h worker, char* buf, size_t len, swy_tag_t tag) {
     swy_request_h req;
     swy_status_t s = swy_tag_recv_nb(worker, buf, len, tag, ~(swy_tag_t)0, NULL, &req);
     CHECK(finish(worker, s, req));
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char** argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s PORT_FILE\n", argv[0]);
         return 2;
@@ -81,7 +76,7 @@ int main(int argc, char **argv)
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     swy_listener_params_t lp = {0};
     lp.field_mask = SWY_LISTENER_PARAM_FIELD_SOCKADDR | SWY_LISTENER_PARAM_FIELD_CONN_HANDLER;
-    lp.sockaddr = (struct sockaddr *)&sa;
+    lp.sockaddr = (struct sockaddr*)&sa;
     lp.sockaddr_length = sizeof(sa);
     lp.on_connect = on_connect;
     lp.arg = &server;
@@ -92,8 +87,11 @@ int main(int argc, char **argv)
     swy_listener_attr_t attr = {0};
     attr.field_mask = SWY_LISTENER_ATTR_FIELD_SOCKADDR;
     CHECK(swy_listener_query(listener, &attr));
-    FILE *f = fopen(argv[1], "w");
-    if (f == NULL) { perror(argv[1]); return 1; }
+    FILE* f = fopen(argv[1], "w");
+    if (f == NULL) {
+        perror(argv[1]);
+        return 1;
+    }
     fprintf(f, "%u\n", (unsigned)attr.port);
     fclose(f);
 
@@ -102,13 +100,19 @@ int main(int argc, char **argv)
 
     char buf[16] = {0};
     receive(worker, buf, sizeof(buf), 1);
-    if (strcmp(buf, "ping") != 0) { fprintf(stderr, "got '%s', not ping\n", buf); return 1; }
+    if (strcmp(buf, "ping") != 0) {
+        fprintf(stderr, "got '%s', not ping\n", buf);
+        return 1;
+    }
     swy_request_h req;
     swy_status_t s = swy_tag_send_nb(server.eps[0], "pong", 5, 2, NULL, &req);
     CHECK(finish(worker, s, req));
     memset(buf, 0, sizeof(buf));
     receive(worker, buf, sizeof(buf), 3);
-    if (strcmp(buf, "bye") != 0) { fprintf(stderr, "got '%s', not bye\n", buf); return 1; }
+    if (strcmp(buf, "bye") != 0) {
+        fprintf(stderr, "got '%s', not bye\n", buf);
+        return 1;
+    }
     printf("server: ping, pong, bye\n");
 
     s = swy_ep_close_nb(server.eps[0], SWY_EP_CLOSE_FLUSH, &req);

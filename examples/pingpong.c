@@ -14,39 +14,44 @@
 
 #include <switchyard/switchyard.h>
 
-#define CHECK(call)                                                     \
-    do {                                                                \
-        swy_status_t s_ = (call);                                       \
-        if (s_ < 0) {                                                   \
+#define CHECK(call)                                                    \
+    do {                                                               \
+        swy_status_t s_ = (call);                                      \
+        if (s_ < 0) {                                                  \
             fprintf(stderr, "%s: %s\n", #call, swy_status_string(s_)); \
-            exit(1);                                                    \
-        }                                                               \
+            exit(1);                                                   \
+        }                                                              \
     } while (0)
 
-static void write_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
+static void write_all(int fd, const void* p, size_t n) {
+    const char* c = p;
     while (n > 0) {
         ssize_t k = write(fd, c, n);
-        if (k <= 0) { perror("write"); exit(1); }
-        c += k; n -= (size_t)k;
+        if (k <= 0) {
+            perror("write");
+            exit(1);
+        }
+        c += k;
+        n -= (size_t)k;
     }
 }
 
-static void read_all(int fd, void *p, size_t n)
-{
-    char *c = p;
+static void read_all(int fd, void* p, size_t n) {
+    char* c = p;
     while (n > 0) {
         ssize_t k = read(fd, c, n);
-        if (k <= 0) { perror("read"); exit(1); }
-        c += k; n -= (size_t)k;
+        if (k <= 0) {
+            perror("read");
+            exit(1);
+        }
+        c += k;
+        n -= (size_t)k;
     }
 }
 
 /* Finish an operation started by a *_nb call, whichever way it went. Call it only after the
  * *_nb call returned (a separate statement): req is filled by that call. */
-static swy_status_t finish(swy_worker_h worker, swy_status_t status, swy_request_h req)
-{
+static swy_status_t finish(swy_worker_h worker, swy_status_t status, swy_request_h req) {
     if (status == SWY_INPROGRESS) {
         status = swy_request_wait(worker, req);
         swy_request_free(req);
@@ -54,15 +59,14 @@ static swy_status_t finish(swy_worker_h worker, swy_status_t status, swy_request
     return status;
 }
 
-static int run(int rank, int to_peer, int from_peer)
-{
+static int run(int rank, int to_peer, int from_peer) {
     swy_context_h context;
     swy_worker_h worker;
-    CHECK(swy_context_create(NULL, &context));       /* reads SWY_* from the environment */
+    CHECK(swy_context_create(NULL, &context));        /* reads SWY_* from the environment */
     CHECK(swy_worker_create(context, NULL, &worker)); /* single-threaded */
 
     /* Exchange addresses: length, then bytes. */
-    void *address;
+    void* address;
     size_t length;
     CHECK(swy_worker_get_address(worker, &address, &length));
     write_all(to_peer, &length, sizeof(length));
@@ -71,7 +75,7 @@ static int run(int rank, int to_peer, int from_peer)
 
     size_t peer_length;
     read_all(from_peer, &peer_length, sizeof(peer_length));
-    void *peer_address = malloc(peer_length);
+    void* peer_address = malloc(peer_length);
     read_all(from_peer, peer_address, peer_length);
 
     swy_ep_params_t ep_params;
@@ -95,14 +99,12 @@ static int run(int rank, int to_peer, int from_peer)
         swy_request_params_t rp;
         memset(&rp, 0, sizeof(rp));
         rp.field_mask = SWY_REQ_PARAM_FIELD_RECV_INFO;
-        rp.recv_info = &info;         /* filled if the receive completes immediately */
+        rp.recv_info = &info; /* filled if the receive completes immediately */
         swy_request_h req;
-        swy_status_t s = swy_tag_recv_nb(worker, buf, sizeof(buf), tag, ~(swy_tag_t)0,
-                                         &rp, &req);
+        swy_status_t s = swy_tag_recv_nb(worker, buf, sizeof(buf), tag, ~(swy_tag_t)0, &rp, &req);
         if (s == SWY_INPROGRESS) {
             s = swy_request_wait(worker, req);
-            if (s >= 0)
-                swy_request_recv_info(req, &info);
+            if (s >= 0) swy_request_recv_info(req, &info);
             swy_request_free(req);
         }
         CHECK(s);
@@ -125,14 +127,18 @@ static int run(int rank, int to_peer, int from_peer)
     return 0;
 }
 
-int main(void)
-{
+int main(void) {
     int to_child[2], to_parent[2];
-    if (pipe(to_child) != 0 || pipe(to_parent) != 0) { perror("pipe"); return 1; }
+    if (pipe(to_child) != 0 || pipe(to_parent) != 0) {
+        perror("pipe");
+        return 1;
+    }
     pid_t pid = fork();
-    if (pid < 0) { perror("fork"); return 1; }
-    if (pid == 0)
-        return run(1, to_parent[1], to_child[0]);
+    if (pid < 0) {
+        perror("fork");
+        return 1;
+    }
+    if (pid == 0) return run(1, to_parent[1], to_child[0]);
     int rc = run(0, to_child[1], to_parent[0]);
     int status;
     waitpid(pid, &status, 0);
