@@ -171,6 +171,113 @@ const char* type_error(ConfigType type, std::string_view value) {
     return "unknown type";
 }
 
+/// The items of a "|"-separated choice list.
+std::vector<std::string_view> split_choices(std::string_view choices) {
+    std::vector<std::string_view> out;
+    while (!choices.empty()) {
+        const size_t bar = choices.find('|');
+        out.push_back(choices.substr(0, bar));
+        choices = bar == std::string_view::npos ? std::string_view{} : choices.substr(bar + 1);
+    }
+    return out;
+}
+
+/// A bound in the unit a user writes: "1 MiB" or "100 B" for sizes, "200 ms" for times.
+std::string format_bound(ConfigType type, uint64_t v) {
+    struct Unit {
+        uint64_t scale;
+        const char* name;
+    };
+    static constexpr Unit kSizes[] = {
+        {1ull << 40, "TiB"}, {1ull << 30, "GiB"}, {1ull << 20, "MiB"}, {1ull << 10, "KiB"}};
+    static constexpr Unit kTimes[] = {
+        {1'000'000'000, "s"}, {1'000'000, "ms"}, {1'000, "us"}, {1, "ns"}};
+    if (type == ConfigType::kSize) {
+        for (const Unit& u : kSizes) {
+            if (v >= u.scale && v % u.scale == 0) return std::to_string(v / u.scale) + " " + u.name;
+        }
+        return std::to_string(v) + " B";
+    }
+    if (type == ConfigType::kTime) {
+        for (const Unit& u : kTimes) {
+            if (v >= u.scale && v % u.scale == 0) return std::to_string(v / u.scale) + " " + u.name;
+        }
+        return "0 ms";
+    }
+    return std::to_string(v);
+}
+
+/// The number a numeric value stands for (time in ns), if it is one.
+std::optional<uint64_t> numeric_value(ConfigType type, std::string_view value) {
+    switch (type) {
+        case ConfigType::kUnsigned: return parse_unsigned(value);
+        case ConfigType::kSize: return parse_size(value);
+        case ConfigType::kTime: return parse_time_ns(value);
+        default: return std::nullopt;
+    }
+}
+
+size_t edit_distance(std::string_view a, std::string_view b);
+
+/// Checks @p value (of the right type) against @p var's choices and range. On success,
+/// @p stored is what to keep: the declared spelling of each choice. On failure, why.
+std::optional<std::string> bounds_error(const ConfigVar& var, std::string_view value,
+                                        std::string* stored) {
+    if (!var.choices.empty() &&
+        (var.type == ConfigType::kString || var.type == ConfigType::kList)) {
+        const std::vector<std::string_view> choices = split_choices(var.choices);
+        std::vector<std::string_view> items;
+        if (var.type == ConfigType::kString) {
+            items.push_back(value);
+        } else {
+            std::string_view rest = value;
+            while (!rest.empty()) {
+                const size_t comma = rest.find(',');
+                std::string_view item = trim(rest.substr(0, comma));
+                if (!item.empty()) items.push_back(item);
+                rest =
+                    comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+            }
+        }
+        stored->clear();
+        for (std::string_view item : items) {
+            std::string_view match;
+            for (std::string_view c : choices) {
+                if (iequals(item, c)) match = c;
+            }
+            if (match.empty()) {
+                // What follows 'SWY_X="value" is ': the item itself where a list has several.
+                std::string why = var.type == ConfigType::kList
+                                      ? "not valid: '" + std::string(item) + "' is not one of: "
+                                      : std::string("not one of: ");
+                for (size_t i = 0; i < choices.size(); ++i) {
+                    if (i != 0) why += ", ";
+                    why += choices[i];
+                }
+                std::string_view best;
+                size_t best_dist = 3;  // a near miss only
+                for (std::string_view c : choices) {
+                    const size_t d = edit_distance(item, c);
+                    if (d < best_dist) {
+                        best_dist = d;
+                        best = c;
+                    }
+                }
+                if (!best.empty()) why += " (did you mean " + std::string(best) + "?)";
+                return why;
+            }
+            if (!stored->empty()) *stored += ',';
+            *stored += match;
+        }
+        return std::nullopt;
+    }
+    *stored = std::string(value);
+    if (var.min == 0 && var.max == UINT64_MAX) return std::nullopt;
+    const std::optional<uint64_t> v = numeric_value(var.type, value);
+    if (!v || (*v >= var.min && *v <= var.max)) return std::nullopt;
+    return "out of range: " + config_var_bounds(var);
+}
+
 /// Levenshtein distance, for "did you mean" on unknown variables. Names are short.
 size_t edit_distance(std::string_view a, std::string_view b) {
     std::vector<size_t> row(b.size() + 1);
@@ -222,6 +329,21 @@ size_t typed_index(std::string_view name, ConfigType type) {
 }
 
 }  // namespace
+
+std::string config_var_bounds(const ConfigVar& var) {
+    if (!var.choices.empty()) {
+        std::string text = "one of: ";
+        const std::vector<std::string_view> choices = split_choices(var.choices);
+        for (size_t i = 0; i < choices.size(); ++i) {
+            if (i != 0) text += ", ";
+            text += choices[i];
+        }
+        return text;
+    }
+    if (var.min == 0 && var.max == UINT64_MAX) return {};
+    if (var.max == UINT64_MAX) return "at least " + format_bound(var.type, var.min);
+    return format_bound(var.type, var.min) + " to " + format_bound(var.type, var.max);
+}
 
 const ConfigVar* find_config_var(std::string_view name) {
     const size_t i = find_index(name);
@@ -290,7 +412,19 @@ Status Config::set(std::string_view name, std::string_view value, std::string* e
         }
         return Status::kInvalidParam;
     }
-    values_[i].assign(v);
+    std::string stored;
+    if (std::optional<std::string> why = bounds_error(var, v, &stored)) {
+        if (error != nullptr) {
+            *error = "SWY_";
+            *error += var.name;
+            *error += "=\"";
+            *error += value;
+            *error += "\" is ";
+            *error += *why;
+        }
+        return Status::kInvalidParam;
+    }
+    values_[i] = std::move(stored);
     explicit_[i] = true;
     return Status::kOk;
 }

@@ -24,11 +24,24 @@ enum class ConfigType {
 };
 
 /// One declared variable. `name` is without the "SWY_" prefix (e.g. "RNDV_THRESH").
+///
+/// Config::set() checks a value against the declaration, so that a context is never created
+/// from a value that cannot mean anything: its type, then
+///   - `choices` (strings and lists): the accepted values, "|"-separated ("auto|get|put"),
+///     matched without regard to case and stored as declared; for a list, each item must be
+///     one of them. Empty: free text.
+///   - `min`/`max` (unsigned, size; time in ns): the accepted range, both inclusive ("auto"
+///     reads as 0 and "inf" as the largest size, so a size with min > 0 refuses "auto").
+/// Rules that tie several variables together (a transport's geometry) are checked when the
+/// context is created (tl::check_settings).
 struct ConfigVar {
     std::string_view name;
     ConfigType type;
     std::string_view default_value;
     std::string_view help;
+    std::string_view choices = {};
+    uint64_t min = 0;
+    uint64_t max = UINT64_MAX;
 };
 
 /// Every variable Switchyard knows, in a stable order: the common ones (config_table.cpp),
@@ -44,6 +57,10 @@ const ConfigVar* find_config_var(std::string_view name);
 
 /// Text name of a type ("bool", "size", ...), for swy-info -c.
 std::string_view config_type_name(ConfigType type);
+
+/// What @p var accepts beyond its type, in words, for messages and swy-info -c: "one of: auto,
+/// get, put, pipeline", "2 to 65536", "128 B to 1 MiB"; "" when it declares no limit.
+std::string config_var_bounds(const ConfigVar& var);
 
 /// A set of values for every variable in config_table(). Copyable.
 class Config {

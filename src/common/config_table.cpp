@@ -22,10 +22,13 @@ constexpr ConfigVar kTable[] = {
     {"PROTO", kList, "all",
      "Allow-list of protocols the selector may choose from: eager_short, eager_bcopy, "
      "rndv_get_cma, rndv_put_cma, rndv_get_zcopy, rndv_put_zcopy (verbs RDMA READ/WRITE), "
-     "rndv_pipeline. \"all\" allows every protocol."},
+     "rndv_pipeline. \"all\" allows every protocol.",
+     "all|eager_short|eager_bcopy|rndv_get_cma|rndv_put_cma|rndv_get_zcopy|rndv_put_zcopy|rndv_"
+     "pipeline"},
     {"LOG_LEVEL", kString, "warn",
      "Messages printed to stderr: error|warn|info|debug|trace (each level includes the ones "
-     "before it)."},
+     "before it).",
+     "error|warn|info|debug|trace"},
 
     // --- Protocol selection ------------------------------------------------------------------
     {"PIO_MAX", kSize, "auto",
@@ -41,13 +44,22 @@ constexpr ConfigVar kTable[] = {
     {"RNDV_SCHEME", kString, "auto",
      "Rendezvous flavour: auto|get|put|pipeline. \"get\": the receiver reads the sender's "
      "buffer; \"put\": the sender writes into the receiver's buffer; \"pipeline\": staged "
-     "through shared segments; \"auto\": cheapest by the cost model."},
-    {"RNDV_FRAG_SIZE", kSize, "512K",
-     "Segment size of pipelined or segmented rendezvous transfers."},
-    {"RNDV_SPLIT_MIN", kSize, "128K",
+     "through shared segments; \"auto\": cheapest by the cost model.",
+     "auto|get|put|pipeline"},
+    {"RNDV_FRAG_SIZE",
+     kSize,
+     "512K",
+     "Segment size of pipelined or segmented rendezvous transfers.",
+     {},
+     4096},
+    {"RNDV_SPLIT_MIN",
+     kSize,
+     "128K",
      "Rendezvous GET transfers at least this large are split between both processes: the "
      "receiver pulls the first half while the sender pushes the second (two cores copy at "
-     "once). \"inf\" disables splitting."},
+     "once). \"inf\" disables splitting.",
+     {},
+     8192},
     {"PROTO_INFO", kBool, "n",
      "Print each endpoint's protocol table (the protocol chosen for every size range, and "
      "why) when it connects."},
@@ -81,7 +93,8 @@ constexpr ConfigVar kTable[] = {
     // --- Cross-memory attach and connection management ---------------------------------------
     {"CMA", kString, "auto",
      "Use cross-memory attach (process_vm_readv/writev) for rendezvous: auto|y|n. \"auto\" "
-     "probes whether it works (ptrace scope and containers can forbid it)."},
+     "probes whether it works (ptrace scope and containers can forbid it).",
+     "auto|y|yes|on|1|n|no|off|0|simulate-eperm"},
     {"KEEPALIVE_INTERVAL", kTime, "200ms",
      "How often an idle endpoint checks that its peer is still alive."},
 

@@ -36,6 +36,15 @@ Status Context::create(const common::Config& config, Context** out, std::string*
         }
         ctx->tls_ = tls;
     }
+    // Every transport setting, and the rules that tie several together, now rather than at
+    // the first worker: a context never holds settings its workers would refuse (issue #18).
+    const auto enabled = [ctx](std::string_view name) {
+        return ctx->transport_enabled(std::string(name).c_str());
+    };
+    if (Status s = tl::check_settings(config, enabled, why); s != Status::kOk) {
+        delete ctx;
+        return s;
+    }
     // One atomicity mode per context (switchyard/rma.h): adapter atomics are not coherent
     // with CPU atomics, so mixing them on one word would lose updates.
     if (const std::string mode = config.get_string("ATOMIC_MODE"); mode != "cpu") {

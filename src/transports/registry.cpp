@@ -2,6 +2,7 @@
 // header's include).
 #include "transports/registry.h"
 
+#include <utility>
 #include <vector>
 
 #include "transports/cma/cma_helper.h"
@@ -37,6 +38,26 @@ Status check_helper_settings(const common::Config& config, std::string* why) {
         if (s != Status::kOk) return s;
     }
     return Status::kOk;
+}
+
+Status check_settings(const common::Config& config,
+                      const std::function<bool(std::string_view name)>& enabled, std::string* why) {
+    std::string problems;
+    auto note = [&](Status s, const std::string& what) {
+        if (s == Status::kOk) return;
+        if (!problems.empty()) problems += "; ";
+        problems += what;
+    };
+    std::string one;
+    note(check_helper_settings(config, &one), one);
+    for (const TransportEntry* t : kTransports) {
+        if (t->check_config == nullptr || !enabled(t->name)) continue;
+        one.clear();
+        note(t->check_config(config, &one), one);
+    }
+    if (problems.empty()) return Status::kOk;
+    *why = std::move(problems);
+    return Status::kInvalidParam;
 }
 
 bool tls_name_known(std::string_view name) {

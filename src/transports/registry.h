@@ -109,6 +109,10 @@ struct TransportEntry {
     LaneCosts (*lane_costs)(const common::CostFigures& figures) = nullptr;
     /// "yes", or "no: <why>" for this transport on this host (swy-info; may probe devices).
     std::string (*availability)(const common::Config& config) = nullptr;
+    /// Checks this transport's settings as its open() will read them, with every rule that
+    /// ties several of them together (kInvalidParam with @p why naming the variables), so
+    /// that a context is never created with settings its workers would refuse.
+    Status (*check_config)(const common::Config& config, std::string* why) = nullptr;
 };
 
 /// Every transport, in the order their interfaces open (self, shm, tcp, verbs).
@@ -129,6 +133,12 @@ std::span<const HelperEntry* const> tls_helpers();
 /// Checks the settings of every helper, also of those SWY_TLS leaves out (a value that
 /// cannot mean anything is a mistake worth stopping for); worker creation calls it first.
 Status check_helper_settings(const common::Config& config, std::string* why);
+
+/// Checks, at context creation, the settings of every helper and of every transport that
+/// @p enabled says SWY_TLS enables (TransportEntry::check_config): kInvalidParam with every
+/// problem in @p why.
+Status check_settings(const common::Config& config,
+                      const std::function<bool(std::string_view name)>& enabled, std::string* why);
 
 /// True if SWY_TLS may name @p name: a transport or a helper.
 bool tls_name_known(std::string_view name);

@@ -174,11 +174,12 @@ TEST(ConfigReader, WrongTypeFailsNamingBothTypes) {
 
 TEST(ConfigReader, ReportsEveryProblemAtOnce) {
     Config cfg;
-    ASSERT_EQ(cfg.set("SHM_FIFO_CELLS", "0"), Status::kOk);
+    ASSERT_EQ(cfg.set("SHM_FIFO_CELLS", "4096"), Status::kOk);
     ConfigReader r(cfg);
     (void)r.get_unsigned("SHM_FIFO_CELLS", 1, 1024);
     (void)r.get_string("NOT_THERE");
-    EXPECT_NE(r.error().find("SWY_SHM_FIFO_CELLS=0 is out of range: 1 to 1024"), std::string::npos)
+    EXPECT_NE(r.error().find("SWY_SHM_FIFO_CELLS=4096 is out of range: 1 to 1024"),
+              std::string::npos)
         << r.error();
     EXPECT_NE(r.error().find("SWY_NOT_THERE"), std::string::npos) << r.error();
 }
@@ -197,17 +198,20 @@ TEST(ConfigReader, ValuesInRangeAndChoicesReadAsDeclared) {
         << r.error();
 }
 
-TEST(ConfigReader, TransportSettingsOutOfRangeFailWorkerCreationWithTheName) {
+TEST(ConfigReader, TransportSettingsOutOfRangeAreRefusedWhenSetAndAtContextCreation) {
+    // Declared bounds are checked by set() (config_bounds_test.cpp has the full list); the
+    // rules between several transport settings by Context::create, before any worker.
     Config cfg;
-    ASSERT_EQ(cfg.set("SHM_FIFO_CELLS", "8589934592"), Status::kOk);  // over 32 bits
-    swy::core::Context* ctx = nullptr;
     std::string why;
-    ASSERT_EQ(swy::core::Context::create(cfg, &ctx, &why), Status::kOk) << why;
-    swy::core::Worker* w = nullptr;
-    EXPECT_EQ(swy::core::Worker::create(ctx, nullptr, &w, &why), Status::kInvalidParam);
-    EXPECT_EQ(w, nullptr);
-    EXPECT_NE(why.find("SWY_SHM_FIFO_CELLS=8589934592 is out of range"), std::string::npos) << why;
-    delete ctx;
+    EXPECT_EQ(cfg.set("SHM_FIFO_CELLS", "8589934592", &why), Status::kInvalidParam);  // > 32 bits
+    EXPECT_NE(why.find("SWY_SHM_FIFO_CELLS=\"8589934592\" is out of range"), std::string::npos)
+        << why;
+    ASSERT_EQ(cfg.set("TLS", "shm,self"), Status::kOk);
+    ASSERT_EQ(cfg.set("SHM_FIFO_CELLS", "96"), Status::kOk);  // not a power of two
+    swy::core::Context* ctx = nullptr;
+    EXPECT_EQ(swy::core::Context::create(cfg, &ctx, &why), Status::kInvalidParam);
+    EXPECT_EQ(ctx, nullptr);
+    EXPECT_NE(why.find("SWY_SHM_FIFO_CELLS=96 must be a power of two"), std::string::npos) << why;
 }
 
 // ---- set(), get_text(), is_set() ---------------------------------------------------------

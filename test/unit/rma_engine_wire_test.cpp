@@ -37,7 +37,7 @@ class RmaWire : public ::testing::TestWithParam<const char*> {
 protected:
     void SetUp() override {
         const bool tcp = std::string(GetParam()) == "tcp";
-        test::Settings s{{"TLS", tcp ? "tcp" : "self"}, {"LOG_LEVEL", "fatal"}};
+        test::Settings s{{"TLS", tcp ? "tcp" : "self"}, {"LOG_LEVEL", "error"}};
         if (tcp) s.push_back({"NET_DEVICES", "lo"});
         ctx_ = test::make_context(s);
         ASSERT_NE(ctx_, nullptr);

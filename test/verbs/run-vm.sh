@@ -80,7 +80,7 @@ step "calibration: this VM's verbs lane, and the selection table from the measur
 # costs) are measured here, so the table below is what this device gets; the runs that
 # follow use it (SWY_CALIBRATION_FILE) unless they force a protocol.
 CAL="$BUILD/verbs-calibration.conf"
-check "swy-info --calibrate" timeout 600 "$BUILD/bin/swy-info" --calibrate --output "$CAL"
+check "swy-info --calibrate" timeout 600 "$BUILD/bin/swy-info" --calibrate --force --output "$CAL"
 if [ -s "$CAL" ]; then
     export SWY_CALIBRATION_FILE="$CAL"
     check "swy-info --proto --tls verbs (calibrated)" "$BUILD/bin/swy-info" --proto --tls verbs

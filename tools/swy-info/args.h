@@ -7,9 +7,13 @@
 
 namespace swy::info {
 
-/// The value flags that followed one action on the command line, in order.
+/// The value flags that followed one action on the command line, in order; a switch
+/// ("--force") has an empty value.
 struct Args {
     std::vector<std::pair<std::string, std::string>> values;
+
+    /// True if the switch or value flag @p flag was given.
+    bool has(const char* flag) const { return get(flag) != nullptr; }
 
     /// The last value given for @p flag ("--tls"), or nullptr when it was not given.
     const std::string* get(const char* flag) const {

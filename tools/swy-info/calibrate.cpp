@@ -1,10 +1,15 @@
 // "--calibrate": measure this host, write the calibration file, show what it changes.
+#include <sched.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "args.h"
+#include "calibrate_guard.h"
 #include "introspect/introspect.h"
 #include "measure.h"
 #include "proto_tables.h"
@@ -19,14 +24,22 @@ void begin_step(const char* label) {
     std::fflush(stdout);
 }
 
+/// One round of measurements: the figures (built-in where not measured) and which were.
+struct Round {
+    common::CostFigures figures;
+    std::set<std::string> measured;
+};
+
 /// Finish a step's line: set the figure @p key (declared in cost_figure_table(), whose unit
-/// shows it) in @p f when measured, else keep the built-in value and say why.
-void end_step(const Measured& m, std::string_view key, common::CostFigures* f) {
+/// shows it) in @p r when measured, else keep the built-in value and say why.
+void end_step(const Measured& m, std::string_view key, Round* r) {
+    common::CostFigures* f = &r->figures;
     const common::CostFigureVar* figure = common::find_cost_figure(key);
     const double scale = common::figure_unit_scale(figure->unit);
     const char* unit = common::figure_unit_name(figure->unit);
     if (m.ok) {
         f->set(key, m.value);
+        r->measured.emplace(key);
         std::printf("%.3f %s\n", m.value * scale, unit);
     } else {
         std::printf("kept built-in %.3f %s (%s)\n", f->get(key) * scale, unit, m.why.c_str());
@@ -34,26 +47,46 @@ void end_step(const Measured& m, std::string_view key, common::CostFigures* f) {
     std::fflush(stdout);
 }
 
-/// Warn when other work keeps the CPUs busy: the two-process tests then measure the
-/// scheduler more than the memory system, and their figures come out pessimistic.
-void warn_if_busy() {
+/// Load average and usable CPUs of this process, for busy_reason().
+std::string host_busy_reason() {
     std::ifstream in("/proc/loadavg");
     double load = 0;
-    if (!(in >> load)) return;
+    if (!(in >> load)) return "";
     cpu_set_t set;
     CPU_ZERO(&set);
     const int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
-    if (load > 0.5 * cpus) {
-        std::printf(
-            "Warning: the host is busy (load average %.1f on %d CPUs); copy and latency "
-            "figures may come out pessimistic. Rerun when it is idle.\n",
-            load, cpus);
+    return busy_reason(load, cpus);
+}
+
+/// Per figure, the better of two rounds (the higher rate, the shorter time): the worse one
+/// was disturbed by something else; a figure measured in one round only keeps that value.
+common::CostFigures best_of(const Round& a, const Round& b) {
+    common::CostFigures best = a.figures;
+    for (const std::string& key : b.measured) {
+        const double vb = b.figures.get(key);
+        if (!a.measured.contains(key)) {
+            best.set(key, vb);
+            continue;
+        }
+        const double va = a.figures.get(key);
+        const bool rate = common::find_cost_figure(key)->unit == common::FigureUnit::kGBps;
+        best.set(key, rate ? std::max(va, vb) : std::min(va, vb));
     }
+    return best;
+}
+
+/// The figures both rounds measured, for scattered_figures().
+std::vector<FigurePair> pairs_of(const Round& a, const Round& b) {
+    std::vector<FigurePair> pairs;
+    for (const std::string& key : a.measured) {
+        if (b.measured.contains(key))
+            pairs.push_back({key, a.figures.get(key), b.figures.get(key)});
+    }
+    return pairs;
 }
 
 /// The verbs steps, when an RDMA port is usable (else the built-in verbs figures stay).
-void measure_verbs_lane(const common::Config& config, const std::string& verbs,
-                        common::CostFigures* f) {
+void measure_verbs_lane(const common::Config& config, const std::string& verbs, Round* r) {
     if (verbs.rfind("yes", 0) != 0) {
         std::printf("  verbs: not measured (%s)\n", verbs.c_str());
         return;
@@ -61,42 +94,42 @@ void measure_verbs_lane(const common::Config& config, const std::string& verbs,
     std::printf("  verbs (%s; swy-perf, two processes, protocols forced):\n", verbs.c_str() + 5);
     begin_step("verbs: 8 B latency, 8 B message rate, bandwidth");
     std::fflush(stdout);
-    const VerbsFigures v = measure_verbs(config, f->get("memcpy_bw_Bps"));
+    const VerbsFigures v = measure_verbs(config, r->figures.get("memcpy_bw_Bps"));
     std::printf("done\n");
     begin_step("verbs one-way latency (less overhead)");
-    end_step(v.latency_s, "verbs_latency_s", f);
+    end_step(v.latency_s, "verbs_latency_s", r);
     begin_step("verbs send overhead (1 / 8 B message rate)");
-    end_step(v.overhead_s, "verbs_overhead_s", f);
+    end_step(v.overhead_s, "verbs_overhead_s", r);
     begin_step("verbs eager bandwidth (1 MiB eager_bcopy)");
-    end_step(v.bw_Bps, "verbs_bw_Bps", f);
+    end_step(v.bw_Bps, "verbs_bw_Bps", r);
     begin_step("verbs RDMA bandwidth (1 and 4 MiB GET)");
-    end_step(v.rdma_bw_Bps, "verbs_rdma_bw_Bps", f);
+    end_step(v.rdma_bw_Bps, "verbs_rdma_bw_Bps", r);
     begin_step("verbs registration, fixed (4 KiB .. 16 MiB)");
-    end_step(v.reg_s, "verbs_reg_s", f);
+    end_step(v.reg_s, "verbs_reg_s", r);
     begin_step("verbs registration rate (page pinning)");
-    end_step(v.reg_Bps, "verbs_reg_Bps", f);
+    end_step(v.reg_Bps, "verbs_reg_Bps", r);
     begin_step("verbs registration-cache hit, fixed");
-    end_step(v.hit_s, "verbs_reg_hit_s", f);
+    end_step(v.hit_s, "verbs_reg_hit_s", r);
     begin_step("verbs registration-cache hit rate (page check)");
-    end_step(v.hit_Bps, "verbs_reg_hit_Bps", f);
+    end_step(v.hit_Bps, "verbs_reg_hit_Bps", r);
 }
 
 /// The tcp steps, over loopback (tcp is always built; a worker that cannot open it says why).
-void measure_tcp_lane(common::CostFigures* f) {
+void measure_tcp_lane(Round* r) {
     std::printf("  tcp (loopback; swy-perf, two processes, protocols forced):\n");
     begin_step("tcp: 8 B latency, 8 B message rate, bandwidth");
-    const TcpFigures t = measure_tcp(f->get("memcpy_bw_Bps"));
+    const TcpFigures t = measure_tcp(r->figures.get("memcpy_bw_Bps"));
     std::printf("done\n");
     begin_step("tcp one-way latency (less overhead)");
-    end_step(t.latency_s, "tcp_latency_s", f);
+    end_step(t.latency_s, "tcp_latency_s", r);
     begin_step("tcp per-message overhead (1 / 8 B message rate)");
-    end_step(t.overhead_s, "tcp_overhead_s", f);
+    end_step(t.overhead_s, "tcp_overhead_s", r);
     begin_step("tcp eager bandwidth (1 MiB eager_bcopy)");
-    end_step(t.bw_Bps, "tcp_bw_Bps", f);
+    end_step(t.bw_Bps, "tcp_bw_Bps", r);
 }
 
 /// Run every measurement; @p f starts as the built-in figures and receives the measured ones.
-void measure_all(const common::Config& config, const std::string& verbs, common::CostFigures* f) {
+void measure_all(const common::Config& config, const std::string& verbs, Round* r) {
     const CpuPair cpus = pick_cpus();
     if (cpus.peer >= 0) {
         std::printf("Calibrating: two-process tests pin the processes to CPUs %d and %d.\n",
@@ -106,34 +139,33 @@ void measure_all(const common::Config& config, const std::string& verbs, common:
             "Calibrating: only one CPU is available, so the two-process copy and "
             "latency tests are skipped.\n");
     }
-    warn_if_busy();
     begin_step("memcpy, 64 MiB, one thread, best of 8");
-    end_step(measure_memcpy_bw(), "memcpy_bw_Bps", f);
+    end_step(measure_memcpy_bw(), "memcpy_bw_Bps", r);
     begin_step("shm copy, 4 KiB cells, 2 processes, 64 MiB");
-    end_step(measure_shm_copy_bw(cpus), "shm_copy_bw_Bps", f);
+    end_step(measure_shm_copy_bw(cpus), "shm_copy_bw_Bps", r);
     begin_step("fifo latency, cache-line ping-pong / 2");
-    end_step(measure_fifo_latency(cpus), "fifo_latency_s", f);
+    end_step(measure_fifo_latency(cpus), "fifo_latency_s", r);
 
     begin_step("cma call, 8 B process_vm_readv");
     CmaFigures cma = measure_cma(cpus);
-    end_step(cma.call_s, "cma_call_s", f);
+    end_step(cma.call_s, "cma_call_s", r);
     // The selector uses CMA bandwidth where eager and rendezvous cross (kilobytes to a few
     // MiB, in cache): the 4 MiB figure is the one recorded; 64 MiB is shown for reference.
     begin_step("cma bandwidth, 4 MiB reads");
-    end_step(cma.bw_4m_Bps, "cma_bw_Bps", f);
+    end_step(cma.bw_4m_Bps, "cma_bw_Bps", r);
     begin_step("cma bandwidth, 64 MiB reads (not recorded)");
-    common::CostFigures unrecorded = *f;  // shown, then dropped
+    Round unrecorded = *r;  // shown, then dropped
     end_step(cma.bw_64m_Bps, "cma_bw_Bps", &unrecorded);
 
     begin_step("PIO send: claim + publish a private cell");
     ClaimFigures claim = measure_claim_overheads();
-    end_step(claim.pio_s, "pio_overhead_s", f);
+    end_step(claim.pio_s, "pio_overhead_s", r);
     begin_step("bcopy send: CAS-claim + publish a FIFO cell");
-    end_step(claim.bcopy_s, "bcopy_overhead_s", f);
+    end_step(claim.bcopy_s, "bcopy_overhead_s", r);
     begin_step("cell overhead (receive-side dispatch)");
-    end_step(Measured::failed("not measured: needs the real receive path"), "cell_overhead_s", f);
-    measure_tcp_lane(f);
-    measure_verbs_lane(config, verbs, f);
+    end_step(Measured::failed("not measured: needs the real receive path"), "cell_overhead_s", r);
+    measure_tcp_lane(r);
+    measure_verbs_lane(config, verbs, r);
 }
 
 /// Where to write: --output, else SWY_CALIBRATION_FILE, else the default path ("" when HOME
@@ -162,11 +194,47 @@ int run_calibrate(const Args& args) {
                      "SWY_CALIBRATION_FILE=PATH for the library\n");
         return 1;
     }
+    const bool force = args.has("--force");
+    // Checked before measuring: figures taken on a busy host describe the other work.
+    if (const std::string busy = host_busy_reason(); !busy.empty()) {
+        if (!force) {
+            std::fprintf(stderr,
+                         "swy-info: not calibrating: the host is busy (%s), so the figures "
+                         "would describe the other work, not this host. Rerun when it is "
+                         "idle, or pass --force to measure and write them anyway.\n",
+                         busy.c_str());
+            return 1;
+        }
+        std::printf("Warning: the host is busy (%s); measuring anyway (--force).\n", busy.c_str());
+    }
     const double t0 = now_s();
-    common::CostFigures figures;  // built-in values: what is not measured stays as it is
     // Probed once: opening every device again for the tables below would repeat the I/O.
     const std::string verbs = verbs_availability(config);
-    measure_all(config, verbs, &figures);
+    // Two rounds, built-in values where a step cannot measure: their scatter tells whether
+    // the host was quiet enough, and the better of the two is what gets written.
+    Round rounds[2];
+    for (int i = 0; i < 2; ++i) {
+        std::printf("%sRound %d of 2:\n", i == 0 ? "" : "\n", i + 1);
+        measure_all(config, verbs, &rounds[i]);
+    }
+    if (const auto scattered = scattered_figures(pairs_of(rounds[0], rounds[1]));
+        !scattered.empty()) {
+        std::FILE* out = force ? stdout : stderr;
+        std::fprintf(out,
+                     "\n%s: %zu figure(s) differ by more than %.0fx between the rounds "
+                     "(something else is using the CPUs or memory):\n",
+                     force ? "Warning" : "swy-info", scattered.size(), kMaxScatter);
+        for (const std::string& line : scattered)
+            std::fprintf(out, "  %s\n", line.c_str());
+        if (!force) {
+            std::fprintf(stderr,
+                         "swy-info: not writing %s. Rerun when the host is idle, or pass "
+                         "--force to write the better of the two rounds anyway.\n",
+                         path.c_str());
+            return 1;
+        }
+    }
+    const common::CostFigures figures = best_of(rounds[0], rounds[1]);
     if (figures.save(path, &error) != Status::kOk) {
         std::fprintf(stderr, "swy-info: %s\n",
                      error.empty() ? ("cannot write " + path).c_str() : error.c_str());

@@ -40,8 +40,11 @@ int print_config() {
             config.get_text(var.name, &value);
             line += "  set: " + shown(value);
         }
-        std::printf("%s\n%s\n", line.c_str(),
-                    wrap_text(var.help, kWrapColumns, kHelpIndent).c_str());
+        std::string help(var.help);
+        if (const std::string bounds = common::config_var_bounds(var); !bounds.empty()) {
+            help += " Accepted: " + bounds + ".";
+        }
+        std::printf("%s\n%s\n", line.c_str(), wrap_text(help, kWrapColumns, kHelpIndent).c_str());
     }
     return rc;
 }

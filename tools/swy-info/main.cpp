@@ -15,12 +15,13 @@ using swy::info::Args;
 
 /// One command-line action.
 struct Option {
-    const char* short_name;      ///< "-c", or nullptr
-    const char* long_name;       ///< "--config"
-    const char* value_flags[3];  ///< flags taking a value that may follow it; nullptr-ended
-    const char* synopsis;        ///< value flags as shown in the usage text
-    const char* help;            ///< one line for the usage text
-    int (*run)(const Args&);     ///< the action; returns the exit status
+    const char* short_name;       ///< "-c", or nullptr
+    const char* long_name;        ///< "--config"
+    const char* value_flags[3];   ///< flags taking a value that may follow it; nullptr-ended
+    const char* switch_flags[2];  ///< flags without a value that may follow it ("--force")
+    const char* synopsis;         ///< value flags as shown in the usage text
+    const char* help;             ///< one line for the usage text
+    int (*run)(const Args&);      ///< the action; returns the exit status
 };
 
 int run_usage(const Args&);
@@ -29,23 +30,26 @@ const Option kOptions[] = {
     {"-c",
      "--config",
      {},
+     {},
      "",
      "every SWY_* variable: type, default, value set, help",
      [](const Args&) { return swy::info::print_config(); }},
     {nullptr,
      "--proto",
      {"--tls", "--memtype"},
+     {},
      " [--tls shm|self|tcp|verbs] [--memtype host]",
      "protocol tables an endpoint would get here, with the reason for every range",
      swy::info::print_proto},
     {nullptr,
      "--calibrate",
      {"--output"},
-     " [--output PATH]",
+     {"--force"},
+     " [--output PATH] [--force]",
      "measure this host's cost figures and write the calibration file (needs HOME or "
-     "--output)",
+     "--output; refused on a busy host unless --force)",
      swy::info::run_calibrate},
-    {"-h", "--help", {}, "", "this text", run_usage},
+    {"-h", "--help", {}, {}, "", "this text", run_usage},
 };
 
 /// Write the usage text to @p out.
@@ -88,6 +92,14 @@ bool takes_value_flag(const Option& opt, const char* arg) {
     return false;
 }
 
+/// Whether @p opt accepts the switch @p arg.
+bool takes_switch(const Option& opt, const char* arg) {
+    for (const char* flag : opt.switch_flags) {
+        if (flag != nullptr && std::strcmp(flag, arg) == 0) return true;
+    }
+    return false;
+}
+
 /// One action to run and the values given to it.
 struct Invocation {
     const Option* option;
@@ -99,13 +111,18 @@ struct Invocation {
 /// Runs the summary without arguments, else each given action in order (stopping at the
 /// first that fails). Everything is parsed before anything runs: an unknown argument, a value
 /// flag that does not belong to the action before it, or a missing value prints the usage
-/// on stderr and exits 2.
+/// on stderr and exits 2. -h anywhere prints the usage and runs nothing else (so that
+/// "--calibrate --help" explains instead of calibrating).
 int main(int argc, char** argv) {
     if (argc < 2) return swy::info::print_summary();
     std::vector<Invocation> todo;
     for (int i = 1; i < argc; ++i) {
         if (const Option* opt = find_option(argv[i])) {
             todo.push_back({opt, {}});
+            continue;
+        }
+        if (!todo.empty() && takes_switch(*todo.back().option, argv[i])) {
+            todo.back().args.values.emplace_back(argv[i], "");
             continue;
         }
         if (!todo.empty() && takes_value_flag(*todo.back().option, argv[i])) {
@@ -121,6 +138,9 @@ int main(int argc, char** argv) {
                      todo.empty() ? "" : " here (value flags follow the action they modify)");
         print_usage(stderr);
         return 2;
+    }
+    for (const Invocation& inv : todo) {
+        if (inv.option->run == run_usage) return run_usage(inv.args);
     }
     for (const Invocation& inv : todo) {
         int rc = inv.option->run(inv.args);

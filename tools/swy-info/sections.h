@@ -38,12 +38,14 @@ int print_config();
 /// or context fails.
 int print_proto(const Args& args);
 
-/// `--calibrate [--output PATH]`: measure this host (about 5 s of two-process copy, CMA and
-/// latency tests), write the cost figures to PATH (default SWY_CALIBRATION_FILE, else
+/// `--calibrate [--output PATH] [--force]`: measure this host twice (each round about 5 s of
+/// two-process copy, CMA and latency tests), write the better figure of the two rounds to PATH (default SWY_CALIBRATION_FILE, else
 /// common::CostFigures::default_path(); written by CostFigures::save(): directory created
 /// 0700, file 0600, replaced by rename, a symlink refused), then print the figures and the
 /// shm tables they give. Returns 1 if there is no path (HOME unset and neither --output nor
-/// SWY_CALIBRATION_FILE), the file cannot be written or is not accepted when read back, or
+/// SWY_CALIBRATION_FILE), the host is busy (load average above its usable CPUs: checked
+/// before measuring) or a figure differs by more than 2x between the rounds (calibrate_guard.h)
+/// and --force is not given, the file cannot be written or is not accepted when read back, or
 /// the configuration does not parse. Forks; call it before starting threads.
 int run_calibrate(const Args& args);
 

@@ -19,6 +19,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "transports/shm/segment_bounds.h"
 #include "transports/shm/shm_address.h"
 
 namespace swy::tl::shm {
@@ -217,17 +218,7 @@ ShmInterface::ShmInterface(const ShmConfig& config, uint64_t uid, uint16_t index
 
 Status ShmInterface::open(const ShmConfig& config, uint64_t worker_uid, uint16_t iface_index,
                           AmSink* sink, std::unique_ptr<ShmInterface>* out, std::string* why) {
-    const SegmentGeometry& g = config.geometry;
-    if (!is_power_of_two(g.fifo_cells) || !is_power_of_two(g.pio_credits) ||
-        g.fifo_cell_size < 128 || g.fifo_cell_size % kCacheLine != 0 || g.pio_cell_size < 128 ||
-        g.pio_cell_size % kCacheLine != 0 || g.pio_slots > 256 ||
-        g.pio_cell_size > g.fifo_cell_size) {
-        *why =
-            "shm: SHM_FIFO_CELLS and SHM_PIO_CREDITS must be powers of two, cell sizes "
-            "multiples of 64 and at least 128, SHM_PIO_CELL_SIZE at most SHM_CELL_SIZE, "
-            "SHM_PIO_SLOTS at most 256";
-        return Status::kInvalidParam;
-    }
+    if (!geometry_within_bounds(config.geometry, why)) return Status::kInvalidParam;
     std::unique_ptr<ShmInterface> iface(new ShmInterface(config, worker_uid, iface_index, sink));
     Status s = iface->create_segment(why);
     if (s != Status::kOk) return s;

@@ -4,6 +4,7 @@
 #include "transports/shm/shm_transport.h"
 
 #include "common/config_reader.h"
+#include "transports/shm/segment_bounds.h"
 #include "transports/shm/shm_costs.h"
 #include "transports/shm/shm_iface.h"
 
@@ -13,19 +14,48 @@ namespace {
 using enum common::ConfigType;
 
 constexpr common::ConfigVar kVars[] = {
-    {"SHM_FIFO_CELLS", kUnsigned, "256",
-     "Cells in the shared multi-producer receive FIFO of each worker."},
-    {"SHM_CELL_SIZE", kSize, "8K",
-     "Bytes per receive-FIFO cell, header included. Bounds the fragment size of eager "
-     "bcopy sends."},
-    {"SHM_PIO_SLOTS", kUnsigned, "8",
-     "Dedicated PIO rings that a worker's receive window offers to senders."},
-    {"SHM_PIO_CREDITS", kUnsigned, "64",
+    {"SHM_FIFO_CELLS",
+     kUnsigned,
+     "256",
+     "Cells in the shared multi-producer receive FIFO of each worker: a power of two. The "
+     "FIFO (this x SHM_CELL_SIZE) is at most 64 MiB: its cells are initialised, so "
+     "committed, when the worker is created.",
+     {},
+     kMinFifoCells,
+     kMaxFifoCells},
+    {"SHM_CELL_SIZE",
+     kSize,
+     "8K",
+     "Bytes per receive-FIFO cell, header included: a multiple of 64. Bounds the fragment "
+     "size of eager bcopy sends.",
+     {},
+     kMinCellSize,
+     kMaxCellSize},
+    {"SHM_PIO_SLOTS",
+     kUnsigned,
+     "8",
+     "Dedicated PIO rings that a worker's receive window offers to senders.",
+     {},
+     0,
+     kMaxPioSlots},
+    {"SHM_PIO_CREDITS",
+     kUnsigned,
+     "64",
      "Size of each dedicated PIO ring, in units of SHM_PIO_CELL_SIZE (the ring holds "
-     "SHM_PIO_CREDITS x SHM_PIO_CELL_SIZE bytes of packed, cache-line aligned records)."},
-    {"SHM_PIO_CELL_SIZE", kSize, "4K",
+     "SHM_PIO_CREDITS x SHM_PIO_CELL_SIZE bytes of packed, cache-line aligned records): a "
+     "power of two, the ring at most 16 MiB, the whole segment (FIFO and rings) 256 MiB.",
+     {},
+     kMinPioCredits,
+     kMaxPioCredits},
+    {"SHM_PIO_CELL_SIZE",
+     kSize,
+     "4K",
      "Largest record of a dedicated PIO ring, its 16-byte header included: bounds the "
-     "largest PIO message and the fragment size of endpoints that hold a PIO ring."},
+     "largest PIO message and the fragment size of endpoints that hold a PIO ring. A "
+     "multiple of 64, at most SHM_CELL_SIZE.",
+     {},
+     kMinCellSize,
+     kMaxCellSize},
 };
 
 Status open_shm(const OpenParams& p, std::unique_ptr<Interface>* out, std::string* why) {
@@ -63,23 +93,33 @@ bool pio_window(const Interface* iface, unsigned* slots, unsigned* free) {
 
 std::string always(const common::Config&) { return "yes"; }
 
+Status check_shm(const common::Config& config, std::string* why) {
+    ShmConfig sc;
+    return read_settings(config, &sc, why);
+}
+
 }  // namespace
 
 Status read_settings(const common::Config& config, ShmConfig* out, std::string* why) {
     common::ConfigReader r(config);
-    // 32-bit fields of the segment header; ShmInterface::open() checks the geometry itself.
+    // The declared bounds (segment_bounds.h) keep every value within 32 bits; the rules that
+    // tie them together are geometry_within_bounds()'s.
     SegmentGeometry& g = out->geometry;
-    g.fifo_cells = static_cast<uint32_t>(r.get_unsigned("SHM_FIFO_CELLS", 1, UINT32_MAX));
-    g.fifo_cell_size = static_cast<uint32_t>(r.get_size("SHM_CELL_SIZE", 1, UINT32_MAX));
-    g.pio_slots = static_cast<uint32_t>(r.get_unsigned("SHM_PIO_SLOTS", 0, UINT32_MAX));
-    g.pio_credits = static_cast<uint32_t>(r.get_unsigned("SHM_PIO_CREDITS", 1, UINT32_MAX));
-    g.pio_cell_size = static_cast<uint32_t>(r.get_size("SHM_PIO_CELL_SIZE", 1, UINT32_MAX));
+    g.fifo_cells =
+        static_cast<uint32_t>(r.get_unsigned("SHM_FIFO_CELLS", kMinFifoCells, kMaxFifoCells));
+    g.fifo_cell_size =
+        static_cast<uint32_t>(r.get_size("SHM_CELL_SIZE", kMinCellSize, kMaxCellSize));
+    g.pio_slots = static_cast<uint32_t>(r.get_unsigned("SHM_PIO_SLOTS", 0, kMaxPioSlots));
+    g.pio_credits =
+        static_cast<uint32_t>(r.get_unsigned("SHM_PIO_CREDITS", kMinPioCredits, kMaxPioCredits));
+    g.pio_cell_size =
+        static_cast<uint32_t>(r.get_size("SHM_PIO_CELL_SIZE", kMinCellSize, kMaxCellSize));
     out->keepalive_ns = r.get_time_ns("KEEPALIVE_INTERVAL");
     if (!r.ok()) {
         *why = r.error();
         return Status::kInvalidParam;
     }
-    return Status::kOk;
+    return geometry_within_bounds(g, why) ? Status::kOk : Status::kInvalidParam;
 }
 
 const TransportEntry kTransport{
@@ -96,6 +136,7 @@ const TransportEntry kTransport{
     .pio_window = pio_window,
     .lane_costs = shm_lane_costs,
     .availability = always,
+    .check_config = check_shm,
 };
 
 }  // namespace swy::tl::shm

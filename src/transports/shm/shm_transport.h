@@ -20,7 +20,8 @@ extern const TransportEntry kTransport;
 
 /// The shm settings SWY_SHM_*, SWY_KEEPALIVE_INTERVAL give: geometry and keepalive in
 /// @p out (the rest left as it is). kInvalidParam with every problem in @p why when a value
-/// is out of range or a variable read is not declared. swy-info shows the same values.
+/// is out of range, the geometry breaks a rule of segment_bounds.h or a variable read is not
+/// declared. swy-info shows the same values.
 Status read_settings(const common::Config& config, ShmConfig* out, std::string* why);
 
 }  // namespace swy::tl::shm

@@ -84,6 +84,12 @@ Status read_settings(const common::Config& config, TcpConfig* out, std::string* 
     return Status::kOk;
 }
 
+/// The settings read as open() reads them, at context creation (TransportEntry::check_config).
+static Status check_tcp(const common::Config& config, std::string* why) {
+    TcpConfig settings;
+    return read_settings(config, &settings, why);
+}
+
 const TransportEntry kTransport{
     .name = "tcp",
     .config_prefix = "TCP_",
@@ -98,6 +104,7 @@ const TransportEntry kTransport{
     .set_auth_key = set_key,
     .lane_costs = tcp_lane_costs,
     .availability = always,
+    .check_config = check_tcp,
 };
 
 }  // namespace swy::tl::tcp

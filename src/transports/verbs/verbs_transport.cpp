@@ -25,15 +25,30 @@ constexpr common::ConfigVar kVars[] = {
     {"VERBS_SEG_SIZE", kSize, "8K",
      "Size of each registered receive and send bounce buffer of the verbs transport: the "
      "largest message sent in one SEND (larger ones are fragmented or use rendezvous)."},
-    {"VERBS_RX_CREDITS", kUnsigned, "64",
+    {"VERBS_RX_CREDITS",
+     kUnsigned,
+     "64",
      "Receive buffers the verbs transport posts (in its shared receive queue) for each "
-     "connection; a sender never has more messages in flight, so no receiver-not-ready occurs."},
-    {"VERBS_MAX_INLINE", kSize, "256",
+     "connection; a sender never has more messages in flight, so no receiver-not-ready occurs.",
+     {},
+     1,
+     UINT32_MAX},
+    {"VERBS_MAX_INLINE",
+     kSize,
+     "256",
      "Largest header+payload the verbs transport asks a QP to send inline (the CPU writes it "
-     "into the work request: PIO); the device may grant less. 0 disables inline sends."},
-    {"VERBS_SQ_DEPTH", kUnsigned, "256",
+     "into the work request: PIO); the device may grant less. 0 disables inline sends.",
+     {},
+     0,
+     4096},
+    {"VERBS_SQ_DEPTH",
+     kUnsigned,
+     "256",
      "Send queue depth (work requests) of each verbs queue pair, at least 16. RDMA chunks "
-     "that find it full wait in a backlog and are posted from progress."},
+     "that find it full wait in a backlog and are posted from progress.",
+     {},
+     16,
+     1u << 20},
     {"VERBS_GID_INDEX", kString, "auto",
      "GID table index of the verbs port. \"auto\": a RoCE v2 GID with an IPv4-mapped "
      "address first, then any RoCE v2, RoCE v1 or InfiniBand GID."},
@@ -41,10 +56,15 @@ constexpr common::ConfigVar kVars[] = {
      "Device-memory PIO of the verbs transport: size of one message cell (a multiple of 64 B, "
      "at most SWY_VERBS_SEG_SIZE). An endpoint holding a slot stores messages above the inline "
      "limit and up to this size into device memory; a slot has 4 cells."},
-    {"VERBS_DM_SLOTS", kUnsigned, "16",
+    {"VERBS_DM_SLOTS",
+     kUnsigned,
+     "16",
      "Device-memory PIO of the verbs transport: endpoints that get a slot of the adapter's "
      "memory (first come first served; SWY_PIO_RESERVED of them only for endpoints created "
-     "with SWY_EP_FLAG_PIO_FIRST). Fewer if the device has less memory."},
+     "with SWY_EP_FLAG_PIO_FIRST). Fewer if the device has less memory.",
+     {},
+     0,
+     4096},
     {"VERBS_DM_EMULATE", kBool, "n",
      "Testing aid, not for production: where the device has no device memory (rxe), host "
      "memory registered like a bounce buffer stands in for it, so the device-memory send path "
@@ -53,7 +73,8 @@ constexpr common::ConfigVar kVars[] = {
      "Registration cache of the verbs transport: \"auto\" caches registrations and checks "
      "on every reuse, in /proc/self/pagemap, that the same physical pages still back the "
      "buffer (needs CAP_SYS_ADMIN to see them; without it, as with \"off\", every rendezvous "
-     "registers its buffer per transfer)."},
+     "registers its buffer per transfer).",
+     "auto|off"},
     {"VERBS_RCACHE_MAX", kSize, "256M",
      "Bytes the verbs registration cache may keep pinned; unused registrations are evicted "
      "least recently used first, and a transfer that does not fit is registered on its own."},
@@ -159,6 +180,12 @@ std::string availability(const common::Config& config) {
     return "no: no selected ACTIVE port (see below)";
 }
 
+/// The settings read as open() reads them, at context creation (TransportEntry::check_config).
+static Status check_verbs(const common::Config& config, std::string* why) {
+    VerbsConfig settings;
+    return read_settings(config, &settings, why);
+}
+
 const TransportEntry kTransport{
     .name = "verbs",
     .config_prefix = "VERBS_",
@@ -174,6 +201,7 @@ const TransportEntry kTransport{
     .claims_device = is_rdma_device,
     .lane_costs = expected_lane_costs,
     .availability = availability,
+    .check_config = check_verbs,
 };
 
 }  // namespace swy::tl::verbs

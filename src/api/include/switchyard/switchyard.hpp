@@ -17,6 +17,15 @@
  * Endpoint::flush or Worker::flush for remote completion. Active messages (switchyard/am.h):
  * Worker::set_am_handler with a std::function, Endpoint::am_send, Worker::recv_data.
  * Datatypes (switchyard/datatype.h): an IovView passed to send/recv/put/get.
+ * Probes: Worker::probe (MPI_Iprobe) and Worker::probe_take, which returns a Message for
+ * Worker::recv(Message&&, ...) (MPI_Improbe/MPI_Mrecv). Callbacks: send/recv overloads taking
+ * a SendCallback/RecvCallback (a C function pointer and its argument: nothing allocated per
+ * message). Sleeping: Worker::wait, or Worker::event_fd + Worker::arm in an epoll loop.
+ * Listener and Endpoint::connect/accept: client-server connection by sockaddr.
+ *
+ * Every handle type (Context, Worker, Endpoint, Listener, Request, Message, MemoryRegion,
+ * RemoteKey) is [[nodiscard]]: dropping a returned Request would wait for (or abandon) the
+ * operation at the end of the statement, which is never what was meant.
  *
  * Thread safety: as the C API (a worker is single-threaded unless created with
  * SWY_THREAD_MODE_MULTI).
@@ -69,7 +78,7 @@ inline void throw_if_error(swy_status_t status, const char* what) {
 }  // namespace detail
 
 /// Process-wide context (configuration, transports, memory types).
-class Context {
+class [[nodiscard]] Context {
 public:
     /// Configuration from the environment, then @p overrides as (name, value) pairs; names
     /// with or without "SWY_" (e.g. {"TLS", "shm,self"}).
@@ -179,8 +188,25 @@ inline swy_request_params_t params_with(uint32_t flags, swy_datatype_t datatype)
 }
 }  // namespace detail
 
+/// A completion callback for a send, put, get, atomic or flush (swy_send_cb_t) and its
+/// argument. It runs from progress() once the operation completed in the background; not when
+/// the call completes at once (the Request is then done already) unless the flags include
+/// SWY_REQ_FLAG_NO_IMM_COMPLETE. The Request owns the C handle: the callback must not free it.
+struct SendCallback {
+    swy_send_cb_t fn;
+    void* user_data = nullptr;
+};
+
+/// A completion callback for a receive (swy_recv_cb_t) and its argument; as SendCallback.
+struct RecvCallback {
+    swy_recv_cb_t fn;
+    void* user_data = nullptr;
+};
+
+class Message;
+
 /// Progress engine. Keeps its context alive.
-class Worker {
+class [[nodiscard]] Worker {
 public:
     /// @throws StatusError from swy_worker_create.
     explicit Worker(const Context& context, swy_thread_mode_t mode = SWY_THREAD_MODE_SINGLE) {
@@ -221,6 +247,36 @@ public:
 
     /// Block until an event or @p timeout_ms (-1: no limit): SWY_OK or SWY_ERR_TIMED_OUT.
     swy_status_t wait(int timeout_ms = -1) noexcept { return swy_worker_wait(get(), timeout_ms); }
+
+    /// The event fd (swy_worker_get_efd) for the application's poll/epoll: readable when the
+    /// worker may have work. Block on it only after arm() returned SWY_OK. @throws StatusError.
+    int event_fd() const {
+        int fd = -1;
+        detail::throw_if_error(swy_worker_get_efd(get(), &fd), "swy_worker_get_efd");
+        return fd;
+    }
+    /// Arm the event fd (swy_worker_arm): SWY_OK, safe to block on event_fd(); SWY_ERR_BUSY,
+    /// events are pending: progress() first.
+    swy_status_t arm() noexcept { return swy_worker_arm(get()); }
+
+    /// Probe for an unexpected message a receive with (@p tag, @p mask) would match
+    /// (MPI_Iprobe; swy_tag_probe_nb without removing it): true, with the sender's tag and
+    /// length in @p info if given, when there is one. Does not progress the worker.
+    bool probe(swy_tag_t tag, swy_tag_t mask = kFullMask,
+               swy_tag_recv_info_t* info = nullptr) noexcept {
+        swy_tag_recv_info_t scratch{};
+        return swy_tag_probe_nb(get(), tag, mask, 0, info ? info : &scratch, nullptr) == SWY_OK;
+    }
+    /// Matched probe (MPI_Improbe): take the message out of matching, so that no other
+    /// receive can match it, and return it for recv(Message&&, ...); an empty Message (false)
+    /// when there is none. Does not progress the worker.
+    class Message probe_take(swy_tag_t tag, swy_tag_t mask = kFullMask,
+                             swy_tag_recv_info_t* info = nullptr) noexcept;
+    /// Receive a message taken by probe_take (swy_tag_msg_recv_nb, MPI_Mrecv); consumes it.
+    class Request recv(class Message&& message, void* buffer, size_t length) noexcept;
+    /// Post a tagged receive whose completion runs @p callback (see RecvCallback).
+    class Request recv(void* buffer, size_t length, swy_tag_t tag, swy_tag_t mask,
+                       RecvCallback callback, uint32_t flags = 0) noexcept;
 
     /// Post a tagged receive; see Request for the result. Never throws.
     class Request recv(void* buffer, size_t length, swy_tag_t tag,
@@ -275,7 +331,7 @@ private:
 
 /// One non-blocking operation, or the status of one that finished (or failed) immediately.
 /// Destroying an unfinished request releases it (the operation still completes).
-class Request {
+class [[nodiscard]] Request {
 public:
     Request() = default;
     Request(Request&& other) noexcept
@@ -389,9 +445,92 @@ inline Request Worker::recv_data(void* descriptor, void* buffer, size_t length) 
     return r;
 }
 
+/// A message taken out of matching by Worker::probe_take, waiting for Worker::recv(Message&&,
+/// ...). Move-only; one that is destroyed without being received is received into nothing
+/// (dropped: consumed as a truncated receive), so it never stays in the worker.
+class [[nodiscard]] Message {
+public:
+    Message() = default;
+    Message(Message&& other) noexcept
+        : worker_(other.worker_), message_(std::exchange(other.message_, nullptr)) {}
+    Message& operator=(Message&& other) noexcept {
+        if (this != &other) {
+            drop();
+            worker_ = other.worker_;
+            message_ = std::exchange(other.message_, nullptr);
+        }
+        return *this;
+    }
+    Message(const Message&) = delete;
+    Message& operator=(const Message&) = delete;
+    ~Message() { drop(); }
+
+    /// True if a message was taken (and not received yet).
+    explicit operator bool() const noexcept { return message_ != nullptr; }
+    swy_message_h get() const noexcept { return message_; }
+
+private:
+    friend class Worker;
+    void drop() noexcept {
+        if (message_ == nullptr) return;
+        swy_request_h req = nullptr;
+        if (swy_tag_msg_recv_nb(worker_, nullptr, 0, std::exchange(message_, nullptr), nullptr,
+                                &req) == SWY_INPROGRESS) {
+            swy_request_free(req);  // finishes in the background
+        }
+    }
+
+    swy_worker_h worker_ = nullptr;
+    swy_message_h message_ = nullptr;
+};
+
+inline Message Worker::probe_take(swy_tag_t tag, swy_tag_t mask,
+                                  swy_tag_recv_info_t* info) noexcept {
+    Message m;
+    swy_tag_recv_info_t scratch{};
+    swy_message_h msg = nullptr;
+    if (swy_tag_probe_nb(get(), tag, mask, 1, info ? info : &scratch, &msg) == SWY_OK) {
+        m.worker_ = get();
+        m.message_ = msg;
+    }
+    return m;
+}
+
+inline Request Worker::recv(Message&& message, void* buffer, size_t length) noexcept {
+    Request r;
+    if (!message) {
+        r.status_ = SWY_ERR_INVALID_PARAM;  // nothing was taken
+        return r;
+    }
+    swy_request_params_t params{};
+    params.field_mask = SWY_REQ_PARAM_FIELD_RECV_INFO;
+    params.recv_info = &r.info_;
+    swy_request_h req = nullptr;
+    swy_status_t s = swy_tag_msg_recv_nb(get(), buffer, length,
+                                         std::exchange(message.message_, nullptr), &params, &req);
+    r.adopt(get(), s, req);
+    return r;
+}
+
+inline Request Worker::recv(void* buffer, size_t length, swy_tag_t tag, swy_tag_t mask,
+                            RecvCallback callback, uint32_t flags) noexcept {
+    Request r;
+    swy_request_params_t params{};
+    params.field_mask = SWY_REQ_PARAM_FIELD_RECV_INFO | SWY_REQ_PARAM_FIELD_CALLBACK |
+                        SWY_REQ_PARAM_FIELD_USER_DATA | SWY_REQ_PARAM_FIELD_FLAGS;
+    params.recv_info = &r.info_;
+    params.recv_cb = callback.fn;
+    params.user_data = callback.user_data;
+    params.flags = flags;
+    swy_request_h req = nullptr;
+    swy_status_t s = swy_tag_recv_nb(get(), buffer, length, tag, mask, &params, &req);
+    r.adopt(get(), s, req);
+    return r;
+}
+
 /// Memory mapped for remote access (swy_mem_map), unmapped by the destructor: from then on
 /// every key of it is refused. Keeps its context alive.
-class MemoryRegion {
+class [[nodiscard]] MemoryRegion {
 public:
     /// Every remote right: read, write and atomic.
     static constexpr uint32_t kAllAccess =
@@ -493,7 +632,7 @@ private:
 
 /// A peer's memory as unpacked on the Endpoint to that peer (swy_ep_rkey_unpack). Keeps the
 /// worker alive, not the endpoint: destroy it before closing its Endpoint.
-class RemoteKey {
+class [[nodiscard]] RemoteKey {
 public:
     /// Unpack @p packed (from MemoryRegion::pack on the peer) for @p ep. @throws StatusError
     /// (SWY_ERR_MALFORMED for bytes that are not a key).
@@ -541,7 +680,7 @@ private:
 
 /// Connection to one remote worker. Keeps its worker (and context) alive. The destructor
 /// closes it with SWY_EP_CLOSE_FLUSH and waits for outstanding sends.
-class Endpoint {
+class [[nodiscard]] Endpoint {
 public:
     /// Connect to the worker whose address is @p address. @throws StatusError.
     Endpoint(const Worker& worker, const void* address, size_t length, uint32_t flags = 0)
@@ -628,6 +767,22 @@ public:
         swy_request_params_t params{};
         params.field_mask = SWY_REQ_PARAM_FIELD_FLAGS;
         params.flags = flags;
+        swy_request_h req = nullptr;
+        swy_status_t s = swy_tag_send_nb(ep_, buffer, length, tag, &params, &req);
+        r.adopt(worker_.get(), s, req);
+        return r;
+    }
+
+    /// Send as above; its completion runs @p callback (see SendCallback). Never throws.
+    Request send(const void* buffer, size_t length, swy_tag_t tag, SendCallback callback,
+                 uint32_t flags = 0) noexcept {
+        Request r;
+        swy_request_params_t params{};
+        params.field_mask = SWY_REQ_PARAM_FIELD_FLAGS | SWY_REQ_PARAM_FIELD_CALLBACK |
+                            SWY_REQ_PARAM_FIELD_USER_DATA;
+        params.flags = flags;
+        params.send_cb = callback.fn;
+        params.user_data = callback.user_data;
         swy_request_h req = nullptr;
         swy_status_t s = swy_tag_send_nb(ep_, buffer, length, tag, &params, &req);
         r.adopt(worker_.get(), s, req);
@@ -788,7 +943,7 @@ inline RemoteKey::RemoteKey(const Endpoint& ep, const void* packed, size_t lengt
 
 /// Accepts connections on a sockaddr (see swy_listener_create). Keeps its worker alive; the
 /// callback runs from Worker::progress() and answers with Endpoint::accept() or reject().
-class Listener {
+class [[nodiscard]] Listener {
 public:
     using ConnectFn = std::function<void(swy_conn_request_h)>;
 
