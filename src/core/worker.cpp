@@ -24,8 +24,7 @@ using common::LogLevel;
 Worker::Worker(Context* context, const swy_worker_params_t* params)
     : context_(context),
       uid_(context->new_worker_uid()),
-      state_(params != nullptr && params->thread_mode == SWY_THREAD_MODE_MULTI ? kLiveMulti
-                                                                               : kLiveSingle) {
+      thread_mode_(params != nullptr ? params->thread_mode : SWY_THREAD_MODE_SINGLE) {
     // Counted here, not at the end of create(): the destructor always uncounts, also for a
     // worker whose creation failed half-way (it used to drive the count below zero).
     context->live_workers++;

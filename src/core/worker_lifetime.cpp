@@ -23,8 +23,8 @@ size_t mapped_size(size_t size) {
 }  // namespace
 
 void* Worker::operator new(size_t size, const std::nothrow_t&) noexcept {
-    // Its own pages, wiped in a fork()ed child: there the worker reads as zeros, so state_ is
-    // neither live value and every call refuses it before touching a lane. (A child that kept a
+    // Its own pages, wiped in a fork()ed child: there the worker reads as zeros, so live_ is
+    // not kLiveMark and every call refuses it before touching a lane. (A child that kept a
     // copy could otherwise drain the parent's rings or write on its connections.)
     void* p = mmap(nullptr, mapped_size(size), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                    -1, 0);
