@@ -14,8 +14,8 @@ using common::LogLevel;
 
 swy_status_t inherited(const char* function, const char* what) {
     log_printf(LogLevel::kError,
-               "%s: the %s belongs to a worker another process created; this process (pid %d) "
-               "inherited it through fork() and cannot use it (create a new worker here)",
+               "%s: this %s belongs to a worker created by another process; this process "
+               "(pid %d) inherited it through fork() and cannot use it (create a new worker here)",
                function, what, static_cast<int>(getpid()));
     return SWY_ERR_UNSUPPORTED;
 }
