@@ -27,8 +27,8 @@ extern "C" {
 
 swy_status_t swy_worker_set_am_handler(swy_worker_h worker, uint16_t id, swy_am_recv_cb_t cb,
                                        void* arg, uint32_t flags) {
-    if (worker == nullptr) return api::invalid(__func__, "worker is NULL");
-    core::Worker* w = api::worker_of(worker);
+    core::Worker* w = nullptr;
+    if (swy_status_t c = api::resolve(__func__, worker, &w); c != SWY_OK) return c;
     WorkerGuard guard(w);
     const Status s = w->am().set_handler(id, cb, arg, flags);
     if (s == Status::kInvalidParam) return api::invalid(__func__, "unknown handler flags");
@@ -46,7 +46,10 @@ swy_status_t swy_am_send_nb(swy_ep_h ep, uint16_t id, const void* header, size_t
                        "ep and req must not be NULL; header only if header_length is 0; "
                        "header_length at most SWY_AM_MAX_HEADER");
     }
-    core::Endpoint* e = api::ep_of(ep);
+    core::Endpoint* e = nullptr;
+    if (swy_status_t c = api::resolve(__func__, ep, &e); __builtin_expect(c != SWY_OK, 0)) {
+        return c;
+    }
     WorkerGuard guard(e->worker());
     core::Request* r = nullptr;
     const Status s = proto::am::send(e, id, header, header_length, data, count, params, &r);
@@ -56,7 +59,8 @@ swy_status_t swy_am_send_nb(swy_ep_h ep, uint16_t id, const void* header, size_t
 
 swy_status_t swy_ep_am_eager_max(swy_ep_h ep, size_t* max) {
     if (ep == nullptr || max == nullptr) return api::invalid(__func__, "NULL argument");
-    core::Endpoint* e = api::ep_of(ep);
+    core::Endpoint* e = nullptr;
+    if (swy_status_t c = api::resolve(__func__, ep, &e); c != SWY_OK) return c;
     WorkerGuard guard(e->worker());
     *max = e->wired() ? proto::am::eager_max(*e) : 0;
     return SWY_OK;
@@ -70,7 +74,8 @@ swy_status_t swy_am_recv_data_nb(swy_worker_h worker, void* data_desc, void* buf
                        "worker, data_desc and req must not be NULL; buffer only if count "
                        "is 0");
     }
-    core::Worker* w = api::worker_of(worker);
+    core::Worker* w = nullptr;
+    if (swy_status_t c = api::resolve(__func__, worker, &w); c != SWY_OK) return c;
     WorkerGuard guard(w);
     core::Request* r = nullptr;
     const Status s = w->am().recv_data(data_desc, buffer, count, params, &r);
@@ -80,7 +85,8 @@ swy_status_t swy_am_recv_data_nb(swy_worker_h worker, void* data_desc, void* buf
 
 void swy_am_data_release(swy_worker_h worker, void* data) {
     if (worker == nullptr || data == nullptr) return;
-    core::Worker* w = api::worker_of(worker);
+    core::Worker* w = nullptr;
+    if (api::resolve(__func__, worker, &w) != SWY_OK) return;
     WorkerGuard guard(w);
     w->am().release(data);
 }

@@ -42,7 +42,8 @@ swy_status_t swy_ep_print_datatype_protocols(struct swy_ep* ep, char* buf, size_
     if (ep == nullptr || buf == nullptr || buflen == 0) {
         return api::invalid(__func__, "NULL argument");
     }
-    core::Endpoint* e = api::ep_of(ep);
+    core::Endpoint* e = nullptr;
+    if (swy_status_t c = api::resolve(__func__, ep, &e); c != SWY_OK) return c;
     WorkerGuard guard(e->worker());
     if (e->datatype_table().empty()) return SWY_ERR_UNSUPPORTED;  // not wired yet
     const std::string text = e->datatype_table().print();

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 
+#include "api/api_handles.h"
 #include "common/log.h"
 #include "core/worker.h"
 
@@ -31,9 +32,7 @@ private:
     std::optional<std::unique_lock<std::recursive_mutex>> lock_;
 };
 
+/// The worker a handle names, unchecked (api_handles.h resolve() checks it).
 inline core::Worker* worker_of(swy_worker_h w) { return reinterpret_cast<core::Worker*>(w); }
-inline core::Endpoint* ep_of(swy_ep_h e) { return reinterpret_cast<core::Endpoint*>(e); }
-inline core::Request* request_of(swy_request_h r) { return reinterpret_cast<core::Request*>(r); }
-inline swy_request_h handle_of(core::Request* r) { return reinterpret_cast<swy_request_h>(r); }
 
 }  // namespace swy::api

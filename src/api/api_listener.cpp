@@ -54,7 +54,7 @@ swy_status_t ep_create_connected(swy_worker_h worker, const swy_ep_params_t* par
         s = m->accept_request(r, *params, &e, &why);
     }
     if (s != Status::kOk) return log_failure("swy_ep_create", s, why);
-    *ep = reinterpret_cast<swy_ep_h>(e);
+    *ep = handle_of(e);
     return SWY_OK;
 }
 
@@ -80,7 +80,8 @@ swy_status_t swy_listener_create(swy_worker_h worker, const swy_listener_params_
                             "SWY_LISTENER_FLAG_AUTH_KEY needs SWY_LISTENER_PARAM_FIELD_AUTH_KEY "
                             "in field_mask");
     }
-    core::Worker* w = api::worker_of(worker);
+    core::Worker* w = nullptr;
+    if (swy_status_t c = api::resolve(__func__, worker, &w); c != SWY_OK) return c;
     WorkerGuard guard(w);
     core::ConnManager* m = nullptr;
     std::string why;
@@ -157,6 +158,10 @@ void swy_listener_destroy(swy_listener_h listener) {
     if (listener == nullptr) return;
     core::Listener* l = listener_of(listener);
     core::ConnManager* m = l->manager;
+    if (!m->worker()->usable()) {  // a fork()ed child's copy: its socket is the parent's too
+        (void)api::refuse_worker(__func__, m->worker());
+        return;
+    }
     WorkerGuard guard(m->worker());
     m->destroy_listener(l);
 }

@@ -99,14 +99,16 @@ bool host_buffer(core::Worker* w, const Params& params, const dt::DataView& view
 }
 
 /// Common checks of put and get: the key, the endpoint it belongs to, the parameters, the
-/// datatype and the range. On success @p view is initialised.
+/// datatype and the range. On success @p view is initialised and @p e is the endpoint.
 swy_status_t check_rma(const char* fn, swy_ep_h ep, const void* buffer, size_t count,
                        uint64_t remote_address, swy_rkey_h rkey, const Params& params,
-                       swy_request_h* req, bool for_put, rma::RemoteKey** key, dt::DataView* view) {
+                       swy_request_h* req, bool for_put, rma::RemoteKey** key, dt::DataView* view,
+                       core::Endpoint** e) {
     if (ep == nullptr || req == nullptr) return api::invalid(fn, "ep and req must not be NULL");
+    if (swy_status_t c = api::resolve(fn, ep, e); c != SWY_OK) return c;
     *key = key_of(rkey);
     if (*key == nullptr) return api::invalid(fn, "rkey is not an unpacked key");
-    if ((*key)->ep != api::ep_of(ep)) {
+    if ((*key)->ep != *e) {
         return api::invalid(fn, "rkey was unpacked on another endpoint");
     }
     if (!params.valid) return api::invalid(fn, "unknown bits in params->field_mask");
@@ -133,10 +135,10 @@ swy_status_t rma_transfer(const char* fn, swy_ep_h ep, void* buffer, size_t coun
     const Params p(params);
     rma::RemoteKey* key = nullptr;
     dt::DataView view;
+    core::Endpoint* e = nullptr;
     swy_status_t c =
-        check_rma(fn, ep, buffer, count, remote_address, rkey, p, req, put, &key, &view);
+        check_rma(fn, ep, buffer, count, remote_address, rkey, p, req, put, &key, &view, &e);
     if (c != SWY_OK) return c;
-    core::Endpoint* e = api::ep_of(ep);
     core::Worker* w = e->worker();
     WorkerGuard guard(w);
     // Where the owner's table is reachable, a stale or forged key fails here whichever path
@@ -288,9 +290,10 @@ swy_status_t swy_ep_rkey_unpack(swy_ep_h ep, const void* buffer, size_t length, 
     if (ep == nullptr || buffer == nullptr || rkey == nullptr) {
         return api::invalid(__func__, "ep, buffer and rkey must not be NULL");
     }
+    core::Endpoint* e = nullptr;
+    if (swy_status_t c = api::resolve(__func__, ep, &e); c != SWY_OK) return c;
     rma::KeyFields fields;
     if (rma::decode_key(buffer, length, &fields) != Status::kOk) return SWY_ERR_MALFORMED;
-    core::Endpoint* e = api::ep_of(ep);
     WorkerGuard guard(e->worker());
     auto* key = new (std::nothrow) rma::RemoteKey;
     if (key == nullptr) return SWY_ERR_NO_MEMORY;
@@ -349,7 +352,8 @@ swy_status_t swy_atomic_nb(swy_ep_h ep, swy_atomic_op_t op, size_t size, const v
     }
     rma::RemoteKey* key = key_of(rkey);
     if (key == nullptr) return api::invalid(__func__, "rkey is not an unpacked key");
-    core::Endpoint* e = api::ep_of(ep);
+    core::Endpoint* e = nullptr;
+    if (swy_status_t c = api::resolve(__func__, ep, &e); c != SWY_OK) return c;
     if (key->ep != e) return api::invalid(__func__, "rkey was unpacked on another endpoint");
     if (!p.valid) return api::invalid(__func__, "unknown bits in params->field_mask");
     if (op < SWY_ATOMIC_OP_ADD || op > SWY_ATOMIC_OP_CSWAP) {
@@ -416,7 +420,8 @@ swy_status_t swy_ep_flush_nb(swy_ep_h ep, const swy_request_params_t* params, sw
     const Params p(params);
     if (ep == nullptr || req == nullptr) return api::invalid(__func__, "ep and req are required");
     if (!p.valid) return api::invalid(__func__, "unknown bits in params->field_mask");
-    core::Endpoint* e = api::ep_of(ep);
+    core::Endpoint* e = nullptr;
+    if (swy_status_t c = api::resolve(__func__, ep, &e); c != SWY_OK) return c;
     WorkerGuard guard(e->worker());
     core::Request* r = nullptr;
     Status s = e->worker()->rma().flush_ep(e, &p.p, &r);
@@ -430,7 +435,8 @@ swy_status_t swy_worker_flush_nb(swy_worker_h worker, const swy_request_params_t
         return api::invalid(__func__, "worker and req are required");
     }
     if (!p.valid) return api::invalid(__func__, "unknown bits in params->field_mask");
-    core::Worker* w = api::worker_of(worker);
+    core::Worker* w = nullptr;
+    if (swy_status_t c = api::resolve(__func__, worker, &w); c != SWY_OK) return c;
     WorkerGuard guard(w);
     core::Request* r = nullptr;
     Status s = w->rma().flush_worker(&p.p, &r);
@@ -438,8 +444,8 @@ swy_status_t swy_worker_flush_nb(swy_worker_h worker, const swy_request_params_t
 }
 
 swy_status_t swy_worker_fence(swy_worker_h worker) {
-    if (worker == nullptr) return api::invalid(__func__, "worker is NULL");
-    core::Worker* w = api::worker_of(worker);
+    core::Worker* w = nullptr;
+    if (swy_status_t c = api::resolve(__func__, worker, &w); c != SWY_OK) return c;
     WorkerGuard guard(w);
     w->rma().fence();
     return SWY_OK;

@@ -40,7 +40,10 @@ swy_status_t swy_tag_send_nb(swy_ep_h ep, const void* buffer, size_t length, swy
          !null_buffer_allowed(ep, req, params))) {
         return refused(__func__, params, "ep and req must not be NULL; buffer only if length is 0");
     }
-    core::Endpoint* e = api::ep_of(ep);
+    core::Endpoint* e = nullptr;
+    if (swy_status_t c = api::resolve(__func__, ep, &e); __builtin_expect(c != SWY_OK, 0)) {
+        return c;
+    }
     WorkerGuard guard(e->worker());
     core::Request* r = nullptr;
     Status s = e->tag_send(buffer, length, tag, params, &r);
@@ -60,7 +63,10 @@ swy_status_t swy_tag_recv_nb(swy_worker_h worker, void* buffer, size_t length, s
         return refused(__func__, params,
                        "worker and req must not be NULL; buffer only if length is 0");
     }
-    core::Worker* w = api::worker_of(worker);
+    core::Worker* w = nullptr;
+    if (swy_status_t c = api::resolve(__func__, worker, &w); __builtin_expect(c != SWY_OK, 0)) {
+        return c;
+    }
     WorkerGuard guard(w);
     core::Request* r = nullptr;
     Status s = w->tag_recv(buffer, length, tag, tag_mask, params, &r);
@@ -73,7 +79,8 @@ swy_status_t swy_tag_probe_nb(swy_worker_h worker, swy_tag_t tag, swy_tag_t tag_
     if (worker == nullptr || (remove && message == nullptr)) {
         return api::invalid(__func__, "worker must not be NULL; message is required with remove");
     }
-    core::Worker* w = api::worker_of(worker);
+    core::Worker* w = nullptr;
+    if (swy_status_t c = api::resolve(__func__, worker, &w); c != SWY_OK) return c;
     WorkerGuard guard(w);
     core::UnexpectedDesc* d = nullptr;
     Status s = w->probe(tag, tag_mask, remove != 0, info, &d);
@@ -90,7 +97,8 @@ swy_status_t swy_tag_msg_recv_nb(swy_worker_h worker, void* buffer, size_t lengt
          !null_buffer_allowed(worker != nullptr ? message : nullptr, req, params))) {
         return refused(__func__, params, "worker, message and req must not be NULL");
     }
-    core::Worker* w = api::worker_of(worker);
+    core::Worker* w = nullptr;
+    if (swy_status_t c = api::resolve(__func__, worker, &w); c != SWY_OK) return c;
     WorkerGuard guard(w);
     core::Request* r = nullptr;
     Status s =
@@ -100,28 +108,42 @@ swy_status_t swy_tag_msg_recv_nb(swy_worker_h worker, void* buffer, size_t lengt
 }
 
 swy_status_t swy_request_test(swy_request_h req) {
-    if (req == nullptr) return api::invalid(__func__, "req is NULL");
-    core::Request* r = api::request_of(req);
+    core::Request* r = nullptr;
+    if (swy_status_t c = api::resolve(__func__, req, &r); __builtin_expect(c != SWY_OK, 0)) {
+        return c;
+    }
     WorkerGuard guard(r->worker);
     return r->completed ? api::to_c(r->status) : SWY_INPROGRESS;
 }
 
 swy_status_t swy_request_wait(swy_worker_h worker, swy_request_h req) {
-    if (worker == nullptr || req == nullptr) return api::invalid(__func__, "NULL argument");
-    core::Worker* w = api::worker_of(worker);
-    core::Request* r = api::request_of(req);
+    core::Worker* w = nullptr;
+    if (swy_status_t c = api::resolve(__func__, worker, &w); c != SWY_OK) return c;
+    core::Request* r = nullptr;
+    if (swy_status_t c = api::resolve(__func__, req, &r); c != SWY_OK) return c;
+    if (r->worker != w) return api::invalid(__func__, "req belongs to another worker");
     for (;;) {
         {
             WorkerGuard guard(w);
             if (r->completed) return api::to_c(r->status);
+            // Progress does not run inside itself: from a callback this loop would spin
+            // forever. The handle is checked again each turn: a callback may free it.
+            if (w->in_callback()) {
+                return api::invalid(__func__,
+                                    "called from a callback (or while the worker is inside "
+                                    "another call): progress cannot run here, so the request "
+                                    "could never complete; test it after the callback returns");
+            }
             w->progress();
+            if (swy_status_t c = api::resolve(__func__, req, &r); c != SWY_OK) return c;
         }
     }
 }
 
 swy_status_t swy_request_recv_info(swy_request_h req, swy_tag_recv_info_t* info) {
-    if (req == nullptr || info == nullptr) return api::invalid(__func__, "NULL argument");
-    core::Request* r = api::request_of(req);
+    if (info == nullptr) return api::invalid(__func__, "info is NULL");
+    core::Request* r = nullptr;
+    if (swy_status_t c = api::resolve(__func__, req, &r); c != SWY_OK) return c;
     WorkerGuard guard(r->worker);
     if (!r->completed) return SWY_INPROGRESS;
     *info = r->info;
@@ -129,18 +151,25 @@ swy_status_t swy_request_recv_info(swy_request_h req, swy_tag_recv_info_t* info)
 }
 
 swy_status_t swy_request_cancel(swy_worker_h worker, swy_request_h req) {
-    if (worker == nullptr || req == nullptr) return api::invalid(__func__, "NULL argument");
-    core::Worker* w = api::worker_of(worker);
+    core::Worker* w = nullptr;
+    if (swy_status_t c = api::resolve(__func__, worker, &w); c != SWY_OK) return c;
+    core::Request* r = nullptr;
+    if (swy_status_t c = api::resolve(__func__, req, &r); c != SWY_OK) return c;
+    if (r->worker != w) return api::invalid(__func__, "req belongs to another worker");
     WorkerGuard guard(w);
-    return api::to_c(w->cancel(api::request_of(req)));
+    return api::to_c(w->cancel(r));
 }
 
-void swy_request_free(swy_request_h req) {
-    if (req == nullptr) return;
-    core::Request* r = api::request_of(req);
+swy_status_t swy_request_free(swy_request_h req) {
+    if (req == nullptr) return SWY_OK;  // as free(NULL): a call that completed in place
+    core::Request* r = nullptr;
+    if (swy_status_t c = api::resolve(__func__, req, &r); __builtin_expect(c != SWY_OK, 0)) {
+        return c;
+    }
     core::Worker* w = r->worker;
     WorkerGuard guard(w);
     w->release(r);
+    return SWY_OK;
 }
 
 }  // extern "C"

@@ -64,36 +64,54 @@ swy_status_t swy_worker_create(swy_context_h context, const swy_worker_params_t*
     return SWY_OK;
 }
 
-void swy_worker_destroy(swy_worker_h worker) { delete api::worker_of(worker); }
+void swy_worker_destroy(swy_worker_h worker) {
+    core::Worker* w = api::worker_of(worker);
+    if (w != nullptr && !w->usable()) {
+        // A fork()ed child's copy: let go of it without touching the parent's lanes.
+        common::log_printf(common::LogLevel::kInfo,
+                           "swy_worker_destroy: a worker inherited through fork(); this "
+                           "process's copy is dropped without closing anything (the creating "
+                           "process's worker is unaffected)");
+        core::Worker::abandon(w);
+        return;
+    }
+    delete w;
+}
 
 unsigned swy_worker_progress(swy_worker_h worker) {
     core::Worker* w = api::worker_of(worker);
+    if (__builtin_expect(!w->usable(), 0)) return api::progress_refused(w);
     WorkerGuard guard(w);
     return w->progress();
 }
 
 swy_status_t swy_worker_get_efd(swy_worker_h worker, int* fd) {
     if (worker == nullptr || fd == nullptr) return api::invalid(__func__, "NULL argument");
-    return api::to_c(api::worker_of(worker)->get_efd(fd));
+    core::Worker* w = nullptr;
+    if (swy_status_t c = api::resolve(__func__, worker, &w); c != SWY_OK) return c;
+    return api::to_c(w->get_efd(fd));
 }
 
 swy_status_t swy_worker_arm(swy_worker_h worker) {
-    if (worker == nullptr) return api::invalid(__func__, "worker is NULL");
-    core::Worker* w = api::worker_of(worker);
+    core::Worker* w = nullptr;
+    if (swy_status_t c = api::resolve(__func__, worker, &w); c != SWY_OK) return c;
     WorkerGuard guard(w);
     return api::to_c(w->arm());
 }
 
 swy_status_t swy_worker_wait(swy_worker_h worker, int timeout_ms) {
-    if (worker == nullptr) return api::invalid(__func__, "worker is NULL");
-    return api::to_c(api::worker_of(worker)->wait(timeout_ms));
+    core::Worker* w = nullptr;
+    if (swy_status_t c = api::resolve(__func__, worker, &w); c != SWY_OK) return c;
+    return api::to_c(w->wait(timeout_ms));
 }
 
 swy_status_t swy_worker_get_address(swy_worker_h worker, void** address, size_t* length) {
     if (worker == nullptr || address == nullptr || length == nullptr) {
         return api::invalid(__func__, "NULL argument");
     }
-    std::vector<uint8_t> bytes = api::worker_of(worker)->address();
+    core::Worker* w = nullptr;
+    if (swy_status_t c = api::resolve(__func__, worker, &w); c != SWY_OK) return c;
+    std::vector<uint8_t> bytes = w->address();
     void* p = std::malloc(bytes.size());
     if (p == nullptr) return SWY_ERR_NO_MEMORY;
     std::memcpy(p, bytes.data(), bytes.size());
@@ -111,7 +129,8 @@ swy_status_t swy_worker_query(swy_worker_h worker, swy_worker_attr_t* attr) {
         c != SWY_OK) {
         return c;
     }
-    core::Worker* w = api::worker_of(worker);
+    core::Worker* w = nullptr;
+    if (swy_status_t c = api::resolve(__func__, worker, &w); c != SWY_OK) return c;
     WorkerGuard guard(w);
     w->query(attr);
     return SWY_OK;
@@ -126,6 +145,8 @@ swy_status_t swy_ep_create(swy_worker_h worker, const swy_ep_params_t* in, swy_e
         c != SWY_OK) {
         return c;
     }
+    core::Worker* w = nullptr;
+    if (swy_status_t c = api::resolve(__func__, worker, &w); c != SWY_OK) return c;
     const swy_ep_params_t normal = api::normalized(*in);
     const swy_ep_params_t* params = &normal;
     constexpr uint32_t kConnected = SWY_EP_FLAG_SOCKADDR | SWY_EP_FLAG_CONN_REQUEST;
@@ -157,7 +178,6 @@ swy_status_t swy_ep_create(swy_worker_h worker, const swy_ep_params_t* in, swy_e
                             "params->remote_address is required (with "
                             "SWY_EP_PARAM_FIELD_REMOTE_ADDRESS in field_mask)");
     }
-    core::Worker* w = api::worker_of(worker);
     WorkerGuard guard(w);
     core::Endpoint* e = nullptr;
     std::string why;
@@ -166,7 +186,7 @@ swy_status_t swy_ep_create(swy_worker_h worker, const swy_ep_params_t* in, swy_e
         common::log_printf(common::LogLevel::kError, "swy_ep_create: %s", why.c_str());
         return api::to_c(s);
     }
-    *ep = reinterpret_cast<swy_ep_h>(e);
+    *ep = api::handle_of(e);
     return SWY_OK;
 }
 
@@ -175,7 +195,8 @@ swy_status_t swy_ep_close_nb(swy_ep_h ep, swy_ep_close_mode_t mode, swy_request_
     if (mode != SWY_EP_CLOSE_FLUSH && mode != SWY_EP_CLOSE_FORCE) {
         return api::invalid(__func__, "unknown close mode");
     }
-    core::Endpoint* e = api::ep_of(ep);
+    core::Endpoint* e = nullptr;
+    if (swy_status_t c = api::resolve(__func__, ep, &e); c != SWY_OK) return c;
     core::Worker* w = e->worker();
     WorkerGuard guard(w);
     core::Request* r = nullptr;
@@ -191,7 +212,8 @@ swy_status_t swy_ep_query(swy_ep_h ep, swy_ep_attr_t* attr) {
         c != SWY_OK) {
         return c;
     }
-    core::Endpoint* e = api::ep_of(ep);
+    core::Endpoint* e = nullptr;
+    if (swy_status_t c = api::resolve(__func__, ep, &e); c != SWY_OK) return c;
     WorkerGuard guard(e->worker());
     const tl::LaneAttr& a = e->lane_attr();
     if ((attr->field_mask & SWY_EP_ATTR_FIELD_LANE) != 0) fill_lane(e, a, attr);
@@ -211,7 +233,8 @@ swy_status_t swy_ep_print_protocols(swy_ep_h ep, swy_memtype_t memtype, char* bu
     if (static_cast<unsigned>(memtype) >= mem::kMemTypeCount) {
         return api::invalid(__func__, "unknown memory type");
     }
-    core::Endpoint* e = api::ep_of(ep);
+    core::Endpoint* e = nullptr;
+    if (swy_status_t c = api::resolve(__func__, ep, &e); c != SWY_OK) return c;
     WorkerGuard guard(e->worker());
     const auto type =
         memtype == SWY_MEMTYPE_UNKNOWN ? mem::MemType::kHost : static_cast<mem::MemType>(memtype);

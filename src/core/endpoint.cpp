@@ -137,7 +137,7 @@ void Endpoint::fail(Status why) {
         worker_->complete(r, request_status);
     if (!error_reported_ && why != Status::kCanceled && err_cb_ != nullptr) {
         error_reported_ = true;
-        err_cb_(err_arg_, reinterpret_cast<swy_ep_h>(this), static_cast<swy_status_t>(why));
+        err_cb_(err_arg_, handle(), static_cast<swy_status_t>(why));
     }
 }
 

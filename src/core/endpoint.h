@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "core/request.h"
+#include "core/slot_arena.h"
 #include "memtypes/memtype.h"
 #include "protocols/proto_table.h"
 #include "transports/transport.h"
@@ -46,6 +47,9 @@ public:
     bool wired() const { return lane_ != nullptr; }
 
     Worker* worker() const { return worker_; }
+    /// The application's handle for this endpoint: generation-checked (core/slot_arena.h;
+    /// every Endpoint lives in its worker's arena), refused once the endpoint is closed.
+    swy_ep_h handle() const;
     tl::Endpoint* lane() const { return lane_.get(); }
     /// Index of the lane's interface in the worker.
     uint16_t iface_index() const { return iface_index_; }
@@ -151,5 +155,9 @@ private:
     bool error_reported_ = false;
     Status failure_ = Status::kOk;
 };
+
+inline swy_ep_h Endpoint::handle() const {
+    return reinterpret_cast<swy_ep_h>(SlotArena<Endpoint>::handle_of(this));
+}
 
 }  // namespace swy::core

@@ -28,6 +28,9 @@ void RequestPool::refill_nonces() {
 Request* RequestPool::get(Worker* worker) {
     if (free_.empty()) {
         auto chunk = std::make_unique<Request[]>(kChunk);
+        if (!handle::fits(chunk.get() + kChunk)) {
+            handle::address_too_high("request pool", chunk.get());
+        }
         uint32_t base = static_cast<uint32_t>(chunks_.size() * kChunk);
         for (size_t i = kChunk; i-- > 0;) {
             chunk[i].index = base + static_cast<uint32_t>(i);

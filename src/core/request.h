@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "core/handle.h"
 #include "datatype/data_view.h"
 #include "protocols/tag/matcher.h"
 #include "transports/transport.h"
@@ -45,6 +46,10 @@ struct Request : proto::PostedReceive {
     bool completed = false;
     bool user_owned = false;  ///< handed to the application (it will call free)
     bool user_freed = false;
+    /// The generation the application's handle carries (core/handle.h). Changes when the
+    /// application frees the request, so that handle is refused from then on, however the
+    /// slot is used next; kept across reuses of the slot (reset() leaves it).
+    uint16_t handle_generation = 0;
     uint32_t flags = 0;  ///< swy_request_flags
     swy_send_cb_t send_cb = nullptr;
     swy_recv_cb_t recv_cb = nullptr;
@@ -132,6 +137,11 @@ struct Request : proto::PostedReceive {
         return truncated ? Status::kMessageTruncated : Status::kOk;
     }
 
+    /// The application's handle for this request (core/handle.h).
+    swy_request_h handle() const {
+        return reinterpret_cast<swy_request_h>(handle::make(this, handle_generation));
+    }
+
     /// Wire id: generation (a random nonce) in the high half, index in the low half.
     uint64_t wire_id() const { return (uint64_t{generation} << 32) | index; }
 };
@@ -157,6 +167,20 @@ public:
     /// The live request with this wire id, or nullptr (stale, forged or already completed).
     Request* find(uint64_t wire_id) const;
     size_t in_use() const { return in_use_; }
+    /// Call @p f on every request now taken from the pool (not on the free list), in slot
+    /// order. For teardown: walks every slot. The set is taken before the walk: a request
+    /// that @p f (or a callback it runs) puts back is still visited, as a completed one.
+    template <typename F>
+    void for_each_in_use(F&& f) {
+        std::vector<bool> free_slot(chunks_.size() * kChunk, false);
+        for (const Request* r : free_)
+            free_slot[r->index] = true;
+        for (size_t i = 0; i < free_slot.size(); ++i) {
+            if (free_slot[i]) continue;
+            Request* r = &chunks_[i / kChunk][i % kChunk];
+            f(r);
+        }
+    }
 
 private:
     static void reset(Request* r);

@@ -133,7 +133,10 @@ Worker::~Worker() {
     }
     run_deferred();
     reap_endpoints();
-    // Receives still posted are canceled too.
+    // Every request still outstanding (posted receives, rendezvous, one-sided, AM data
+    // fetches) completes as canceled, its callback included.
+    cancel_outstanding();
+    warn_unfreed();
     rndv_.release_all();  // registrations go before the interface that holds their PD
     ifaces_.clear();
     epoll_fd_.reset();
@@ -333,7 +336,8 @@ Status Worker::create_endpoint(const swy_ep_params_t& params, Endpoint** out, st
     if (ep != nullptr) {
         ep->wire(std::move(lane), static_cast<uint16_t>(iface_index));
     } else {
-        ep = new Endpoint(this, std::move(lane), static_cast<uint16_t>(iface_index), params);
+        ep =
+            endpoint_slots_.make(this, std::move(lane), static_cast<uint16_t>(iface_index), params);
     }
     if (ep->pio_granted()) ++pio_granted_;
     if (wire_into == nullptr) {
@@ -387,6 +391,7 @@ Status Worker::close_endpoint(Endpoint* ep, swy_ep_close_mode_t mode, Request** 
     ++progress_depth_;            // a callback closing another endpoint defers its deletion too
     ep->fail(Status::kCanceled);  // callbacks run here; they see the endpoint closed
     --progress_depth_;
+    SlotArena<Endpoint>::retire(ep);  // the application's handle stops working now
     if (ep->pio_granted() && pio_granted_ > 0) --pio_granted_;
     if (ep->prev_in_worker != nullptr) ep->prev_in_worker->next_in_worker = ep->next_in_worker;
     if (ep->next_in_worker != nullptr) ep->next_in_worker->prev_in_worker = ep->prev_in_worker;
@@ -411,7 +416,7 @@ void Worker::reap_endpoints() {
     std::vector<Endpoint*> dead;
     dead.swap(dead_eps_);
     for (Endpoint* ep : dead)
-        delete ep;
+        endpoint_slots_.destroy(ep);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -445,12 +450,10 @@ void Worker::complete(Request* r, Status status) {
         const uint32_t generation = r->generation;
         if (r->kind == RequestKind::kRecv) {
             if (r->recv_cb != nullptr) {
-                r->recv_cb(reinterpret_cast<swy_request_h>(r), static_cast<swy_status_t>(status),
-                           &r->info, r->user_data);
+                r->recv_cb(r->handle(), static_cast<swy_status_t>(status), &r->info, r->user_data);
             }
         } else if (r->send_cb != nullptr) {
-            r->send_cb(reinterpret_cast<swy_request_h>(r), static_cast<swy_status_t>(status),
-                       r->user_data);
+            r->send_cb(r->handle(), static_cast<swy_status_t>(status), r->user_data);
         }
         if (r->generation == generation && r->user_freed) pool_.put(r);
     }
@@ -458,6 +461,7 @@ void Worker::complete(Request* r, Status status) {
 }
 
 void Worker::release(Request* r) {
+    ++r->handle_generation;  // the application's handle is spent (a second free is refused)
     if (r->completed) {
         pool_.put(r);
     } else {

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "common/auth.h"
@@ -20,6 +21,7 @@
 #include "core/endpoint.h"
 #include "core/request.h"
 #include "core/request_params.h"
+#include "core/slot_arena.h"
 #include "memtypes/registry.h"
 #include "protocols/am/am_recv.h"
 #include "protocols/eager/eager_recv.h"
@@ -61,7 +63,29 @@ class Worker final : public tl::AmSink {
 public:
     static Status create(Context* context, const swy_worker_params_t* params, Worker** out,
                          std::string* why);
+    /// Completes every request still outstanding with kCanceled (callbacks run), warns about
+    /// requests the application never freed, then releases everything.
     ~Worker() override;
+
+    // ---- lifetime across fork() (worker_lifetime.cpp) ----
+    /// Workers live in memory the kernel hands a fork()ed child as zeros (MADV_WIPEONFORK), so
+    /// the child's copy of a worker reads as not usable() and nothing in the child can reach
+    /// the parent's rings or connections through it.
+    static void* operator new(size_t size);
+    static void* operator new(size_t size, const std::nothrow_t&) noexcept;
+    static void operator delete(void* p, size_t size) noexcept;
+    /// False in a process that inherited this worker through fork() (and only there): every
+    /// call refuses it. One load: the API layer checks it on every call that reaches the worker.
+    bool usable() const { return live_ == kLiveMark; }
+    /// swy_worker_destroy() in a process that inherited @p w: unmaps this process's copy
+    /// without running anything the parent's rings or connections would see.
+    static void abandon(Worker* w);
+    /// In a process that inherited this worker: true the first time only (one log line for a
+    /// progress loop). Writes only this process's copy.
+    bool first_refusal() { return !std::exchange(refusal_logged_, true); }
+    /// True while worker code is on the stack (a callback is running): a blocking wait from
+    /// there could never see progress (swy_request_wait refuses it).
+    bool in_callback() const { return progress_depth_ != 0; }
 
     Context* context() const { return context_; }
     uint64_t uid() const { return uid_; }
@@ -260,6 +284,14 @@ public:
     }
 
 private:
+    // First member: destroyed last, after ~Worker() has destroyed every endpoint in it.
+    SlotArena<Endpoint> endpoint_slots_;
+    bool refusal_logged_ = false;
+    /// ~Worker(): complete what is still outstanding (kCanceled) and count what the
+    /// application never freed.
+    void cancel_outstanding();
+    void warn_unfreed() const;
+
     Worker(Context* context, const swy_worker_params_t* params);
     Status open_interfaces(std::string* why);
 
@@ -299,6 +331,9 @@ private:
     Context* context_;
     uint64_t uid_;
     swy_thread_mode_t thread_mode_;
+    // Next to thread_mode_: a call reads both from one cache line.
+    static constexpr uint32_t kLiveMark = 0x53575931;  // "SWY1"; 0 in a fork()ed child
+    uint32_t live_ = kLiveMark;
     std::recursive_mutex lock_;
     std::vector<std::unique_ptr<tl::Interface>> ifaces_;  // index: AmSource::iface
     /// An open interface with the registry entry that opened it.

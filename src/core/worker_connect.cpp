@@ -24,7 +24,7 @@ Status Worker::conn_manager(ConnManager** out, std::string* why) {
 }
 
 Endpoint* Worker::add_unwired_endpoint(const swy_ep_params_t& params) {
-    auto* ep = new Endpoint(this, params);
+    Endpoint* ep = endpoint_slots_.make(this, params);
     ep->next_in_worker = endpoints_;
     if (endpoints_ != nullptr) endpoints_->prev_in_worker = ep;
     endpoints_ = ep;

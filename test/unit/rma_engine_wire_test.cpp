@@ -67,7 +67,9 @@ protected:
 
     core::Worker* iw() const { return reinterpret_cast<core::Worker*>(initiator_); }
     core::Worker* tw() const { return reinterpret_cast<core::Worker*>(target_); }
-    core::Endpoint* ep() const { return reinterpret_cast<core::Endpoint*>(ep_); }
+    core::Endpoint* ep() const {
+        return core::SlotArena<core::Endpoint>::resolve(reinterpret_cast<uintptr_t>(ep_));
+    }
     Engine& engine() const { return iw()->rma(); }
     uint64_t target_address(size_t offset = 0) {
         return reinterpret_cast<uintptr_t>(target_memory_.data() + offset);
@@ -101,7 +103,7 @@ protected:
     /// Wait for @p r (a handle or null) started with status @p st; the final status.
     swy_status_t finish(Status st, core::Request*& r) {
         if (st != Status::kInProgress) return static_cast<swy_status_t>(st);
-        auto h = reinterpret_cast<swy_request_h>(r);
+        swy_request_h h = r->handle();
         const swy_status_t s = wait(h);
         swy_request_free(h);
         return s;
@@ -300,8 +302,8 @@ TEST_P(RmaWire, ClosingTheEndpointFailsItsOutstandingOperations) {
     (void)swy_ep_close_nb(ep_, SWY_EP_CLOSE_FORCE, &c);
     if (c != nullptr) swy_request_free(c);
     ep_ = nullptr;
-    auto* g = reinterpret_cast<swy_request_h>(get);
-    auto* f = reinterpret_cast<swy_request_h>(flush);
+    swy_request_h g = get->handle();
+    swy_request_h f = flush->handle();
     EXPECT_EQ(swy_request_test(g), SWY_ERR_CANCELED);
     EXPECT_EQ(swy_request_test(f), SWY_ERR_CANCELED);
     swy_request_free(g);

@@ -63,7 +63,7 @@ swy_ep_h ActiveMessages::reply_ep(tl::AmSource src) {
     }
     const core::PeerRef peer = worker_->peer_of(src);
     const auto it = reply_eps_.find({peer.iface, peer.key});
-    cached_ep_ = it != reply_eps_.end() ? reinterpret_cast<swy_ep_h>(it->second) : nullptr;
+    cached_ep_ = it != reply_eps_.end() ? it->second->handle() : nullptr;
     cached_src_ = src;
     cached_valid_ = true;
     return cached_ep_;

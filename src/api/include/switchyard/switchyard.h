@@ -29,7 +29,27 @@
  * between them: the receiver to deliver, and the sender to serve rendezvous requests (a
  * receiver pulling a large message needs nothing from the sender's CPU; a pipelined or put
  * rendezvous does). swy_ep_close_nb(FLUSH) waits for local completion of every send.
- * Requests must be freed before their worker is destroyed.
+ * Requests should be freed before their worker is destroyed (swy_worker_destroy() warns with
+ * the number it found unfreed).
+ *
+ * Handles and their lifetime: request and endpoint handles are checked on every call. A
+ * request handle is spent by swy_request_free(); an endpoint handle by a close that completed
+ * (swy_ep_close_nb() returning SWY_OK, or its request completing). A spent handle — a double
+ * free, a test after free, a send on a closed endpoint — is refused with
+ * SWY_ERR_INVALID_PARAM and a log line naming the call (builds without NDEBUG abort there
+ * instead, with the same message); it never reaches another request or endpoint that reuses
+ * the memory. Checking costs one load and compare per call. (A handle is the object's
+ * address with a 16-bit generation in its top bits: a stale handle whose slot has since been
+ * reused a multiple of 65 536 times is not detected. Handles are meaningless once their
+ * worker is destroyed.)
+ *
+ * fork(): a worker belongs to the process that created it. In a child created by fork() the
+ * copy of the worker is inert: every call on it, its endpoints, requests or listeners returns
+ * SWY_ERR_UNSUPPORTED with a log line (swy_worker_progress() returns 0, logging once), and
+ * nothing the child does reaches the parent's shared-memory rings or connections.
+ * swy_worker_destroy() in the child drops its copy without closing anything. Create a new
+ * context and worker in the child to communicate there. (Needs Linux 4.14 or later,
+ * MADV_WIPEONFORK; on older kernels the child's copy is not detected.)
  *
  * Configuration: every SWY_* environment variable is listed by `swy-info -c` and in
  * docs/configuration.md; swy_config_set() overrides a variable for one context.
@@ -172,8 +192,13 @@ swy_status_t swy_worker_create(swy_context_h context, const swy_worker_params_t*
                                swy_worker_h* worker);
 
 /**
- * @brief Destroy a worker. Endpoints still open are closed with force (their outstanding
- * requests complete with SWY_ERR_CANCELED before this returns).
+ * @brief Destroy a worker. Endpoints still open are closed with force, and every request
+ * still outstanding — sends, posted receives, rendezvous, one-sided operations, AM data
+ * fetches — completes with SWY_ERR_CANCELED, its callback running before this returns. A
+ * callback run here may free its request; it must not start new operations on the worker.
+ * Requests the application never freed are released with a warning that gives their number;
+ * their handles are invalid afterwards. In a fork()ed child that inherited @p worker, only
+ * this process's copy is dropped (see "fork()" above).
  */
 void swy_worker_destroy(swy_worker_h worker);
 
@@ -338,7 +363,8 @@ typedef enum swy_ep_close_mode {
  * @brief Close an endpoint.
  * @param[out] req  set when the close is still in progress (wait on it, then free it).
  * @return SWY_OK (closed, *req NULL), SWY_INPROGRESS, or an error. The handle is invalid
- *         once the close completes.
+ *         once the close completes: every later call with it returns SWY_ERR_INVALID_PARAM
+ *         (logged), never touches another endpoint that took its memory.
  */
 swy_status_t swy_ep_close_nb(swy_ep_h ep, swy_ep_close_mode_t mode, swy_request_h* req);
 
@@ -572,7 +598,8 @@ typedef struct swy_request_params {
 } swy_request_params_t;
 
 /**
- * @brief Check a request. @return SWY_INPROGRESS, or its final status.
+ * @brief Check a request. @return SWY_INPROGRESS, or its final status;
+ * SWY_ERR_INVALID_PARAM for a freed handle (see "Handles and their lifetime" above).
  * Does not make progress: call swy_worker_progress() in between.
  */
 swy_status_t swy_request_test(swy_request_h req);
@@ -580,6 +607,11 @@ swy_status_t swy_request_test(swy_request_h req);
 /**
  * @brief Progress @p worker until the request completes. @return its final status.
  * The request still has to be freed with swy_request_free().
+ * @return SWY_ERR_INVALID_PARAM (logged) when called from a completion or error callback (or
+ *         any other code the worker runs) for a request not yet complete: progress does not
+ *         run inside itself there, so the wait could never end. Test the request after the
+ *         callback has returned instead. Also for a freed handle, or a request of another
+ *         worker.
  */
 swy_status_t swy_request_wait(swy_worker_h worker, swy_request_h req);
 
@@ -594,8 +626,15 @@ swy_status_t swy_request_recv_info(swy_request_h req, swy_tag_recv_info_t* info)
  */
 swy_status_t swy_request_cancel(swy_worker_h worker, swy_request_h req);
 
-/** @brief Release a request (before or after completion). */
-void swy_request_free(swy_request_h req);
+/**
+ * @brief Release a request (before or after completion). The handle is spent: any later use,
+ * a second free included, is refused.
+ * @return SWY_OK (also for NULL); SWY_ERR_INVALID_PARAM (logged; abort in builds without
+ *         NDEBUG) for a handle already freed; SWY_ERR_UNSUPPORTED for a request of a worker
+ *         inherited through fork(). (It returned void before 0.3: callers that ignore the
+ *         result are unaffected.)
+ */
+swy_status_t swy_request_free(swy_request_h req);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Tagged messaging (MPI semantics)                                                         */

@@ -1,0 +1,89 @@
+// Worker lifetime: the memory a worker lives in (inert in a fork()ed child) and what its
+// destruction owes the application (every request completed, unfreed ones counted).
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+
+#include "common/log.h"
+#include "core/worker.h"
+
+namespace swy::core {
+
+using common::log_printf;
+using common::LogLevel;
+
+namespace {
+size_t mapped_size(size_t size) {
+    const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    return (size + page - 1) / page * page;
+}
+}  // namespace
+
+void* Worker::operator new(size_t size, const std::nothrow_t&) noexcept {
+    // Its own pages, wiped in a fork()ed child: there the worker reads as zeros, so live_ is
+    // not kLiveMark and every call refuses it before touching a lane. (A child that kept a
+    // copy could otherwise drain the parent's rings or write on its connections.)
+    void* p = mmap(nullptr, mapped_size(size), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    if (p == MAP_FAILED) return nullptr;
+    if (madvise(p, mapped_size(size), MADV_WIPEONFORK) != 0) {
+        // Linux < 4.14: no fork detection; the worker works as before.
+        log_printf(LogLevel::kDebug,
+                   "madvise(MADV_WIPEONFORK): %s; a fork()ed child's copy "
+                   "of this worker will not be detected",
+                   std::strerror(errno));
+    }
+    return p;
+}
+
+void* Worker::operator new(size_t size) {
+    void* p = operator new(size, std::nothrow);
+    if (p == nullptr) throw std::bad_alloc();
+    return p;
+}
+
+void Worker::operator delete(void* p, size_t size) noexcept {
+    if (p != nullptr) munmap(p, mapped_size(size));
+}
+
+void Worker::abandon(Worker* w) {
+    // Only this process's copy of the pages goes: no destructor (it would close the parent's
+    // endpoints and release its shared-memory senders). What the copy pointed to stays
+    // allocated in this process, as after any fork().
+    munmap(w, mapped_size(sizeof(Worker)));
+}
+
+void Worker::cancel_outstanding() {
+    // As inside progress: a callback that waits is refused (in_callback()), and one that
+    // closes an endpoint defers its deletion.
+    ++progress_depth_;
+    pool_.for_each_in_use([this](Request* r) {
+        if (r->completed) return;
+        r->queue = 0;  // its endpoint's queues went with the endpoint
+        if (r->kind == RequestKind::kRecv && !r->matched) {
+            matcher_.cancel(r);
+            r->matched = true;
+        }
+        complete(r, Status::kCanceled);
+    });
+    run_deferred();
+    --progress_depth_;
+}
+
+void Worker::warn_unfreed() const {
+    size_t unfreed = 0;
+    const_cast<RequestPool&>(pool_).for_each_in_use([&](const Request* r) {
+        if (r->user_owned && !r->user_freed) ++unfreed;
+    });
+    if (unfreed != 0) {
+        log_printf(LogLevel::kWarn,
+                   "swy_worker_destroy: %zu request(s) were never freed with "
+                   "swy_request_free(); their handles are invalid from now on",
+                   unfreed);
+    }
+}
+
+}  // namespace swy::core
