@@ -38,7 +38,11 @@ Status Worker::create(Context* context, const swy_worker_params_t* params, Worke
     const common::Config& cfg = context->config();
     w->pio_max_eps_ = cfg.get_unsigned("PIO_MAX_EPS");
     w->pio_reserved_ = std::min<size_t>(cfg.get_unsigned("PIO_RESERVED"), w->pio_max_eps_);
-    w->rndv_.set_split_min(std::max<size_t>(cfg.get_size("RNDV_SPLIT_MIN"), 8192));
+    // SWY_RNDV_SCHEME=get promises a receiver that needs nothing from the sender: no split
+    // (its tail is pushed by the sender, from the sender's progress).
+    w->rndv_.set_split_min(cfg.get_string("RNDV_SCHEME") == "get"
+                               ? SIZE_MAX
+                               : std::max<size_t>(cfg.get_size("RNDV_SPLIT_MIN"), 8192));
     w->rndv_.set_get_chunk(std::max<size_t>(cfg.get_size("RNDV_FRAG_SIZE"), 4096));
     w->unexpected_max_ = cfg.get_size("UNEXPECTED_MAX");
     w->unexpected_peer_max_ = cfg.get_size("UNEXPECTED_PEER_MAX");
