@@ -265,18 +265,17 @@ void Worker::disarm_interfaces() {
     for (auto& iface : ifaces_)
         iface->disarm();
     if (conn_ != nullptr) conn_->disarm();
-    if (signal_pending_.exchange(false, std::memory_order_acq_rel)) {
-        // signal() writes before it sets the flag, so this read takes every write the flag
-        // announced (a later write sets the flag again).
-        uint64_t count;
-        (void)!read(signal_fd_.get(), &count, sizeof(count));
-    }
+    // Read whether or not a signal came: a flag set next to the write could only be set
+    // before it (then a read may run between the two and leave the count readable for good)
+    // or after it (then a wake-up may find the count but not yet the flag). One system call
+    // per wake-up cycle, next to the transports' own.
+    uint64_t count;
+    (void)!read(signal_fd_.get(), &count, sizeof(count));
 }
 
 void Worker::signal() {
     const uint64_t one = 1;
     (void)!write(signal_fd_.get(), &one, sizeof(one));
-    signal_pending_.store(true, std::memory_order_release);
 }
 
 Status Worker::wait(int timeout_ms) {

@@ -4,7 +4,6 @@
 
 #include <switchyard/switchyard.h>
 
-#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -327,11 +326,8 @@ private:
     /// (wants_progress()). Holds the null mark even before open_interfaces() ran.
     std::vector<tl::Interface*> polled_{nullptr};
     common::UniqueFd epoll_fd_;
-    /// swy_worker_signal's eventfd, in epoll_fd_'s set. signal_pending_ is set after each
-    /// write, so disarm() reads (resets) it only when a signal came: an idle disarm costs no
-    /// system call for it.
+    /// swy_worker_signal's eventfd, in epoll_fd_'s set; disarm() resets it.
     common::UniqueFd signal_fd_;
-    std::atomic<bool> signal_pending_{false};
     /// Set by arm() when it returned kOk, cleared by disarm(): progress() tests it first.
     bool armed_ = false;
     unsigned poll();

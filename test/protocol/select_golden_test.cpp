@@ -25,6 +25,7 @@
 #include "common/cost_figures.h"
 #include "protocols/lane_caps.h"
 #include "protocols/proto_table.h"
+#include "protocols/protocol.h"
 #include "protocols/select.h"
 #include "protocols/wire.h"
 #include "transports/shm/shm_costs.h"
