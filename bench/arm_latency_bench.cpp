@@ -1,8 +1,10 @@
-// 8-byte ping-pong over shm between two processes, with and without an earlier
-// swy_worker_arm() on both sides: an arm lasts until the next progress, so a process that
-// armed once (even with an arm that returned BUSY) must not make its peer's sends slower for
-// the rest of its life. Each iteration is one round trip.
-//   arm_latency_bench --benchmark_filter=RoundTrip
+// 8-byte messages over shm, with and without an earlier swy_worker_arm() by the receiver: an
+// arm lasts until the next progress, so a worker that armed once (even with an arm that
+// returned BUSY) must not make its peers' sends slower for the rest of its life.
+// RoundTrip8B: ping-pong between two processes (one iteration: a round trip; needs two idle
+// cores to mean anything). SendReceive8BOneThread: two workers in one thread (one iteration:
+// a send and its receive), free of scheduling noise.
+//   arm_latency_bench --benchmark_filter=SendReceive
 // Arguments: 0 = never armed, 1 = armed once (SWY_OK), 2 = armed once while a message was
 // waiting (SWY_ERR_BUSY).
 #include <benchmark/benchmark.h>
@@ -160,5 +162,60 @@ void RoundTrip8B(benchmark::State& state) {
     state.SetLabel(variant == 0 ? "never armed" : variant == 1 ? "armed once" : "BUSY arm once");
 }
 BENCHMARK(RoundTrip8B)->Arg(0)->Arg(1)->Arg(2)->MinTime(0.5)->UseRealTime();
+
+/// Two workers of one process, one thread: send 8 B from A to B, receive it on B. No
+/// scheduler in the measurement (a ping-pong between processes needs two idle cores), and it
+/// holds exactly what the regression was about: the sender's cost of a message to a worker
+/// that once called swy_worker_arm() (and progressed since).
+void SendReceive8BOneThread(benchmark::State& state) {
+    const int variant = static_cast<int>(state.range(0));
+    void* mem =
+        mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) fail("mmap", SWY_ERR_NO_MEMORY);
+    auto* sh = new (mem) Shared();
+    // Side 1 publishes first, so side 0 (which waits for it) can be made second, and then
+    // side 1 connects back to side 0's address: no thread needed.
+    Side b;
+    {
+        swy_config_h cfg = nullptr;
+        swy_config_read(&cfg);
+        swy_config_set(cfg, "TLS", "shm");
+        swy_context_params_t cp{};
+        cp.field_mask = SWY_CONTEXT_PARAM_FIELD_CONFIG;
+        cp.config = cfg;
+        if (swy_status_t st = swy_context_create(&cp, &b.context); st != SWY_OK) fail("ctx", st);
+        swy_config_release(cfg);
+        if (swy_status_t st = swy_worker_create(b.context, nullptr, &b.worker); st != SWY_OK)
+            fail("worker", st);
+        void* addr = nullptr;
+        size_t len = 0;
+        swy_worker_get_address(b.worker, &addr, &len);
+        std::memcpy(sh->address[1], addr, len);
+        sh->length[1] = static_cast<uint32_t>(len);
+        sh->ready[1].store(1);
+        swy_worker_release_address(b.worker, addr);
+    }
+    Side a = open_side(sh, 0);
+    if (variant == 1) {
+        while (swy_worker_progress(b.worker) > 0) {}
+        if (swy_status_t st = swy_worker_arm(b.worker); st != SWY_OK) fail("arm", st);
+    } else if (variant == 2) {
+        send8(a, 0, kPending);
+        if (swy_status_t st = swy_worker_arm(b.worker); st != SWY_ERR_BUSY) fail("arm", st);
+    }
+    uint64_t n = 0;
+    for (auto _ : state) {
+        send8(a, ++n, kPing);
+        swy_tag_t tag = 0;
+        benchmark::DoNotOptimize(recv8(b, &tag));
+    }
+    swy_worker_destroy(a.worker);
+    swy_worker_destroy(b.worker);
+    swy_context_destroy(a.context);
+    swy_context_destroy(b.context);
+    munmap(mem, sizeof(Shared));
+    state.SetLabel(variant == 0 ? "never armed" : variant == 1 ? "armed once" : "BUSY arm once");
+}
+BENCHMARK(SendReceive8BOneThread)->Arg(0)->Arg(1)->Arg(2)->MinTime(0.5);
 
 }  // namespace
