@@ -105,6 +105,13 @@ swy_status_t swy_worker_wait(swy_worker_h worker, int timeout_ms) {
     return api::to_c(w->wait(timeout_ms));
 }
 
+swy_status_t swy_worker_signal(swy_worker_h worker) {
+    // No log call on the error path either: this must stay async-signal-safe.
+    if (worker == nullptr) return SWY_ERR_INVALID_PARAM;
+    api::worker_of(worker)->signal();
+    return SWY_OK;
+}
+
 swy_status_t swy_worker_get_address(swy_worker_h worker, void** address, size_t* length) {
     if (worker == nullptr || address == nullptr || length == nullptr) {
         return api::invalid(__func__, "NULL argument");

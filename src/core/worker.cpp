@@ -4,6 +4,7 @@
 
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -37,7 +38,11 @@ Status Worker::create(Context* context, const swy_worker_params_t* params, Worke
     const common::Config& cfg = context->config();
     w->pio_max_eps_ = cfg.get_unsigned("PIO_MAX_EPS");
     w->pio_reserved_ = std::min<size_t>(cfg.get_unsigned("PIO_RESERVED"), w->pio_max_eps_);
-    w->rndv_.set_split_min(std::max<size_t>(cfg.get_size("RNDV_SPLIT_MIN"), 8192));
+    // SWY_RNDV_SCHEME=get promises a receiver that needs nothing from the sender: no split
+    // (its tail is pushed by the sender, from the sender's progress).
+    w->rndv_.set_split_min(cfg.get_string("RNDV_SCHEME") == "get"
+                               ? SIZE_MAX
+                               : std::max<size_t>(cfg.get_size("RNDV_SPLIT_MIN"), 8192));
     w->rndv_.set_get_chunk(std::max<size_t>(cfg.get_size("RNDV_FRAG_SIZE"), 4096));
     w->unexpected_max_ = cfg.get_size("UNEXPECTED_MAX");
     w->unexpected_peer_max_ = cfg.get_size("UNEXPECTED_PEER_MAX");
@@ -53,8 +58,9 @@ Status Worker::create(Context* context, const swy_worker_params_t* params, Worke
 
 Status Worker::open_interfaces(std::string* why) {
     epoll_fd_.reset(epoll_create1(EPOLL_CLOEXEC));
-    if (!epoll_fd_) {
-        *why = std::string("epoll_create1: ") + std::strerror(errno);
+    signal_fd_.reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    if (!epoll_fd_ || !signal_fd_) {
+        *why = std::string("epoll_create1/eventfd: ") + std::strerror(errno);
         return Status::kIoError;
     }
     const common::Config& cfg = context_->config();
@@ -106,8 +112,10 @@ Status Worker::open_interfaces(std::string* why) {
                      [](const OpenTransport& a, const OpenTransport& b) {
                          return a.entry->priority > b.entry->priority;
                      });
-    for (auto& iface : ifaces_) {
-        int fd = iface->event_fd();
+    std::vector<int> fds{signal_fd_.get()};
+    for (auto& iface : ifaces_)
+        fds.push_back(iface->event_fd());
+    for (int fd : fds) {
         if (fd < 0) continue;
         epoll_event ev{};
         ev.events = EPOLLIN;
@@ -153,7 +161,7 @@ Worker::~Worker() {
 // Progress and blocking
 // ------------------------------------------------------------------------------------------
 
-unsigned Worker::progress() {
+unsigned Worker::poll() {
     // Progress is not re-entrant (a callback must not call it); the depth also tells
     // close_endpoint() whether an endpoint may be deleted right away.
     if (progress_depth_ != 0) return 0;
@@ -225,34 +233,63 @@ Status Worker::get_efd(int* fd) const {
 }
 
 Status Worker::arm() {
+    const Status s = arm_interfaces();
+    armed_ = s == Status::kOk;
+    return s;
+}
+
+Status Worker::arm_interfaces() {
     if (!deferred_.empty() || !pending_eps_.empty() || !control_backlog_.empty() ||
         !closing_.empty() || rma_.busy()) {
+        disarm();  // an earlier arm must not outlive this answer
         return Status::kBusy;
     }
+    // A transport that finds work waiting leaves the others armed: undo them all, or their
+    // senders would keep paying for wake-ups nobody waits for.
     for (auto& iface : ifaces_) {
-        if (!iface->arm()) return Status::kBusy;
+        if (!iface->arm()) {
+            disarm();
+            return Status::kBusy;
+        }
     }
     if (conn_ != nullptr && !conn_->arm()) {
+        disarm();
         return Status::kBusy;
     }
     return Status::kOk;
 }
 
 void Worker::disarm() {
+    armed_ = false;
+    disarm_interfaces();
+}
+
+void Worker::disarm_interfaces() {
     for (auto& iface : ifaces_)
         iface->disarm();
     if (conn_ != nullptr) conn_->disarm();
+    // Read whether or not a signal came: a flag set next to the write could only be set
+    // before it (then a read may run between the two and leave the count readable for good)
+    // or after it (then a wake-up may find the count but not yet the flag). One system call
+    // per wake-up cycle, next to the transports' own.
+    uint64_t count;
+    (void)!read(signal_fd_.get(), &count, sizeof(count));
+}
+
+void Worker::signal() {
+    const uint64_t one = 1;
+    (void)!write(signal_fd_.get(), &one, sizeof(one));
 }
 
 Status Worker::wait(int timeout_ms) {
     std::unique_lock<std::recursive_mutex> guard(lock_, std::defer_lock);
     if (multi_threaded()) guard.lock();
-    Status s = arm();
+    Status s = arm_interfaces();
     if (s == Status::kBusy) return Status::kOk;
     // Other threads may use the worker while this one sleeps.
     if (multi_threaded()) guard.unlock();
     pollfd pfd{epoll_fd_.get(), POLLIN, 0};
-    int rc = poll(&pfd, 1, timeout_ms);
+    int rc = ::poll(&pfd, 1, timeout_ms);
     if (multi_threaded()) guard.lock();
     disarm();
     if (rc == 0) return Status::kTimedOut;

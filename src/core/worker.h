@@ -92,13 +92,26 @@ public:
     bool multi_threaded() const { return thread_mode_ == SWY_THREAD_MODE_MULTI; }
     std::recursive_mutex& lock() { return lock_; }
 
-    unsigned progress();
+    /// One pass over every transport and protocol. The first call after arm() disarms
+    /// (swy_worker_arm: armed until the next progress).
+    unsigned progress() {
+        if (__builtin_expect(armed_, 0)) disarm();
+        return poll();
+    }
     std::vector<uint8_t> address() const;
     Status get_efd(int* fd) const;
+    /// Arm every transport for a blocking wait on the event fd: kOk when armed (senders that
+    /// find us armed wake us, once), kBusy when work is waiting (then nothing stays armed).
+    /// The armed state lasts until the next progress() or disarm().
     Status arm();
     /// Arm, block on the event fd, disarm. Takes the lock itself (released while blocked).
     Status wait(int timeout_ms);
+    /// End the armed state: transports stop asking senders for wake-ups and consume the
+    /// wake-ups already sent (the event fd stops being readable for them).
     void disarm();
+    /// Wake a thread blocked in wait() or on the event fd (swy_worker_signal). Takes no lock
+    /// and only writes an eventfd: safe from any thread and from a signal handler.
+    void signal();
     /// Fill the groups of @p attr its field_mask asks for (bits already checked), nothing else.
     void query(swy_worker_attr_t* attr) const;
     /// Installs @p key (empty: none) as the shared key authenticating tcp and verbs
@@ -158,6 +171,7 @@ public:
     void on_am(tl::AmId id, tl::AmSource src, const uint8_t* data, size_t length) override;
     void on_remote_failure(uint16_t iface, uint64_t peer_key, Status why) override;
     void on_sender_released(tl::AmSource src) override;
+    void wake() override { signal(); }
     /// Zero-copy receive of rendezvous fragments (tcp): straight into the user's buffer.
     /// Also puts and get replies of one-sided operations (rma::Engine validates first).
     size_t placement_header(tl::AmId id) const override {
@@ -347,6 +361,14 @@ private:
     /// (wants_progress()). Holds the null mark even before open_interfaces() ran.
     std::vector<tl::Interface*> polled_{nullptr};
     common::UniqueFd epoll_fd_;
+    /// swy_worker_signal's eventfd, in epoll_fd_'s set; disarm() resets it.
+    common::UniqueFd signal_fd_;
+    /// Set by arm() when it returned kOk, cleared by disarm(): progress() tests it first.
+    bool armed_ = false;
+    unsigned poll();
+    /// Arm the transports alone (wait() arms them without making progress() disarm).
+    Status arm_interfaces();
+    void disarm_interfaces();
     proto::TagMatcher matcher_;
     proto::eager::EagerReceiver eager_{this};  // eager receive half (src/protocols/eager/)
     RequestPool pool_;

@@ -110,22 +110,17 @@ std::vector<Candidate> candidates(const LaneCaps& lane) {
     return out;
 }
 
-ProtoTable select_protocols(const LaneCaps& lane, const SelectOverrides& o) {
+namespace {
+
+/// The lower envelope of @p all under @p o's thresholds and allow-list (the scheme is the
+/// caller's business). @p forced: the scheme SWY_RNDV_SCHEME forced (its ranges say so) and
+/// o.rndv_thresh the threshold it starts at, derived unless @p thresh_set.
+ProtoTable envelope(const std::vector<Candidate>& all, const SelectOverrides& o, bool forced,
+                    bool thresh_set) {
     constexpr size_t kMax = std::numeric_limits<size_t>::max();
-    std::vector<Candidate> all = candidates(lane);
     std::vector<Candidate> cands;
     for (Candidate c : all) {
         if (!allowed(o, c.proto)) continue;
-        if (is_rndv(c.proto) && o.rndv_scheme != "auto") {
-            // "get" and "put" name the operation, with or without remote keys (CMA on
-            // shm lanes, RDMA on verbs lanes).
-            const bool get = c.proto == ProtoId::kRndvGetCma || c.proto == ProtoId::kRndvGetZcopy;
-            const bool put = c.proto == ProtoId::kRndvPutCma || c.proto == ProtoId::kRndvPutZcopy;
-            const bool keep = o.rndv_scheme == "get"   ? get
-                              : o.rndv_scheme == "put" ? put
-                                                       : c.proto == ProtoId::kRndvPipeline;
-            if (!keep) continue;
-        }
         if (c.proto == ProtoId::kEagerShort && o.pio_max != 0) {
             c.max_size = std::min(c.max_size, o.pio_max);
         }
@@ -201,13 +196,72 @@ ProtoTable select_protocols(const LaneCaps& lane, const SelectOverrides& o) {
         } else {
             reason += ", only candidate";
         }
-        if (o.rndv_thresh != 0 &&
+        if (thresh_set && o.rndv_thresh != 0 &&
             (is_rndv(best->proto) ? lo == o.rndv_thresh : hi + 1 == o.rndv_thresh)) {
             reason += " [SWY_RNDV_THRESH]";
         }
+        if (forced && is_rndv(best->proto)) reason += " [SWY_RNDV_SCHEME=" + o.rndv_scheme + "]";
         table.add(hi, best->proto, reason);
     }
     return table;
+}
+
+/// The one candidate SWY_RNDV_SCHEME=@p scheme names on this lane, null if the lane has none.
+/// "get" and "put" name the operation, with or without remote keys (CMA on shm lanes, RDMA
+/// on verbs lanes). "get" is the plain GET: a split GET needs the sender to copy too.
+const Candidate* forced_candidate(const std::vector<Candidate>& all, const std::string& scheme) {
+    for (const Candidate& c : all) {
+        const bool match =
+            scheme == "get"
+                ? (c.proto == ProtoId::kRndvGetCma || c.proto == ProtoId::kRndvGetZcopy) &&
+                      c.min_size == 0
+            : scheme == "put" ? c.proto == ProtoId::kRndvPutCma || c.proto == ProtoId::kRndvPutZcopy
+                              : scheme == "pipeline" && c.proto == ProtoId::kRndvPipeline;
+        if (match) return &c;
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+// SWY_RNDV_SCHEME chooses which rendezvous runs, never whether: the threshold is the one the
+// automatic choice (or SWY_RNDV_THRESH) gives, and from it on every size takes the forced
+// scheme. (Keeping the scheme's own cost line instead would leave a scheme whose line never
+// beats eager_bcopy, plain GET and PUT over CMA on shm, with no rendezvous at all.)
+ProtoTable select_protocols(const LaneCaps& lane, const SelectOverrides& o) {
+    constexpr size_t kMax = std::numeric_limits<size_t>::max();
+    const std::vector<Candidate> all = candidates(lane);
+    const bool thresh_set = o.rndv_thresh != 0;
+    if (o.rndv_scheme == "auto" || o.rndv_thresh == kMax) return envelope(all, o, false, true);
+    const Candidate* forced = forced_candidate(all, o.rndv_scheme);
+    if (forced == nullptr || !allowed(o, forced->proto)) {
+        // The lane has no such scheme (tcp has no zero-copy, self no rendezvous), or
+        // SWY_PROTO excludes it: the automatic choice among what is left.
+        return envelope(all, o, false, true);
+    }
+    SelectOverrides at = o;
+    if (!thresh_set) {
+        const ProtoTable automatic = envelope(all, o, false, true);
+        size_t lo = 0;
+        at.rndv_thresh = kMax;
+        for (const ProtoRange& r : automatic.ranges()) {
+            if (is_rndv(r.proto)) {
+                at.rndv_thresh = std::max<size_t>(lo, 1);
+                break;
+            }
+            if (r.max_size == kMax) break;
+            lo = r.max_size + 1;
+        }
+        if (at.rndv_thresh == kMax) return automatic;  // no rendezvous to force
+    }
+    // A zero-copy scheme starts no earlier than SWY_ZCOPY_THRESH: eager carries up to it.
+    const bool zcopy = forced->proto != ProtoId::kRndvPipeline;
+    if (zcopy && o.zcopy_thresh > at.rndv_thresh) at.rndv_thresh = o.zcopy_thresh;
+    std::vector<Candidate> cands;
+    for (const Candidate& c : all) {
+        if (!is_rndv(c.proto) || &c == forced) cands.push_back(c);
+    }
+    return envelope(cands, at, true, thresh_set);
 }
 
 }  // namespace swy::proto

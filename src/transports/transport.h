@@ -106,6 +106,10 @@ public:
     /// A sender closed its lane to us: anything it left half-sent can never complete, and its
     /// sender index may be reused by a new lane.
     virtual void on_sender_released(AmSource /*src*/) {}
+    /// Make a wait blocked on the worker's event fd return: for a transport whose senders
+    /// have no fd of their own to signal (self, sending from another thread of a
+    /// multi-threaded worker while it sleeps). A system call: only for an armed receiver.
+    virtual void wake() {}
 
     // Zero-copy receive, for transports that read a byte stream (tcp): the payload of a
     // message goes straight from the socket into memory the sink names, instead of through
@@ -194,11 +198,18 @@ public:
     /// process_vm_readv/writev may be aimed at that sender. May map the sender's segment on
     /// first use (set-up cost, once per peer).
     virtual int sender_pid(uint16_t /*sender*/) { return 0; }
-    /// File descriptor that becomes readable on incoming traffic once armed (-1: none).
+    /// File descriptor that becomes readable on incoming traffic once armed (-1: none). It
+    /// must stop being readable once disarm() and progress() consumed what made it so: the
+    /// worker's event fd is level-triggered, and an fd left readable makes every blocking
+    /// loop spin.
     virtual int event_fd() const { return -1; }
-    /// Arm for blocking; false if messages are already waiting.
+    /// Arm for blocking; false if messages are already waiting. Armed means: a sender that
+    /// delivers to us from now on makes event_fd() readable (at most once per arm is enough).
+    /// Called again after false, or after a wake-up, only once disarm() ran.
     virtual bool arm() { return true; }
-    /// Called after waking up from the event fd.
+    /// End the armed state (after a wake-up, before the next progress, or after an arm()
+    /// that returned false): senders stop signalling, and the wake-ups already signalled
+    /// are consumed. Harmless when not armed.
     virtual void disarm() {}
 
     /// Whether the worker's poll loop must call progress() now. Not virtual, so an idle

@@ -25,6 +25,7 @@
 #include "common/cost_figures.h"
 #include "protocols/lane_caps.h"
 #include "protocols/proto_table.h"
+#include "protocols/protocol.h"
 #include "protocols/select.h"
 #include "protocols/wire.h"
 #include "transports/shm/shm_costs.h"
@@ -332,14 +333,58 @@ TEST(SelectGolden, PioMaxOverrideCannotRaiseTheLaneLimit) {
         << t.print();
 }
 
+// A forced scheme starts where the automatic choice starts a rendezvous (11777, GET's
+// crossing with eager_bcopy), not where its own line would cross eager (14441 for PUT).
 TEST(SelectGolden, RndvSchemePut) {
     SelectOverrides o = no_overrides();
     o.rndv_scheme = "put";
     ProtoTable t = select(lane(true, true), o);
     EXPECT_EQ(ranges_of(t),
               "0..4000 eager_short\n"
-              "4001..14440 eager_bcopy\n"
-              "14441..inf rndv_put_cma\n")
+              "4001..11776 eager_bcopy\n"
+              "11777..inf rndv_put_cma\n")
+        << t.print();
+    EXPECT_NE(t.print().find("[SWY_RNDV_SCHEME=put]"), std::string::npos) << t.print();
+}
+
+// PUT's line never beats eager_bcopy (its per-byte cost made higher than eager's): before,
+// forcing it left no rendezvous at all; now it runs from the automatic threshold.
+TEST(SelectGolden, RndvSchemePutRunsEvenWhereItsLineNeverWins) {
+    LaneCaps l = lane_caps(lane(true, true), no_overrides());
+    l.costs.put_zcopy.per_byte_s = 1e-9;  // 1 GB/s: worse than eager_bcopy at every size
+    SelectOverrides o = no_overrides();
+    ProtoTable automatic = select_protocols(l, o);
+    o.rndv_scheme = "put";
+    ProtoTable t = select_protocols(l, o);
+    EXPECT_EQ(ranges_of(t),
+              "0..4000 eager_short\n"
+              "4001..11776 eager_bcopy\n"
+              "11777..inf rndv_put_cma\n")
+        << t.print() << "automatic:\n"
+        << automatic.print();
+}
+
+TEST(SelectGolden, RndvSchemeWithoutThatSchemeOnTheLaneKeepsTheAutomaticChoice) {
+    SelectOverrides o = no_overrides();
+    o.rndv_scheme = "get";  // no CMA on this lane
+    EXPECT_EQ(ranges_of(select(lane(true, false), o)), ranges_of(select(lane(true, false))));
+    o.rndv_scheme = "put";
+    o.allow = {"eager_short", "eager_bcopy", "rndv_pipeline"};  // put excluded by SWY_PROTO
+    SelectOverrides auto_allow = no_overrides();
+    auto_allow.allow = o.allow;
+    EXPECT_EQ(ranges_of(select(lane(true, true), o)),
+              ranges_of(select(lane(true, true), auto_allow)));
+}
+
+TEST(SelectGolden, RndvSchemeGetStartsAtZcopyThresh) {
+    SelectOverrides o = no_overrides();
+    o.rndv_scheme = "get";
+    o.zcopy_thresh = 65536;
+    ProtoTable t = select(lane(true, true), o);
+    EXPECT_EQ(ranges_of(t),
+              "0..4000 eager_short\n"
+              "4001..65535 eager_bcopy\n"
+              "65536..inf rndv_get_cma\n")
         << t.print();
 }
 
@@ -355,8 +400,8 @@ TEST(SelectGolden, RndvSchemePipeline) {
     ProtoTable t = select(lane(true, true), o);
     EXPECT_EQ(ranges_of(t),
               "0..4000 eager_short\n"
-              "4001..29024 eager_bcopy\n"
-              "29025..inf rndv_pipeline\n")
+              "4001..11776 eager_bcopy\n"
+              "11777..inf rndv_pipeline\n")
         << t.print();
 }
 
@@ -696,6 +741,55 @@ TEST(SelectProperty, RndvThreshSplitsEagerFromRendezvousExactly) {
         EXPECT_TRUE(is_rndv(t.lookup(o.rndv_thresh + 12345))) << ctx << "\n" << t.print();
         EXPECT_FALSE(is_rndv(t.lookup(0))) << ctx << "\n" << t.print();
         if (HasFailure()) return;
+    }
+}
+
+// SWY_RNDV_SCHEME=X: wherever the automatic table has a rendezvous and the lane offers X,
+// every size from the automatic threshold on is X, and every size below it is what the
+// automatic table says.
+TEST(SelectProperty, ForcedSchemeRunsFromTheAutomaticThreshold) {
+    std::mt19937_64 rng(1818);
+    const char* const schemes[] = {"get", "put", "pipeline"};
+    for (int trial = 0; trial < 300; ++trial) {
+        CostFigures f = random_figures(rng);
+        LaneCaps l = random_lane(rng, f);
+        const SelectOverrides none = no_overrides();
+        const ProtoTable automatic = select_protocols(l, none);
+        size_t thresh = kInf;
+        size_t lo = 0;
+        for (const ProtoRange& r : automatic.ranges()) {
+            if (is_rendezvous(r.proto)) {
+                thresh = lo;
+                break;
+            }
+            if (r.max_size == kInf) break;
+            lo = r.max_size + 1;
+        }
+        for (const char* scheme : schemes) {
+            SelectOverrides o = none;
+            o.rndv_scheme = scheme;
+            const ProtoTable t = select_protocols(l, o);
+            const std::string ctx = describe(l, f) + " scheme=" + scheme;
+            const bool offered = std::string(scheme) == "pipeline" ? l.rndv : l.rndv && l.zcopy;
+            if (!offered || thresh == kInf) {
+                EXPECT_EQ(ranges_of(t), ranges_of(automatic)) << ctx;
+                continue;
+            }
+            const ProtoId want =
+                std::string(scheme) == "pipeline" ? ProtoId::kRndvPipeline
+                : std::string(scheme) == "get"
+                    ? (l.remote_keys ? ProtoId::kRndvGetZcopy : ProtoId::kRndvGetCma)
+                    : (l.remote_keys ? ProtoId::kRndvPutZcopy : ProtoId::kRndvPutCma);
+            for (const size_t n : {thresh, thresh + 1, thresh + random_size(rng), kInf / 2}) {
+                if (n < thresh) continue;
+                EXPECT_EQ(t.lookup(n), want) << ctx << " size " << n << "\n" << t.print();
+            }
+            for (int k = 0; k < 20 && thresh > 0; ++k) {
+                const size_t n = random_size(rng) % thresh;
+                EXPECT_EQ(t.lookup(n), automatic.lookup(n)) << ctx << " size " << n;
+            }
+            if (HasFailure()) return;
+        }
     }
 }
 

@@ -48,6 +48,12 @@ SelfInterface::SelfInterface(uint64_t worker_uid, uint16_t index, AmSink* sink,
 void SelfInterface::enqueue(AmId id, std::vector<uint8_t> bytes) {
     queue_.push_back({id, std::move(bytes)});
     wants_progress_ = true;
+    // Only another thread of a multi-threaded worker can send while it sleeps (under the
+    // worker's lock, which the sleeper released): armed_ needs no atomics.
+    if (__builtin_expect(armed_, 0)) {
+        armed_ = false;
+        if (sink_ != nullptr) sink_->wake();
+    }
 }
 
 unsigned SelfInterface::progress() {

@@ -49,7 +49,13 @@ public:
     uint64_t sender_key(uint16_t sender) const override { return sender_uid(sender); }
     /// This process: a message on the self lane never leaves it.
     int sender_pid(uint16_t sender) override;
-    bool arm() override { return queue_.empty(); }
+    /// Armed while nothing is queued: a send from another thread then wakes the worker
+    /// (AmSink::wake(): self has no fd of its own).
+    bool arm() override {
+        armed_ = queue_.empty();
+        return armed_;
+    }
+    void disarm() override { armed_ = false; }
     /// Nothing queued: progress would do nothing (wants_progress() says the same to the
     /// worker's poll loop).
     bool idle() const { return queue_.empty(); }
@@ -67,6 +73,7 @@ private:
     /// Queue a message for the next progress() (and have the worker call it).
     void enqueue(AmId id, std::vector<uint8_t> bytes);
     std::deque<Packet> queue_;
+    bool armed_ = false;
     std::vector<std::vector<uint8_t>> spare_;  // recycled packet buffers
     LaneCosts costs_;                          // before reply_ep_, which reads it
     SelfEndpoint reply_ep_;

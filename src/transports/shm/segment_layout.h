@@ -80,7 +80,8 @@ struct alignas(kCacheLine) SegmentHeader {
     /// process_vm_readv to learn whether CMA reaches the owner (kept here, not in the worker
     /// address, so that no pointer of ours is given to anyone who cannot map the segment).
     uint64_t cma_probe_address;
-    /// Set by the owner before it blocks; senders that see it write to its wake-up pipe.
+    /// Set by the owner before it blocks, cleared when it wakes; the first sender that
+    /// takes it (exchange to 0) writes one byte to the owner's wake-up pipe.
     alignas(kCacheLine) std::atomic<uint32_t> armed;
     /// 1 if senders must publish with a full fence before reading `armed` (the owner cannot
     /// force their stores out with membarrier before it sleeps).

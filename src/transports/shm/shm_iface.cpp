@@ -144,7 +144,11 @@ inline void ShmEndpoint::finish(CellHeader* cell, uint64_t pos) {
     } else {
         RingView::publish(cell, pos);
     }
-    if (__builtin_expect(remote_->header->armed.load(std::memory_order_seq_cst) != 0, 0)) {
+    // Only a receiver armed right now is woken, and by one sender only: taking the flag
+    // makes the others (and our next sends) skip the system call until it arms again.
+    std::atomic<uint32_t>& armed = remote_->header->armed;
+    if (__builtin_expect(armed.load(std::memory_order_seq_cst) != 0, 0) &&
+        armed.exchange(0, std::memory_order_seq_cst) != 0) {
         wake_peer();
     }
 }

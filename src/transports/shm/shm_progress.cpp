@@ -329,6 +329,9 @@ bool ShmInterface::arm() {
 
 void ShmInterface::disarm() {
     header_->armed.store(0, std::memory_order_relaxed);
+    // Drained whether or not a sender took the flag: one that took it during our last
+    // drain may have written after it, and a byte left in the pipe keeps the worker's
+    // level-triggered event fd readable (a blocking loop would spin).
     char buf[64];
     while (read(wake_pipe_[0].get(), buf, sizeof(buf)) > 0) {}
     // A pidfd that woke us is looked at by the next progress call (failures are reported

@@ -204,28 +204,64 @@ void swy_worker_destroy(swy_worker_h worker);
 
 /**
  * @brief Make progress on every transport and protocol of the worker.
+ * The first call after swy_worker_arm() returned SWY_OK also ends the armed state and
+ * consumes the wake-ups that made the event fd readable.
  * @return the number of events processed (0 when nothing happened). Completion callbacks
  *         run from inside this call.
  */
 unsigned swy_worker_progress(swy_worker_h worker);
 
 /**
- * @brief File descriptor that becomes readable when the worker may have work (for poll/epoll).
- * Use with swy_worker_arm(): arm, and only if it returns SWY_OK block on the fd.
+ * @brief File descriptor that becomes readable when the worker may have work, for
+ * poll/select/epoll (level-triggered, EPOLLIN). It is an epoll descriptor: the application
+ * watches it but never reads from it, writes to it or closes it; the worker consumes what
+ * made it readable inside swy_worker_progress(). The same fd for the worker's lifetime.
+ *
+ * The loop, from one thread:
+ * @code
+ * for (;;) {
+ *     while (swy_worker_progress(w) > 0) {}
+ *     if (swy_worker_arm(w) == SWY_OK) epoll_wait(...);  // efd and the application's fds
+ *     // SWY_ERR_BUSY: work is waiting, progress again (nothing was left armed)
+ * }
+ * @endcode
+ * Blocking without a successful arm may miss a wake-up. Readable means "may have work":
+ * after an arm, the fd becomes readable at most a few times per message that arrives,
+ * and stays quiet while nothing arrives.
  */
 swy_status_t swy_worker_get_efd(swy_worker_h worker, int* fd);
 
 /**
  * @brief Arm the event fd for the next event.
+ * Armed lasts until the next swy_worker_progress() (or the end of a swy_worker_wait()):
+ * while armed, the first message from a peer makes the fd readable (one wake-up, a system
+ * call on the sender's side); outside it, senders make no system call to wake this worker.
+ * An arm that returns SWY_ERR_BUSY leaves nothing armed.
  * @return SWY_OK: armed, safe to block; SWY_ERR_BUSY: events are pending, call progress.
  */
 swy_status_t swy_worker_arm(swy_worker_h worker);
 
 /**
- * @brief Block until the worker has an event or @p timeout_ms passes (-1: no limit).
- * Equivalent to arm + poll(efd). @return SWY_OK or SWY_ERR_TIMED_OUT.
+ * @brief Block until the worker has an event, swy_worker_signal() is called, or
+ * @p timeout_ms passes (-1: no limit). Equivalent to arm + poll(efd) + disarm: call
+ * swy_worker_progress() afterwards. Returns at once (SWY_OK) when events are pending.
+ * @return SWY_OK, SWY_ERR_TIMED_OUT, or SWY_ERR_IO if poll() failed.
  */
 swy_status_t swy_worker_wait(swy_worker_h worker, int timeout_ms);
+
+/**
+ * @brief Wake the worker: a thread blocked in swy_worker_wait() returns, and the event fd
+ * becomes readable (a thread blocked in poll/epoll on it returns). A signal given while no
+ * thread is blocked is not lost: the next swy_worker_wait() (or the next block after
+ * swy_worker_arm()) returns at once, and the following swy_worker_progress() consumes it.
+ * Several signals before a wake-up count as one.
+ *
+ * Thread safety: callable from any thread, without the worker's lock, in any thread mode,
+ * and from a signal handler (it writes to an eventfd and nothing else). Not after
+ * swy_worker_destroy() started.
+ * @return SWY_OK, or SWY_ERR_INVALID_PARAM for a NULL worker.
+ */
+swy_status_t swy_worker_signal(swy_worker_h worker);
 
 /**
  * @brief Get this worker's address: an opaque blob another process passes to swy_ep_create().
