@@ -181,8 +181,8 @@ static int rss_run(int rank, const opts_t* o) {
     growth[1] = bad;
     MPI_Gather(growth, 2, MPI_LONG, all, 2, MPI_LONG, 0, MPI_COMM_WORLD);
     if (rank == 0) {
-        printf("# %zu packed bytes (%zu blocks of %d doubles every %d), %zu-byte buffers\n",
-               packed, nblocks, o->block, o->stride, span * sizeof(double));
+        printf("# %zu packed bytes (%zu blocks of %d doubles every %d), %zu-byte buffers\n", packed,
+               nblocks, o->block, o->stride, span * sizeof(double));
         printf("transfer_s %.3f (%.1f MB/s)\n", secs, (double)packed / secs / 1e6);
         printf("peak_rss_increase_kib rank0 %ld rank1 %ld\n", all[0], all[2]);
         printf("data %s (%ld wrong doubles)\n", all[3] == 0 ? "ok" : "CORRUPT", all[3]);

@@ -146,8 +146,8 @@ int mca_pml_swy_dt_enable(void) {
     ompi_attribute_fn_ptr_union_t copy_fn = {.attr_datatype_copy_fn = mca_pml_swy_dt_attr_copy};
     ompi_attribute_fn_ptr_union_t delete_fn = {.attr_datatype_delete_fn =
                                                    mca_pml_swy_dt_attr_delete};
-    return ompi_attr_create_keyval(TYPE_ATTR, copy_fn, delete_fn, &ompi_pml_swy.dt_keyval, NULL,
-                                   0, NULL);
+    return ompi_attr_create_keyval(TYPE_ATTR, copy_fn, delete_fn, &ompi_pml_swy.dt_keyval, NULL, 0,
+                                   NULL);
 }
 
 void mca_pml_swy_dt_fini(void) {

@@ -11,15 +11,13 @@ static void mca_pml_swy_dt_state_construct(mca_pml_swy_dt_state_t* st) {
     st->datatype = NULL;
 }
 
-static void mca_pml_swy_dt_state_destruct(mca_pml_swy_dt_state_t* st) {
-    OBJ_DESTRUCT(&st->conv);
-}
+static void mca_pml_swy_dt_state_destruct(mca_pml_swy_dt_state_t* st) { OBJ_DESTRUCT(&st->conv); }
 
 OBJ_CLASS_INSTANCE(mca_pml_swy_dt_state_t, opal_free_list_item_t, mca_pml_swy_dt_state_construct,
                    mca_pml_swy_dt_state_destruct);
 
-static mca_pml_swy_dt_state_t* mca_pml_swy_dt_start(void* context, const void* buffer,
-                                                    size_t count, bool for_send) {
+static mca_pml_swy_dt_state_t* mca_pml_swy_dt_start(void* context, const void* buffer, size_t count,
+                                                    bool for_send) {
     ompi_datatype_t* datatype = (ompi_datatype_t*)context;
     mca_pml_swy_dt_state_t* st =
         (mca_pml_swy_dt_state_t*)opal_free_list_get(&ompi_pml_swy.dt_states);

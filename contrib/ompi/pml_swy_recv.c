@@ -1,7 +1,6 @@
 /* pml swy: MPI_Recv, MPI_Irecv, the probe family and matched receives. */
 #include "pml_swy_recv.h"
 
-
 #include "ompi/message/message.h"
 
 #include "pml_swy_datatype.h"

@@ -1,7 +1,6 @@
 /* pml swy: MPI_Send, MPI_Isend (standard, synchronous, buffered, ready) and their helpers. */
 #include "pml_swy_send.h"
 
-
 #include "ompi/mca/pml/base/pml_base_bsend.h"
 
 #include "pml_swy_datatype.h"
