@@ -21,6 +21,7 @@
 #include "ompi/proc/proc.h"
 #include "ompi/request/request.h"
 #include "opal/class/opal_free_list.h"
+#include "opal/class/opal_pointer_array.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/threads/mutex.h"
 #include "opal/util/output.h"
@@ -28,10 +29,6 @@
 #include <switchyard/switchyard.h>
 
 #include "pml_swy_tag.h"
-
-/** Room for the predefined MPI types with a cached generic Switchyard type: only the
- *  non-contiguous ones (MPI_SHORT_INT, MPI_DOUBLE_INT...) ever take a slot. */
-enum { PML_SWY_DT_PREDEFINED_SLOTS = 64 };
 
 /** The module: Open MPI's function table first, then this process's Switchyard state. */
 typedef struct mca_pml_swy_module {
@@ -51,9 +48,8 @@ typedef struct mca_pml_swy_module {
     bool dt_states_ready;
     opal_mutex_t dt_lock; /**< serialises making an MPI type's generic Switchyard type */
     int dt_keyval;        /**< TYPE_ATTR key that destroys it with the MPI type */
-    /** Predefined MPI types (never freed) whose pml_data holds a generic Switchyard type. */
-    ompi_datatype_t* dt_predefined[PML_SWY_DT_PREDEFINED_SLOTS];
-    size_t dt_npredefined;
+    /** Every MPI type whose pml_data holds a generic Switchyard type (cleanup drops them). */
+    opal_pointer_array_t dt_cached;
 
     /* MCA parameters (pml_swy_*) */
     int priority;

@@ -1,18 +1,32 @@
 /* pml swy: the cache of generic Switchyard types on MPI datatypes, and the MPI_Bsend pack. */
 #include "pml_swy_datatype.h"
 
+#include <limits.h>
+#include <stdlib.h>
+
 #include "ompi/attribute/attribute.h"
 #include "opal/datatype/opal_convertor.h"
 
 #include "pml_swy_dt_stream.h"
 
-/* The MPI type is being destroyed: so is its generic Switchyard type (no operation uses it,
- * since each retains the MPI type until its finish callback). */
+/* What a user type's attribute holds: its generic type, and its slot in dt_cached. */
+typedef struct mca_pml_swy_dt_cached {
+    swy_datatype_t generic;
+    int slot;
+} mca_pml_swy_dt_cached_t;
+
+/* The MPI type is being destroyed (or cleanup drops the attribute): so is its generic
+ * Switchyard type, which no operation uses (each retains the MPI type until its finish
+ * callback). Runs under Open MPI's attribute lock: it takes no lock of ours but the
+ * pointer array's own. */
 static int mca_pml_swy_dt_attr_delete(MPI_Datatype type, int keyval, void* attr, void* extra) {
+    mca_pml_swy_dt_cached_t* cached = (mca_pml_swy_dt_cached_t*)attr;
     (void)keyval;
     (void)extra;
-    swy_dt_destroy((swy_datatype_t)(uintptr_t)attr);
     type->pml_data = 0;
+    swy_dt_destroy(cached->generic);
+    (void)opal_pointer_array_set_item(&ompi_pml_swy.dt_cached, cached->slot, NULL);
+    free(cached);
     return MPI_SUCCESS;
 }
 
@@ -30,22 +44,36 @@ static int mca_pml_swy_dt_attr_copy(MPI_Datatype oldtype, int keyval, void* extr
     return MPI_SUCCESS;
 }
 
-/* Tie @p made to @p datatype's lifetime: an attribute for user types, the list destroyed at
- * cleanup for predefined ones (never freed, and Open MPI destructs them after this component
- * is unloaded, too late to run an attribute's delete function). Called under dt_lock. */
+/* Tie @p made to @p datatype's lifetime and list the type in dt_cached. A user type gets an
+ * attribute whose delete function destroys @p made with it; a predefined type is never
+ * freed, so cleanup destroys its @p made. Cleanup also drops the attributes of user types
+ * still alive then: their delete function must run while this component is loaded. Called
+ * under dt_lock. */
 static int mca_pml_swy_dt_keep(ompi_datatype_t* datatype, swy_datatype_t made) {
     if (ompi_datatype_is_predefined(datatype)) {
-        if (ompi_pml_swy.dt_npredefined == PML_SWY_DT_PREDEFINED_SLOTS) {
-            return OMPI_ERR_OUT_OF_RESOURCE;
-        }
-        ompi_pml_swy.dt_predefined[ompi_pml_swy.dt_npredefined++] = datatype;
-        return OMPI_SUCCESS;
+        return opal_pointer_array_add(&ompi_pml_swy.dt_cached, datatype) < 0
+                   ? OMPI_ERR_OUT_OF_RESOURCE
+                   : OMPI_SUCCESS;
     }
     if (ompi_pml_swy.dt_keyval == MPI_KEYVAL_INVALID) {
         return OMPI_ERR_NOT_AVAILABLE; /* before enable */
     }
-    return ompi_attr_set_c(TYPE_ATTR, datatype, &datatype->d_keyhash, ompi_pml_swy.dt_keyval,
-                           (void*)(uintptr_t)made, false);
+    mca_pml_swy_dt_cached_t* cached = (mca_pml_swy_dt_cached_t*)malloc(sizeof(*cached));
+    if (cached == NULL) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    cached->generic = made;
+    cached->slot = opal_pointer_array_add(&ompi_pml_swy.dt_cached, datatype);
+    int rc = cached->slot < 0 ? OMPI_ERR_OUT_OF_RESOURCE
+                              : ompi_attr_set_c(TYPE_ATTR, datatype, &datatype->d_keyhash,
+                                                ompi_pml_swy.dt_keyval, cached, false);
+    if (rc != OMPI_SUCCESS) {
+        if (cached->slot >= 0) {
+            (void)opal_pointer_array_set_item(&ompi_pml_swy.dt_cached, cached->slot, NULL);
+        }
+        free(cached);
+    }
+    return rc;
 }
 
 /* First non-contiguous use of @p datatype: make and cache its generic type. 0 on failure. */
@@ -124,14 +152,16 @@ int mca_pml_swy_dt_pack(const void* buf, size_t count, ompi_datatype_t* datatype
 
 int mca_pml_swy_dt_init(void) {
     OBJ_CONSTRUCT(&ompi_pml_swy.dt_lock, opal_mutex_t);
-    ompi_pml_swy.dt_keyval = MPI_KEYVAL_INVALID;
-    ompi_pml_swy.dt_npredefined = 0;
+    OBJ_CONSTRUCT(&ompi_pml_swy.dt_cached, opal_pointer_array_t);
     OBJ_CONSTRUCT(&ompi_pml_swy.dt_states, opal_free_list_t);
-    if (opal_free_list_init(&ompi_pml_swy.dt_states, sizeof(mca_pml_swy_dt_state_t),
+    ompi_pml_swy.dt_keyval = MPI_KEYVAL_INVALID;
+    if (opal_pointer_array_init(&ompi_pml_swy.dt_cached, 16, INT_MAX, 16) != OPAL_SUCCESS ||
+        opal_free_list_init(&ompi_pml_swy.dt_states, sizeof(mca_pml_swy_dt_state_t),
                             opal_cache_line_size, OBJ_CLASS(mca_pml_swy_dt_state_t), 0,
                             opal_cache_line_size, 16, -1, 16, NULL, 0, NULL, NULL,
                             NULL) != OPAL_SUCCESS) {
         OBJ_DESTRUCT(&ompi_pml_swy.dt_states);
+        OBJ_DESTRUCT(&ompi_pml_swy.dt_cached);
         OBJ_DESTRUCT(&ompi_pml_swy.dt_lock);
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
@@ -154,17 +184,29 @@ void mca_pml_swy_dt_fini(void) {
     if (!ompi_pml_swy.dt_states_ready) {
         return;
     }
+    const int n = opal_pointer_array_get_size(&ompi_pml_swy.dt_cached);
+    for (int i = 0; i < n; ++i) {
+        ompi_datatype_t* datatype =
+            (ompi_datatype_t*)opal_pointer_array_get_item(&ompi_pml_swy.dt_cached, i);
+        if (datatype == NULL) {
+            continue;
+        }
+        if (ompi_datatype_is_predefined(datatype)) {
+            swy_dt_destroy(datatype->pml_data);
+            datatype->pml_data = 0;
+            (void)opal_pointer_array_set_item(&ompi_pml_swy.dt_cached, i, NULL);
+        } else {
+            /* A type the application never freed: its delete function runs now. */
+            (void)ompi_attr_delete(TYPE_ATTR, datatype, datatype->d_keyhash, ompi_pml_swy.dt_keyval,
+                                   false);
+        }
+    }
     if (ompi_pml_swy.dt_keyval != MPI_KEYVAL_INVALID) {
         (void)ompi_attr_free_keyval(TYPE_ATTR, &ompi_pml_swy.dt_keyval, false);
         ompi_pml_swy.dt_keyval = MPI_KEYVAL_INVALID;
     }
-    for (size_t i = 0; i < ompi_pml_swy.dt_npredefined; ++i) {
-        ompi_datatype_t* datatype = ompi_pml_swy.dt_predefined[i];
-        swy_dt_destroy(datatype->pml_data);
-        datatype->pml_data = 0;
-    }
-    ompi_pml_swy.dt_npredefined = 0;
     OBJ_DESTRUCT(&ompi_pml_swy.dt_states);
+    OBJ_DESTRUCT(&ompi_pml_swy.dt_cached);
     OBJ_DESTRUCT(&ompi_pml_swy.dt_lock);
     ompi_pml_swy.dt_states_ready = false;
 }

@@ -10,9 +10,11 @@
  * The generic Switchyard type of an MPI datatype is made on its first non-contiguous use and
  * cached in ompi_datatype_t.pml_data (the field Open MPI reserves for the selected PML). It
  * lives as long as the MPI type: for user types an attribute (keyval made at enable) destroys
- * it when the type is freed; predefined types (MPI_SHORT_INT...) are never freed, so they are
- * listed and destroyed at cleanup. Every operation retains the MPI type from its start
- * callback to its finish callback, so MPI_Type_free during an MPI_Isend is safe.
+ * it when the type is freed; predefined types (MPI_SHORT_INT...) are never freed, so cleanup
+ * destroys theirs, and drops the attribute of user types still alive then (the delete
+ * function must not run after this component is unloaded). Every operation retains the MPI
+ * type from its start callback to its finish callback, so MPI_Type_free during an MPI_Isend
+ * is safe.
  *
  * Each operation's convertor state comes from a free list (no allocation once warm).
  */
@@ -76,8 +78,9 @@ int mca_pml_swy_dt_init(void);
 /** Create the datatype attribute key (at enable: the attribute layer is ready by then).
  *  @return OMPI_SUCCESS or the attribute layer's error. */
 int mca_pml_swy_dt_enable(void);
-/** Free the key, destroy the cached types of predefined datatypes and the free list. Call
- *  after the worker is destroyed (no operation can still hold a convertor state). */
+/** Destroy every cached generic type (dropping the attribute of user types still alive),
+ *  free the key and the free list. Call after the worker is destroyed (no operation can
+ *  still hold a convertor state). */
 void mca_pml_swy_dt_fini(void);
 
 #endif /* PML_SWY_DATATYPE_H */
