@@ -290,6 +290,29 @@ static void predefined_pairs(int me, size_t n) {
     }
 }
 
+/* Each rank to itself (the self transport): derived on both sides, and contiguous to
+ * derived, the send started before the receive is posted. */
+static void to_self(int me, size_t n) {
+    dt_layout_t l = dt_make(DT_RECORDS, n);
+    uint8_t* src = (uint8_t*)mt_malloc(l.span);
+    for (int contig = 0; contig < 2; ++contig) {
+        const uint32_t seed = (uint32_t)(n + 110 + (size_t)contig * 2 + (size_t)me);
+        dt_layout_t send = contig ? dt_contig(n) : l;
+        char what[64];
+        snprintf(what, sizeof what, "rank %d to itself, %zu bytes, %s", me, n,
+                 contig ? "contig->nc" : "nc->nc");
+        dt_fill(src, &send, seed, 0x11);
+        clear_recv(l.span);
+        MPI_Request rq;
+        MT_MPI(MPI_Isend(src, send.count, send.type, me, 31, MPI_COMM_WORLD, &rq));
+        MT_MPI(MPI_Recv(g_buf, l.count, l.type, me, 31, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        MT_MPI(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+        expect(&l, seed, l.span, what);
+    }
+    free(src);
+    dt_free(&l);
+}
+
 /* A type used and never freed: MPI_Finalize must still shut down cleanly (the PML drops what
  * it cached on the type while it is loaded). */
 static void leaked_type(int me) {
@@ -324,6 +347,7 @@ int main(int argc, char** argv) {
         buffered(me, n);
         freed_in_flight(me, n);
         predefined_pairs(me, n);
+        to_self(me, n);
     }
     leaked_type(me);
     free(g_buf);
