@@ -11,8 +11,11 @@
  * of a `-m` byte vector (default 4 MiB) and prints the bandwidth in MB/s (10^6 bytes, as
  * osu_bw).
  *
+ * With -L KiB it exits with status 3 when a rank's peak RSS grew by more than that: the MPI
+ * suite runs it so (mpi.dt_rss_smoke), so a PML that copies whole messages again fails.
+ *
  * Usage: mpirun -np 2 swy_mpi_dt_rss [-s size] [-b block] [-t stride] [-i iters] [-m bw_size]
- *                                    [-w window]
+ *                                    [-w window] [-L max_kib]
  * Sizes take K/M/G suffixes. Plain MPI: runs over any PML (compare with --mca pml ob1).
  */
 #include <mpi.h>
@@ -28,6 +31,7 @@ typedef struct {
     int iters;         /* bandwidth rounds (0: no bandwidth run) */
     size_t bw_size;    /* packed bytes per bandwidth message */
     int window;
+    long max_growth_kib; /* -L: fail above this peak RSS increase (0: no limit) */
 } opts_t;
 
 static size_t parse_size(const char* s) {
@@ -108,7 +112,7 @@ static size_t count_errors(const double* buf, size_t nblocks, const opts_t* o) {
 
 static int parse(int argc, char** argv, opts_t* o) {
     int c;
-    while ((c = getopt(argc, argv, "s:b:t:i:m:w:h")) != -1) {
+    while ((c = getopt(argc, argv, "s:b:t:i:m:w:L:h")) != -1) {
         switch (c) {
             case 's': o->size = parse_size(optarg); break;
             case 'b': o->block = atoi(optarg); break;
@@ -116,12 +120,13 @@ static int parse(int argc, char** argv, opts_t* o) {
             case 'i': o->iters = atoi(optarg); break;
             case 'm': o->bw_size = parse_size(optarg); break;
             case 'w': o->window = atoi(optarg); break;
+            case 'L': o->max_growth_kib = atol(optarg); break;
             default: return 1;
         }
     }
     const size_t block_bytes = (size_t)o->block * sizeof(double);
     if (o->block < 1 || o->stride <= o->block || o->window < 1 || o->iters < 0 ||
-        o->size < block_bytes || o->size / block_bytes > INT32_MAX ||
+        o->size < block_bytes || o->size / block_bytes > INT32_MAX || o->max_growth_kib < 0 ||
         (o->iters > 0 && (o->bw_size < block_bytes || o->bw_size / block_bytes > INT32_MAX))) {
         return 1;
     }
@@ -129,7 +134,7 @@ static int parse(int argc, char** argv, opts_t* o) {
 }
 
 /* The checked transfer; rank 0 prints each rank's peak RSS increase. @return 0 if the data
- * arrived intact. */
+ * arrived intact (and within -L), 1 if not, 3 if a rank grew more than -L allows. */
 static int rss_run(int rank, const opts_t* o) {
     const size_t nblocks = o->size / ((size_t)o->block * sizeof(double));
     const size_t packed = nblocks * (size_t)o->block * sizeof(double);
@@ -190,9 +195,14 @@ static int rss_run(int rank, const opts_t* o) {
     }
     MPI_Type_free(&vec);
     free(buf);
-    int ok = all[3] == 0;
-    MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    return ok ? 0 : 1;
+    int rc = all[3] == 0 ? 0 : 1;
+    if (rank == 0 && rc == 0 && o->max_growth_kib > 0 &&
+        (all[0] > o->max_growth_kib || all[2] > o->max_growth_kib)) {
+        printf("peak RSS grew by more than the %ld KiB allowed (-L)\n", o->max_growth_kib);
+        rc = 3;
+    }
+    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return rc;
 }
 
 /* Bandwidth of `window` vectors in flight, then an acknowledgement, `iters` times (after
@@ -241,7 +251,7 @@ static void bw_run(int rank, const opts_t* o) {
 
 int main(int argc, char** argv) {
     int rank, np;
-    opts_t o = {1ull << 30, 4, 5, 0, 4u << 20, 8};
+    opts_t o = {1ull << 30, 4, 5, 0, 4u << 20, 8, 0};
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
@@ -249,12 +259,13 @@ int main(int argc, char** argv) {
         if (rank == 0) {
             fprintf(stderr,
                     "usage: mpirun -np 2 %s [-s size] [-b block] [-t stride] [-i iters] "
-                    "[-m bw_size] [-w window]\n"
+                    "[-m bw_size] [-w window] [-L max_kib]\n"
                     "  -s  packed bytes of the checked transfer (default 1G; K/M/G suffixes)\n"
                     "  -b  doubles per block (default 4); -t  doubles from block to block "
                     "(default 5, > block)\n"
                     "  -i  bandwidth rounds after the check (default 0: none); -m  packed "
-                    "bytes per bandwidth message (default 4M); -w  messages per round (8)\n",
+                    "bytes per bandwidth message (default 4M); -w  messages per round (8)\n"
+                    "  -L  exit 3 if a rank's peak RSS grows by more than this many KiB\n",
                     argv[0]);
         }
         MPI_Finalize();
