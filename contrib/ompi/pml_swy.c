@@ -8,6 +8,7 @@
 
 #include "opal/mca/pmix/pmix.h"
 
+#include "pml_swy_datatype.h"
 #include "pml_swy_request.h"
 
 mca_pml_swy_module_t ompi_pml_swy = {
@@ -94,6 +95,12 @@ int mca_pml_swy_init(int enable_mpi_threads) {
         goto err_worker;
     }
     ompi_pml_swy.requests_ready = true;
+    if (mca_pml_swy_dt_init() != OMPI_SUCCESS) {
+        opal_output(0, "pml swy: cannot allocate the datatype state free list");
+        OBJ_DESTRUCT(&ompi_pml_swy.requests);
+        ompi_pml_swy.requests_ready = false;
+        goto err_worker;
+    }
     mca_pml_swy_completed_request_init(&ompi_pml_swy.completed_send_req);
 
     opal_progress_register(mca_pml_swy_progress);
@@ -121,6 +128,7 @@ int mca_pml_swy_cleanup(void) {
      * and completes their requests as canceled, so do it before the free list goes. */
     swy_worker_destroy(ompi_pml_swy.worker);
     ompi_pml_swy.worker = NULL;
+    mca_pml_swy_dt_fini(); /* the worker finished every operation's datatype state */
     if (ompi_pml_swy.requests_ready) {
         mca_pml_swy_completed_request_fini(&ompi_pml_swy.completed_send_req);
         OBJ_DESTRUCT(&ompi_pml_swy.requests);
@@ -216,6 +224,11 @@ int mca_pml_swy_del_procs(struct ompi_proc_t** procs, size_t nprocs) {
 
 int mca_pml_swy_enable(bool enable) {
     if (enable) {
+        int rc = mca_pml_swy_dt_enable();
+        if (rc != OMPI_SUCCESS) {
+            opal_output(0, "pml swy: cannot create the datatype attribute key: %d", rc);
+            return rc;
+        }
         opal_output_verbose(1, ompi_pml_swy.output, "pml swy selected (switchyard %s, priority %d)",
                             swy_version_string(), ompi_pml_swy.priority);
     }

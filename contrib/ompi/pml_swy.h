@@ -21,7 +21,9 @@
 #include "ompi/proc/proc.h"
 #include "ompi/request/request.h"
 #include "opal/class/opal_free_list.h"
+#include "opal/class/opal_pointer_array.h"
 #include "opal/runtime/opal_progress.h"
+#include "opal/threads/mutex.h"
 #include "opal/util/output.h"
 
 #include <switchyard/switchyard.h>
@@ -40,6 +42,14 @@ typedef struct mca_pml_swy_module {
     bool requests_ready;
     /** Returned by isend when Switchyard completed the send in place: no request to wait on. */
     ompi_request_t completed_send_req;
+
+    /* Derived datatypes (pml_swy_datatype.c). */
+    opal_free_list_t dt_states; /**< convertor states of operations in flight */
+    bool dt_states_ready;
+    opal_mutex_t dt_lock; /**< serialises making an MPI type's generic Switchyard type */
+    int dt_keyval;        /**< TYPE_ATTR key that destroys it with the MPI type */
+    /** Every MPI type whose pml_data holds a generic Switchyard type (cleanup drops them). */
+    opal_pointer_array_t dt_cached;
 
     /* MCA parameters (pml_swy_*) */
     int priority;

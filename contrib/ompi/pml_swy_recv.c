@@ -1,8 +1,6 @@
 /* pml swy: MPI_Recv, MPI_Irecv, the probe family and matched receives. */
 #include "pml_swy_recv.h"
 
-#include <stdlib.h>
-
 #include "ompi/message/message.h"
 
 #include "pml_swy_datatype.h"
@@ -16,23 +14,6 @@ int mca_pml_swy_post_recv(mca_pml_swy_request_t* req, void* buf, size_t count,
                           swy_message_h message) {
     void* start;
     size_t length;
-    if (OPAL_UNLIKELY(!mca_pml_swy_dt_contig(buf, count, datatype, &start, &length))) {
-        length = datatype->super.size * count; /* packed size (homogeneous peers) */
-        start = length != 0 ? malloc(length) : NULL;
-        if (length != 0 && start == NULL) {
-            return OMPI_ERR_OUT_OF_RESOURCE;
-        }
-        req->tmp_buf = start;
-        req->tmp_len = length;
-        req->flags |= PML_SWY_REQ_UNPACK | PML_SWY_REQ_TMP_MALLOC;
-        if (!req->ompi.req_persistent) {
-            /* Keep the type alive until the unpack even if the application frees it. */
-            req->buf = buf;
-            req->count = count;
-            req->datatype = datatype;
-            OMPI_DATATYPE_RETAIN(datatype);
-        }
-    }
     swy_tag_recv_info_t info;
     swy_request_params_t params = {
         .field_mask = SWY_REQ_PARAM_FIELD_CALLBACK | SWY_REQ_PARAM_FIELD_USER_DATA |
@@ -41,6 +22,14 @@ int mca_pml_swy_post_recv(mca_pml_swy_request_t* req, void* buf, size_t count,
         .user_data = req,
         .recv_info = &info,
     };
+    if (OPAL_UNLIKELY(mca_pml_swy_dt_describe(buf, count, datatype, &start, &length,
+                                              &params.datatype) != OMPI_SUCCESS)) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    if (OPAL_UNLIKELY(params.datatype != SWY_DATATYPE_CONTIG)) {
+        /* Unpacked fragment by fragment; the state retains the type until it is done. */
+        params.field_mask |= SWY_REQ_PARAM_FIELD_DATATYPE;
+    }
     swy_status_t s;
     if (message == NULL) {
         s = swy_tag_recv_nb(ompi_pml_swy.worker, start, length, tag, mask, &params, &req->swy_req);
@@ -57,11 +46,6 @@ int mca_pml_swy_post_recv(mca_pml_swy_request_t* req, void* buf, size_t count,
         return OMPI_SUCCESS;
     }
     mca_pml_swy_recv_error("receive", s);
-    mca_pml_swy_request_drop_tmp(req);
-    if (!req->ompi.req_persistent && req->datatype != NULL) {
-        OMPI_DATATYPE_RELEASE(req->datatype);
-        req->datatype = NULL;
-    }
     return mca_pml_swy_mpi_error(s);
 }
 
@@ -91,17 +75,15 @@ static int mca_pml_swy_recv_blocking(void* buf, size_t count, ompi_datatype_t* d
                                      ompi_status_public_t* status) {
     void* start;
     size_t length;
-    void* tmp = NULL;
-    if (OPAL_UNLIKELY(!mca_pml_swy_dt_contig(buf, count, datatype, &start, &length))) {
-        length = datatype->super.size * count;
-        tmp = length != 0 ? malloc(length) : NULL;
-        if (length != 0 && tmp == NULL) {
-            return OMPI_ERR_OUT_OF_RESOURCE;
-        }
-        start = tmp;
-    }
     swy_tag_recv_info_t info = {0, 0};
     swy_request_params_t params = {.field_mask = SWY_REQ_PARAM_FIELD_RECV_INFO, .recv_info = &info};
+    if (OPAL_UNLIKELY(mca_pml_swy_dt_describe(buf, count, datatype, &start, &length,
+                                              &params.datatype) != OMPI_SUCCESS)) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    if (OPAL_UNLIKELY(params.datatype != SWY_DATATYPE_CONTIG)) {
+        params.field_mask |= SWY_REQ_PARAM_FIELD_DATATYPE; /* unpacked fragment by fragment */
+    }
     swy_request_h sreq = NULL;
     swy_status_t s;
     if (message == NULL) {
@@ -116,15 +98,6 @@ static int mca_pml_swy_recv_blocking(void* buf, size_t count, ompi_datatype_t* d
         }
         (void)swy_request_recv_info(sreq, &info);
         swy_request_free(sreq);
-    }
-    if (OPAL_UNLIKELY(tmp != NULL)) {
-        if (s == SWY_OK || s == SWY_ERR_MESSAGE_TRUNCATED) {
-            size_t n = info.length < length ? info.length : length;
-            if (mca_pml_swy_dt_unpack(buf, count, datatype, tmp, n) != OMPI_SUCCESS) {
-                s = SWY_ERR_IO;
-            }
-        }
-        free(tmp);
     }
     if (OPAL_UNLIKELY(s != SWY_OK && s != SWY_ERR_MESSAGE_TRUNCATED)) {
         mca_pml_swy_recv_error("receive", s);

@@ -7,8 +7,8 @@
 /**
  * Post a receive for @p req into (@p buf, @p count, @p datatype): with @p message NULL a
  * tagged receive for (@p tag, @p mask), else the matched-probe receive of @p message. A
- * non-contiguous datatype lands in a temporary buffer, unpacked on completion. If the receive
- * completes immediately, the request is completed here.
+ * non-contiguous datatype is unpacked fragment by fragment as the data arrives. If the
+ * receive completes immediately, the request is completed here.
  * @return OMPI_SUCCESS (posted or completed) or an error (nothing posted; the caller releases
  *         @p req).
  */

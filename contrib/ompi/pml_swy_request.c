@@ -1,11 +1,7 @@
 /* pml swy: request class, completion callbacks, free and cancel. */
 #include "pml_swy_request.h"
 
-#include <stdlib.h>
-
 #include "ompi/mca/pml/base/pml_base_bsend.h"
-
-#include "pml_swy_datatype.h"
 
 static int mca_pml_swy_request_free(ompi_request_t** rptr);
 static int mca_pml_swy_request_cancel(ompi_request_t* ompi_req, int complete);
@@ -44,12 +40,10 @@ int mca_pml_swy_mpi_error(swy_status_t status) {
 }
 
 void mca_pml_swy_request_drop_tmp(mca_pml_swy_request_t* req) {
-    if (req->flags & PML_SWY_REQ_TMP_MALLOC) {
-        free(req->tmp_buf);
-    } else if (req->flags & PML_SWY_REQ_TMP_BSEND) {
+    if (req->flags & PML_SWY_REQ_TMP_BSEND) {
         mca_pml_base_bsend_request_free(req->tmp_buf);
     }
-    req->flags &= ~(unsigned)(PML_SWY_REQ_TMP_MALLOC | PML_SWY_REQ_TMP_BSEND | PML_SWY_REQ_UNPACK);
+    req->flags &= ~(unsigned)PML_SWY_REQ_TMP_BSEND;
     req->tmp_buf = NULL;
 }
 
@@ -98,22 +92,6 @@ void mca_pml_swy_send_done(mca_pml_swy_request_t* req, swy_status_t status) {
 void mca_pml_swy_recv_done(mca_pml_swy_request_t* req, swy_status_t status,
                            const swy_tag_recv_info_t* info) {
     mca_pml_swy_set_recv_status(&req->ompi.req_status, status, info);
-    if (req->flags & PML_SWY_REQ_UNPACK) {
-        if (status == SWY_OK || status == SWY_ERR_MESSAGE_TRUNCATED) {
-            /* On truncation Switchyard filled the whole landing area; unpack that much. */
-            size_t n = info->length < req->tmp_len ? info->length : req->tmp_len;
-            if (mca_pml_swy_dt_unpack(req->buf, req->count, req->datatype, req->tmp_buf, n) !=
-                OMPI_SUCCESS) {
-                req->ompi.req_status.MPI_ERROR = MPI_ERR_INTERN;
-            }
-        }
-        mca_pml_swy_request_drop_tmp(req);
-        /* A persistent receive keeps its datatype for the next start. */
-        if (!req->ompi.req_persistent) {
-            OMPI_DATATYPE_RELEASE(req->datatype);
-            req->datatype = NULL;
-        }
-    }
     mca_pml_swy_request_finish(req);
 }
 

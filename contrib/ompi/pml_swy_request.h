@@ -14,11 +14,9 @@
 #include "pml_swy.h"
 
 enum {
-    PML_SWY_REQ_SEND = 1u << 0,       /**< a send (else a receive) */
-    PML_SWY_REQ_DETACHED = 1u << 2,   /**< buffered send: nobody waits, callback releases */
-    PML_SWY_REQ_UNPACK = 1u << 3,     /**< receive landed in tmp_buf: unpack on completion */
-    PML_SWY_REQ_TMP_MALLOC = 1u << 4, /**< tmp_buf came from malloc (free() it) */
-    PML_SWY_REQ_TMP_BSEND = 1u << 5   /**< tmp_buf came from the MPI_Buffer_attach pool */
+    PML_SWY_REQ_SEND = 1u << 0,     /**< a send (else a receive) */
+    PML_SWY_REQ_DETACHED = 1u << 2, /**< buffered send: nobody waits, callback releases */
+    PML_SWY_REQ_TMP_BSEND = 1u << 5 /**< tmp_buf came from the MPI_Buffer_attach pool */
 };
 
 /** Bits of mca_pml_swy_request_t.owners_done. */
@@ -32,11 +30,12 @@ typedef struct mca_pml_swy_request {
     swy_request_h swy_req;        /**< the Switchyard operation (kept until release), or NULL */
     unsigned flags;               /**< PML_SWY_REQ_* */
     volatile int32_t owners_done; /**< PML_SWY_DONE_*: who has finished with the request */
-    void* tmp_buf;                /**< send: packed copy; receive: landing area for unpack */
+    void* tmp_buf;                /**< buffered send: the packed copy in the attached buffer */
     size_t tmp_len;
 
-    /* The call's arguments: for unpacking a non-contiguous receive and for restarting a
-     * persistent request. datatype is retained while this request refers to it. */
+    /* The call's arguments, for restarting a persistent request (which retains datatype).
+     * A non-contiguous operation needs none of them: its generic datatype state holds the
+     * buffer and retains the type until Switchyard is done. */
     void* buf;
     size_t count;
     ompi_datatype_t* datatype;
@@ -68,7 +67,7 @@ static inline mca_pml_swy_request_t* mca_pml_swy_request_get(ompi_communicator_t
 /** Drop what the request holds (temporary buffer, datatype) and return it to the free list. */
 void mca_pml_swy_request_release(mca_pml_swy_request_t* req);
 
-/** Release the temporary buffer of a finished operation (malloc'd or from the bsend pool). */
+/** Return a finished buffered send's copy to the MPI_Buffer_attach pool. */
 void mca_pml_swy_request_drop_tmp(mca_pml_swy_request_t* req);
 
 /** Switchyard send callback (user_data: the mca_pml_swy_request_t). */
@@ -79,7 +78,7 @@ void mca_pml_swy_recv_cb(swy_request_h sreq, swy_status_t status, const swy_tag_
 
 /** Finish a send: status, temporary buffer, then ompi completion (or release if detached). */
 void mca_pml_swy_send_done(mca_pml_swy_request_t* req, swy_status_t status);
-/** Finish a receive: status from @p info, unpack if needed, then ompi completion. */
+/** Finish a receive: status from @p info, then ompi completion. */
 void mca_pml_swy_recv_done(mca_pml_swy_request_t* req, swy_status_t status,
                            const swy_tag_recv_info_t* info);
 

@@ -1,9 +1,6 @@
 /* pml swy: MPI_Send, MPI_Isend (standard, synchronous, buffered, ready) and their helpers. */
 #include "pml_swy_send.h"
 
-#include <stdlib.h>
-#include <string.h>
-
 #include "ompi/mca/pml/base/pml_base_bsend.h"
 
 #include "pml_swy_datatype.h"
@@ -17,36 +14,11 @@ static void mca_pml_swy_send_error(const char* what, swy_status_t s) {
     opal_output(0, "pml swy: %s failed: %s", what, swy_status_string(s));
 }
 
-/* Pack a non-contiguous send into a malloc'd buffer owned by @p req. */
-static int mca_pml_swy_pack_tmp(mca_pml_swy_request_t* req, const void* buf, size_t count,
-                                ompi_datatype_t* datatype, void** start, size_t* length) {
-    size_t n = mca_pml_swy_dt_packed_size(buf, count, datatype);
-    void* tmp = n != 0 ? malloc(n) : NULL;
-    if (n != 0 && tmp == NULL) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    if (mca_pml_swy_dt_pack(buf, count, datatype, tmp, n) != OMPI_SUCCESS) {
-        free(tmp);
-        return OMPI_ERROR;
-    }
-    req->tmp_buf = tmp;
-    req->tmp_len = n;
-    req->flags |= PML_SWY_REQ_TMP_MALLOC;
-    *start = tmp;
-    *length = n;
-    return OMPI_SUCCESS;
-}
-
 swy_status_t mca_pml_swy_post_send(mca_pml_swy_request_t* req, swy_ep_h ep, const void* buf,
                                    size_t count, ompi_datatype_t* datatype, swy_tag_t tag,
                                    mca_pml_base_send_mode_t mode) {
     void* start;
     size_t length;
-    if (OPAL_UNLIKELY(!mca_pml_swy_dt_contig(buf, count, datatype, &start, &length))) {
-        if (mca_pml_swy_pack_tmp(req, buf, count, datatype, &start, &length) != OMPI_SUCCESS) {
-            return SWY_ERR_NO_MEMORY;
-        }
-    }
     swy_request_params_t params = {
         .field_mask = SWY_REQ_PARAM_FIELD_FLAGS | SWY_REQ_PARAM_FIELD_CALLBACK |
                       SWY_REQ_PARAM_FIELD_USER_DATA,
@@ -54,10 +26,16 @@ swy_status_t mca_pml_swy_post_send(mca_pml_swy_request_t* req, swy_ep_h ep, cons
         .send_cb = mca_pml_swy_send_cb,
         .user_data = req,
     };
+    if (OPAL_UNLIKELY(mca_pml_swy_dt_describe(buf, count, datatype, &start, &length,
+                                              &params.datatype) != OMPI_SUCCESS)) {
+        return SWY_ERR_NO_MEMORY;
+    }
+    if (OPAL_UNLIKELY(params.datatype != SWY_DATATYPE_CONTIG)) {
+        params.field_mask |= SWY_REQ_PARAM_FIELD_DATATYPE; /* streamed, packed per fragment */
+    }
     swy_status_t s = swy_tag_send_nb(ep, start, length, tag, &params, &req->swy_req);
     if (s != SWY_INPROGRESS) {
         req->swy_req = NULL;
-        mca_pml_swy_request_drop_tmp(req);
     }
     return s;
 }
@@ -172,28 +150,23 @@ int mca_pml_swy_send(const void* buf, size_t count, ompi_datatype_t* datatype, i
 
     void* start;
     size_t length;
-    void* tmp = NULL;
-    if (OPAL_UNLIKELY(!mca_pml_swy_dt_contig(buf, count, datatype, &start, &length))) {
-        length = mca_pml_swy_dt_packed_size(buf, count, datatype);
-        tmp = length != 0 ? malloc(length) : NULL;
-        if (length != 0 && tmp == NULL) {
-            return OMPI_ERR_OUT_OF_RESOURCE;
-        }
-        if (mca_pml_swy_dt_pack(buf, count, datatype, tmp, length) != OMPI_SUCCESS) {
-            free(tmp);
-            return OMPI_ERROR;
-        }
-        start = tmp;
-    }
-
     /* No callback: a blocking send polls its own Switchyard request, so nothing is taken
-     * from the free list. params stay NULL on the common path (standard mode). */
-    swy_request_params_t sync_params = {.field_mask = SWY_REQ_PARAM_FIELD_FLAGS,
-                                        .flags = SWY_REQ_FLAG_SYNC};
+     * from the free list. params stay NULL on the common path (standard mode, contiguous). */
+    swy_request_params_t params = {.field_mask = SWY_REQ_PARAM_FIELD_FLAGS,
+                                   .flags = mca_pml_swy_send_flags(mode)};
+    if (OPAL_UNLIKELY(mca_pml_swy_dt_describe(buf, count, datatype, &start, &length,
+                                              &params.datatype) != OMPI_SUCCESS)) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    const swy_request_params_t* p = NULL;
+    if (OPAL_UNLIKELY(params.datatype != SWY_DATATYPE_CONTIG)) {
+        params.field_mask |= SWY_REQ_PARAM_FIELD_DATATYPE; /* streamed, packed per fragment */
+        p = &params;
+    } else if (mode == MCA_PML_BASE_SEND_SYNCHRONOUS) {
+        p = &params;
+    }
     swy_request_h sreq = NULL;
-    swy_status_t s =
-        swy_tag_send_nb(ep, start, length, stag,
-                        mode == MCA_PML_BASE_SEND_SYNCHRONOUS ? &sync_params : NULL, &sreq);
+    swy_status_t s = swy_tag_send_nb(ep, start, length, stag, p, &sreq);
     int rc;
     if (OPAL_LIKELY(s == SWY_OK)) {
         rc = OMPI_SUCCESS;
@@ -203,6 +176,5 @@ int mca_pml_swy_send(const void* buf, size_t count, ompi_datatype_t* datatype, i
         mca_pml_swy_send_error("send", s);
         rc = OMPI_ERROR;
     }
-    free(tmp);
     return rc;
 }

@@ -6,9 +6,8 @@
 
 /**
  * Start a standard, ready or synchronous send for @p req (a request from the free list with
- * PML_SWY_REQ_SEND set). A non-contiguous datatype is packed first.
- * @return SWY_OK: completed in place, @p req is not referenced by Switchyard (its temporary
- *         buffer is already released); SWY_INPROGRESS: mca_pml_swy_send_cb will run; or an
+ * PML_SWY_REQ_SEND set). A non-contiguous datatype is streamed (packed per fragment).
+ * @return SWY_OK: completed in place, @p req is not referenced by Switchyard; SWY_INPROGRESS: mca_pml_swy_send_cb will run; or an
  *         error: nothing was sent.
  */
 swy_status_t mca_pml_swy_post_send(mca_pml_swy_request_t* req, swy_ep_h ep, const void* buf,
