@@ -284,6 +284,7 @@ typedef struct builder {
     size_t elements;        /**< in the request being built */
     size_t max_elements;    /**< per request */
     size_t result_offset;   /**< bytes of elements before the request being built */
+    uint32_t sent;          /**< requests sent */
 } builder_t;
 
 static void free_on_send(swy_request_h req, swy_status_t status, void* user_data) {
@@ -386,6 +387,7 @@ static int send_request(builder_t* b) {
     if (rndv) {
         peer->rndv_inflight = true;
     }
+    ++b->sent;
     b->result_offset += b->elements * b->size;
     b->nseg = 0;
     b->elements = 0;
@@ -558,12 +560,15 @@ int ompi_osc_swy_acc_start(ompi_osc_swy_module_t* module, const ompi_osc_swy_acc
     if (b.segs != local_segs) {
         free(b.segs);
     }
-    /* Requests already sent complete the op; an error met later is its status too. A call
-     * that fails before sending anything leaves the request to the caller. */
-    if (MPI_SUCCESS != rc && op->pending == 1) {
-        op->request = NULL;
+    if (MPI_SUCCESS != rc && 0 == b.sent) {
+        op->request = NULL; /* nothing started: the call fails, the caller keeps the request */
+        op_put(module, op, op_id);
+        return rc;
     }
+    /* Requests already sent complete the operation; an error met after them is its status
+     * (the request's, and the next flush's). */
     record_error(&op->error, rc);
+    record_error(&acc->peers[call->target].error, rc);
     op_put(module, op, op_id);
-    return rc;
+    return MPI_SUCCESS;
 }

@@ -29,8 +29,10 @@ typedef struct ompi_osc_swy_acc_call {
 /**
  * Start @p call: send its requests (waiting first as the ordering rules of
  * osc_swy_accumulate.h require). @p call->request, if any, gets one reference that the last
- * reply drops. @return OMPI_SUCCESS, or an error with nothing sent (MPI_ERR_TYPE for
- * operands that do not match the target's elements, MPI_ERR_NO_MEM).
+ * reply drops. @return OMPI_SUCCESS (an error met after some requests were sent becomes
+ * the operation's status and the next flush's), or an error with nothing sent and the
+ * request untouched (MPI_ERR_TYPE for operands that do not match the target's elements,
+ * MPI_ERR_NO_MEM).
  */
 int ompi_osc_swy_acc_start(ompi_osc_swy_module_t* module, const ompi_osc_swy_acc_call_t* call);
 
