@@ -66,7 +66,7 @@ static const ompi_osc_base_module_t module_template = {
 
 static uint64_t proc_key(ompi_proc_t* proc) {
     uint64_t key;
-    OPAL_STATIC_ASSERT(sizeof(proc->super.proc_name) == sizeof(key), "process name is 64 bits");
+    _Static_assert(sizeof(proc->super.proc_name) == sizeof(key), "process name is 64 bits");
     memcpy(&key, &proc->super.proc_name, sizeof(key));
     return key;
 }
