@@ -16,21 +16,21 @@
  * objects in libmpi whose addresses are not constant expressions here. */
 static ompi_op_t* wire_op_table(uint32_t code) {
     switch (code) {
-    case OSC_SWY_ACC_OP_MAX: return &ompi_mpi_op_max.op;
-    case OSC_SWY_ACC_OP_MIN: return &ompi_mpi_op_min.op;
-    case OSC_SWY_ACC_OP_SUM: return &ompi_mpi_op_sum.op;
-    case OSC_SWY_ACC_OP_PROD: return &ompi_mpi_op_prod.op;
-    case OSC_SWY_ACC_OP_LAND: return &ompi_mpi_op_land.op;
-    case OSC_SWY_ACC_OP_BAND: return &ompi_mpi_op_band.op;
-    case OSC_SWY_ACC_OP_LOR: return &ompi_mpi_op_lor.op;
-    case OSC_SWY_ACC_OP_BOR: return &ompi_mpi_op_bor.op;
-    case OSC_SWY_ACC_OP_LXOR: return &ompi_mpi_op_lxor.op;
-    case OSC_SWY_ACC_OP_BXOR: return &ompi_mpi_op_bxor.op;
-    case OSC_SWY_ACC_OP_MAXLOC: return &ompi_mpi_op_maxloc.op;
-    case OSC_SWY_ACC_OP_MINLOC: return &ompi_mpi_op_minloc.op;
-    case OSC_SWY_ACC_OP_REPLACE: return &ompi_mpi_op_replace.op;
-    case OSC_SWY_ACC_OP_NO_OP: return &ompi_mpi_op_no_op.op;
-    default: return NULL;
+        case OSC_SWY_ACC_OP_MAX: return &ompi_mpi_op_max.op;
+        case OSC_SWY_ACC_OP_MIN: return &ompi_mpi_op_min.op;
+        case OSC_SWY_ACC_OP_SUM: return &ompi_mpi_op_sum.op;
+        case OSC_SWY_ACC_OP_PROD: return &ompi_mpi_op_prod.op;
+        case OSC_SWY_ACC_OP_LAND: return &ompi_mpi_op_land.op;
+        case OSC_SWY_ACC_OP_BAND: return &ompi_mpi_op_band.op;
+        case OSC_SWY_ACC_OP_LOR: return &ompi_mpi_op_lor.op;
+        case OSC_SWY_ACC_OP_BOR: return &ompi_mpi_op_bor.op;
+        case OSC_SWY_ACC_OP_LXOR: return &ompi_mpi_op_lxor.op;
+        case OSC_SWY_ACC_OP_BXOR: return &ompi_mpi_op_bxor.op;
+        case OSC_SWY_ACC_OP_MAXLOC: return &ompi_mpi_op_maxloc.op;
+        case OSC_SWY_ACC_OP_MINLOC: return &ompi_mpi_op_minloc.op;
+        case OSC_SWY_ACC_OP_REPLACE: return &ompi_mpi_op_replace.op;
+        case OSC_SWY_ACC_OP_NO_OP: return &ompi_mpi_op_no_op.op;
+        default: return NULL;
     }
 }
 
@@ -104,30 +104,30 @@ static void acc_unlock(uint64_t* lock) { __atomic_store_n(lock, 0, __ATOMIC_RELE
  * every op and type of this size (float, MAX, PROD, MAXLOC on MPI_2INT...), and atomic with
  * respect to every other atomic on the word. T is uint32_t or uint64_t. */
 #define OSC_SWY_DEFINE_WORD_OPS(T, BITS)                                                           \
-    static T word_apply_##BITS(const osc_swy_acc_apply_t* a, T* p, T operand) {                  \
-        switch (a->wire_op) {                                                                    \
-        case OSC_SWY_ACC_OP_NO_OP: return __atomic_load_n(p, __ATOMIC_SEQ_CST);                  \
-        case OSC_SWY_ACC_OP_REPLACE: return __atomic_exchange_n(p, operand, __ATOMIC_SEQ_CST);   \
-        default: break;                                                                          \
-        }                                                                                        \
-        if (a->integer) {                                                                        \
-            switch (a->wire_op) {                                                                \
-            case OSC_SWY_ACC_OP_SUM: return __atomic_fetch_add(p, operand, __ATOMIC_SEQ_CST);    \
-            case OSC_SWY_ACC_OP_BAND: return __atomic_fetch_and(p, operand, __ATOMIC_SEQ_CST);   \
-            case OSC_SWY_ACC_OP_BOR: return __atomic_fetch_or(p, operand, __ATOMIC_SEQ_CST);     \
-            case OSC_SWY_ACC_OP_BXOR: return __atomic_fetch_xor(p, operand, __ATOMIC_SEQ_CST);   \
-            default: break;                                                                      \
-            }                                                                                    \
-        }                                                                                        \
-        T old = __atomic_load_n(p, __ATOMIC_RELAXED);                                            \
-        T desired;                                                                               \
-        do {                                                                                     \
-            T source = operand;                                                                  \
-            desired = old;                                                                       \
-            ompi_op_reduce(a->op, &source, &desired, 1, a->dt);                                  \
-        } while (!__atomic_compare_exchange_n(p, &old, desired, false, __ATOMIC_SEQ_CST,         \
-                                              __ATOMIC_RELAXED));                                \
-        return old;                                                                              \
+    static T word_apply_##BITS(const osc_swy_acc_apply_t* a, T* p, T operand) {                    \
+        switch (a->wire_op) {                                                                      \
+            case OSC_SWY_ACC_OP_NO_OP: return __atomic_load_n(p, __ATOMIC_SEQ_CST);                \
+            case OSC_SWY_ACC_OP_REPLACE: return __atomic_exchange_n(p, operand, __ATOMIC_SEQ_CST); \
+            default: break;                                                                        \
+        }                                                                                          \
+        if (a->integer) {                                                                          \
+            switch (a->wire_op) {                                                                  \
+                case OSC_SWY_ACC_OP_SUM: return __atomic_fetch_add(p, operand, __ATOMIC_SEQ_CST);  \
+                case OSC_SWY_ACC_OP_BAND: return __atomic_fetch_and(p, operand, __ATOMIC_SEQ_CST); \
+                case OSC_SWY_ACC_OP_BOR: return __atomic_fetch_or(p, operand, __ATOMIC_SEQ_CST);   \
+                case OSC_SWY_ACC_OP_BXOR: return __atomic_fetch_xor(p, operand, __ATOMIC_SEQ_CST); \
+                default: break;                                                                    \
+            }                                                                                      \
+        }                                                                                          \
+        T old = __atomic_load_n(p, __ATOMIC_RELAXED);                                              \
+        T desired;                                                                                 \
+        do {                                                                                       \
+            T source = operand;                                                                    \
+            desired = old;                                                                         \
+            ompi_op_reduce(a->op, &source, &desired, 1, a->dt);                                    \
+        } while (!__atomic_compare_exchange_n(p, &old, desired, false, __ATOMIC_SEQ_CST,           \
+                                              __ATOMIC_RELAXED));                                  \
+        return old;                                                                                \
     }
 OSC_SWY_DEFINE_WORD_OPS(uint32_t, 32)
 OSC_SWY_DEFINE_WORD_OPS(uint64_t, 64)
@@ -205,9 +205,9 @@ static void run_locked(const osc_swy_acc_apply_t* a, unsigned char* target,
         memcpy(old_values, target, bytes);
     }
     switch (a->wire_op) {
-    case OSC_SWY_ACC_OP_NO_OP: break;
-    case OSC_SWY_ACC_OP_REPLACE: memmove(target, operands, bytes); break;
-    default: reduce_locked(a, target, operands, count); break;
+        case OSC_SWY_ACC_OP_NO_OP: break;
+        case OSC_SWY_ACC_OP_REPLACE: memmove(target, operands, bytes); break;
+        default: reduce_locked(a, target, operands, count); break;
     }
     acc_unlock(lock);
 }

@@ -23,12 +23,12 @@ typedef struct ompi_osc_swy_acc_op {
     uint32_t generation; /**< bumped on every reuse of the slot: stale op ids never match */
     bool busy;
     int target;
-    uint32_t pending;         /**< unanswered requests, plus one while still sending */
-    int error;                /**< first error (MPI class), 0 if none */
+    uint32_t pending; /**< unanswered requests, plus one while still sending */
+    int error;        /**< first error (MPI class), 0 if none */
     size_t element_size;
-    unsigned char* results;   /**< packed old values (NULL: none wanted) */
+    unsigned char* results; /**< packed old values (NULL: none wanted) */
     size_t results_length;
-    bool results_owned;       /**< malloc'd: unpack into result_addr when done */
+    bool results_owned; /**< malloc'd: unpack into result_addr when done */
     void* result_addr;
     int result_count;
     ompi_datatype_t* result_dt; /**< retained while owned results wait to be unpacked */
@@ -113,9 +113,9 @@ static void record_error(int* slot, int error) {
 static int unpack_results(ompi_osc_swy_acc_op_t* op) {
     opal_convertor_t conv;
     OBJ_CONSTRUCT(&conv, opal_convertor_t);
-    int rc = opal_convertor_copy_and_prepare_for_recv(ompi_mpi_local_convertor, &op->result_dt->super,
-                                                      (size_t)op->result_count, op->result_addr, 0,
-                                                      &conv);
+    int rc = opal_convertor_copy_and_prepare_for_recv(
+        ompi_mpi_local_convertor, &op->result_dt->super, (size_t)op->result_count, op->result_addr,
+        0, &conv);
     if (OPAL_SUCCESS == rc) {
         struct iovec iov = {.iov_base = op->results, .iov_len = op->results_length};
         uint32_t n = 1;
@@ -275,16 +275,16 @@ typedef struct builder {
     const ompi_osc_swy_acc_call_t* call;
     ompi_osc_swy_acc_op_t* op;
     uint64_t op_id;
-    size_t size;            /**< element size */
-    bool operands;          /**< requests carry operands (not MPI_NO_OP) */
-    opal_convertor_t pack;  /**< origin operands, when operands */
+    size_t size;           /**< element size */
+    bool operands;         /**< requests carry operands (not MPI_NO_OP) */
+    opal_convertor_t pack; /**< origin operands, when operands */
     osc_swy_acc_segment_t* segs;
     uint32_t nseg;
     uint32_t seg_capacity;
-    size_t elements;        /**< in the request being built */
-    size_t max_elements;    /**< per request */
-    size_t result_offset;   /**< bytes of elements before the request being built */
-    uint32_t sent;          /**< requests sent */
+    size_t elements;      /**< in the request being built */
+    size_t max_elements;  /**< per request */
+    size_t result_offset; /**< bytes of elements before the request being built */
+    uint32_t sent;        /**< requests sent */
 } builder_t;
 
 static void free_on_send(swy_request_h req, swy_status_t status, void* user_data) {
@@ -322,8 +322,8 @@ static int send_request(builder_t* b) {
         ompi_osc_swy_acc_drain(module, target); /* it would be applied after this one */
     }
     const size_t operand_bytes = OSC_SWY_ACC_KIND_CAS == b->call->kind ? 2 * b->size
-                                 : b->operands                          ? b->elements * b->size
-                                                                        : 0;
+                                 : b->operands                         ? b->elements * b->size
+                                                                       : 0;
     const size_t payload = b->nseg * sizeof(osc_swy_acc_segment_t) + operand_bytes;
 
     osc_swy_acc_request_t req;

@@ -22,7 +22,7 @@ typedef struct ompi_osc_swy_acc_call {
     uint64_t target_addr; /**< the target displacement's address (ompi_osc_swy_target) */
     int target_count;
     ompi_datatype_t* target_dt;
-    ompi_datatype_t* element; /**< the one predefined type of target_dt */
+    ompi_datatype_t* element;        /**< the one predefined type of target_dt */
     ompi_osc_swy_request_t* request; /**< raccumulate / rget_accumulate, else NULL */
 } ompi_osc_swy_acc_call_t;
 

@@ -34,7 +34,8 @@ static unsigned char* window_range(const ompi_osc_swy_module_t* module, uint64_t
         for (int i = 0; i < module->attached_count; ++i) {
             const ompi_osc_swy_attached_t* r = &module->attached[i];
             uint64_t base = (uint64_t)(uintptr_t)r->base;
-            if (address >= base && address - base <= r->size && length <= r->size - (address - base)) {
+            if (address >= base && address - base <= r->size &&
+                length <= r->size - (address - base)) {
                 return (unsigned char*)(uintptr_t)address;
             }
         }
@@ -154,17 +155,17 @@ static int apply_request(ompi_osc_swy_module_t* module, const osc_swy_acc_reques
     const size_t total_bytes = (size_t)total * a.size;
     size_t expected;
     switch (req->kind) {
-    case OSC_SWY_ACC_KIND_CAS:
-        if (1 != nseg || 1 != total) {
-            return MPI_ERR_OTHER;
-        }
-        expected = 2 * a.size;
-        break;
-    case OSC_SWY_ACC_KIND_ACCUMULATE:
-    case OSC_SWY_ACC_KIND_GET_ACCUMULATE:
-        expected = OSC_SWY_ACC_OP_NO_OP == a.wire_op ? 0 : total_bytes;
-        break;
-    default: return MPI_ERR_OTHER;
+        case OSC_SWY_ACC_KIND_CAS:
+            if (1 != nseg || 1 != total) {
+                return MPI_ERR_OTHER;
+            }
+            expected = 2 * a.size;
+            break;
+        case OSC_SWY_ACC_KIND_ACCUMULATE:
+        case OSC_SWY_ACC_KIND_GET_ACCUMULATE:
+            expected = OSC_SWY_ACC_OP_NO_OP == a.wire_op ? 0 : total_bytes;
+            break;
+        default: return MPI_ERR_OTHER;
     }
     if (operand_length != expected) {
         return MPI_ERR_OTHER;
@@ -274,7 +275,8 @@ static void pull(ompi_osc_swy_module_t* module, int source, const osc_swy_acc_re
     params.user_data = in;
     params.recv_info = &info;
     swy_request_h sreq = NULL;
-    swy_status_t st = swy_am_recv_data_nb(module->worker, descriptor, buffer, length, &params, &sreq);
+    swy_status_t st =
+        swy_am_recv_data_nb(module->worker, descriptor, buffer, length, &params, &sreq);
     if (SWY_INPROGRESS == st) {
         swy_request_free(sreq); /* rndv_pulled runs on completion */
         return;
@@ -285,9 +287,8 @@ static void pull(ompi_osc_swy_module_t* module, int source, const osc_swy_acc_re
 /* ---- entry -------------------------------------------------------------------------------- */
 
 swy_status_t ompi_osc_swy_acc_handle_request(ompi_osc_swy_module_t* module, int source,
-                                             const void* header, size_t header_length,
-                                             void* data, size_t data_length,
-                                             const swy_am_recv_param_t* param) {
+                                             const void* header, size_t header_length, void* data,
+                                             size_t data_length, const swy_am_recv_param_t* param) {
     const bool rndv = NULL != param && (param->field_mask & SWY_AM_RECV_PARAM_FIELD_FLAGS) &&
                       (param->flags & SWY_AM_RECV_FLAG_RNDV);
     osc_swy_acc_request_t req;
@@ -301,7 +302,8 @@ swy_status_t ompi_osc_swy_acc_handle_request(ompi_osc_swy_module_t* module, int 
     memcpy(&req, header, sizeof(req));
     static const uint8_t zeros[sizeof(req.reserved)] = {0};
     const bool inline_payload = header_length > sizeof(req);
-    if (OSC_SWY_ACC_WIRE_VERSION != req.version || 0 != memcmp(req.reserved, zeros, sizeof(zeros)) ||
+    if (OSC_SWY_ACC_WIRE_VERSION != req.version ||
+        0 != memcmp(req.reserved, zeros, sizeof(zeros)) ||
         (inline_payload && (rndv || 0 != data_length))) {
         if (rndv) {
             swy_am_data_release(module->worker, data);

@@ -74,11 +74,11 @@ typedef struct osc_swy_acc_request {
     uint64_t op_id;              /**< origin's cookie, echoed in the reply */
     uint64_t result_offset;      /**< origin's byte offset of this chunk's results, echoed */
     uint32_t segment_count;      /**< segments at the start of the payload */
-    uint16_t element_type;  /**< Open MPI predefined datatype id of every element */
-    uint8_t kind;           /**< enum osc_swy_acc_kind */
-    uint8_t op;             /**< enum osc_swy_acc_op */
-    uint8_t version;        /**< OSC_SWY_ACC_WIRE_VERSION */
-    uint8_t reserved[7];    /**< 0 */
+    uint16_t element_type;       /**< Open MPI predefined datatype id of every element */
+    uint8_t kind;                /**< enum osc_swy_acc_kind */
+    uint8_t op;                  /**< enum osc_swy_acc_op */
+    uint8_t version;             /**< OSC_SWY_ACC_WIRE_VERSION */
+    uint8_t reserved[7];         /**< 0 */
 } osc_swy_acc_request_t;
 _Static_assert(sizeof(ompi_osc_swy_am_header_t) == 16, "window message header layout");
 _Static_assert(sizeof(osc_swy_acc_request_t) == 48, "request header layout");

@@ -126,13 +126,13 @@ static bool atomic_integer(const ompi_datatype_t* dt) {
  * fetches by adding 0. */
 static bool swy_atomic_of(uint8_t wire_op, swy_atomic_op_t* out) {
     switch (wire_op) {
-    case OSC_SWY_ACC_OP_SUM:
-    case OSC_SWY_ACC_OP_NO_OP: *out = SWY_ATOMIC_OP_ADD; return true;
-    case OSC_SWY_ACC_OP_BAND: *out = SWY_ATOMIC_OP_AND; return true;
-    case OSC_SWY_ACC_OP_BOR: *out = SWY_ATOMIC_OP_OR; return true;
-    case OSC_SWY_ACC_OP_BXOR: *out = SWY_ATOMIC_OP_XOR; return true;
-    case OSC_SWY_ACC_OP_REPLACE: *out = SWY_ATOMIC_OP_SWAP; return true;
-    default: return false;
+        case OSC_SWY_ACC_OP_SUM:
+        case OSC_SWY_ACC_OP_NO_OP: *out = SWY_ATOMIC_OP_ADD; return true;
+        case OSC_SWY_ACC_OP_BAND: *out = SWY_ATOMIC_OP_AND; return true;
+        case OSC_SWY_ACC_OP_BOR: *out = SWY_ATOMIC_OP_OR; return true;
+        case OSC_SWY_ACC_OP_BXOR: *out = SWY_ATOMIC_OP_XOR; return true;
+        case OSC_SWY_ACC_OP_REPLACE: *out = SWY_ATOMIC_OP_SWAP; return true;
+        default: return false;
     }
 }
 
@@ -235,8 +235,9 @@ static int prepare(ompi_osc_swy_module_t* module, ompi_osc_swy_acc_call_t* call,
 
 /* Small accumulate of integers with an op the CPU has, to a window mapped here: posted
  * Switchyard atomics (direct, complete inside the call). @return false if not applicable. */
-static bool try_direct_accumulate(ompi_osc_swy_module_t* module, const ompi_osc_swy_acc_call_t* call,
-                                  swy_rkey_h rkey, const char* direct, int* rc) {
+static bool try_direct_accumulate(ompi_osc_swy_module_t* module,
+                                  const ompi_osc_swy_acc_call_t* call, swy_rkey_h rkey,
+                                  const char* direct, int* rc) {
     swy_atomic_op_t sop;
     size_t size = 0;
     if (NULL == direct || OSC_SWY_ACC_OP_NO_OP == call->wire_op ||
@@ -288,17 +289,17 @@ static int accumulate(const void* origin_addr, int origin_count, ompi_datatype_t
     return via_requests(module, &call, request);
 }
 
-int ompi_osc_swy_accumulate(const void* origin_addr, int origin_count,
-                            ompi_datatype_t* origin_dt, int target, ptrdiff_t target_disp,
-                            int target_count, ompi_datatype_t* target_dt, struct ompi_op_t* op,
+int ompi_osc_swy_accumulate(const void* origin_addr, int origin_count, ompi_datatype_t* origin_dt,
+                            int target, ptrdiff_t target_disp, int target_count,
+                            ompi_datatype_t* target_dt, struct ompi_op_t* op,
                             struct ompi_win_t* win) {
     return accumulate(origin_addr, origin_count, origin_dt, target, target_disp, target_count,
                       target_dt, op, win, NULL);
 }
 
-int ompi_osc_swy_raccumulate(const void* origin_addr, int origin_count,
-                             ompi_datatype_t* origin_dt, int target, ptrdiff_t target_disp,
-                             int target_count, ompi_datatype_t* target_dt, struct ompi_op_t* op,
+int ompi_osc_swy_raccumulate(const void* origin_addr, int origin_count, ompi_datatype_t* origin_dt,
+                             int target, ptrdiff_t target_disp, int target_count,
+                             ompi_datatype_t* target_dt, struct ompi_op_t* op,
                              struct ompi_win_t* win, struct ompi_request_t** request) {
     return accumulate(origin_addr, origin_count, origin_dt, target, target_disp, target_count,
                       target_dt, op, win, request);
@@ -334,8 +335,8 @@ static int get_accumulate(const void* origin_addr, int origin_count, ompi_dataty
 int ompi_osc_swy_get_accumulate(const void* origin_addr, int origin_count,
                                 ompi_datatype_t* origin_dt, void* result_addr, int result_count,
                                 ompi_datatype_t* result_dt, int target, ptrdiff_t target_disp,
-                                int target_count, ompi_datatype_t* target_dt,
-                                struct ompi_op_t* op, struct ompi_win_t* win) {
+                                int target_count, ompi_datatype_t* target_dt, struct ompi_op_t* op,
+                                struct ompi_win_t* win) {
     return get_accumulate(origin_addr, origin_count, origin_dt, result_addr, result_count,
                           result_dt, target, target_disp, target_count, target_dt, op, win, NULL);
 }
@@ -343,9 +344,8 @@ int ompi_osc_swy_get_accumulate(const void* origin_addr, int origin_count,
 int ompi_osc_swy_rget_accumulate(const void* origin_addr, int origin_count,
                                  ompi_datatype_t* origin_dt, void* result_addr, int result_count,
                                  ompi_datatype_t* result_dt, int target, ptrdiff_t target_disp,
-                                 int target_count, ompi_datatype_t* target_dt,
-                                 struct ompi_op_t* op, struct ompi_win_t* win,
-                                 struct ompi_request_t** request) {
+                                 int target_count, ompi_datatype_t* target_dt, struct ompi_op_t* op,
+                                 struct ompi_win_t* win, struct ompi_request_t** request) {
     return get_accumulate(origin_addr, origin_count, origin_dt, result_addr, result_count,
                           result_dt, target, target_disp, target_count, target_dt, op, win,
                           request);

@@ -53,9 +53,8 @@ typedef struct ompi_osc_swy_acc_state {
 
 /** Handle a request message from rank @p source (already checked by the dispatcher). */
 swy_status_t ompi_osc_swy_acc_handle_request(ompi_osc_swy_module_t* module, int source,
-                                             const void* header, size_t header_length,
-                                             void* data, size_t data_length,
-                                             const swy_am_recv_param_t* param);
+                                             const void* header, size_t header_length, void* data,
+                                             size_t data_length, const swy_am_recv_param_t* param);
 
 /* Origin side (osc_swy_accumulate.c). */
 

@@ -29,9 +29,9 @@ typedef struct {
 } op_case_t;
 
 static const op_case_t kOps[] = {
-    {MPI_MAX, "MAX", 1, 1},   {MPI_MIN, "MIN", 1, 1},     {MPI_SUM, "SUM", 1, 1},
-    {MPI_PROD, "PROD", 1, 1}, {MPI_LAND, "LAND", 1, 0},   {MPI_BAND, "BAND", 1, 0},
-    {MPI_LOR, "LOR", 1, 0},   {MPI_BOR, "BOR", 1, 0},     {MPI_LXOR, "LXOR", 1, 0},
+    {MPI_MAX, "MAX", 1, 1},   {MPI_MIN, "MIN", 1, 1},         {MPI_SUM, "SUM", 1, 1},
+    {MPI_PROD, "PROD", 1, 1}, {MPI_LAND, "LAND", 1, 0},       {MPI_BAND, "BAND", 1, 0},
+    {MPI_LOR, "LOR", 1, 0},   {MPI_BOR, "BOR", 1, 0},         {MPI_LXOR, "LXOR", 1, 0},
     {MPI_BXOR, "BXOR", 1, 0}, {MPI_REPLACE, "REPLACE", 1, 1}, {MPI_NO_OP, "NO_OP", 1, 1},
 };
 
@@ -42,25 +42,29 @@ typedef struct {
 } type_case_t;
 
 static const type_case_t kTypes[] = {
-    {MPI_INT, "int", sizeof(int), 0},         {MPI_LONG, "long", sizeof(long), 0},
+    {MPI_INT, "int", sizeof(int), 0},          {MPI_LONG, "long", sizeof(long), 0},
     {MPI_DOUBLE, "double", sizeof(double), 1}, {MPI_SHORT, "short", sizeof(short), 0},
-    {MPI_SIGNED_CHAR, "signed char", 1, 0},   {MPI_FLOAT, "float", sizeof(float), 1},
+    {MPI_SIGNED_CHAR, "signed char", 1, 0},    {MPI_FLOAT, "float", sizeof(float), 1},
 };
 
 /* Value i of a type, seeded so that both sides differ and ops give distinct results. */
 static void make_value(const type_case_t* t, int i, int seed, void* out) {
     long v = (long)((i * 7 + seed * 3) % 11) - 3; /* small, some zero, some negative */
     switch (t->size) {
-    case 1: *(signed char*)out = (signed char)v; break;
-    case 2: *(short*)out = (short)v; break;
-    case 4:
-        if (t->is_float) *(float*)out = (float)v * 0.5f;
-        else *(int*)out = (int)v;
-        break;
-    default:
-        if (t->is_float) *(double*)out = (double)v * 0.25;
-        else *(long*)out = v;
-        break;
+        case 1: *(signed char*)out = (signed char)v; break;
+        case 2: *(short*)out = (short)v; break;
+        case 4:
+            if (t->is_float)
+                *(float*)out = (float)v * 0.5f;
+            else
+                *(int*)out = (int)v;
+            break;
+        default:
+            if (t->is_float)
+                *(double*)out = (double)v * 0.25;
+            else
+                *(long*)out = v;
+            break;
     }
 }
 
@@ -95,7 +99,8 @@ static void every_op(MPI_Win win, unsigned char* base) {
             MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
             if (rank == target) {
                 memcpy(expect, init, N * t->size);
-                if (o->op == MPI_REPLACE) memcpy(expect, operand, N * t->size);
+                if (o->op == MPI_REPLACE)
+                    memcpy(expect, operand, N * t->size);
                 else if (o->op != MPI_NO_OP)
                     MT_MPI(MPI_Reduce_local(operand, expect, N, t->dt, o->op));
                 MT_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win));
@@ -110,8 +115,14 @@ static void every_op(MPI_Win win, unsigned char* base) {
 
 /* MAXLOC / MINLOC on the pair types (MPI_DOUBLE_INT has a hole: size 12, extent 16). */
 static void pair_ops(MPI_Win win, unsigned char* base) {
-    typedef struct { double v; int i; } di_t;
-    typedef struct { int v; int i; } ii_t;
+    typedef struct {
+        double v;
+        int i;
+    } di_t;
+    typedef struct {
+        int v;
+        int i;
+    } ii_t;
     MT_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win));
     ii_t* ii = (ii_t*)base;
     di_t* di = (di_t*)(base + 64);
@@ -131,8 +142,8 @@ static void pair_ops(MPI_Win win, unsigned char* base) {
     /* osc pt2pt refuses MPI_DOUBLE_INT with MAXLOC: MT_NO_DOUBLE_INT=1 skips it there. */
     const int double_int = getenv("MT_NO_DOUBLE_INT") == NULL;
     if (double_int) {
-        MT_MPI(MPI_Accumulate(&mine_d, 1, MPI_DOUBLE_INT, 0, 64 / 8, 1, MPI_DOUBLE_INT,
-                              MPI_MAXLOC, win));
+        MT_MPI(MPI_Accumulate(&mine_d, 1, MPI_DOUBLE_INT, 0, 64 / 8, 1, MPI_DOUBLE_INT, MPI_MAXLOC,
+                              win));
         MT_MPI(MPI_Accumulate(&mine_d, 1, MPI_DOUBLE_INT, 0, 64 / 8 + 2, 1, MPI_DOUBLE_INT,
                               MPI_MINLOC, win));
     }
@@ -302,7 +313,8 @@ static void cas_increments(MPI_Win win, unsigned char* base) {
 static void derived_types(MPI_Win win, unsigned char* base) {
     int* w = (int*)base;
     MT_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win));
-    for (int i = 0; i < 2 * WIN_ELEMS; ++i) w[i] = 1000 + i;
+    for (int i = 0; i < 2 * WIN_ELEMS; ++i)
+        w[i] = 1000 + i;
     MT_MPI(MPI_Win_unlock(rank, win));
     MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
     MPI_Datatype tvec, rvec;
@@ -312,10 +324,13 @@ static void derived_types(MPI_Win win, unsigned char* base) {
     MT_MPI(MPI_Type_commit(&rvec));
     if (rank == (nranks > 1 ? 1 : 0)) {
         int operand[8], result[16];
-        for (int i = 0; i < 8; ++i) operand[i] = i + 1;
-        for (int i = 0; i < 16; ++i) result[i] = -7;
+        for (int i = 0; i < 8; ++i)
+            operand[i] = i + 1;
+        for (int i = 0; i < 16; ++i)
+            result[i] = -7;
         MT_MPI(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
-        MT_MPI(MPI_Get_accumulate(operand, 8, MPI_INT, result, 1, rvec, 0, 0, 1, tvec, MPI_SUM, win));
+        MT_MPI(
+            MPI_Get_accumulate(operand, 8, MPI_INT, result, 1, rvec, 0, 0, 1, tvec, MPI_SUM, win));
         MT_MPI(MPI_Win_unlock(0, win));
         static const int idx[8] = {0, 1, 3, 4, 6, 7, 9, 10};
         for (int i = 0; i < 16; ++i) {
@@ -348,7 +363,8 @@ static void large(void) {
     MT_MPI(MPI_Win_allocate((MPI_Aint)n * 8, 8, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
     memset(base, 0, (size_t)n * 8);
     double* src = malloc((size_t)n * 2 * 8);
-    for (int i = 0; i < 2 * n; ++i) src[i] = (double)(i / 2 % 1000);
+    for (int i = 0; i < 2 * n; ++i)
+        src[i] = (double)(i / 2 % 1000);
     MPI_Datatype strided;
     MT_MPI(MPI_Type_vector(n, 1, 2, MPI_DOUBLE, &strided));
     MT_MPI(MPI_Type_commit(&strided));
@@ -383,8 +399,8 @@ static void requests_and_errors(MPI_Win win, unsigned char* base) {
     MT_MPI(MPI_Raccumulate(&v, 1, MPI_LONG, target, 3, 1, MPI_LONG, MPI_SUM, win, &req[0]));
     MT_MPI(MPI_Wait(&req[0], MPI_STATUS_IGNORE));
     MT_MPI(MPI_Win_flush(target, win));
-    MT_MPI(MPI_Rget_accumulate(&v, 1, MPI_LONG, &old, 1, MPI_LONG, target, 3, 1, MPI_LONG,
-                               MPI_SUM, win, &req[1]));
+    MT_MPI(MPI_Rget_accumulate(&v, 1, MPI_LONG, &old, 1, MPI_LONG, target, 3, 1, MPI_LONG, MPI_SUM,
+                               win, &req[1]));
     MT_MPI(MPI_Wait(&req[1], MPI_STATUS_IGNORE));
     MT_CHECK(old == v, "rget_accumulate returned %ld, expected %ld", old, v);
 
