@@ -253,6 +253,33 @@ static void fop_counters(MPI_Win win, unsigned char* base) {
     MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
 }
 
+/* One long counter, two paths at once: even ranks add with fetch_and_op (a Switchyard atomic,
+ * applied by the origin itself where the window is mapped), odd ranks with get_accumulate
+ * (a request the target applies). Both must be atomic with respect to each other. */
+static void mixed_paths(MPI_Win win, unsigned char* base) {
+    zero_window(win, base, WIN_ELEMS * 8);
+    long one = 1, old = 0;
+    MT_MPI(MPI_Win_lock_all(0, win));
+    for (int r = 0; r < 4 * ROUNDS; ++r) {
+        if (rank % 2 == 0) {
+            MT_MPI(MPI_Fetch_and_op(&one, &old, MPI_LONG, 0, 5, MPI_SUM, win));
+        } else {
+            MT_MPI(MPI_Get_accumulate(&one, 1, MPI_LONG, &old, 1, MPI_LONG, 0, 5, 1, MPI_LONG,
+                                      MPI_SUM, win));
+        }
+        if (r % 32 == 0) MT_MPI(MPI_Win_flush(0, win));
+    }
+    MT_MPI(MPI_Win_unlock_all(win));
+    MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank == 0) {
+        MT_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win));
+        MT_CHECK(((long*)base)[5] == 4L * ROUNDS * nranks, "mixed counter %ld, expected %ld",
+                 ((long*)base)[5], 4L * ROUNDS * nranks);
+        MT_MPI(MPI_Win_unlock(rank, win));
+    }
+    MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
+}
+
 /* Increment by compare_and_swap loops: long and int (Switchyard CSWAP), double and short
  * (message path: no Switchyard atomic for them). */
 static void cas_increments(MPI_Win win, unsigned char* base) {
@@ -434,6 +461,7 @@ static void run_all(MPI_Win win, unsigned char* base, const char* flavour) {
     pair_ops(win, base);
     concurrent_sums(win, base);
     fop_counters(win, base);
+    mixed_paths(win, base);
     cas_increments(win, base);
     derived_types(win, base);
     requests_and_errors(win, base);
