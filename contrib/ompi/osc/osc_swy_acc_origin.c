@@ -417,9 +417,8 @@ static int add_run(builder_t* b, uint64_t addr, size_t count) {
     return MPI_SUCCESS;
 }
 
-/* Walk the target datatype and send everything. */
-static int build_and_send(builder_t* b) {
-    const ompi_osc_swy_acc_call_t* call = b->call;
+int ompi_osc_swy_acc_walk_runs(const ompi_osc_swy_acc_call_t* call, size_t size,
+                               int (*fn)(void* ctx, uint64_t addr, size_t count), void* ctx) {
     ompi_osc_swy_dt_iter_t it;
     int rc = ompi_osc_swy_dt_iter_init(&it, (const void*)(uintptr_t)call->target_addr,
                                        (size_t)call->target_count, call->target_dt);
@@ -430,6 +429,7 @@ static int build_and_send(builder_t* b) {
     size_t run_len = 0;
     char* ptr;
     size_t len;
+    rc = MPI_SUCCESS;
     while (MPI_SUCCESS == rc && ompi_osc_swy_dt_iter_next(&it, &ptr, &len)) {
         uint64_t addr = (uint64_t)(uintptr_t)ptr;
         if (run_len > 0 && addr == run_addr + run_len) {
@@ -437,15 +437,25 @@ static int build_and_send(builder_t* b) {
             continue;
         }
         if (run_len > 0) {
-            rc = run_len % b->size ? MPI_ERR_TYPE : add_run(b, run_addr, run_len / b->size);
+            rc = run_len % size ? MPI_ERR_TYPE : fn(ctx, run_addr, run_len / size);
         }
         run_addr = addr;
         run_len = len;
     }
     ompi_osc_swy_dt_iter_fini(&it);
     if (MPI_SUCCESS == rc && run_len > 0) {
-        rc = run_len % b->size ? MPI_ERR_TYPE : add_run(b, run_addr, run_len / b->size);
+        rc = run_len % size ? MPI_ERR_TYPE : fn(ctx, run_addr, run_len / size);
     }
+    return rc;
+}
+
+static int add_run_cb(void* ctx, uint64_t addr, size_t count) {
+    return add_run((builder_t*)ctx, addr, count);
+}
+
+/* Walk the target datatype and send everything. */
+static int build_and_send(builder_t* b) {
+    int rc = ompi_osc_swy_acc_walk_runs(b->call, b->size, add_run_cb, b);
     if (MPI_SUCCESS == rc && b->nseg > 0) {
         rc = send_request(b);
     }

@@ -14,11 +14,6 @@
 #include "osc_swy_acc_origin.h"
 #include "osc_swy_acc_wire.h"
 
-/** Accumulates of at most this many 4/8-byte integers to a window mapped here go as one
- *  posted Switchyard atomic per element (each completes inside the call) instead of a
- *  request message. */
-enum { DIRECT_ACC_MAX_ELEMENTS = 16 };
-
 /* ---- window hooks ------------------------------------------------------------------------ */
 
 int ompi_osc_swy_acc_init(ompi_osc_swy_module_t* module) {
@@ -155,6 +150,11 @@ static void order_before_request(ompi_osc_swy_module_t* module, int target) {
     }
 }
 
+void ompi_osc_swy_acc_order_before_direct(ompi_osc_swy_module_t* module, int target) {
+    order_before_atomic(module, target);
+    order_before_request(module, target);
+}
+
 /* One Switchyard atomic on @p target's word at @p addr; @p result NULL: posted. Counted in
  * the peer's outstanding operations until it completes (flush waits for them). */
 static int swy_atomic(ompi_osc_swy_module_t* module, int target, swy_atomic_op_t op, size_t size,
@@ -211,6 +211,25 @@ static int via_requests(ompi_osc_swy_module_t* module, ompi_osc_swy_acc_call_t* 
     return rc;
 }
 
+/* The same-host shortcut when it applies, else requests. A request-based call applied
+ * directly gets a request that is already complete. */
+static int direct_or_requests(ompi_osc_swy_module_t* module, ompi_osc_swy_acc_call_t* call,
+                              char* direct, struct ompi_request_t** request) {
+    int rc = MPI_SUCCESS;
+    if (ompi_osc_swy_acc_direct(module, call, direct, &rc)) {
+        if (MPI_SUCCESS == rc && NULL != request) {
+            ompi_osc_swy_request_t* req = ompi_osc_swy_request_alloc(NULL);
+            if (NULL == req) {
+                return OMPI_ERR_OUT_OF_RESOURCE;
+            }
+            *request = &req->super;
+            ompi_osc_swy_request_release_ref(req); /* complete */
+        }
+        return rc;
+    }
+    return via_requests(module, call, request);
+}
+
 /* Resolve the target, pick the element type and check the op against it. */
 static int prepare(ompi_osc_swy_module_t* module, ompi_osc_swy_acc_call_t* call, ompi_op_t* op,
                    ptrdiff_t target_disp, swy_rkey_h* rkey, char** direct) {
@@ -232,33 +251,6 @@ static int prepare(ompi_osc_swy_module_t* module, ompi_osc_swy_acc_call_t* call,
 }
 
 /* ---- entry points ------------------------------------------------------------------------ */
-
-/* Small accumulate of integers with an op the CPU has, to a window mapped here: posted
- * Switchyard atomics (direct, complete inside the call). @return false if not applicable. */
-static bool try_direct_accumulate(ompi_osc_swy_module_t* module,
-                                  const ompi_osc_swy_acc_call_t* call, swy_rkey_h rkey,
-                                  const char* direct, int* rc) {
-    swy_atomic_op_t sop;
-    size_t size = 0;
-    if (NULL == direct || OSC_SWY_ACC_OP_NO_OP == call->wire_op ||
-        !swy_atomic_of(call->wire_op, &sop) || call->element != call->target_dt ||
-        call->target_count > DIRECT_ACC_MAX_ELEMENTS || !atomic_integer(call->element) ||
-        call->origin_dt != call->element || call->origin_count != call->target_count) {
-        return false;
-    }
-    ompi_datatype_type_size(call->element, &size);
-    if (call->target_addr & (size - 1)) {
-        return false;
-    }
-    order_before_atomic(module, call->target);
-    const char* operands = call->origin_addr;
-    *rc = OMPI_SUCCESS;
-    for (int i = 0; i < call->target_count && OMPI_SUCCESS == *rc; ++i) {
-        *rc = swy_atomic(module, call->target, sop, size, operands + (size_t)i * size, NULL, NULL,
-                         call->target_addr + (uint64_t)i * size, rkey, NULL);
-    }
-    return true;
-}
 
 static int accumulate(const void* origin_addr, int origin_count, ompi_datatype_t* origin_dt,
                       int target, ptrdiff_t target_disp, int target_count,
@@ -283,10 +275,8 @@ static int accumulate(const void* origin_addr, int origin_count, ompi_datatype_t
     if (NULL == request && OSC_SWY_ACC_OP_NO_OP == call.wire_op) {
         return OMPI_SUCCESS; /* accumulate with MPI_NO_OP changes nothing */
     }
-    if (NULL == request && try_direct_accumulate(module, &call, rkey, direct, &rc)) {
-        return rc;
-    }
-    return via_requests(module, &call, request);
+    (void)rkey;
+    return direct_or_requests(module, &call, direct, request);
 }
 
 int ompi_osc_swy_accumulate(const void* origin_addr, int origin_count, ompi_datatype_t* origin_dt,
@@ -329,7 +319,7 @@ static int get_accumulate(const void* origin_addr, int origin_count, ompi_dataty
     if (OMPI_SUCCESS != rc) {
         return rc;
     }
-    return via_requests(module, &call, request);
+    return direct_or_requests(module, &call, direct, request);
 }
 
 int ompi_osc_swy_get_accumulate(const void* origin_addr, int origin_count,
@@ -386,7 +376,7 @@ int ompi_osc_swy_fetch_and_op(const void* origin_addr, void* result_addr, ompi_d
         return swy_atomic(module, target, sop, size, &operand, NULL, result_addr, call.target_addr,
                           rkey, NULL);
     }
-    return via_requests(module, &call, NULL);
+    return direct_or_requests(module, &call, direct, NULL);
 }
 
 int ompi_osc_swy_compare_and_swap(const void* origin_addr, const void* compare_addr,
@@ -420,5 +410,5 @@ int ompi_osc_swy_compare_and_swap(const void* origin_addr, const void* compare_a
         return swy_atomic(module, target, SWY_ATOMIC_OP_CSWAP, size, origin_addr, compare_addr,
                           result_addr, call.target_addr, rkey, NULL);
     }
-    return via_requests(module, &call, NULL);
+    return direct_or_requests(module, &call, direct, NULL);
 }

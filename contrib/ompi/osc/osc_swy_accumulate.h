@@ -6,8 +6,8 @@
  *   - fetch_and_op on 4/8-byte integers with SUM, BAND, BOR, BXOR, REPLACE or NO_OP, and
  *     compare_and_swap on 4/8-byte types: one swy_atomic_nb (a CPU atomic on the target
  *     word, by this process where the window is mapped here, else by the target).
- *   - accumulate of a few 4/8-byte integers with those ops to a window mapped here: posted
- *     swy_atomic_nb per element (complete inside the call).
+ *   - any other operation on a window mapped here (MPI_Win_allocate, same host): applied by
+ *     the origin itself with the target's engine and lock (osc_swy_acc_direct.c).
  *   - everything else: a request active message (osc_swy_acc_wire.h) applied by the
  *     target's progress (osc_swy_acc_target.c, osc_swy_acc_apply.c), answered by a reply
  *     that carries the old values (get_accumulate) or only the status (accumulate). Large
@@ -48,6 +48,10 @@ typedef struct ompi_osc_swy_acc_state {
     /* Target side: requests refused as malformed (never applied), for diagnostics. */
     uint64_t refused;
 } ompi_osc_swy_acc_state_t;
+
+/** Register the accumulate family's MCA parameters (osc_swy_acc_direct); called from the
+ *  component's register function. */
+void ompi_osc_swy_acc_register(const mca_base_component_t* version);
 
 /* Target side (osc_swy_acc_target.c). */
 
