@@ -116,10 +116,8 @@ static int flush_one(ompi_osc_swy_module_t* module, int target, bool remote) {
     if (remote) {
         swy_request_h req = NULL;
         swy_request_params_t params = {.field_mask = 0};
-        /* Two statements: C leaves the order of argument evaluation open, so `req` could be
-         * read before the flush call sets it. */
-        swy_status_t status = swy_ep_flush_nb(peer->ep, &params, &req);
-        int rc2 = ompi_osc_swy_wait(status, req);
+        swy_status_t s = swy_ep_flush_nb(peer->ep, &params, &req);
+        int rc2 = ompi_osc_swy_wait(s, req);
         if (rc == OMPI_SUCCESS) {
             rc = rc2;
         }

@@ -147,9 +147,9 @@ static int read_ctrl(ompi_osc_swy_module_t* module, int target, size_t offset, v
     }
     swy_request_h req = NULL;
     swy_request_params_t params = {.field_mask = 0};
-    return ompi_osc_swy_wait(
-        swy_get_nb(peer->ep, out, len, peer->ctrl_addr + offset, peer->ctrl_rkey, &params, &req),
-        req);
+    swy_status_t s =
+        swy_get_nb(peer->ep, out, len, peer->ctrl_addr + offset, peer->ctrl_rkey, &params, &req);
+    return ompi_osc_swy_wait(s, req);
 }
 
 static void drop_cache(ompi_osc_swy_peer_t* peer) {
