@@ -127,7 +127,8 @@ static int unpack_results(ompi_osc_swy_acc_op_t* op) {
     return OPAL_SUCCESS == rc ? MPI_SUCCESS : MPI_ERR_TYPE;
 }
 
-/* Drop one pending reference of @p op; the last one finishes it. */
+/* Drop one pending reference of @p op; the last one finishes it. Called with acc->lock held
+ * (as are request_done, op_alloc, op_find and op_free). */
 static void op_put(ompi_osc_swy_module_t* module, ompi_osc_swy_acc_op_t* op, uint64_t op_id) {
     if (--op->pending > 0) {
         return;
@@ -154,7 +155,7 @@ static void request_done(ompi_osc_swy_module_t* module, ompi_osc_swy_acc_op_t* o
     ompi_osc_swy_acc_peer_t* peer = &module->acc->peers[op->target];
     record_error(&op->error, status);
     record_error(&peer->error, status);
-    if (--peer->outstanding == 0) {
+    if (__atomic_sub_fetch(&peer->outstanding, 1, __ATOMIC_ACQ_REL) == 0) {
         peer->rndv_inflight = false;
     }
     op_put(module, op, op_id);
@@ -164,7 +165,7 @@ void ompi_osc_swy_acc_drain(ompi_osc_swy_module_t* module, int target) {
     ompi_osc_swy_acc_state_t* acc = module->acc;
     unsigned countdown = 0;
     for (int t = target < 0 ? 0 : target; t < (target < 0 ? module->nranks : target + 1); ++t) {
-        while (acc->peers[t].outstanding > 0) {
+        while (__atomic_load_n(&acc->peers[t].outstanding, __ATOMIC_ACQUIRE) > 0) {
             ompi_osc_swy_progress_step(&countdown);
         }
     }
@@ -182,11 +183,14 @@ static void reply_pulled(swy_request_h sreq, swy_status_t status, const swy_tag_
                          void* user_data) {
     (void)sreq;
     reply_pull_t* pull = user_data;
-    ompi_osc_swy_acc_op_t* op = op_find(pull->module->acc, pull->op_id);
+    ompi_osc_swy_acc_state_t* acc = pull->module->acc;
+    OPAL_THREAD_LOCK(&acc->lock);
+    ompi_osc_swy_acc_op_t* op = op_find(acc, pull->op_id);
     if (NULL != op) {
         bool ok = SWY_OK == status && NULL != info && info->length == pull->length;
         request_done(pull->module, op, pull->op_id, ok ? MPI_SUCCESS : MPI_ERR_OTHER);
     }
+    OPAL_THREAD_UNLOCK(&acc->lock);
     free(pull);
 }
 
@@ -201,48 +205,56 @@ static int wire_status(int32_t status) {
 swy_status_t ompi_osc_swy_acc_handle_reply(ompi_osc_swy_module_t* module, int source,
                                            const void* header, size_t header_length, void* data,
                                            size_t data_length, const swy_am_recv_param_t* param) {
+    ompi_osc_swy_acc_state_t* acc = module->acc;
     const bool rndv = NULL != param && (param->field_mask & SWY_AM_RECV_PARAM_FIELD_FLAGS) &&
                       (param->flags & SWY_AM_RECV_FLAG_RNDV);
+    const bool inline_values = header_length > sizeof(osc_swy_acc_reply_t);
+    const size_t length = inline_values ? header_length - sizeof(osc_swy_acc_reply_t) : data_length;
     osc_swy_acc_reply_t reply;
-    ompi_osc_swy_acc_op_t* op = NULL;
+    memset(&reply, 0, sizeof(reply));
     if (header_length >= sizeof(reply)) {
         memcpy(&reply, header, sizeof(reply));
-        op = op_find(module->acc, reply.op_id);
     }
-    const bool inline_values = header_length > sizeof(reply);
+    unsigned char* pull_into = NULL; /* rendezvous values: pulled after the lock is dropped */
+    OPAL_THREAD_LOCK(&acc->lock);
+    ompi_osc_swy_acc_op_t* op = header_length >= sizeof(reply) ? op_find(acc, reply.op_id) : NULL;
     /* Only a reply from the rank the operation went to, for an operation still waiting. */
     if (NULL == op || op->target != source || OSC_SWY_ACC_WIRE_VERSION != reply.version ||
         (inline_values && (rndv || 0 != data_length))) {
-        ++module->acc->refused;
+        __atomic_add_fetch(&acc->refused, 1, __ATOMIC_RELAXED);
+    } else {
+        int status = wire_status(reply.status);
+        if (MPI_SUCCESS == status && length > 0 &&
+            (NULL == op->results || reply.result_offset > op->results_length ||
+             length > op->results_length - reply.result_offset)) {
+            status = MPI_ERR_OTHER; /* values we did not ask for, or outside the results */
+        }
+        if (MPI_SUCCESS != status || 0 == length) {
+            request_done(module, op, reply.op_id, status);
+        } else if (!rndv) {
+            memcpy(op->results + reply.result_offset,
+                   inline_values ? (const unsigned char*)header + sizeof(reply) : data, length);
+            request_done(module, op, reply.op_id, MPI_SUCCESS);
+        } else {
+            pull_into = op->results + reply.result_offset; /* op waits for this request */
+        }
+    }
+    OPAL_THREAD_UNLOCK(&acc->lock);
+    if (NULL == pull_into) {
         if (rndv) {
             swy_am_data_release(module->worker, data);
         }
-        return SWY_OK;
-    }
-    int status = wire_status(reply.status);
-    const size_t length = inline_values ? header_length - sizeof(reply) : data_length;
-    if (MPI_SUCCESS == status && length > 0 &&
-        (NULL == op->results || reply.result_offset > op->results_length ||
-         length > op->results_length - reply.result_offset)) {
-        status = MPI_ERR_OTHER; /* values we did not ask for, or outside the results */
-    }
-    if (MPI_SUCCESS != status || 0 == length) {
-        if (rndv) {
-            swy_am_data_release(module->worker, data);
-        }
-        request_done(module, op, reply.op_id, status);
-        return SWY_OK;
-    }
-    unsigned char* dest = op->results + reply.result_offset;
-    if (!rndv) {
-        memcpy(dest, inline_values ? (const unsigned char*)header + sizeof(reply) : data, length);
-        request_done(module, op, reply.op_id, MPI_SUCCESS);
         return SWY_OK;
     }
     reply_pull_t* pull = malloc(sizeof(*pull));
     if (NULL == pull) {
         swy_am_data_release(module->worker, data);
-        request_done(module, op, reply.op_id, MPI_ERR_NO_MEM);
+        OPAL_THREAD_LOCK(&acc->lock);
+        op = op_find(acc, reply.op_id);
+        if (NULL != op) {
+            request_done(module, op, reply.op_id, MPI_ERR_NO_MEM);
+        }
+        OPAL_THREAD_UNLOCK(&acc->lock);
         return SWY_OK;
     }
     pull->module = module;
@@ -258,7 +270,7 @@ swy_status_t ompi_osc_swy_acc_handle_reply(ompi_osc_swy_module_t* module, int so
     params.user_data = pull;
     params.recv_info = &info;
     swy_request_h sreq = NULL;
-    swy_status_t st = swy_am_recv_data_nb(module->worker, data, dest, length, &params, &sreq);
+    swy_status_t st = swy_am_recv_data_nb(module->worker, data, pull_into, length, &params, &sreq);
     if (SWY_INPROGRESS == st) {
         swy_request_free(sreq);
     } else {
@@ -318,7 +330,7 @@ static int send_request(builder_t* b) {
     const int target = b->call->target;
     ompi_osc_swy_acc_peer_t* peer = &module->acc->peers[target];
     swy_ep_h ep = module->peers[target].ep;
-    if (module->acc->ordered && peer->rndv_inflight) {
+    if (module->acc->ordered && __atomic_load_n(&peer->rndv_inflight, __ATOMIC_ACQUIRE)) {
         ompi_osc_swy_acc_drain(module, target); /* it would be applied after this one */
     }
     const size_t operand_bytes = OSC_SWY_ACC_KIND_CAS == b->call->kind ? 2 * b->size
@@ -369,8 +381,11 @@ static int send_request(builder_t* b) {
     params.field_mask = SWY_REQ_PARAM_FIELD_CALLBACK | SWY_REQ_PARAM_FIELD_USER_DATA;
     params.send_cb = free_on_send;
     params.user_data = data;
-    ++peer->outstanding; /* before the send: its reply may come from any later progress */
+    /* Counted before the send: the reply may come from any progress after it. */
+    OPAL_THREAD_LOCK(&module->acc->lock);
+    __atomic_add_fetch(&peer->outstanding, 1, __ATOMIC_ACQ_REL);
     ++b->op->pending;
+    OPAL_THREAD_UNLOCK(&module->acc->lock);
     swy_request_h sreq = NULL;
     swy_status_t st =
         swy_am_send_nb(ep, OSC_SWY_AM_ID, header, header_length, data, data_length, &params, &sreq);
@@ -380,12 +395,19 @@ static int send_request(builder_t* b) {
         free(data);
     }
     if (SWY_OK != st && SWY_INPROGRESS != st) {
-        --b->op->pending;
-        --peer->outstanding;
+        OPAL_THREAD_LOCK(&module->acc->lock);
+        --b->op->pending; /* the op's own reference keeps it alive */
+        __atomic_sub_fetch(&peer->outstanding, 1, __ATOMIC_ACQ_REL);
+        OPAL_THREAD_UNLOCK(&module->acc->lock);
         return ompi_osc_swy_error(st);
     }
     if (rndv) {
-        peer->rndv_inflight = true;
+        /* Set after the send: a reply that already came and cleared it covered this one. */
+        OPAL_THREAD_LOCK(&module->acc->lock);
+        if (__atomic_load_n(&peer->outstanding, __ATOMIC_ACQUIRE) > 0) {
+            peer->rndv_inflight = true;
+        }
+        OPAL_THREAD_UNLOCK(&module->acc->lock);
     }
     ++b->sent;
     b->result_offset += b->elements * b->size;
@@ -515,7 +537,9 @@ int ompi_osc_swy_acc_start(ompi_osc_swy_module_t* module, const ompi_osc_swy_acc
     }
 
     uint64_t op_id;
+    OPAL_THREAD_LOCK(&acc->lock);
     ompi_osc_swy_acc_op_t* op = op_alloc(acc, &op_id);
+    OPAL_THREAD_UNLOCK(&acc->lock);
     if (NULL == op) {
         return MPI_ERR_NO_MEM;
     }
@@ -529,8 +553,9 @@ int ompi_osc_swy_acc_start(ompi_osc_swy_module_t* module, const ompi_osc_swy_acc
     }
     if (MPI_SUCCESS != rc) {
         op->request = NULL; /* the caller still owns it: nothing was started */
-        op->pending = 1;
+        OPAL_THREAD_LOCK(&acc->lock);
         op_put(module, op, op_id);
+        OPAL_THREAD_UNLOCK(&acc->lock);
         return rc;
     }
 
@@ -570,9 +595,11 @@ int ompi_osc_swy_acc_start(ompi_osc_swy_module_t* module, const ompi_osc_swy_acc
     if (b.segs != local_segs) {
         free(b.segs);
     }
+    OPAL_THREAD_LOCK(&acc->lock);
     if (MPI_SUCCESS != rc && 0 == b.sent) {
         op->request = NULL; /* nothing started: the call fails, the caller keeps the request */
         op_put(module, op, op_id);
+        OPAL_THREAD_UNLOCK(&acc->lock);
         return rc;
     }
     /* Requests already sent complete the operation; an error met after them is its status
@@ -580,5 +607,6 @@ int ompi_osc_swy_acc_start(ompi_osc_swy_module_t* module, const ompi_osc_swy_acc
     record_error(&op->error, rc);
     record_error(&acc->peers[call->target].error, rc);
     op_put(module, op, op_id);
+    OPAL_THREAD_UNLOCK(&acc->lock);
     return MPI_SUCCESS;
 }

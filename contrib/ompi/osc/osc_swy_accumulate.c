@@ -26,6 +26,7 @@ int ompi_osc_swy_acc_init(ompi_osc_swy_module_t* module) {
         free(acc);
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
+    OBJ_CONSTRUCT(&acc->lock, opal_mutex_t);
     /* Open MPI parsed the info keys into the window before selecting the component.
      * accumulate_ordering=none lifts the ordering waits. accumulate_ops (same_op_no_op, the
      * default, or same_op) needs nothing: every path applies 4/8-byte elements with CPU
@@ -47,6 +48,7 @@ void ompi_osc_swy_acc_fini(ompi_osc_swy_module_t* module) {
                             module->win_id, (unsigned long long)acc->refused);
     }
     ompi_osc_swy_acc_ops_fini(acc);
+    OBJ_DESTRUCT(&acc->lock);
     free(acc->peers);
     free(acc);
     module->acc = NULL;
@@ -59,12 +61,14 @@ int ompi_osc_swy_acc_flush(ompi_osc_swy_module_t* module, int target) {
     }
     ompi_osc_swy_acc_drain(module, target);
     int rc = MPI_SUCCESS;
+    OPAL_THREAD_LOCK(&acc->lock);
     for (int t = target < 0 ? 0 : target; t < (target < 0 ? module->nranks : target + 1); ++t) {
         if (MPI_SUCCESS == rc) {
             rc = acc->peers[t].error;
         }
         acc->peers[t].error = MPI_SUCCESS;
     }
+    OPAL_THREAD_UNLOCK(&acc->lock);
     return rc;
 }
 
@@ -82,7 +86,7 @@ swy_status_t ompi_osc_swy_acc_am_handler(ompi_osc_swy_module_t* module, int sour
             return ompi_osc_swy_acc_handle_reply(module, source, header, header_length, data,
                                                  data_length, param);
         }
-        ++module->acc->refused;
+        __atomic_add_fetch(&module->acc->refused, 1, __ATOMIC_RELAXED);
     }
     if (NULL != param && (param->field_mask & SWY_AM_RECV_PARAM_FIELD_FLAGS) &&
         (param->flags & SWY_AM_RECV_FLAG_RNDV)) {
@@ -133,7 +137,8 @@ static bool swy_atomic_of(uint8_t wire_op, swy_atomic_op_t* out) {
 
 /* Before a Switchyard atomic to @p target: requests sent earlier must be applied first. */
 static void order_before_atomic(ompi_osc_swy_module_t* module, int target) {
-    if (module->acc->ordered && module->acc->peers[target].outstanding > 0) {
+    if (module->acc->ordered &&
+        __atomic_load_n(&module->acc->peers[target].outstanding, __ATOMIC_ACQUIRE) > 0) {
         ompi_osc_swy_acc_drain(module, target);
     }
 }

@@ -26,6 +26,8 @@
 
 #include "osc_swy.h"
 
+#include "opal/threads/mutex.h"
+
 struct ompi_osc_swy_acc_op;
 
 /** Accumulate state of one target at this origin. */
@@ -35,8 +37,11 @@ typedef struct ompi_osc_swy_acc_peer {
     int error;          /**< first error a reply reported since the last flush (OMPI code) */
 } ompi_osc_swy_acc_peer_t;
 
-/** module->acc. */
+/** module->acc. Under MPI_THREAD_MULTIPLE, `lock` guards the operation table, the per-target
+ *  counts and errors (application threads start operations while progress answers them);
+ *  it is never held across a Switchyard call, whose worker lock a handler already holds. */
 typedef struct ompi_osc_swy_acc_state {
+    opal_mutex_t lock;
     ompi_osc_swy_acc_peer_t* peers; /**< [nranks] */
     /* Operations waiting for replies, found by op_id = generation << 32 | slot. */
     struct ompi_osc_swy_acc_op** ops; /**< [ops_capacity], NULL = never used */
@@ -45,7 +50,7 @@ typedef struct ompi_osc_swy_acc_state {
     uint32_t free_count;
     bool ordered; /**< info accumulate_ordering is not "none" */
     bool same_op; /**< info accumulate_ops=same_op or same_op_no_op (see ompi_osc_swy_acc_init) */
-    /* Target side: requests refused as malformed (never applied), for diagnostics. */
+    /* Messages refused as malformed (never applied), for diagnostics (atomic). */
     uint64_t refused;
 } ompi_osc_swy_acc_state_t;
 
