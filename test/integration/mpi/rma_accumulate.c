@@ -13,12 +13,14 @@
  * Each check runs on a window from MPI_Win_allocate and one from MPI_Win_create (memory
  * registered in place: atomics then run at the target). Plain MPI: runs over any osc.
  */
+#include <pthread.h>
+
 #include "mpitest.h"
 
 #define WIN_ELEMS 64 /* 8-byte slots per rank */
 enum { ROUNDS = 200 };
 
-static int rank, nranks;
+static int rank, nranks, thread_multiple;
 
 /* ---- every op on every type, against MPI_Reduce_local ------------------------------------- */
 
@@ -281,6 +283,57 @@ static void mixed_paths(MPI_Win win, unsigned char* base) {
     MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
 }
 
+/* Under MPI_THREAD_MULTIPLE: threads of every rank accumulate (short: the lock path; double:
+ * a CAS loop; long: get_accumulate, whose old values come back to each thread) at once. */
+enum { THREADS = 4, THREAD_ROUNDS = 100 };
+typedef struct {
+    MPI_Win win;
+    long olds[THREAD_ROUNDS];
+} thread_arg_t;
+
+static void* thread_body(void* p) {
+    thread_arg_t* arg = p;
+    short one_s = 1;
+    double one_d = 1.0;
+    long one_l = 1;
+    for (int r = 0; r < THREAD_ROUNDS; ++r) {
+        MT_MPI(MPI_Accumulate(&one_s, 1, MPI_SHORT, 0, 3, 1, MPI_SHORT, MPI_SUM, arg->win));
+        MT_MPI(MPI_Accumulate(&one_d, 1, MPI_DOUBLE, 0, 2, 1, MPI_DOUBLE, MPI_SUM, arg->win));
+        MT_MPI(MPI_Get_accumulate(&one_l, 1, MPI_LONG, &arg->olds[r], 1, MPI_LONG, 0, 1, 1,
+                                  MPI_LONG, MPI_SUM, arg->win));
+        MT_MPI(MPI_Win_flush(0, arg->win));
+    }
+    return NULL;
+}
+
+static void threaded_sums(MPI_Win win, unsigned char* base) {
+    if (!thread_multiple) return;
+    zero_window(win, base, WIN_ELEMS * 8);
+    pthread_t threads[THREADS];
+    thread_arg_t args[THREADS];
+    MT_MPI(MPI_Win_lock_all(0, win));
+    for (int t = 0; t < THREADS; ++t) {
+        args[t].win = win;
+        MT_CHECK(pthread_create(&threads[t], NULL, thread_body, &args[t]) == 0, "pthread_create");
+    }
+    for (int t = 0; t < THREADS; ++t)
+        pthread_join(threads[t], NULL);
+    MT_MPI(MPI_Win_unlock_all(win));
+    for (int t = 0; t < THREADS; ++t)
+        for (int r = 1; r < THREAD_ROUNDS; ++r)
+            MT_CHECK(args[t].olds[r] > args[t].olds[r - 1], "thread %d: old values must grow", t);
+    MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank == 0) {
+        const long n = (long)nranks * THREADS * THREAD_ROUNDS;
+        MT_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win));
+        MT_CHECK(((short*)base)[12] == (short)n, "threads: short sum %d", ((short*)base)[12]);
+        MT_CHECK(((double*)base)[2] == (double)n, "threads: double sum %g", ((double*)base)[2]);
+        MT_CHECK(((long*)base)[1] == n, "threads: long sum %ld", ((long*)base)[1]);
+        MT_MPI(MPI_Win_unlock(rank, win));
+    }
+    MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
+}
+
 /* Increment by compare_and_swap loops: long and int (Switchyard CSWAP), double and short
  * (message path: no Switchyard atomic for them). */
 static void cas_increments(MPI_Win win, unsigned char* base) {
@@ -469,6 +522,7 @@ static void run_all(MPI_Win win, unsigned char* base, const char* flavour) {
     concurrent_sums(win, base);
     fop_counters(win, base);
     mixed_paths(win, base);
+    threaded_sums(win, base);
     cas_increments(win, base);
     if (!concurrency_only) {
         derived_types(win, base);
@@ -478,7 +532,9 @@ static void run_all(MPI_Win win, unsigned char* base, const char* flavour) {
 }
 
 int main(int argc, char** argv) {
-    MT_MPI(MPI_Init(&argc, &argv));
+    int provided = MPI_THREAD_SINGLE;
+    MT_MPI(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
+    thread_multiple = provided == MPI_THREAD_MULTIPLE;
     MT_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     MT_MPI(MPI_Comm_size(MPI_COMM_WORLD, &nranks));
     concurrency_only = getenv("MT_CONCURRENCY_ONLY") != NULL;
@@ -495,7 +551,9 @@ int main(int argc, char** argv) {
     free(mem);
 
     if (!concurrency_only) large();
-    if (rank == 0) printf("rma_accumulate: passed on %d ranks\n", nranks);
+    if (rank == 0)
+        printf("rma_accumulate: passed on %d ranks%s\n", nranks,
+               thread_multiple ? " (threads too)" : " (no MPI_THREAD_MULTIPLE: threads skipped)");
     MT_MPI(MPI_Finalize());
     return 0;
 }
