@@ -10,8 +10,9 @@
  *   - a large accumulate (several MiB: split into requests, rendezvous);
  *   - request-based forms; an out-of-window accumulate fails with MPI_ERR_RMA_RANGE and
  *     leaves the window unchanged.
- * Each check runs on a window from MPI_Win_allocate and one from MPI_Win_create (memory
- * registered in place: atomics then run at the target). Plain MPI: runs over any osc.
+ * Each check runs on a window from MPI_Win_allocate, one from MPI_Win_allocate_shared and
+ * one from MPI_Win_create (memory registered in place: atomics then run at the target).
+ * Plain MPI: runs over any osc.
  */
 #include <pthread.h>
 
@@ -542,6 +543,10 @@ int main(int argc, char** argv) {
     MPI_Win win;
     MT_MPI(MPI_Win_allocate(WIN_ELEMS * 8, 8, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
     run_all(win, base, "allocated");
+    MT_MPI(MPI_Win_free(&win));
+
+    MT_MPI(MPI_Win_allocate_shared(WIN_ELEMS * 8, 8, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    run_all(win, base, "shared");
     MT_MPI(MPI_Win_free(&win));
 
     unsigned char* mem = calloc(WIN_ELEMS, 8);
