@@ -238,6 +238,7 @@ static void rndv_pulled(swy_request_h sreq, swy_status_t status, const swy_tag_r
         __atomic_add_fetch(&in->module->acc->refused, 1, __ATOMIC_RELAXED);
         send_reply(in->module, in->source, &in->req, MPI_ERR_OTHER, NULL, 0);
     }
+    __atomic_sub_fetch(&in->module->acc->pulls, 1, __ATOMIC_ACQ_REL);
     free(in->buffer);
     free(in);
 }
@@ -260,6 +261,7 @@ static void pull(ompi_osc_swy_module_t* module, int source, const osc_swy_acc_re
                    NULL, 0);
         return;
     }
+    __atomic_add_fetch(&module->acc->pulls, 1, __ATOMIC_ACQ_REL);
     in->module = module;
     in->source = source;
     in->req = *req;

@@ -42,6 +42,12 @@ void ompi_osc_swy_acc_fini(ompi_osc_swy_module_t* module) {
     if (NULL == acc) {
         return;
     }
+    /* Every origin flushed before the window's last barrier, so only a misbehaving peer
+     * leaves a pull running here; it must not land in a freed module. */
+    unsigned countdown = 0;
+    while (__atomic_load_n(&acc->pulls, __ATOMIC_ACQUIRE) > 0) {
+        ompi_osc_swy_progress_step(&countdown);
+    }
     if (acc->refused > 0) {
         opal_output_verbose(1, mca_osc_swy_component.output,
                             "osc swy: window %u refused %llu malformed accumulate messages",

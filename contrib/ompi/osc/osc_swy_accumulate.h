@@ -52,6 +52,9 @@ typedef struct ompi_osc_swy_acc_state {
     bool same_op; /**< info accumulate_ops=same_op or same_op_no_op (see ompi_osc_swy_acc_init) */
     /* Messages refused as malformed (never applied), for diagnostics (atomic). */
     uint64_t refused;
+    /* Target side: rendezvous requests whose data is still being pulled (atomic); the
+     * window is not freed under them. */
+    int pulls;
 } ompi_osc_swy_acc_state_t;
 
 /** Register the accumulate family's MCA parameters (osc_swy_acc_direct); called from the
