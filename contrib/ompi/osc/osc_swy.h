@@ -156,6 +156,11 @@ typedef struct ompi_osc_swy_module {
     /* hints */
     bool no_locks; /**< info no_locks=true */
 
+    /* shared windows (MPI_Win_allocate_shared): rank 0's mapping of every segment, and this
+     * rank's segment registered so that peers address it with a key of ours */
+    swy_rkey_h shared_rkey;
+    swy_mem_h segment_mem;
+
     /** Owned by osc_swy_accumulate.c (created by ompi_osc_swy_acc_init). */
     struct ompi_osc_swy_acc_state* acc;
 } ompi_osc_swy_module_t;

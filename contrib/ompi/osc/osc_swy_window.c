@@ -259,9 +259,12 @@ static int unpack_key(ompi_osc_swy_peer_t* peer, const uint8_t* bytes, uint64_t 
 }
 
 /* MPI_Win_allocate_shared: rank 0 allocates every rank's segment in one mapping (contiguous,
- * as MPI's default asks); the others reach it through rank 0's key. Fills @p offsets. */
+ * as MPI's default asks) and broadcasts its key; every rank maps that memory through the key
+ * and registers its own segment as it sees it, so that peers address each segment like any
+ * window's memory: in its owner's address space, with a key of its owner. Sets module->base,
+ * @p sizes and @p offsets (of each segment in the mapping) and @p shared (the mapping here). */
 static int allocate_shared(ompi_osc_swy_module_t* module, size_t size, uint64_t* offsets,
-                           uint64_t* sizes, window_record_t* mine) {
+                           uint64_t* sizes, char** shared) {
     ompi_communicator_t* comm = module->comm;
     uint64_t my_size = size;
     int rc = comm->c_coll->coll_allgather(&my_size, 1, MPI_UINT64_T, sizes, 1, MPI_UINT64_T, comm,
@@ -275,15 +278,52 @@ static int allocate_shared(ompi_osc_swy_module_t* module, size_t size, uint64_t*
         /* keep every segment 16-byte aligned (MPI gives no promise, atomics want 8) */
         total += (sizes[r] + 15) & ~UINT64_C(15);
     }
+    struct {
+        uint64_t base;
+        uint64_t key_length;
+        uint8_t key[OSC_SWY_RKEY_MAX];
+    } owner;
+    memset(&owner, 0, sizeof(owner));
     if (module->rank == 0 && total > 0) {
         char* mapped = NULL;
         rc = map_memory(module, NULL, total, true, &module->mem, &mapped);
-        if (rc != OMPI_SUCCESS) {
-            return rc;
+        if (rc == OMPI_SUCCESS) {
+            module->free_base = true;
+            owner.base = (uint64_t)(uintptr_t)mapped;
+            rc = pack_key(module, module->mem, owner.key, &owner.key_length);
         }
-        module->free_base = true;
-        mine->base = (uint64_t)(uintptr_t)mapped;
-        rc = pack_key(module, module->mem, mine->win_rkey, &mine->win_rkey_length);
+        if (rc != OMPI_SUCCESS) {
+            owner.key_length = UINT64_MAX; /* tell the others */
+        }
+    }
+    int rc2 = comm->c_coll->coll_bcast(&owner, sizeof(owner), MPI_BYTE, 0, comm,
+                                       comm->c_coll->coll_bcast_module);
+    if (rc != OMPI_SUCCESS || rc2 != OMPI_SUCCESS) {
+        return rc != OMPI_SUCCESS ? rc : rc2;
+    }
+    if (owner.key_length == UINT64_MAX) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    *shared = NULL;
+    module->base = NULL;
+    if (owner.key_length == 0) {
+        return OMPI_SUCCESS; /* every segment is empty */
+    }
+    rc = unpack_key(&module->peers[0], owner.key, owner.key_length, owner.base,
+                    &module->shared_rkey, shared);
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
+    if (*shared == NULL) {
+        opal_output(0,
+                    "osc swy: MPI_Win_allocate_shared: rank 0's memory is not mapped here "
+                    "(another host?)");
+        return OMPI_ERR_RMA_SHARED;
+    }
+    if (size > 0) {
+        char* mapped = NULL;
+        module->base = *shared + offsets[module->rank];
+        rc = map_memory(module, module->base, size, false, &module->segment_mem, &mapped);
     }
     return rc;
 }
@@ -297,6 +337,7 @@ int ompi_osc_swy_window_create(struct ompi_win_t* win, void** base, size_t size,
     uint64_t* offsets = NULL;
     uint64_t* sizes = NULL;
     window_record_t mine;
+    char* shared = NULL;
     int rc;
     if (module == NULL) {
         return OMPI_ERR_OUT_OF_RESOURCE;
@@ -343,6 +384,11 @@ int ompi_osc_swy_window_create(struct ompi_win_t* win, void** base, size_t size,
     }
     win->w_osc_module = &module->super;
 
+    rc = connect_peers(module);
+    if (rc != OMPI_SUCCESS) {
+        goto err;
+    }
+
     /* this rank's memory */
     switch (flavor) {
         case MPI_WIN_FLAVOR_CREATE:
@@ -369,10 +415,11 @@ int ompi_osc_swy_window_create(struct ompi_win_t* win, void** base, size_t size,
             break;
         case MPI_WIN_FLAVOR_SHARED:
             module->size = size;
-            rc = allocate_shared(module, size, offsets, sizes, &mine);
+            rc = allocate_shared(module, size, offsets, sizes, &shared);
             if (rc != OMPI_SUCCESS) {
                 goto err;
             }
+            *base = module->base;
             break;
         case MPI_WIN_FLAVOR_DYNAMIC:
             module->attached = calloc((size_t)module->max_attach, sizeof(*module->attached));
@@ -383,10 +430,11 @@ int ompi_osc_swy_window_create(struct ompi_win_t* win, void** base, size_t size,
             break;
         default: rc = OMPI_ERR_NOT_SUPPORTED; goto err;
     }
-    if (flavor != MPI_WIN_FLAVOR_SHARED) {
-        mine.base = (uint64_t)(uintptr_t)module->base;
-        if (module->mem != NULL) {
-            rc = pack_key(module, module->mem, mine.win_rkey, &mine.win_rkey_length);
+    mine.base = (uint64_t)(uintptr_t)module->base;
+    {
+        swy_mem_h own = flavor == MPI_WIN_FLAVOR_SHARED ? module->segment_mem : module->mem;
+        if (own != NULL) {
+            rc = pack_key(module, own, mine.win_rkey, &mine.win_rkey_length);
             if (rc != OMPI_SUCCESS) {
                 goto err;
             }
@@ -420,10 +468,6 @@ int ompi_osc_swy_window_create(struct ompi_win_t* win, void** base, size_t size,
     if (rc != OMPI_SUCCESS) {
         goto err;
     }
-    rc = connect_peers(module);
-    if (rc != OMPI_SUCCESS) {
-        goto err;
-    }
     for (int r = 0; r < module->nranks; ++r) {
         ompi_osc_swy_peer_t* peer = &module->peers[r];
         const window_record_t* rec = &records[r];
@@ -438,43 +482,16 @@ int ompi_osc_swy_window_create(struct ompi_win_t* win, void** base, size_t size,
             goto err;
         }
         peer->ctrl_direct = (ompi_osc_swy_ctrl_t*)ctrl_direct;
-        if (flavor != MPI_WIN_FLAVOR_SHARED) {
-            rc = unpack_key(peer, rec->win_rkey, rec->win_rkey_length, rec->base, &peer->rkey,
-                            &peer->direct);
-            if (rc != OMPI_SUCCESS) {
-                goto err;
-            }
-        }
-    }
-    if (flavor == MPI_WIN_FLAVOR_SHARED) {
-        /* Everyone maps rank 0's allocation; rank r's segment starts at offsets[r]. */
-        ompi_osc_swy_peer_t* owner = &module->peers[0];
-        char* shared = NULL;
-        rc = unpack_key(owner, records[0].win_rkey, records[0].win_rkey_length, records[0].base,
-                        &owner->rkey, &shared);
+        rc = unpack_key(peer, rec->win_rkey, rec->win_rkey_length, rec->base, &peer->rkey,
+                        &peer->direct);
         if (rc != OMPI_SUCCESS) {
             goto err;
         }
-        if (owner->rkey != NULL && shared == NULL) {
-            opal_output(0,
-                        "osc swy: MPI_Win_allocate_shared: rank 0's memory is not mapped "
-                        "here (another host?)");
-            rc = OMPI_ERR_RMA_SHARED;
-            goto err;
+        if (flavor == MPI_WIN_FLAVOR_SHARED) {
+            /* registered memory has no direct pointer: it is in rank 0's mapping here */
+            peer->direct = peer->size > 0 ? shared + offsets[r] : NULL;
         }
-        for (int r = 0; r < module->nranks; ++r) {
-            ompi_osc_swy_peer_t* peer = &module->peers[r];
-            peer->size = sizes[r];
-            peer->base = records[0].base + offsets[r];
-            peer->direct = shared != NULL ? shared + offsets[r] : NULL;
-        }
-        module->base = module->peers[module->rank].direct;
-        if (module->size == 0) {
-            module->base = NULL;
-        }
-        *base = module->base;
     }
-
     rc = ompi_osc_swy_acc_init(module);
     if (rc != OMPI_SUCCESS) {
         goto err;
@@ -505,8 +522,14 @@ err:
             }
         }
     }
+    if (module->shared_rkey != NULL) {
+        swy_rkey_destroy(module->shared_rkey);
+    }
     if (module->ctrl_mem != NULL) {
         swy_mem_unmap(module->context, module->ctrl_mem);
+    }
+    if (module->segment_mem != NULL) {
+        swy_mem_unmap(module->context, module->segment_mem);
     }
     if (module->mem != NULL) {
         swy_mem_unmap(module->context, module->mem);
@@ -549,6 +572,12 @@ int ompi_osc_swy_free(struct ompi_win_t* win) {
     }
     for (int i = 0; i < module->attached_count; ++i) {
         swy_mem_unmap(module->context, module->attached[i].mem);
+    }
+    if (module->shared_rkey != NULL) {
+        swy_rkey_destroy(module->shared_rkey);
+    }
+    if (module->segment_mem != NULL) {
+        swy_mem_unmap(module->context, module->segment_mem);
     }
     if (module->mem != NULL) {
         swy_mem_unmap(module->context, module->mem);
