@@ -207,6 +207,8 @@ static int via_requests(ompi_osc_swy_module_t* module, ompi_osc_swy_acc_call_t* 
         if (NULL == call->request) {
             return OMPI_ERR_OUT_OF_RESOURCE;
         }
+        /* An error status makes MPI_Wait call the window's error handler. */
+        call->request->super.req_mpi_object.win = module->win;
     }
     order_before_request(module, call->target);
     int rc = ompi_osc_swy_acc_start(module, call);
@@ -233,6 +235,7 @@ static int direct_or_requests(ompi_osc_swy_module_t* module, ompi_osc_swy_acc_ca
             if (NULL == req) {
                 return OMPI_ERR_OUT_OF_RESOURCE;
             }
+            req->super.req_mpi_object.win = module->win;
             *request = &req->super;
             ompi_osc_swy_request_release_ref(req); /* complete */
         }
@@ -377,7 +380,7 @@ int ompi_osc_swy_fetch_and_op(const void* origin_addr, void* result_addr, ompi_d
     swy_atomic_op_t sop;
     size_t size = 0;
     ompi_datatype_type_size(dt, &size);
-    if (atomic_integer(dt) && swy_atomic_of(call.wire_op, &sop) &&
+    if (NULL != rkey && atomic_integer(dt) && swy_atomic_of(call.wire_op, &sop) &&
         0 == (call.target_addr & (size - 1))) {
         uint64_t operand = 0; /* MPI_NO_OP: add 0 (origin_addr may be anything) */
         if (OSC_SWY_ACC_OP_NO_OP != call.wire_op) {
@@ -416,7 +419,7 @@ int ompi_osc_swy_compare_and_swap(const void* origin_addr, const void* compare_a
     }
     size_t size = 0;
     ompi_datatype_type_size(dt, &size);
-    if (atomic_integer(dt) && 0 == (call.target_addr & (size - 1))) {
+    if (NULL != rkey && atomic_integer(dt) && 0 == (call.target_addr & (size - 1))) {
         order_before_atomic(module, target);
         return swy_atomic(module, target, SWY_ATOMIC_OP_CSWAP, size, origin_addr, compare_addr,
                           result_addr, call.target_addr, rkey, NULL);
