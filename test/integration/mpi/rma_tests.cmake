@@ -6,7 +6,7 @@
 # tests themselves (each with the PML it needs: ob1 + vader for rdma and pt2pt, ucx for ucx).
 # Included from CMakeLists.txt in this directory, after the MPI C compiler was found.
 
-set(SWY_MPI_RMA_PROGRAMS rma_matrix rma_ops)
+set(SWY_MPI_RMA_PROGRAMS rma_matrix rma_ops rma_datatypes)
 foreach(p ${SWY_MPI_RMA_PROGRAMS})
   add_executable(mpi_${p} ${p}.c)
   target_link_libraries(mpi_${p} PRIVATE MPI::MPI_C)
@@ -20,7 +20,7 @@ set_property(CACHE SWY_MPI_TEST_OSC PROPERTY STRINGS swy rdma pt2pt ucx)
 
 # Called at the end of the top-level CMakeLists.txt (as swy_mpi_register_tests), once
 # contrib/ompi has said whether the components are built.
-function(swy_mpi_register_rma_tests)
+function(swy_mpi_register_rma_tests programs)
   set(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
   # Each list restricts the osc framework to what is under test, so a window the component
   # cannot serve fails instead of quietly going to another one. Open MPI's rdma, pt2pt and
@@ -64,7 +64,7 @@ function(swy_mpi_register_rma_tests)
     foreach(flavour create allocate shared dynamic)
       swy_mpi_add_rma_test(matrix.${flavour}.${np} ${np} rma_matrix ${flavour})
     endforeach()
-    foreach(prog ${SWY_MPI_RMA_PROGRAMS})
+    foreach(prog ${programs})
       if(NOT prog STREQUAL "rma_matrix")
         string(REPLACE "rma_" "" short ${prog})
         swy_mpi_add_rma_test(${short}.${np} ${np} ${prog})
@@ -74,4 +74,4 @@ function(swy_mpi_register_rma_tests)
 endfunction()
 
 cmake_language(EVAL CODE "cmake_language(DEFER DIRECTORY \"${CMAKE_SOURCE_DIR}\"
-                                         CALL swy_mpi_register_rma_tests)")
+                                         CALL swy_mpi_register_rma_tests \"${SWY_MPI_RMA_PROGRAMS}\")")

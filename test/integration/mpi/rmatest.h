@@ -159,6 +159,67 @@ static const char* const rt_mode_names[RT_NMODES] = {
 /* Passive-target modes: the only ones where request-based operations are allowed. */
 static inline int rt_mode_passive(rt_mode m) { return m >= RT_LOCK_SHARED; }
 
+/* A group of the given ranks of MPI_COMM_WORLD (duplicates are dropped), for PSCW. */
+static inline MPI_Group rt_group_of(const int* ranks, int n) {
+    int* uniq = (int*)mt_malloc((size_t)n * sizeof(int));
+    int k = 0;
+    for (int i = 0; i < n; ++i) {
+        int seen = 0;
+        for (int j = 0; j < k; ++j)
+            seen |= uniq[j] == ranks[i];
+        if (!seen) uniq[k++] = ranks[i];
+    }
+    MPI_Group world, g;
+    MT_MPI(MPI_Comm_group(MPI_COMM_WORLD, &world));
+    MT_MPI(MPI_Group_incl(world, k, uniq, &g));
+    MT_MPI(MPI_Group_free(&world));
+    free(uniq);
+    return g;
+}
+
+/* Opens the epoch of mode m in which this rank accesses `target` while `origin` accesses it
+ * (the left and right neighbours of a ring, say): fence, post/start, a lock on the target, or
+ * lock_all for the lock_all modes. Request-based operations need rt_mode_passive(m). */
+static inline void rt_epoch_begin(MPI_Win win, rt_mode m, int target, int origin) {
+    switch (m) {
+    case RT_FENCE: MT_MPI(MPI_Win_fence(0, win)); break;
+    case RT_PSCW: {
+        MPI_Group exposed_to = rt_group_of(&origin, 1), accessing = rt_group_of(&target, 1);
+        MT_MPI(MPI_Win_post(exposed_to, 0, win));
+        MT_MPI(MPI_Win_start(accessing, 0, win));
+        MT_MPI(MPI_Group_free(&exposed_to));
+        MT_MPI(MPI_Group_free(&accessing));
+        break;
+    }
+    case RT_LOCK_SHARED: MT_MPI(MPI_Win_lock(MPI_LOCK_SHARED, target, 0, win)); break;
+    case RT_LOCK_EXCLUSIVE: MT_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, target, 0, win)); break;
+    default: MT_MPI(MPI_Win_lock_all(0, win)); break;
+    }
+}
+
+/* Completes what rt_epoch_begin opened: the flush of the mode (then unlock_all), unlock,
+ * complete + wait, or the closing fence. Afterwards every operation this rank issued is
+ * complete at the origin; at the target once every rank has returned (a barrier). */
+static inline void rt_epoch_end(MPI_Win win, rt_mode m, int target) {
+    switch (m) {
+    case RT_FENCE: MT_MPI(MPI_Win_fence(0, win)); break;
+    case RT_PSCW:
+        MT_MPI(MPI_Win_complete(win));
+        MT_MPI(MPI_Win_wait(win));
+        break;
+    case RT_LOCK_SHARED:
+    case RT_LOCK_EXCLUSIVE: MT_MPI(MPI_Win_unlock(target, win)); break;
+    default:
+        if (m == RT_LOCK_ALL_FLUSH || m == RT_SYNC) MT_MPI(MPI_Win_flush(target, win));
+        if (m == RT_LOCK_ALL_FLUSH_LOCAL) MT_MPI(MPI_Win_flush_local(target, win));
+        if (m == RT_LOCK_ALL_FLUSH_ALL) MT_MPI(MPI_Win_flush_all(win));
+        if (m == RT_LOCK_ALL_FLUSH_LOCAL_ALL) MT_MPI(MPI_Win_flush_local_all(win));
+        if (m == RT_SYNC) MT_MPI(MPI_Win_sync(win));
+        MT_MPI(MPI_Win_unlock_all(win));
+        break;
+    }
+}
+
 /* ---- values ---- */
 
 /* A value that differs for every (index, seed) with near certainty and lies in
@@ -197,23 +258,6 @@ static inline void rt_set(void* buf, rt_type t, size_t i, double v) {
     case RT_LONG: ((long*)buf)[i] = (long)v; break;
     default: ((double*)buf)[i] = v; break;
     }
-}
-
-/* A group of the given ranks of MPI_COMM_WORLD (duplicates are dropped), for PSCW. */
-static inline MPI_Group rt_group_of(const int* ranks, int n) {
-    int uniq[8];
-    int k = 0;
-    for (int i = 0; i < n; ++i) {
-        int seen = 0;
-        for (int j = 0; j < k; ++j)
-            seen |= uniq[j] == ranks[i];
-        if (!seen) uniq[k++] = ranks[i];
-    }
-    MPI_Group world, g;
-    MT_MPI(MPI_Comm_group(MPI_COMM_WORLD, &world));
-    MT_MPI(MPI_Group_incl(world, k, uniq, &g));
-    MT_MPI(MPI_Group_free(&world));
-    return g;
 }
 
 #endif
