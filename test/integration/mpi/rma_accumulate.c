@@ -466,6 +466,27 @@ static void large(void) {
             MT_CHECK(old[i] == (double)nranks * (i % 1000), "large: element %d = %g", i, old[i]);
     }
     MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
+
+    /* Ordering (MPI's default accumulate_ordering): a large REPLACE and then a small one over
+     * its first element, with no flush between: the small one must land last, although the
+     * large one travels as rendezvous requests that the target applies only once pulled. */
+    const int to = (rank + 1) % nranks;
+    for (int i = 0; i < n; ++i)
+        src[i] = rank + 0.5;
+    double last = 1000.0 + rank;
+    MT_MPI(MPI_Win_lock(MPI_LOCK_SHARED, to, 0, win));
+    MT_MPI(MPI_Accumulate(src, n, MPI_DOUBLE, to, 0, n, MPI_DOUBLE, MPI_REPLACE, win));
+    MT_MPI(MPI_Accumulate(&last, 1, MPI_DOUBLE, to, 0, 1, MPI_DOUBLE, MPI_REPLACE, win));
+    MT_MPI(MPI_Win_unlock(to, win));
+    MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    const int from = (rank + nranks - 1) % nranks;
+    MT_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win));
+    MT_CHECK(base[0] == 1000.0 + from, "ordering: element 0 = %g, expected %g", base[0],
+             1000.0 + from);
+    MT_CHECK(base[1] == from + 0.5 && base[n - 1] == from + 0.5, "large REPLACE: %g %g", base[1],
+             base[n - 1]);
+    MT_MPI(MPI_Win_unlock(rank, win));
+    MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
     MPI_Type_free(&strided);
     free(src);
     free(old);
