@@ -83,7 +83,12 @@ swy_status_t ompi_osc_swy_acc_am_handler(ompi_osc_swy_module_t* module, int sour
                                          size_t data_length, const swy_am_recv_param_t* param) {
     ompi_osc_swy_am_header_t hdr;
     memcpy(&hdr, header, sizeof(hdr)); /* the dispatcher checked the length */
-    if (NULL != module->acc) {
+    /* Identity from the lane where it vouches for the sender: the rank the message claims
+     * must be the one whose endpoint it came in on (reply_ep is NULL over tcp, where each
+     * direction has its own connection: nothing to compare there). */
+    const bool lane_ok = NULL == param || !(param->field_mask & SWY_AM_RECV_PARAM_FIELD_REPLY_EP) ||
+                         NULL == param->reply_ep || param->reply_ep == module->peers[source].ep;
+    if (NULL != module->acc && lane_ok) {
         if (OSC_SWY_AM_KIND_ACC_REQUEST == hdr.kind) {
             return ompi_osc_swy_acc_handle_request(module, source, header, header_length, data,
                                                    data_length, param);
@@ -92,6 +97,8 @@ swy_status_t ompi_osc_swy_acc_am_handler(ompi_osc_swy_module_t* module, int sour
             return ompi_osc_swy_acc_handle_reply(module, source, header, header_length, data,
                                                  data_length, param);
         }
+    }
+    if (NULL != module->acc) {
         __atomic_add_fetch(&module->acc->refused, 1, __ATOMIC_RELAXED);
     }
     if (NULL != param && (param->field_mask & SWY_AM_RECV_PARAM_FIELD_FLAGS) &&
