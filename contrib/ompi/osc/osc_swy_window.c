@@ -187,6 +187,30 @@ out:
     return rc;
 }
 
+/* Wait until every endpoint of the window is wired (its lane chosen): a key unpacked on an
+ * endpoint that is not wired yet never gets a direct path (load/store, CPU atomics, CMA). */
+static int wait_wired(ompi_osc_swy_module_t* module) {
+    unsigned countdown = 1;
+    for (int r = 0; r < module->nranks; ++r) {
+        for (;;) {
+            swy_ep_attr_t attr = {.field_mask = SWY_EP_ATTR_FIELD_LANE};
+            swy_status_t s = swy_ep_query(module->peers[r].ep, &attr);
+            if (s != SWY_OK) {
+                return ompi_osc_swy_error(s);
+            }
+            if (!attr.connected) {
+                opal_output(0, "osc swy: the connection to rank %d of a window failed", r);
+                return OMPI_ERR_UNREACH;
+            }
+            if (attr.small_protocol != NULL && attr.small_protocol[0] != '\0') {
+                break; /* "" until wired */
+            }
+            ompi_osc_swy_progress_step(&countdown);
+        }
+    }
+    return OMPI_SUCCESS;
+}
+
 /* ---- memory ------------------------------------------------------------------------------ */
 
 static int map_memory(ompi_osc_swy_module_t* module, void* address, size_t length, bool allocate,
@@ -385,6 +409,9 @@ int ompi_osc_swy_window_create(struct ompi_win_t* win, void** base, size_t size,
     win->w_osc_module = &module->super;
 
     rc = connect_peers(module);
+    if (rc == OMPI_SUCCESS) {
+        rc = wait_wired(module);
+    }
     if (rc != OMPI_SUCCESS) {
         goto err;
     }
