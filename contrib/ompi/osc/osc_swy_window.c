@@ -2,12 +2,13 @@
  * osc swy: window creation for every flavour, MPI_Win_free, MPI_Win_shared_query, and the
  * endpoints of the component's own worker.
  *
- * Creation: map this rank's window memory (registered in place for MPI_Win_create, allocated
- * by Switchyard for MPI_Win_allocate so that same-host peers load/store it, one allocation by
- * rank 0 for MPI_Win_allocate_shared so that the ranks' segments are contiguous) and its
- * control area (always allocated: lock words are CPU atomics for same-host peers), then one
- * allgather of a fixed-size record per rank (addresses, sizes, displacement unit, both keys),
- * plus the worker addresses when the worker is our own.
+ * Creation: connect to every rank (exchanging worker addresses when the worker is our own)
+ * and wait until the endpoints are wired; map this rank's window memory (registered in place
+ * for MPI_Win_create, allocated by Switchyard for MPI_Win_allocate so that same-host peers
+ * load/store it, one allocation by rank 0 for MPI_Win_allocate_shared so that the ranks'
+ * segments are contiguous, each rank registering its own segment) and its control area
+ * (always allocated: lock words are CPU atomics for same-host peers), then one allgather of
+ * a fixed-size record per rank (addresses, sizes, displacement unit, both keys).
  */
 #include "osc_swy_window.h"
 
