@@ -32,7 +32,6 @@ int ompi_osc_swy_acc_init(ompi_osc_swy_module_t* module) {
      * default, or same_op) needs nothing: every path applies 4/8-byte elements with CPU
      * atomics and the others under one lock, so any mix of ops stays element-wise atomic. */
     acc->ordered = NULL == module->win || !(module->win->w_acc_order & OMPI_WIN_ACC_ORDER_NONE);
-    acc->same_op = NULL != module->win && OMPI_WIN_ACCUMULATE_OPS_SAME_OP == module->win->w_acc_ops;
     module->acc = acc;
     return OMPI_SUCCESS;
 }

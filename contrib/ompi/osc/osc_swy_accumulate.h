@@ -49,7 +49,6 @@ typedef struct ompi_osc_swy_acc_state {
     uint32_t* free_slots; /**< stack of free slot indices */
     uint32_t free_count;
     bool ordered; /**< info accumulate_ordering is not "none" */
-    bool same_op; /**< info accumulate_ops=same_op or same_op_no_op (see ompi_osc_swy_acc_init) */
     /* Messages refused as malformed (never applied), for diagnostics (atomic). */
     uint64_t refused;
     /* Target side: rendezvous requests whose data is still being pulled (atomic); the
