@@ -158,7 +158,8 @@ if (( run_p2p )); then
     mode=min
     [[ $bench == bw ]] && mode=max
     for pml in "${pmls[@]}"; do
-      best "$bench" "$pml" "$mode" | sed "s/^/$((++i)) /"
+      i=$((i + 1)) # here, not in the pipeline's subshell
+      best "$bench" "$pml" "$mode" | sed "s/^/$i /"
     done
   done | awk '
     { v[$1, $2] = $3; sizes[$2] = 1 }
