@@ -185,6 +185,26 @@ swy_ep_h mca_pml_swy_connect(ompi_proc_t* proc) {
     return ep;
 }
 
+/* The endpoint to @p proc, connecting on first use (the PML's endpoint slot of the proc). */
+static swy_ep_h mca_pml_swy_ep_for_proc(ompi_proc_t* proc) {
+    if (proc == NULL) {
+        return NULL;
+    }
+    swy_ep_h ep = (swy_ep_h)proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML];
+    return ep != NULL ? ep : mca_pml_swy_connect(proc);
+}
+
+const mca_pml_swy_shared_worker_t* mca_pml_swy_shared_worker(void) {
+    static mca_pml_swy_shared_worker_t shared;
+    if (ompi_pml_swy.worker == NULL) {
+        return NULL;
+    }
+    shared.context = ompi_pml_swy.context;
+    shared.worker = ompi_pml_swy.worker;
+    shared.ep_for_proc = mca_pml_swy_ep_for_proc;
+    return &shared;
+}
+
 int mca_pml_swy_add_procs(struct ompi_proc_t** procs, size_t nprocs) {
     (void)procs;
     (void)nprocs;

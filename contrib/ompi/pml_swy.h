@@ -158,6 +158,17 @@ static inline void mca_pml_swy_wait_step(unsigned* countdown) {
     }
 }
 
+/** What osc swy shares of this PML (one Switchyard worker per process): the context, the
+ *  worker and a connect-on-first-use endpoint lookup. Layout mirrored by osc_swy.h. */
+typedef struct mca_pml_swy_shared_worker {
+    swy_context_h context;
+    swy_worker_h worker;
+    swy_ep_h (*ep_for_proc)(ompi_proc_t* proc);
+} mca_pml_swy_shared_worker_t;
+
+/** Exported (found by osc swy with dlsym): this PML's worker, or NULL before init. */
+OMPI_MODULE_DECLSPEC const mca_pml_swy_shared_worker_t* mca_pml_swy_shared_worker(void);
+
 /** Map a Switchyard error to an MPI error class (for statuses and return codes). */
 int mca_pml_swy_mpi_error(swy_status_t status);
 

@@ -23,7 +23,7 @@ run() { # np program [args]
   fi
 }
 failed=0
-for p in pingpong features collectives threads latency; do
+for p in pingpong features collectives threads latency rma; do
   mpicc -O2 -Wall -Werror -o "$out/$p" "$here/$p.c" -lpthread
 done
 run 2 pingpong
@@ -34,10 +34,14 @@ run 2 collectives
 run 4 collectives
 run 8 collectives
 run 2 threads
+# one-sided: osc swy is the default under pml swy
+run 2 rma
+run 4 rma
 # the same over Switchyard's tcp transport (what crosses hosts)
 export SWY_TLS=tcp,self
 run 2 pingpong
 run 4 features
+RMA_NO_SHARED=1 run 4 rma
 run 5 features
 run 4 collectives
 exit $failed
