@@ -253,15 +253,16 @@ static void fop_counters(MPI_Win win, unsigned char* base) {
     MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
 }
 
-/* One long counter, two paths at once: even ranks add with fetch_and_op (a Switchyard atomic,
- * applied by the origin itself where the window is mapped), odd ranks with get_accumulate
- * (a request the target applies). Both must be atomic with respect to each other. */
+/* One long counter, two paths at once: each rank alternates between fetch_and_op (a
+ * Switchyard atomic, applied by the origin itself where the window is mapped) and
+ * get_accumulate (a request the target applies), out of step with its neighbours, so both
+ * kinds hit the word at the same time. They must be atomic with respect to each other. */
 static void mixed_paths(MPI_Win win, unsigned char* base) {
     zero_window(win, base, WIN_ELEMS * 8);
     long one = 1, old = 0;
     MT_MPI(MPI_Win_lock_all(0, win));
     for (int r = 0; r < 4 * ROUNDS; ++r) {
-        if (rank % 2 == 0) {
+        if ((rank + r) % 2 == 0) {
             MT_MPI(MPI_Fetch_and_op(&one, &old, MPI_LONG, 0, 5, MPI_SUM, win));
         } else {
             MT_MPI(MPI_Get_accumulate(&one, 1, MPI_LONG, &old, 1, MPI_LONG, 0, 5, 1, MPI_LONG,
@@ -456,15 +457,23 @@ static void requests_and_errors(MPI_Win win, unsigned char* base) {
     MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
 }
 
+/* MT_CONCURRENCY_ONLY=1: only the checks that race ranks against each other (for the run
+ * with many ranks, where the races are likeliest on a small machine). */
+static int concurrency_only;
+
 static void run_all(MPI_Win win, unsigned char* base, const char* flavour) {
-    every_op(win, base);
-    pair_ops(win, base);
+    if (!concurrency_only) {
+        every_op(win, base);
+        pair_ops(win, base);
+    }
     concurrent_sums(win, base);
     fop_counters(win, base);
     mixed_paths(win, base);
     cas_increments(win, base);
-    derived_types(win, base);
-    requests_and_errors(win, base);
+    if (!concurrency_only) {
+        derived_types(win, base);
+        requests_and_errors(win, base);
+    }
     if (rank == 0) printf("rma_accumulate: %s window passed\n", flavour);
 }
 
@@ -472,6 +481,7 @@ int main(int argc, char** argv) {
     MT_MPI(MPI_Init(&argc, &argv));
     MT_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     MT_MPI(MPI_Comm_size(MPI_COMM_WORLD, &nranks));
+    concurrency_only = getenv("MT_CONCURRENCY_ONLY") != NULL;
     unsigned char* base = NULL;
     MPI_Win win;
     MT_MPI(MPI_Win_allocate(WIN_ELEMS * 8, 8, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
@@ -484,7 +494,7 @@ int main(int argc, char** argv) {
     MT_MPI(MPI_Win_free(&win));
     free(mem);
 
-    large();
+    if (!concurrency_only) large();
     if (rank == 0) printf("rma_accumulate: passed on %d ranks\n", nranks);
     MT_MPI(MPI_Finalize());
     return 0;
