@@ -7,6 +7,7 @@
 #
 # Uses compare-mpi.sh's settings (out, rounds, build, pkglibdir, rma_benches, rma_png, cpus)
 # and functions (run, best).
+# shellcheck shell=bash disable=SC2154 # those settings are assigned by compare-mpi.sh
 
 # The components compared; swy only where its module was built.
 rma_oscs() {

@@ -19,7 +19,7 @@ static void acc(void* ctx, const osu_win_t* w, int target, size_t offset, size_t
 int main(int argc, char** argv) {
     int rank, type_size;
     osu_opts_t o = {1, 4u << 20, 10000, 1000, 100, 10, 8192, 1};
-    osu_rma_opts_t r = {OSU_WIN_ALLOCATE, OSU_SYNC_FLUSH, OSU_SYNC_ALL, 1, OSU_TYPE_CHAR};
+    osu_rma_opts_t r = {OSU_WIN_ALLOCATE, OSU_SYNC_FLUSH, OSU_SYNC_ALL, 1, OSU_TYPE_CHAR, 2};
     if (osu_rma_start(&argc, &argv, &o, &r, &rank) != 0) return 1;
     const MPI_Datatype types[] = {MPI_CHAR, MPI_INT, MPI_LONG_LONG, MPI_DOUBLE};
     acc_ctx_t a = {(char*)osu_alloc(o.max_size), types[r.type], 0};
@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
     for (size_t s = o.min_size; s <= o.max_size; s = osu_next_size(s)) {
         if (s < a.type_size) continue;
         osu_rma_row(
-            rank, s,
+            &r, rank, s,
             osu_rma_latency_us(&r, &w, rank, s, osu_warmup(&o, s), osu_iters(&o, s), acc, &a));
     }
     osu_win_close(&w);

@@ -17,7 +17,7 @@ static void cas(void* ctx, const osu_win_t* w, int target, size_t offset, size_t
 int main(int argc, char** argv) {
     int rank;
     osu_opts_t o = {8, 8, 10000, 1000, 100, 10, 8192, 1};
-    osu_rma_opts_t r = {OSU_WIN_ALLOCATE, OSU_SYNC_FLUSH, OSU_SYNC_ALL, 0, OSU_TYPE_LONG_LONG};
+    osu_rma_opts_t r = {OSU_WIN_ALLOCATE, OSU_SYNC_FLUSH, OSU_SYNC_ALL, 0, OSU_TYPE_LONG_LONG, 2};
     if (osu_rma_start(&argc, &argv, &o, &r, &rank) != 0) return 1;
     cas_ctx_t c = {1, 0, 0};
     osu_win_t w;
@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
     if (rank == 0)
         osu_rma_header("MPI_Compare_and_swap Latency Test", &r, "MPI_LONG_LONG",
                        "# Size          Latency (us)");
-    osu_rma_row(rank, sizeof(long long),
+    osu_rma_row(&r, rank, sizeof(long long),
                 osu_rma_latency_us(&r, &w, rank, sizeof(long long), osu_warmup(&o, 8),
                                    osu_iters(&o, 8), cas, &c));
     osu_win_close(&w);

@@ -11,7 +11,7 @@ static void get(void* ctx, const osu_win_t* w, int target, size_t offset, size_t
 int main(int argc, char** argv) {
     int rank;
     osu_opts_t o = {1, 4u << 20, 100, 20, 10, 2, 8192, 64};
-    osu_rma_opts_t r = {OSU_WIN_ALLOCATE, OSU_SYNC_FLUSH, OSU_SYNC_ALL, 0, OSU_TYPE_CHAR};
+    osu_rma_opts_t r = {OSU_WIN_ALLOCATE, OSU_SYNC_FLUSH, OSU_SYNC_ALL, 0, OSU_TYPE_CHAR, 2};
     if (osu_rma_start(&argc, &argv, &o, &r, &rank) != 0) return 1;
     if (o.min_size == 0) o.min_size = 1; /* 0 bytes has no bandwidth */
     const int slots = osu_slots(&o);
@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
         const int iters = osu_iters(&o, s);
         const double secs =
             osu_rma_run(&r, &w, rank, s, osu_warmup(&o, s), iters, o.window, slots, 0, get, rbuf);
-        osu_rma_row(rank, s, secs > 0 ? (double)s * o.window * iters / secs / 1e6 : 0);
+        osu_rma_row(&r, rank, s, secs > 0 ? (double)s * o.window * iters / secs / 1e6 : 0);
     }
     osu_win_close(&w);
     free(rbuf);

@@ -6,7 +6,7 @@
 int main(int argc, char** argv) {
     int rank;
     osu_opts_t o = {1, 4u << 20, 100, 20, 10, 2, 8192, 64};
-    osu_rma_opts_t r = {OSU_WIN_ALLOCATE, OSU_SYNC_PSCW, OSU_SYNC_ACTIVE, 0, OSU_TYPE_CHAR};
+    osu_rma_opts_t r = {OSU_WIN_ALLOCATE, OSU_SYNC_PSCW, OSU_SYNC_ACTIVE, 0, OSU_TYPE_CHAR, 2};
     if (osu_rma_start(&argc, &argv, &o, &r, &rank) != 0) return 1;
     if (o.min_size == 0) o.min_size = 1; /* 0 bytes has no bandwidth */
     const int slots = osu_slots(&o), peer = 1 - rank;
@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
         }
         const double secs = MPI_Wtime() - t0;
         MPI_Barrier(MPI_COMM_WORLD);
-        osu_rma_row(rank, s, (double)s * o.window * iters * 2 / secs / 1e6);
+        osu_rma_row(&r, rank, s, (double)s * o.window * iters * 2 / secs / 1e6);
     }
     osu_win_close(&w);
     free(sbuf);

@@ -65,6 +65,7 @@ typedef struct {
     unsigned sync_allowed; /* mask of accepted modes */
     int with_type;         /* whether -T is offered */
     osu_type_t type;
+    int decimals; /* digits after the point in the table (-d; OSU prints 2) */
 } osu_rma_opts_t;
 
 /* Index of `arg` in names[0..n), or -1. */
@@ -92,6 +93,7 @@ static inline int osu_rma_handle(int c, const char* arg, void* ctx) {
             if (!r->with_type || (i = osu_lookup(arg, osu_type_names, 4)) < 0) return 1;
             r->type = (osu_type_t)i;
             return 0;
+        case 'd': r->decimals = atoi(arg); return r->decimals >= 1 && r->decimals <= 6 ? 0 : 1;
         default: return 1;
     }
 }
@@ -108,13 +110,16 @@ static inline void osu_rma_usage(void* ctx) {
     if (r->with_type)
         fprintf(stderr, "  -T  data type: char, int, long_long or double (default %s)\n",
                 osu_type_names[r->type]);
+    fprintf(stderr,
+            "  -d  digits after the point, 1 to 6 (default 2, as OSU; 3 resolves\n"
+            "      shared-memory latencies of a few tens of nanoseconds)\n");
 }
 
 /* osu_start_with() for a one-sided program: 2 ranks, common options plus -w/-s (and -T when
  * r->with_type); *r holds the program's defaults. Same return as osu_start_with(). */
 static inline int osu_rma_start(int* argc, char*** argv, osu_opts_t* o, osu_rma_opts_t* r,
                                 int* rank) {
-    const char* letters = r->with_type ? "w:s:T:" : "w:s:";
+    const char* letters = r->with_type ? "w:s:d:T:" : "w:s:d:";
     const osu_extra_opts_t x = {letters, osu_rma_handle, osu_rma_usage, r};
     int np;
     return osu_start_with(argc, argv, o, OSU_TWO_RANKS, &x, rank, &np);
@@ -273,10 +278,10 @@ static inline double osu_rma_latency_us(const osu_rma_opts_t* r, const osu_win_t
     return t * 1e6 / iters / (active ? 2.0 : 1.0);
 }
 
-/* Prints one row of a latency or bandwidth table on rank 0. */
-static inline void osu_rma_row(int rank, size_t size, double value) {
+/* Prints one row of a latency or bandwidth table on rank 0, in OSU's columns. */
+static inline void osu_rma_row(const osu_rma_opts_t* r, int rank, size_t size, double value) {
     if (rank != 0) return;
-    printf("%-10zu%18.2f\n", size, value);
+    printf("%-10zu%18.*f\n", size, r->decimals, value);
     fflush(stdout);
 }
 
