@@ -144,7 +144,8 @@ rma_summary() {
   done
 }
 
-# Draws the tables with gnuplot: latency programs above, bandwidth programs below.
+# Draws the tables with gnuplot: latency programs above, bandwidth programs below, both on
+# logarithmic axes (the large sizes run at a tenth of the in-cache bandwidth here).
 rma_plot() {
   local bench panels=() n cols rows script
   for bench in put_latency get_latency acc_latency put_bw get_bw put_bibw; do
@@ -162,20 +163,20 @@ set output \"$rma_png\"
 set datafile missing \"-\"
 set multiplot layout $rows,$cols title \"Open MPI one-sided, 2 ranks on cores $cpus, best of $rounds rounds\"
 set logscale x 2
+set logscale y
 set format x \"%.0b%BB\"
 set xlabel \"message size\"
-set key top left
 set grid
 names = \"${oscs[*]}\"
 "
   for bench in "${panels[@]}"; do
     if [[ $(rma_mode "$bench") == min ]]; then
-      script+="set logscale y
+      script+="set key top left
 set ylabel \"latency (us)\"
 set title \"$(rma_title "$bench"), lower is better\"
 "
     else
-      script+="unset logscale y
+      script+="set key bottom left
 set ylabel \"bandwidth (MB/s)\"
 set title \"$(rma_title "$bench"), higher is better\"
 "
