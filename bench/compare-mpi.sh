@@ -69,7 +69,7 @@ rounds=${ROUNDS:-5}
 cpus=${CPUS:-0,1}
 mpiexec=${MPIEXEC:-mpiexec}
 build=$(cd "$build" && pwd)
-rma_benches=(${RMA_BENCHES:-put_latency get_latency put_bw get_bw put_bibw acc_latency fop_latency cas_latency})
+read -ra rma_benches <<<"${RMA_BENCHES:-put_latency get_latency put_bw get_bw put_bibw acc_latency fop_latency cas_latency}"
 needed=(lib/openmpi/mca_pml_swy.so)
 if (( run_p2p )); then needed+=(bin/swy_osu_latency bin/swy_osu_bw); fi
 if (( run_rma )); then
