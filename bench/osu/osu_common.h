@@ -24,17 +24,30 @@ typedef struct {
     int window;
 } osu_opts_t;
 
-static inline void osu_usage(const char* prog, const osu_opts_t* d) {
+/* Options a program adds to the common ones (the one-sided programs: window flavour,
+ * synchronisation, data type). A letter here takes precedence over the common -w, which then
+ * stays available as -W. */
+typedef struct {
+    const char* letters;                              /* getopt form, e.g. "w:s:" */
+    int (*handle)(int c, const char* arg, void* ctx); /* returns 0 when it accepts the value */
+    void (*usage)(void* ctx);                         /* prints the program's own option lines */
+    void* ctx;
+} osu_extra_opts_t;
+
+static inline void osu_usage(const char* prog, const osu_opts_t* d, const osu_extra_opts_t* x) {
+    const int w_taken = x && strchr(x->letters, 'w') != NULL;
     fprintf(stderr,
             "usage: %s [-m [min:]max] [-i iters] [-I iters_large] [-x warmup] [-X warmup_large]\n"
-            "          [-w window] [-l large_size]\n"
+            "          [%s window] [-l large_size]%s\n"
             "  -m  message sizes, powers of two from min to max (default %zu:%zu; K/M suffixes)\n"
             "  -i  timed iterations up to large_size (default %d); -I above it (default %d)\n"
             "  -x  untimed warm-up iterations up to large_size (default %d); -X above (%d)\n"
-            "  -w  messages in flight per round, bandwidth tests (default %d)\n"
+            "  %s  messages in flight per round, bandwidth tests (default %d)\n"
             "  -l  the size above which the large counts apply (default %zu)\n",
-            prog, d->min_size, d->max_size, d->iters_small, d->iters_large, d->warmup_small,
-            d->warmup_large, d->window, d->large_size);
+            prog, w_taken ? "-W" : "-w", x ? " [options below]" : "", d->min_size, d->max_size,
+            d->iters_small, d->iters_large, d->warmup_small, d->warmup_large, w_taken ? "-W" : "-w",
+            d->window, d->large_size);
+    if (x && x->usage) x->usage(x->ctx);
 }
 
 static inline size_t osu_parse_size(const char* s, char** end) {
@@ -46,14 +59,24 @@ static inline size_t osu_parse_size(const char* s, char** end) {
     return v;
 }
 
-/* Parses argv into *o (which holds the program's defaults). Returns 0, or 1 after printing
- * usage on rank 0 (the caller finalizes and exits). */
-static inline int osu_parse(int argc, char** argv, osu_opts_t* o) {
+/* Parses argv into *o (which holds the program's defaults) and the program's own options
+ * through *x (may be NULL). Returns 0, or 1 after printing usage on rank 0 (the caller
+ * finalizes and exits). */
+static inline int osu_parse(int argc, char** argv, osu_opts_t* o, const osu_extra_opts_t* x) {
     const osu_opts_t defaults = *o;
+    const int w_taken = x && strchr(x->letters, 'w') != NULL;
+    char optstring[64];
+    snprintf(optstring, sizeof optstring, "m:i:I:x:X:W:l:h%s%s",
+             w_taken ? "" : "w:", x ? x->letters : "");
     int c, rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    while ((c = getopt(argc, argv, "m:i:I:x:X:w:l:h")) != -1) {
+    while ((c = getopt(argc, argv, optstring)) != -1) {
         char* end = NULL;
+        if (x && c != ':' && c != '?' && strchr(x->letters, c) != NULL) {
+            if (x->handle(c, optarg, x->ctx) == 0) continue;
+            if (rank == 0) osu_usage(argv[0], &defaults, x);
+            return 1;
+        }
         switch (c) {
             case 'm': {
                 size_t a = osu_parse_size(optarg, &end);
@@ -69,15 +92,16 @@ static inline int osu_parse(int argc, char** argv, osu_opts_t* o) {
             case 'I': o->iters_large = atoi(optarg); break;
             case 'x': o->warmup_small = atoi(optarg); break;
             case 'X': o->warmup_large = atoi(optarg); break;
-            case 'w': o->window = atoi(optarg); break;
+            case 'w':
+            case 'W': o->window = atoi(optarg); break;
             case 'l': o->large_size = osu_parse_size(optarg, &end); break;
             default:
-                if (rank == 0) osu_usage(argv[0], &defaults);
+                if (rank == 0) osu_usage(argv[0], &defaults, x);
                 return 1;
         }
     }
     if (o->iters_small < 1 || o->iters_large < 1 || o->window < 1 || o->min_size > o->max_size) {
-        if (rank == 0) osu_usage(argv[0], &defaults);
+        if (rank == 0) osu_usage(argv[0], &defaults, x);
         return 1;
     }
     return 0;
@@ -86,16 +110,16 @@ static inline int osu_parse(int argc, char** argv, osu_opts_t* o) {
 /* Which rank counts a program accepts. */
 typedef enum { OSU_TWO_RANKS, OSU_EVEN_RANKS } osu_ranks_t;
 
-/* MPI_Init, rank and size, options parsed over the defaults already in *o. Returns 0 to go
- * on; otherwise the usage or rank-count error was printed, MPI is finalized and the program
- * should return the value (1). */
-static inline int osu_start(int* argc, char*** argv, osu_opts_t* o, osu_ranks_t ranks, int* rank,
-                            int* np) {
+/* MPI_Init, rank and size, options parsed over the defaults already in *o and the program's
+ * own options through *x (may be NULL). Returns 0 to go on; otherwise the usage or rank-count
+ * error was printed, MPI is finalized and the program should return the value (1). */
+static inline int osu_start_with(int* argc, char*** argv, osu_opts_t* o, osu_ranks_t ranks,
+                                 const osu_extra_opts_t* x, int* rank, int* np) {
     MPI_Init(argc, argv);
     MPI_Comm_rank(MPI_COMM_WORLD, rank);
     MPI_Comm_size(MPI_COMM_WORLD, np);
     const int ranks_ok = ranks == OSU_TWO_RANKS ? *np == 2 : (*np >= 2 && *np % 2 == 0);
-    if (osu_parse(*argc, *argv, o) != 0 || !ranks_ok) {
+    if (osu_parse(*argc, *argv, o, x) != 0 || !ranks_ok) {
         if (!ranks_ok && *rank == 0)
             fprintf(stderr, "%s: %s\n", (*argv)[0],
                     ranks == OSU_TWO_RANKS ? "run with exactly 2 ranks"
@@ -104,6 +128,12 @@ static inline int osu_start(int* argc, char*** argv, osu_opts_t* o, osu_ranks_t 
         return 1;
     }
     return 0;
+}
+
+/* osu_start_with() for a program without options of its own. */
+static inline int osu_start(int* argc, char*** argv, osu_opts_t* o, osu_ranks_t ranks, int* rank,
+                            int* np) {
+    return osu_start_with(argc, argv, o, ranks, NULL, rank, np);
 }
 
 /* Next size of the sweep: 0 -> 1 -> 2 -> 4 ... */
