@@ -6,7 +6,8 @@
 # tests themselves (each with the PML it needs: ob1 + vader for rdma and pt2pt, ucx for ucx).
 # Included from CMakeLists.txt in this directory, after the MPI C compiler was found.
 
-set(SWY_MPI_RMA_PROGRAMS rma_matrix rma_ops rma_datatypes rma_contention rma_flush)
+set(SWY_MPI_RMA_PROGRAMS rma_matrix rma_ops rma_datatypes rma_contention rma_flush rma_edge
+  rma_errors)
 foreach(p ${SWY_MPI_RMA_PROGRAMS})
   add_executable(mpi_${p} ${p}.c)
   target_link_libraries(mpi_${p} PRIVATE MPI::MPI_C)
