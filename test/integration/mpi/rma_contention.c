@@ -28,8 +28,8 @@ static void fop_counter(rt_flavour f, rt_type t, int target, int me, int np) {
     rt_set(one, t, 0, 1);
     MT_MPI(MPI_Win_lock_all(0, w.win));
     for (int k = 0; k < kRepeats; ++k) {
-        MT_MPI(MPI_Fetch_and_op(one, old, rt_mpi_type(t), target, rt_disp(&w, target, es),
-                                MPI_SUM, w.win));
+        MT_MPI(MPI_Fetch_and_op(one, old, rt_mpi_type(t), target, rt_disp(&w, target, es), MPI_SUM,
+                                w.win));
         MT_MPI(MPI_Win_flush(target, w.win));
         got[k] = rt_get(old, t, 0);
     }
@@ -158,8 +158,7 @@ static void sum_to_one(rt_flavour f, rt_type t, size_t n, int target, int me, in
                 want += (double)rt_value(i, 100u + (unsigned)r);
             MT_CHECK(rt_get(w.base, t, i) == want,
                      "%s window, %zu %s summed by %d ranks: element %zu = %g, want %g",
-                     rt_flavour_names[f], n, rt_type_names[t], np, i, rt_get(w.base, t, i),
-                     want);
+                     rt_flavour_names[f], n, rt_type_names[t], np, i, rt_get(w.base, t, i), want);
         }
         rt_local_end(&w);
     }

@@ -66,8 +66,8 @@ static void put_all(MPI_Win win, const MPI_Aint* all, int right, unsigned seed, 
         const size_t n = kRegionLongs[k];
         for (size_t i = 0; i < n; ++i)
             src[i] = rt_value(i, seed + (unsigned)me);
-        MT_MPI(MPI_Put(src, (int)n, MPI_LONG, right, all[right * kNRegions + k], (int)n,
-                       MPI_LONG, win));
+        MT_MPI(MPI_Put(src, (int)n, MPI_LONG, right, all[right * kNRegions + k], (int)n, MPI_LONG,
+                       win));
         MT_MPI(MPI_Win_flush(right, win)); /* src is reused */
     }
     MT_MPI(MPI_Win_unlock_all(win));
@@ -107,8 +107,8 @@ static void dynamic_churn(int me, int np) {
         MT_MPI(MPI_Win_lock_all(0, win));
         for (size_t i = 0; i < 4096; ++i)
             src[i] = rt_value(i, 2000u + (unsigned)me);
-        MT_MPI(MPI_Put(src, 4095, MPI_LONG, right, all[right * kNRegions + 1], 4095, MPI_LONG,
-                       win));
+        MT_MPI(
+            MPI_Put(src, 4095, MPI_LONG, right, all[right * kNRegions + 1], 4095, MPI_LONG, win));
         /* The last element: accumulate, then fetch_and_op, then a compare_and_swap. */
         const MPI_Aint last = MPI_Aint_add(all[right * kNRegions + 1], 4095 * sizeof(long));
         MT_MPI(MPI_Win_flush(right, win));
@@ -154,8 +154,8 @@ static void zero_count_ops(MPI_Win win, int target, MPI_Aint d, rt_mode m) {
     MT_MPI(MPI_Put(buf, 0, MPI_LONG, target, d, 0, MPI_LONG, win));
     MT_MPI(MPI_Get(res, 0, MPI_LONG, target, d, 0, MPI_LONG, win));
     MT_MPI(MPI_Accumulate(buf, 0, MPI_LONG, target, d, 0, MPI_LONG, MPI_SUM, win));
-    MT_MPI(MPI_Get_accumulate(buf, 0, MPI_LONG, res, 0, MPI_LONG, target, d, 0, MPI_LONG,
-                              MPI_SUM, win));
+    MT_MPI(MPI_Get_accumulate(buf, 0, MPI_LONG, res, 0, MPI_LONG, target, d, 0, MPI_LONG, MPI_SUM,
+                              win));
     if (rt_mode_passive(m)) {
         MT_MPI(MPI_Rput(buf, 0, MPI_LONG, target, d, 0, MPI_LONG, win, &rq[0]));
         MT_MPI(MPI_Rget(res, 0, MPI_LONG, target, d, 0, MPI_LONG, win, &rq[1]));
@@ -197,8 +197,8 @@ static void zero_size(rt_flavour f, int all_empty, int me, int np) {
         zero_count_ops(w.win, right, rt_disp(&w, right, 0), m);
         if (right_has) {
             long v = 100 * k + me;
-            MT_MPI(MPI_Put(&v, 1, MPI_LONG, right, rt_disp(&w, right, (size_t)k * sizeof(long)),
-                           1, MPI_LONG, w.win));
+            MT_MPI(MPI_Put(&v, 1, MPI_LONG, right, rt_disp(&w, right, (size_t)k * sizeof(long)), 1,
+                           MPI_LONG, w.win));
         }
         rt_epoch_end(w.win, m, right);
         MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
@@ -207,8 +207,9 @@ static void zero_size(rt_flavour f, int all_empty, int me, int np) {
         rt_local_begin(&w);
         for (size_t i = 0; i < n; ++i) {
             const long want = i < 4 ? 100 * (long)i + left : -1;
-            MT_CHECK(((long*)w.base)[i] == want, "%s window, ranks %s empty: element %zu is %ld, want %ld",
-                     rt_flavour_names[f], all_empty ? "all" : "odd", i, ((long*)w.base)[i], want);
+            MT_CHECK(((long*)w.base)[i] == want,
+                     "%s window, ranks %s empty: element %zu is %ld, want %ld", rt_flavour_names[f],
+                     all_empty ? "all" : "odd", i, ((long*)w.base)[i], want);
         }
         rt_local_end(&w);
     }

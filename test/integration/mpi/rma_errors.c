@@ -29,37 +29,38 @@ static const access kAccesses[] = {
 };
 enum { kNAccesses = sizeof kAccesses / sizeof kAccesses[0] };
 
-static const char* const kOps[] = {"put",  "get",  "accumulate", "get_accumulate", "fetch_and_op",
-                                   "compare_and_swap", "rput", "rget", "raccumulate",
-                                   "rget_accumulate"};
+static const char* const kOps[] = {
+    "put",  "get",  "accumulate",  "get_accumulate", "fetch_and_op", "compare_and_swap",
+    "rput", "rget", "raccumulate", "rget_accumulate"};
 enum { kNOps = sizeof kOps / sizeof kOps[0] };
 
 static int issue(int op, MPI_Win win, int target, MPI_Aint d, int count, long* buf, long* res) {
     MPI_Request rq = MPI_REQUEST_NULL;
     int rc;
     switch (op) {
-    case 0: return MPI_Put(buf, count, MPI_LONG, target, d, count, MPI_LONG, win);
-    case 1: return MPI_Get(res, count, MPI_LONG, target, d, count, MPI_LONG, win);
-    case 2: return MPI_Accumulate(buf, count, MPI_LONG, target, d, count, MPI_LONG, MPI_SUM, win);
-    case 3:
-        return MPI_Get_accumulate(buf, count, MPI_LONG, res, count, MPI_LONG, target, d, count,
-                                  MPI_LONG, MPI_SUM, win);
-    case 4: return MPI_Fetch_and_op(buf, res, MPI_LONG, target, d, MPI_SUM, win);
-    case 5: return MPI_Compare_and_swap(buf, buf + 1, res, MPI_LONG, target, d, win);
-    case 6: rc = MPI_Rput(buf, count, MPI_LONG, target, d, count, MPI_LONG, win, &rq); break;
-    case 7: rc = MPI_Rget(res, count, MPI_LONG, target, d, count, MPI_LONG, win, &rq); break;
-    case 8:
-        rc = MPI_Raccumulate(buf, count, MPI_LONG, target, d, count, MPI_LONG, MPI_SUM, win, &rq);
-        break;
-    default:
-        rc = MPI_Rget_accumulate(buf, count, MPI_LONG, res, count, MPI_LONG, target, d, count,
-                                 MPI_LONG, MPI_SUM, win, &rq);
-        break;
+        case 0: return MPI_Put(buf, count, MPI_LONG, target, d, count, MPI_LONG, win);
+        case 1: return MPI_Get(res, count, MPI_LONG, target, d, count, MPI_LONG, win);
+        case 2:
+            return MPI_Accumulate(buf, count, MPI_LONG, target, d, count, MPI_LONG, MPI_SUM, win);
+        case 3:
+            return MPI_Get_accumulate(buf, count, MPI_LONG, res, count, MPI_LONG, target, d, count,
+                                      MPI_LONG, MPI_SUM, win);
+        case 4: return MPI_Fetch_and_op(buf, res, MPI_LONG, target, d, MPI_SUM, win);
+        case 5: return MPI_Compare_and_swap(buf, buf + 1, res, MPI_LONG, target, d, win);
+        case 6: rc = MPI_Rput(buf, count, MPI_LONG, target, d, count, MPI_LONG, win, &rq); break;
+        case 7: rc = MPI_Rget(res, count, MPI_LONG, target, d, count, MPI_LONG, win, &rq); break;
+        case 8:
+            rc = MPI_Raccumulate(buf, count, MPI_LONG, target, d, count, MPI_LONG, MPI_SUM, win,
+                                 &rq);
+            break;
+        default:
+            rc = MPI_Rget_accumulate(buf, count, MPI_LONG, res, count, MPI_LONG, target, d, count,
+                                     MPI_LONG, MPI_SUM, win, &rq);
+            break;
     }
-    if (rq != MPI_REQUEST_NULL) {
-        const int wrc = MPI_Wait(&rq, MPI_STATUS_IGNORE);
-        if (rc == MPI_SUCCESS) rc = wrc; /* an implementation may report it at completion */
-    }
+    /* A failed call leaves the request undefined; a successful one may report the error
+     * when it completes. */
+    if (rc == MPI_SUCCESS && rq != MPI_REQUEST_NULL) rc = MPI_Wait(&rq, MPI_STATUS_IGNORE);
     return rc;
 }
 

@@ -11,16 +11,29 @@
  */
 #include "rmatest.h"
 
-enum { V_PUT_FLUSH, V_PUT_FLUSH_ALL, V_RPUT, V_ACC_FLUSH_ALL, V_FLUSH_LOCAL, V_REVERSE, kNVariants };
-static const char* const kVariantNames[kNVariants] = {
-    "put+flush", "put+flush_all", "rput+wait+flush", "accumulate+flush_all",
-    "put+flush_local+overwrite+flush", "local store+sync, remote get+flush"};
+enum {
+    V_PUT_FLUSH,
+    V_PUT_FLUSH_ALL,
+    V_RPUT,
+    V_ACC_FLUSH_ALL,
+    V_FLUSH_LOCAL,
+    V_REVERSE,
+    kNVariants
+};
+static const char* const kVariantNames[kNVariants] = {"put+flush",
+                                                      "put+flush_all",
+                                                      "rput+wait+flush",
+                                                      "accumulate+flush_all",
+                                                      "put+flush_local+overwrite+flush",
+                                                      "local store+sync, remote get+flush"};
 
 static const size_t kSizes[] = {1, 131072};
 enum { kRegion = 131072, kNRegions = kNVariants * 2 };
 
 static long before(size_t i, int r) { return rt_value(i, 10u + (unsigned)r); }
-static long written(size_t i, int r, int v) { return rt_value(i, 100u + 10u * (unsigned)v + (unsigned)r); }
+static long written(size_t i, int r, int v) {
+    return rt_value(i, 100u + 10u * (unsigned)v + (unsigned)r);
+}
 
 /* What region (variant v, size s) of rank r must hold once the write has happened. */
 static long expected(int v, size_t i, int writer, int owner) {
@@ -85,36 +98,36 @@ static void run(rt_flavour f, int me, int np) {
             for (size_t i = 0; i < n; ++i)
                 src[i] = written(i, me, v);
             switch (v) {
-            case V_PUT_FLUSH:
-                MT_MPI(MPI_Put(src, (int)n, MPI_LONG, right, d, (int)n, MPI_LONG, w.win));
-                MT_MPI(MPI_Win_flush(right, w.win));
-                break;
-            case V_PUT_FLUSH_ALL:
-                MT_MPI(MPI_Put(src, (int)n, MPI_LONG, right, d, (int)n, MPI_LONG, w.win));
-                MT_MPI(MPI_Win_flush_all(w.win));
-                break;
-            case V_RPUT: {
-                MPI_Request rq;
-                MT_MPI(MPI_Rput(src, (int)n, MPI_LONG, right, d, (int)n, MPI_LONG, w.win, &rq));
-                MT_MPI(MPI_Wait(&rq, MPI_STATUS_IGNORE));
-                MT_MPI(MPI_Win_flush(right, w.win));
-                break;
+                case V_PUT_FLUSH:
+                    MT_MPI(MPI_Put(src, (int)n, MPI_LONG, right, d, (int)n, MPI_LONG, w.win));
+                    MT_MPI(MPI_Win_flush(right, w.win));
+                    break;
+                case V_PUT_FLUSH_ALL:
+                    MT_MPI(MPI_Put(src, (int)n, MPI_LONG, right, d, (int)n, MPI_LONG, w.win));
+                    MT_MPI(MPI_Win_flush_all(w.win));
+                    break;
+                case V_RPUT: {
+                    MPI_Request rq;
+                    MT_MPI(MPI_Rput(src, (int)n, MPI_LONG, right, d, (int)n, MPI_LONG, w.win, &rq));
+                    MT_MPI(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+                    MT_MPI(MPI_Win_flush(right, w.win));
+                    break;
+                }
+                case V_ACC_FLUSH_ALL:
+                    MT_MPI(MPI_Accumulate(src, (int)n, MPI_LONG, right, d, (int)n, MPI_LONG,
+                                          MPI_SUM, w.win));
+                    MT_MPI(MPI_Win_flush_all(w.win));
+                    break;
+                default:
+                    MT_MPI(MPI_Put(src, (int)n, MPI_LONG, right, d, (int)n, MPI_LONG, w.win));
+                    MT_MPI(MPI_Win_flush_local(right, w.win));
+                    for (size_t i = 0; i < n; ++i)
+                        src[i] = -1; /* must not reach the target */
+                    MT_MPI(MPI_Win_flush(right, w.win));
+                    break;
             }
-            case V_ACC_FLUSH_ALL:
-                MT_MPI(MPI_Accumulate(src, (int)n, MPI_LONG, right, d, (int)n, MPI_LONG, MPI_SUM,
-                                      w.win));
-                MT_MPI(MPI_Win_flush_all(w.win));
-                break;
-            default:
-                MT_MPI(MPI_Put(src, (int)n, MPI_LONG, right, d, (int)n, MPI_LONG, w.win));
-                MT_MPI(MPI_Win_flush_local(right, w.win));
-                for (size_t i = 0; i < n; ++i)
-                    src[i] = -1; /* must not reach the target */
-                MT_MPI(MPI_Win_flush(right, w.win));
-                break;
-            }
-            MT_MPI(MPI_Sendrecv_replace(&token, 1, MPI_INT, right, tag, left, tag,
-                                        MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            MT_MPI(MPI_Sendrecv_replace(&token, 1, MPI_INT, right, tag, left, tag, MPI_COMM_WORLD,
+                                        MPI_STATUS_IGNORE));
             MT_MPI(MPI_Win_sync(w.win));
             check_region(&w, tmp, v, s, n, left);
         }

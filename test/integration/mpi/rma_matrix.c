@@ -37,9 +37,9 @@ typedef enum {
     OP_N
 } op_kind;
 
-static const char* const op_names[OP_N] = {"put",  "get",  "accumulate", "get_accumulate",
-                                           "fop",  "cas",  "rput",       "rget",
-                                           "raccumulate", "rget_accumulate"};
+static const char* const op_names[OP_N] = {
+    "put", "get",  "accumulate", "get_accumulate", "fop",
+    "cas", "rput", "rget",       "raccumulate",    "rget_accumulate"};
 
 static int op_request_based(op_kind k) { return k >= OP_RPUT; }
 static int op_fetches(op_kind k) {
@@ -96,7 +96,8 @@ static void init_round(ctx* c, rt_mode m, size_t n, unsigned round) {
     for (int k = 0; k < OP_N; ++k) {
         if (!op_active((op_kind)k, m)) continue;
         const size_t x = c->at[k], len = op_len((op_kind)k, n);
-        const size_t lo = x >= 2 ? x - 2 : 0, hi = x + len + 2 < kWinElems ? x + len + 2 : kWinElems;
+        const size_t lo = x >= 2 ? x - 2 : 0,
+                     hi = x + len + 2 < kWinElems ? x + len + 2 : kWinElems;
         for (size_t i = lo; i < hi; ++i)
             c->win[i] = c->shadow[i] = init_value(i, c->me, round);
     }
@@ -126,8 +127,7 @@ static const char* region_owner(ctx* c, size_t i, rt_mode m) {
 }
 
 static void check_window(ctx* c, const char* when, rt_mode m, size_t n) {
-    if (memcmp(c->win, c->shadow, sizeof(long) * kWinElems) == 0 && rt_guards_intact(&c->w))
-        return;
+    if (memcmp(c->win, c->shadow, sizeof(long) * kWinElems) == 0 && rt_guards_intact(&c->w)) return;
     for (size_t i = 0; i < kWinElems; ++i)
         MT_CHECK(c->win[i] == c->shadow[i],
                  "%s/%s n=%zu (%s): window element %zu (region of %s, +%zu) is %ld, want %ld",
@@ -144,8 +144,8 @@ static void check_results(ctx* c, rt_mode m, op_kind k, size_t n, unsigned round
     for (size_t i = 0; i < got + kResGuard; ++i) {
         const long want = i < got ? init_value(c->at[k] + i, c->right, round) : kSentinel;
         MT_CHECK(c->res[k][i] == want, "%s/%s/%s n=%zu: result %zu is %ld, want %ld",
-                 rt_flavour_names[c->w.flavour], rt_mode_names[m], op_names[k], n, i,
-                 c->res[k][i], want);
+                 rt_flavour_names[c->w.flavour], rt_mode_names[m], op_names[k], n, i, c->res[k][i],
+                 want);
     }
 }
 
@@ -162,36 +162,37 @@ static void issue(ctx* c, op_kind k, size_t n) {
     MPI_Win win = c->w.win;
     long *src = c->src[k], *res = c->res[k];
     switch (k) {
-    case OP_PUT: MT_MPI(MPI_Put(src, cnt, MPI_LONG, t, d, cnt, MPI_LONG, win)); break;
-    case OP_GET: MT_MPI(MPI_Get(res, cnt, MPI_LONG, t, d, cnt, MPI_LONG, win)); break;
-    case OP_ACC:
-        MT_MPI(MPI_Accumulate(src, cnt, MPI_LONG, t, d, cnt, MPI_LONG, MPI_SUM, win));
-        break;
-    case OP_GET_ACC:
-        MT_MPI(MPI_Get_accumulate(src, cnt, MPI_LONG, res, cnt, MPI_LONG, t, d, cnt, MPI_LONG,
-                                  MPI_SUM, win));
-        break;
-    case OP_FOP: MT_MPI(MPI_Fetch_and_op(src, res, MPI_LONG, t, d, MPI_SUM, win)); break;
-    case OP_CAS: {
-        const MPI_Aint d1 = rt_disp(&c->w, t, (c->at[k] + 1) * sizeof(long));
-        MT_MPI(MPI_Compare_and_swap(src, &c->cmp[0], res, MPI_LONG, t, d, win));
-        MT_MPI(MPI_Compare_and_swap(src + 1, &c->cmp[1], res + 1, MPI_LONG, t, d1, win));
-        break;
-    }
-    case OP_RPUT:
-        MT_MPI(MPI_Rput(src, cnt, MPI_LONG, t, d, cnt, MPI_LONG, win, &c->rq[k]));
-        break;
-    case OP_RGET:
-        MT_MPI(MPI_Rget(res, cnt, MPI_LONG, t, d, cnt, MPI_LONG, win, &c->rq[k]));
-        break;
-    case OP_RACC:
-        MT_MPI(MPI_Raccumulate(src, cnt, MPI_LONG, t, d, cnt, MPI_LONG, MPI_SUM, win, &c->rq[k]));
-        break;
-    case OP_RGET_ACC:
-        MT_MPI(MPI_Rget_accumulate(src, cnt, MPI_LONG, res, cnt, MPI_LONG, t, d, cnt, MPI_LONG,
-                                   MPI_SUM, win, &c->rq[k]));
-        break;
-    default: MT_FAIL("bad op %d", (int)k);
+        case OP_PUT: MT_MPI(MPI_Put(src, cnt, MPI_LONG, t, d, cnt, MPI_LONG, win)); break;
+        case OP_GET: MT_MPI(MPI_Get(res, cnt, MPI_LONG, t, d, cnt, MPI_LONG, win)); break;
+        case OP_ACC:
+            MT_MPI(MPI_Accumulate(src, cnt, MPI_LONG, t, d, cnt, MPI_LONG, MPI_SUM, win));
+            break;
+        case OP_GET_ACC:
+            MT_MPI(MPI_Get_accumulate(src, cnt, MPI_LONG, res, cnt, MPI_LONG, t, d, cnt, MPI_LONG,
+                                      MPI_SUM, win));
+            break;
+        case OP_FOP: MT_MPI(MPI_Fetch_and_op(src, res, MPI_LONG, t, d, MPI_SUM, win)); break;
+        case OP_CAS: {
+            const MPI_Aint d1 = rt_disp(&c->w, t, (c->at[k] + 1) * sizeof(long));
+            MT_MPI(MPI_Compare_and_swap(src, &c->cmp[0], res, MPI_LONG, t, d, win));
+            MT_MPI(MPI_Compare_and_swap(src + 1, &c->cmp[1], res + 1, MPI_LONG, t, d1, win));
+            break;
+        }
+        case OP_RPUT:
+            MT_MPI(MPI_Rput(src, cnt, MPI_LONG, t, d, cnt, MPI_LONG, win, &c->rq[k]));
+            break;
+        case OP_RGET:
+            MT_MPI(MPI_Rget(res, cnt, MPI_LONG, t, d, cnt, MPI_LONG, win, &c->rq[k]));
+            break;
+        case OP_RACC:
+            MT_MPI(
+                MPI_Raccumulate(src, cnt, MPI_LONG, t, d, cnt, MPI_LONG, MPI_SUM, win, &c->rq[k]));
+            break;
+        case OP_RGET_ACC:
+            MT_MPI(MPI_Rget_accumulate(src, cnt, MPI_LONG, res, cnt, MPI_LONG, t, d, cnt, MPI_LONG,
+                                       MPI_SUM, win, &c->rq[k]));
+            break;
+        default: MT_FAIL("bad op %d", (int)k);
     }
 }
 
@@ -207,12 +208,12 @@ static void issue_all(ctx* c, rt_mode m, size_t n) {
 
 static void flush_for(ctx* c, rt_mode m) {
     switch (m) {
-    case RT_LOCK_ALL_FLUSH:
-    case RT_SYNC: MT_MPI(MPI_Win_flush(c->right, c->w.win)); break;
-    case RT_LOCK_ALL_FLUSH_LOCAL: MT_MPI(MPI_Win_flush_local(c->right, c->w.win)); break;
-    case RT_LOCK_ALL_FLUSH_ALL: MT_MPI(MPI_Win_flush_all(c->w.win)); break;
-    case RT_LOCK_ALL_FLUSH_LOCAL_ALL: MT_MPI(MPI_Win_flush_local_all(c->w.win)); break;
-    default: break;
+        case RT_LOCK_ALL_FLUSH:
+        case RT_SYNC: MT_MPI(MPI_Win_flush(c->right, c->w.win)); break;
+        case RT_LOCK_ALL_FLUSH_LOCAL: MT_MPI(MPI_Win_flush_local(c->right, c->w.win)); break;
+        case RT_LOCK_ALL_FLUSH_ALL: MT_MPI(MPI_Win_flush_all(c->w.win)); break;
+        case RT_LOCK_ALL_FLUSH_LOCAL_ALL: MT_MPI(MPI_Win_flush_local_all(c->w.win)); break;
+        default: break;
     }
 }
 
@@ -250,50 +251,50 @@ static void run_round(ctx* c, rt_mode m, size_t n, unsigned round) {
     expect_target(c, m, n, round);
 
     switch (m) {
-    case RT_FENCE:
-        MT_MPI(MPI_Win_fence(0, win));
-        issue_all(c, m, n);
-        MT_MPI(MPI_Win_fence(0, win));
-        break;
-    case RT_PSCW: {
-        MPI_Group to_left = rt_group_of(&c->left, 1), to_right = rt_group_of(&c->right, 1);
-        MT_MPI(MPI_Win_post(to_left, 0, win));
-        MT_MPI(MPI_Win_start(to_right, 0, win));
-        issue_all(c, m, n);
-        MT_MPI(MPI_Win_complete(win));
-        MT_MPI(MPI_Win_wait(win));
-        MPI_Group_free(&to_left);
-        MPI_Group_free(&to_right);
-        break;
-    }
-    case RT_LOCK_SHARED:
-    case RT_LOCK_EXCLUSIVE:
-        MT_MPI(MPI_Win_lock(m == RT_LOCK_SHARED ? MPI_LOCK_SHARED : MPI_LOCK_EXCLUSIVE,
-                            c->right, 0, win));
-        issue_all(c, m, n);
-        check_all_results(c, m, n, round, 1); /* MPI_Wait sufficed for these */
-        MT_MPI(MPI_Win_unlock(c->right, win));
-        break;
-    default: { /* lock_all + a flush, or lock_all + sync */
-        if (m != RT_SYNC) MT_MPI(MPI_Win_lock_all(0, win));
-        issue_all(c, m, n);
-        flush_for(c, m);
-        check_all_results(c, m, n, round, 0); /* a local flush completes a get, too */
-        const int remote = m != RT_LOCK_ALL_FLUSH_LOCAL && m != RT_LOCK_ALL_FLUSH_LOCAL_ALL;
-        if (!remote) {
-            for (int k = 0; k < OP_N; ++k) /* the origin buffers are ours again */
-                for (size_t i = 0; i < op_len((op_kind)k, n); ++i)
-                    c->src[k][i] = kSentinel;
-        } else if (c->w.unified) {
-            /* Remote completion: visible at the target before anyone closes the epoch. */
-            MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
-            MT_MPI(MPI_Win_sync(win));
-            check_window(c, "after flush, epoch open", m, n);
-            MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
+        case RT_FENCE:
+            MT_MPI(MPI_Win_fence(0, win));
+            issue_all(c, m, n);
+            MT_MPI(MPI_Win_fence(0, win));
+            break;
+        case RT_PSCW: {
+            MPI_Group to_left = rt_group_of(&c->left, 1), to_right = rt_group_of(&c->right, 1);
+            MT_MPI(MPI_Win_post(to_left, 0, win));
+            MT_MPI(MPI_Win_start(to_right, 0, win));
+            issue_all(c, m, n);
+            MT_MPI(MPI_Win_complete(win));
+            MT_MPI(MPI_Win_wait(win));
+            MPI_Group_free(&to_left);
+            MPI_Group_free(&to_right);
+            break;
         }
-        MT_MPI(MPI_Win_unlock_all(win));
-        break;
-    }
+        case RT_LOCK_SHARED:
+        case RT_LOCK_EXCLUSIVE:
+            MT_MPI(MPI_Win_lock(m == RT_LOCK_SHARED ? MPI_LOCK_SHARED : MPI_LOCK_EXCLUSIVE,
+                                c->right, 0, win));
+            issue_all(c, m, n);
+            check_all_results(c, m, n, round, 1); /* MPI_Wait sufficed for these */
+            MT_MPI(MPI_Win_unlock(c->right, win));
+            break;
+        default: { /* lock_all + a flush, or lock_all + sync */
+            if (m != RT_SYNC) MT_MPI(MPI_Win_lock_all(0, win));
+            issue_all(c, m, n);
+            flush_for(c, m);
+            check_all_results(c, m, n, round, 0); /* a local flush completes a get, too */
+            const int remote = m != RT_LOCK_ALL_FLUSH_LOCAL && m != RT_LOCK_ALL_FLUSH_LOCAL_ALL;
+            if (!remote) {
+                for (int k = 0; k < OP_N; ++k) /* the origin buffers are ours again */
+                    for (size_t i = 0; i < op_len((op_kind)k, n); ++i)
+                        c->src[k][i] = kSentinel;
+            } else if (c->w.unified) {
+                /* Remote completion: visible at the target before anyone closes the epoch. */
+                MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
+                MT_MPI(MPI_Win_sync(win));
+                check_window(c, "after flush, epoch open", m, n);
+                MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
+            }
+            MT_MPI(MPI_Win_unlock_all(win));
+            break;
+        }
     }
     MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
     rt_local_begin(&c->w);
