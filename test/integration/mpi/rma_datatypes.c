@@ -86,30 +86,37 @@ static void shape_free(shape* s) {
 }
 
 /* Origin and target shapes of a case, both of n longs. */
-typedef enum { C_VEC_TO_CONTIG, C_CONTIG_TO_VEC, C_IDX_TO_VEC, C_VEC_TO_IDX, C_DESC_TO_IDX, C_N } kind;
+typedef enum {
+    C_VEC_TO_CONTIG,
+    C_CONTIG_TO_VEC,
+    C_IDX_TO_VEC,
+    C_VEC_TO_IDX,
+    C_DESC_TO_IDX,
+    C_N
+} kind;
 
 static void make_case(kind c, size_t n, shape* o, shape* t) {
     switch (c) {
-    case C_VEC_TO_CONTIG:
-        shape_vector(o, n);
-        shape_contig(t, o->n);
-        break;
-    case C_CONTIG_TO_VEC:
-        shape_vector(t, n);
-        shape_contig(o, t->n);
-        break;
-    case C_IDX_TO_VEC:
-        shape_vector(t, n);
-        shape_indexed(o, t->n, 0);
-        break;
-    case C_VEC_TO_IDX:
-        shape_vector(o, n);
-        shape_indexed(t, o->n, 0);
-        break;
-    default:
-        shape_indexed(o, n, 1);
-        shape_indexed(t, n, 0);
-        break;
+        case C_VEC_TO_CONTIG:
+            shape_vector(o, n);
+            shape_contig(t, o->n);
+            break;
+        case C_CONTIG_TO_VEC:
+            shape_vector(t, n);
+            shape_contig(o, t->n);
+            break;
+        case C_IDX_TO_VEC:
+            shape_vector(t, n);
+            shape_indexed(o, t->n, 0);
+            break;
+        case C_VEC_TO_IDX:
+            shape_vector(o, n);
+            shape_indexed(t, o->n, 0);
+            break;
+        default:
+            shape_indexed(o, n, 1);
+            shape_indexed(t, n, 0);
+            break;
     }
 }
 
@@ -118,8 +125,12 @@ enum { R_PUT, R_ACC, R_GET, R_GET_ACC, kNRegions };
 static const size_t kSizes[] = {12, 1026, 54000}; /* longs: a few, ~8 KiB, ~1 MiB of span */
 enum { kRegion = 130000 };
 
-static long win_init(size_t i, int r, unsigned round) { return rt_value(i, round * 16u + (unsigned)r); }
-static long src_init(size_t i, int r, unsigned round) { return rt_value(i, round * 16u + 8u + (unsigned)r); }
+static long win_init(size_t i, int r, unsigned round) {
+    return rt_value(i, round * 16u + (unsigned)r);
+}
+static long src_init(size_t i, int r, unsigned round) {
+    return rt_value(i, round * 16u + 8u + (unsigned)r);
+}
 static const long kSentinel = -5555555;
 
 static const rt_mode kModes[] = {RT_FENCE, RT_PSCW, RT_LOCK_EXCLUSIVE, RT_LOCK_ALL_FLUSH_ALL,
@@ -130,8 +141,8 @@ static void round_of(rt_win* w, kind c, size_t size, unsigned round, int me, int
     const rt_mode m = kModes[round % 5];
     shape o, t;
     make_case(c, size, &o, &t);
-    MT_CHECK(o.n == t.n && t.span <= kRegion, "case %d: shapes of %zu and %zu longs", (int)c,
-             o.n, t.n);
+    MT_CHECK(o.n == t.n && t.span <= kRegion, "case %d: shapes of %zu and %zu longs", (int)c, o.n,
+             t.n);
     const size_t total = kNRegions * (size_t)kRegion;
     long* win = (long*)w->base;
     rt_local_begin(w);
@@ -152,11 +163,10 @@ static void round_of(rt_win* w, kind c, size_t size, unsigned round, int me, int
         d[r] = rt_disp(w, right, (size_t)r * kRegion * sizeof(long));
     rt_epoch_begin(w->win, m, right, left);
     MT_MPI(MPI_Put(src, o.count, o.type, right, d[R_PUT], t.count, t.type, w->win));
-    MT_MPI(MPI_Accumulate(src, o.count, o.type, right, d[R_ACC], t.count, t.type, MPI_SUM,
-                          w->win));
+    MT_MPI(MPI_Accumulate(src, o.count, o.type, right, d[R_ACC], t.count, t.type, MPI_SUM, w->win));
     MT_MPI(MPI_Get(got, o.count, o.type, right, d[R_GET], t.count, t.type, w->win));
-    MT_MPI(MPI_Get_accumulate(src, o.count, o.type, got_acc, o.count, o.type, right,
-                              d[R_GET_ACC], t.count, t.type, MPI_SUM, w->win));
+    MT_MPI(MPI_Get_accumulate(src, o.count, o.type, got_acc, o.count, o.type, right, d[R_GET_ACC],
+                              t.count, t.type, MPI_SUM, w->win));
     rt_epoch_end(w->win, m, right);
     MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
 
@@ -175,8 +185,8 @@ static void round_of(rt_win* w, kind c, size_t size, unsigned round, int me, int
         MT_CHECK(win[i] == want[i],
                  "%s window, %s, %s -> %s, %zu longs: target region %zu element %zu is %ld, "
                  "want %ld",
-                 rt_flavour_names[w->flavour], rt_mode_names[m], o.name, t.name, o.n,
-                 i / kRegion, i % kRegion, win[i], want[i]);
+                 rt_flavour_names[w->flavour], rt_mode_names[m], o.name, t.name, o.n, i / kRegion,
+                 i % kRegion, win[i], want[i]);
     rt_local_end(w);
     MT_CHECK(rt_guards_intact(w), "%s window: guard memory written", rt_flavour_names[w->flavour]);
 

@@ -22,9 +22,9 @@ enum { kNOps = 11 };
 
 static op_desc op_at(int k) {
     const op_desc ops[kNOps] = {
-        {MPI_SUM, "sum", 0},   {MPI_PROD, "prod", 0}, {MPI_MAX, "max", 0},
-        {MPI_MIN, "min", 0},   {MPI_LAND, "land", 1}, {MPI_LOR, "lor", 1},
-        {MPI_LXOR, "lxor", 1}, {MPI_BAND, "band", 1}, {MPI_BOR, "bor", 1},
+        {MPI_SUM, "sum", 0},   {MPI_PROD, "prod", 0},      {MPI_MAX, "max", 0},
+        {MPI_MIN, "min", 0},   {MPI_LAND, "land", 1},      {MPI_LOR, "lor", 1},
+        {MPI_LXOR, "lxor", 1}, {MPI_BAND, "band", 1},      {MPI_BOR, "bor", 1},
         {MPI_BXOR, "bxor", 1}, {MPI_REPLACE, "replace", 0}};
     return ops[k];
 }
@@ -48,17 +48,17 @@ static long contribution(int k, int r, size_t i) {
 
 static long apply(int k, long a, long b) {
     switch (k) {
-    case 0: return a + b;
-    case 1: return a * b;
-    case 2: return a > b ? a : b;
-    case 3: return a < b ? a : b;
-    case 4: return a && b;
-    case 5: return a || b;
-    case 6: return !a != !b;
-    case 7: return a & b;
-    case 8: return a | b;
-    case 9: return a ^ b;
-    default: return b;
+        case 0: return a + b;
+        case 1: return a * b;
+        case 2: return a > b ? a : b;
+        case 3: return a < b ? a : b;
+        case 4: return a && b;
+        case 5: return a || b;
+        case 6: return !a != !b;
+        case 7: return a & b;
+        case 8: return a | b;
+        case 9: return a ^ b;
+        default: return b;
     }
 }
 
@@ -137,8 +137,8 @@ static void scalar_ops(rt_type t, rt_flavour f, int me, int np) {
     }
     /* Every rank fetches the sum section with MPI_NO_OP, which must not change it. */
     MT_MPI(MPI_Win_fence(0, w.win));
-    MT_MPI(MPI_Get_accumulate(NULL, 0, dt, fetched, kSection, dt, target,
-                              rt_disp(&w, target, 0), kSection, dt, MPI_NO_OP, w.win));
+    MT_MPI(MPI_Get_accumulate(NULL, 0, dt, fetched, kSection, dt, target, rt_disp(&w, target, 0),
+                              kSection, dt, MPI_NO_OP, w.win));
     MT_MPI(MPI_Win_fence(0, w.win));
     for (size_t i = 0; i < kSection; ++i)
         MT_CHECK(rt_get(fetched, t, i) == (double)expected(0, np, i),
@@ -228,9 +228,9 @@ static void loc_ops(const pair_desc* p, rt_flavour f, int me, int np) {
             const double got = pair_value(&mine[i], p);
             const int got_idx = mine[i].index;
             MT_CHECK(got == (double)v && got_idx == idx,
-                     "%s window, %s %s element %zu = (%g, %d), want (%ld, %d)",
-                     rt_flavour_names[f], p->name, i < kLocElems ? "maxloc" : "minloc",
-                     i % kLocElems, got, got_idx, v, idx);
+                     "%s window, %s %s element %zu = (%g, %d), want (%ld, %d)", rt_flavour_names[f],
+                     p->name, i < kLocElems ? "maxloc" : "minloc", i % kLocElems, got, got_idx, v,
+                     idx);
         }
         rt_local_end(&w);
     }

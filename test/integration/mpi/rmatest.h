@@ -35,12 +35,12 @@ enum { RT_GUARD = 256, RT_GUARD_BYTE = 0x5A };
 typedef struct {
     MPI_Win win;
     rt_flavour flavour;
-    int disp_unit;        /* 1 for dynamic windows, which are addressed in bytes */
-    size_t bytes;         /* this rank's window memory */
-    char* base;           /* this rank's window memory (NULL when bytes == 0 may happen) */
-    char* region;         /* create/dynamic: what was malloc'd, guard + memory + guard */
-    MPI_Aint* remote;     /* dynamic: every rank's attached address; else NULL */
-    int unified;          /* MPI_WIN_MODEL is MPI_WIN_UNIFIED */
+    int disp_unit;    /* 1 for dynamic windows, which are addressed in bytes */
+    size_t bytes;     /* this rank's window memory */
+    char* base;       /* this rank's window memory (NULL when bytes == 0 may happen) */
+    char* region;     /* create/dynamic: what was malloc'd, guard + memory + guard */
+    MPI_Aint* remote; /* dynamic: every rank's attached address; else NULL */
+    int unified;      /* MPI_WIN_MODEL is MPI_WIN_UNIFIED */
 } rt_win;
 
 /* Opens a window of `bytes` bytes on this rank (ranks may differ) in `flavour` over `comm`.
@@ -58,29 +58,29 @@ static inline void rt_win_open(rt_win* w, rt_flavour flavour, size_t bytes, int 
         w->base = w->region + RT_GUARD;
     }
     switch (flavour) {
-    case RT_CREATE:
-        MT_MPI(MPI_Win_create(bytes ? w->base : NULL, (MPI_Aint)bytes, disp_unit, info, comm,
-                              &w->win));
-        break;
-    case RT_ALLOCATE:
-        MT_MPI(MPI_Win_allocate((MPI_Aint)bytes, disp_unit, info, comm, &w->base, &w->win));
-        break;
-    case RT_SHARED:
-        MT_MPI(MPI_Win_allocate_shared((MPI_Aint)bytes, disp_unit, info, comm, &w->base,
-                                       &w->win));
-        break;
-    case RT_DYNAMIC: {
-        MT_MPI(MPI_Win_create_dynamic(info, comm, &w->win));
-        if (bytes) MT_MPI(MPI_Win_attach(w->win, w->base, (MPI_Aint)bytes));
-        int np;
-        MPI_Comm_size(comm, &np);
-        w->remote = (MPI_Aint*)mt_malloc((size_t)np * sizeof(MPI_Aint));
-        MPI_Aint mine = 0;
-        MT_MPI(MPI_Get_address(w->base, &mine));
-        MT_MPI(MPI_Allgather(&mine, 1, MPI_AINT, w->remote, 1, MPI_AINT, comm));
-        break;
-    }
-    default: MT_FAIL("bad flavour %d", (int)flavour);
+        case RT_CREATE:
+            MT_MPI(MPI_Win_create(bytes ? w->base : NULL, (MPI_Aint)bytes, disp_unit, info, comm,
+                                  &w->win));
+            break;
+        case RT_ALLOCATE:
+            MT_MPI(MPI_Win_allocate((MPI_Aint)bytes, disp_unit, info, comm, &w->base, &w->win));
+            break;
+        case RT_SHARED:
+            MT_MPI(
+                MPI_Win_allocate_shared((MPI_Aint)bytes, disp_unit, info, comm, &w->base, &w->win));
+            break;
+        case RT_DYNAMIC: {
+            MT_MPI(MPI_Win_create_dynamic(info, comm, &w->win));
+            if (bytes) MT_MPI(MPI_Win_attach(w->win, w->base, (MPI_Aint)bytes));
+            int np;
+            MPI_Comm_size(comm, &np);
+            w->remote = (MPI_Aint*)mt_malloc((size_t)np * sizeof(MPI_Aint));
+            MPI_Aint mine = 0;
+            MT_MPI(MPI_Get_address(w->base, &mine));
+            MT_MPI(MPI_Allgather(&mine, 1, MPI_AINT, w->remote, 1, MPI_AINT, comm));
+            break;
+        }
+        default: MT_FAIL("bad flavour %d", (int)flavour);
     }
     int* model = NULL;
     int found = 0;
@@ -151,10 +151,15 @@ typedef enum {
     RT_NMODES
 } rt_mode;
 
-static const char* const rt_mode_names[RT_NMODES] = {
-    "fence",          "pscw",           "lock_shared",     "lock_exclusive",
-    "lock_all+flush", "lock_all+flush_local", "lock_all+flush_all", "lock_all+flush_local_all",
-    "lock_all+sync"};
+static const char* const rt_mode_names[RT_NMODES] = {"fence",
+                                                     "pscw",
+                                                     "lock_shared",
+                                                     "lock_exclusive",
+                                                     "lock_all+flush",
+                                                     "lock_all+flush_local",
+                                                     "lock_all+flush_all",
+                                                     "lock_all+flush_local_all",
+                                                     "lock_all+sync"};
 
 /* Passive-target modes: the only ones where request-based operations are allowed. */
 static inline int rt_mode_passive(rt_mode m) { return m >= RT_LOCK_SHARED; }
@@ -182,18 +187,18 @@ static inline MPI_Group rt_group_of(const int* ranks, int n) {
  * lock_all for the lock_all modes. Request-based operations need rt_mode_passive(m). */
 static inline void rt_epoch_begin(MPI_Win win, rt_mode m, int target, int origin) {
     switch (m) {
-    case RT_FENCE: MT_MPI(MPI_Win_fence(0, win)); break;
-    case RT_PSCW: {
-        MPI_Group exposed_to = rt_group_of(&origin, 1), accessing = rt_group_of(&target, 1);
-        MT_MPI(MPI_Win_post(exposed_to, 0, win));
-        MT_MPI(MPI_Win_start(accessing, 0, win));
-        MT_MPI(MPI_Group_free(&exposed_to));
-        MT_MPI(MPI_Group_free(&accessing));
-        break;
-    }
-    case RT_LOCK_SHARED: MT_MPI(MPI_Win_lock(MPI_LOCK_SHARED, target, 0, win)); break;
-    case RT_LOCK_EXCLUSIVE: MT_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, target, 0, win)); break;
-    default: MT_MPI(MPI_Win_lock_all(0, win)); break;
+        case RT_FENCE: MT_MPI(MPI_Win_fence(0, win)); break;
+        case RT_PSCW: {
+            MPI_Group exposed_to = rt_group_of(&origin, 1), accessing = rt_group_of(&target, 1);
+            MT_MPI(MPI_Win_post(exposed_to, 0, win));
+            MT_MPI(MPI_Win_start(accessing, 0, win));
+            MT_MPI(MPI_Group_free(&exposed_to));
+            MT_MPI(MPI_Group_free(&accessing));
+            break;
+        }
+        case RT_LOCK_SHARED: MT_MPI(MPI_Win_lock(MPI_LOCK_SHARED, target, 0, win)); break;
+        case RT_LOCK_EXCLUSIVE: MT_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, target, 0, win)); break;
+        default: MT_MPI(MPI_Win_lock_all(0, win)); break;
     }
 }
 
@@ -202,21 +207,21 @@ static inline void rt_epoch_begin(MPI_Win win, rt_mode m, int target, int origin
  * complete at the origin; at the target once every rank has returned (a barrier). */
 static inline void rt_epoch_end(MPI_Win win, rt_mode m, int target) {
     switch (m) {
-    case RT_FENCE: MT_MPI(MPI_Win_fence(0, win)); break;
-    case RT_PSCW:
-        MT_MPI(MPI_Win_complete(win));
-        MT_MPI(MPI_Win_wait(win));
-        break;
-    case RT_LOCK_SHARED:
-    case RT_LOCK_EXCLUSIVE: MT_MPI(MPI_Win_unlock(target, win)); break;
-    default:
-        if (m == RT_LOCK_ALL_FLUSH || m == RT_SYNC) MT_MPI(MPI_Win_flush(target, win));
-        if (m == RT_LOCK_ALL_FLUSH_LOCAL) MT_MPI(MPI_Win_flush_local(target, win));
-        if (m == RT_LOCK_ALL_FLUSH_ALL) MT_MPI(MPI_Win_flush_all(win));
-        if (m == RT_LOCK_ALL_FLUSH_LOCAL_ALL) MT_MPI(MPI_Win_flush_local_all(win));
-        if (m == RT_SYNC) MT_MPI(MPI_Win_sync(win));
-        MT_MPI(MPI_Win_unlock_all(win));
-        break;
+        case RT_FENCE: MT_MPI(MPI_Win_fence(0, win)); break;
+        case RT_PSCW:
+            MT_MPI(MPI_Win_complete(win));
+            MT_MPI(MPI_Win_wait(win));
+            break;
+        case RT_LOCK_SHARED:
+        case RT_LOCK_EXCLUSIVE: MT_MPI(MPI_Win_unlock(target, win)); break;
+        default:
+            if (m == RT_LOCK_ALL_FLUSH || m == RT_SYNC) MT_MPI(MPI_Win_flush(target, win));
+            if (m == RT_LOCK_ALL_FLUSH_LOCAL) MT_MPI(MPI_Win_flush_local(target, win));
+            if (m == RT_LOCK_ALL_FLUSH_ALL) MT_MPI(MPI_Win_flush_all(win));
+            if (m == RT_LOCK_ALL_FLUSH_LOCAL_ALL) MT_MPI(MPI_Win_flush_local_all(win));
+            if (m == RT_SYNC) MT_MPI(MPI_Win_sync(win));
+            MT_MPI(MPI_Win_unlock_all(win));
+            break;
     }
 }
 
@@ -246,17 +251,17 @@ static inline size_t rt_type_size(rt_type t) {
 /* Element i of a buffer of type t, as a double (exact for every value the programs use). */
 static inline double rt_get(const void* buf, rt_type t, size_t i) {
     switch (t) {
-    case RT_INT: return ((const int*)buf)[i];
-    case RT_LONG: return (double)((const long*)buf)[i];
-    default: return ((const double*)buf)[i];
+        case RT_INT: return ((const int*)buf)[i];
+        case RT_LONG: return (double)((const long*)buf)[i];
+        default: return ((const double*)buf)[i];
     }
 }
 
 static inline void rt_set(void* buf, rt_type t, size_t i, double v) {
     switch (t) {
-    case RT_INT: ((int*)buf)[i] = (int)v; break;
-    case RT_LONG: ((long*)buf)[i] = (long)v; break;
-    default: ((double*)buf)[i] = v; break;
+        case RT_INT: ((int*)buf)[i] = (int)v; break;
+        case RT_LONG: ((long*)buf)[i] = (long)v; break;
+        default: ((double*)buf)[i] = v; break;
     }
 }
 
