@@ -44,7 +44,8 @@ constexpr ConfigVar kTable[] = {
     {"RNDV_SCHEME", kString, "auto",
      "Rendezvous flavour: auto|get|put|pipeline. \"get\": the receiver reads the sender's "
      "buffer; \"put\": the sender writes into the receiver's buffer; \"pipeline\": staged "
-     "through shared segments; \"auto\": cheapest by the cost model.",
+     "through shared segments; \"auto\": cheapest by the cost model. A forced scheme is used "
+     "for every message from the rendezvous threshold up (\"get\" never splits).",
      "auto|get|put|pipeline"},
     {"RNDV_FRAG_SIZE",
      kSize,

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 
+#include <atomic>
 #include <cstring>
 #include <string>
 #include <switchyard/switchyard.hpp>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -152,6 +154,20 @@ TEST(CppEvents, EventFdArmAndWaitWakeForAMessage) {
     EXPECT_EQ(got, value);
     EXPECT_EQ(p.finish(s), SWY_OK);
     (void)woke;  // a self message may complete before any sleep: progress is what must work
+}
+
+TEST(CppEvents, SignalWakesAWaitFromAnotherThread) {
+    SelfPair p;
+    while (p.worker.progress() > 0) {}
+    std::atomic<bool> signalled{false};
+    std::thread other([&] {
+        signalled = true;
+        EXPECT_EQ(p.worker.signal(), SWY_OK);
+    });
+    // Without the signal this wait would run out its 20 s and return SWY_ERR_TIMED_OUT.
+    EXPECT_EQ(p.worker.wait(20000), SWY_OK);
+    other.join();
+    EXPECT_TRUE(signalled.load());
 }
 
 }  // namespace

@@ -258,6 +258,9 @@ public:
     /// Arm the event fd (swy_worker_arm): SWY_OK, safe to block on event_fd(); SWY_ERR_BUSY,
     /// events are pending: progress() first.
     swy_status_t arm() noexcept { return swy_worker_arm(get()); }
+    /// Wake a thread blocked in wait() or in poll/epoll on event_fd() (swy_worker_signal):
+    /// callable from any thread and from a signal handler.
+    swy_status_t signal() noexcept { return swy_worker_signal(get()); }
 
     /// Probe for an unexpected message a receive with (@p tag, @p mask) would match
     /// (MPI_Iprobe; swy_tag_probe_nb without removing it): true, with the sender's tag and
