@@ -305,6 +305,33 @@ static void test_zero_size(void) {
     MPI_Win_free(&win);
 }
 
+/* Windows with no memory anywhere: creation, an out-of-range access, free. */
+static void test_all_empty(int shared_ok) {
+    for (int f = 0; f < 3; ++f) {
+        MPI_Win win;
+        void* base = NULL;
+        if (f == 0) {
+            MPI_Win_create(NULL, 0, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+        } else if (f == 1) {
+            MPI_Win_allocate(0, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+        } else if (shared_ok) {
+            MPI_Win_allocate_shared(0, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+        } else {
+            continue;
+        }
+        MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+        int v = 1;
+        int cls = -1;
+        MPI_Win_lock_all(0, win);
+        MPI_Error_class(MPI_Put(&v, 1, MPI_INT, (rank + 1) % nranks, 0, 1, MPI_INT, win), &cls);
+        CHECK(cls == MPI_ERR_RMA_RANGE, "empty window %d: put gave class %d", f, cls);
+        CHECK(MPI_Get(&v, 0, MPI_INT, (rank + 1) % nranks, 0, 0, MPI_INT, win) == MPI_SUCCESS,
+              "empty window %d: zero-count get failed", f);
+        MPI_Win_unlock_all(win);
+        MPI_Win_free(&win);
+    }
+}
+
 static void test_shared_query(void) {
     MPI_Win win;
     int* base = NULL;
@@ -350,6 +377,7 @@ int main(int argc, char** argv) {
         test_errors((enum flavor)f);
     }
     test_zero_size();
+    test_all_empty(shared_ok);
     if (shared_ok) {
         test_shared_query();
     }

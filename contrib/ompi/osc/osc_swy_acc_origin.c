@@ -8,7 +8,7 @@
  * datatype in the same element order, straight into the message. Each request's reply
  * carries its result offset, so replies may arrive in any order and results land in place.
  */
-#include "osc_swy_acc_origin.h"
+#include "osc_swy_acc_op.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -17,255 +17,6 @@
 
 /** Segments per request at most (the wire allows more; this bounds the origin's buffer). */
 enum { ORIGIN_MAX_SEGMENTS = 4096 };
-
-/** An operation waiting for replies. */
-typedef struct ompi_osc_swy_acc_op {
-    uint32_t generation; /**< bumped on every reuse of the slot: stale op ids never match */
-    bool busy;
-    int target;
-    uint32_t pending; /**< unanswered requests, plus one while still sending */
-    int error;        /**< first error (MPI class), 0 if none */
-    size_t element_size;
-    unsigned char* results; /**< packed old values (NULL: none wanted) */
-    size_t results_length;
-    bool results_owned; /**< malloc'd: unpack into result_addr when done */
-    void* result_addr;
-    int result_count;
-    ompi_datatype_t* result_dt; /**< retained while owned results wait to be unpacked */
-    ompi_osc_swy_request_t* request;
-} ompi_osc_swy_acc_op_t;
-
-/* ---- the operation table ----------------------------------------------------------------- */
-
-static ompi_osc_swy_acc_op_t* op_alloc(ompi_osc_swy_acc_state_t* acc, uint64_t* op_id) {
-    if (0 == acc->free_count) {
-        uint32_t old_capacity = acc->ops_capacity;
-        uint32_t capacity = old_capacity ? 2 * old_capacity : 64;
-        ompi_osc_swy_acc_op_t** ops = realloc(acc->ops, capacity * sizeof(*ops));
-        if (NULL == ops) {
-            return NULL;
-        }
-        acc->ops = ops;
-        uint32_t* free_slots = realloc(acc->free_slots, capacity * sizeof(*free_slots));
-        if (NULL == free_slots) {
-            return NULL;
-        }
-        acc->free_slots = free_slots;
-        for (uint32_t i = old_capacity; i < capacity; ++i) {
-            ops[i] = NULL;
-        }
-        for (uint32_t i = capacity; i > old_capacity; --i) {
-            acc->free_slots[acc->free_count++] = i - 1;
-        }
-        acc->ops_capacity = capacity;
-    }
-    uint32_t slot = acc->free_slots[acc->free_count - 1];
-    ompi_osc_swy_acc_op_t* op = acc->ops[slot];
-    if (NULL == op) {
-        op = calloc(1, sizeof(*op));
-        if (NULL == op) {
-            return NULL;
-        }
-        acc->ops[slot] = op;
-    }
-    --acc->free_count;
-    uint32_t generation = op->generation + 1;
-    memset(op, 0, sizeof(*op));
-    op->generation = generation;
-    op->busy = true;
-    *op_id = (uint64_t)generation << 32 | slot;
-    return op;
-}
-
-static ompi_osc_swy_acc_op_t* op_find(ompi_osc_swy_acc_state_t* acc, uint64_t op_id) {
-    uint32_t slot = (uint32_t)op_id;
-    if (slot >= acc->ops_capacity || NULL == acc->ops[slot]) {
-        return NULL;
-    }
-    ompi_osc_swy_acc_op_t* op = acc->ops[slot];
-    return op->busy && op->generation == (uint32_t)(op_id >> 32) ? op : NULL;
-}
-
-static void op_free(ompi_osc_swy_acc_state_t* acc, ompi_osc_swy_acc_op_t* op, uint64_t op_id) {
-    op->busy = false;
-    acc->free_slots[acc->free_count++] = (uint32_t)op_id;
-}
-
-void ompi_osc_swy_acc_ops_fini(ompi_osc_swy_acc_state_t* acc) {
-    for (uint32_t i = 0; i < acc->ops_capacity; ++i) {
-        free(acc->ops[i]);
-    }
-    free(acc->ops);
-    free(acc->free_slots);
-    acc->ops = NULL;
-    acc->free_slots = NULL;
-    acc->ops_capacity = acc->free_count = 0;
-}
-
-/* ---- completion -------------------------------------------------------------------------- */
-
-static void record_error(int* slot, int error) {
-    if (MPI_SUCCESS == *slot && MPI_SUCCESS != error) {
-        *slot = error;
-    }
-}
-
-static int unpack_results(ompi_osc_swy_acc_op_t* op) {
-    opal_convertor_t conv;
-    OBJ_CONSTRUCT(&conv, opal_convertor_t);
-    int rc = opal_convertor_copy_and_prepare_for_recv(
-        ompi_mpi_local_convertor, &op->result_dt->super, (size_t)op->result_count, op->result_addr,
-        0, &conv);
-    if (OPAL_SUCCESS == rc) {
-        struct iovec iov = {.iov_base = op->results, .iov_len = op->results_length};
-        uint32_t n = 1;
-        size_t bytes = op->results_length;
-        opal_convertor_unpack(&conv, &iov, &n, &bytes);
-        rc = bytes == op->results_length ? OPAL_SUCCESS : OPAL_ERROR;
-    }
-    OBJ_DESTRUCT(&conv);
-    return OPAL_SUCCESS == rc ? MPI_SUCCESS : MPI_ERR_TYPE;
-}
-
-/* Drop one pending reference of @p op; the last one finishes it. */
-static void op_put(ompi_osc_swy_module_t* module, ompi_osc_swy_acc_op_t* op, uint64_t op_id) {
-    if (--op->pending > 0) {
-        return;
-    }
-    if (op->results_owned) {
-        if (MPI_SUCCESS == op->error) {
-            record_error(&op->error, unpack_results(op));
-        }
-        free(op->results);
-        OBJ_RELEASE(op->result_dt);
-    }
-    if (NULL != op->request) {
-        if (MPI_SUCCESS != op->error && OMPI_SUCCESS == op->request->error) {
-            op->request->error = op->error;
-        }
-        ompi_osc_swy_request_release_ref(op->request);
-    }
-    op_free(module->acc, op, op_id);
-}
-
-/* One request of @p op was answered with @p status (or failed locally). */
-static void request_done(ompi_osc_swy_module_t* module, ompi_osc_swy_acc_op_t* op, uint64_t op_id,
-                         int status) {
-    ompi_osc_swy_acc_peer_t* peer = &module->acc->peers[op->target];
-    record_error(&op->error, status);
-    record_error(&peer->error, status);
-    if (--peer->outstanding == 0) {
-        peer->rndv_inflight = false;
-    }
-    op_put(module, op, op_id);
-}
-
-void ompi_osc_swy_acc_drain(ompi_osc_swy_module_t* module, int target) {
-    ompi_osc_swy_acc_state_t* acc = module->acc;
-    unsigned countdown = 0;
-    for (int t = target < 0 ? 0 : target; t < (target < 0 ? module->nranks : target + 1); ++t) {
-        while (acc->peers[t].outstanding > 0) {
-            ompi_osc_swy_progress_step(&countdown);
-        }
-    }
-}
-
-/* ---- replies ----------------------------------------------------------------------------- */
-
-typedef struct reply_pull {
-    ompi_osc_swy_module_t* module;
-    uint64_t op_id;
-    size_t length;
-} reply_pull_t;
-
-static void reply_pulled(swy_request_h sreq, swy_status_t status, const swy_tag_recv_info_t* info,
-                         void* user_data) {
-    (void)sreq;
-    reply_pull_t* pull = user_data;
-    ompi_osc_swy_acc_op_t* op = op_find(pull->module->acc, pull->op_id);
-    if (NULL != op) {
-        bool ok = SWY_OK == status && NULL != info && info->length == pull->length;
-        request_done(pull->module, op, pull->op_id, ok ? MPI_SUCCESS : MPI_ERR_OTHER);
-    }
-    free(pull);
-}
-
-/* A status from the wire: 0, or an MPI error class; anything else becomes MPI_ERR_OTHER. */
-static int wire_status(int32_t status) {
-    if (MPI_SUCCESS == status) {
-        return MPI_SUCCESS;
-    }
-    return status > 0 && status <= MPI_ERR_LASTCODE ? status : MPI_ERR_OTHER;
-}
-
-swy_status_t ompi_osc_swy_acc_handle_reply(ompi_osc_swy_module_t* module, int source,
-                                           const void* header, size_t header_length, void* data,
-                                           size_t data_length, const swy_am_recv_param_t* param) {
-    const bool rndv = NULL != param && (param->field_mask & SWY_AM_RECV_PARAM_FIELD_FLAGS) &&
-                      (param->flags & SWY_AM_RECV_FLAG_RNDV);
-    osc_swy_acc_reply_t reply;
-    ompi_osc_swy_acc_op_t* op = NULL;
-    if (header_length >= sizeof(reply)) {
-        memcpy(&reply, header, sizeof(reply));
-        op = op_find(module->acc, reply.op_id);
-    }
-    const bool inline_values = header_length > sizeof(reply);
-    /* Only a reply from the rank the operation went to, for an operation still waiting. */
-    if (NULL == op || op->target != source || OSC_SWY_ACC_WIRE_VERSION != reply.version ||
-        (inline_values && (rndv || 0 != data_length))) {
-        ++module->acc->refused;
-        if (rndv) {
-            swy_am_data_release(module->worker, data);
-        }
-        return SWY_OK;
-    }
-    int status = wire_status(reply.status);
-    const size_t length = inline_values ? header_length - sizeof(reply) : data_length;
-    if (MPI_SUCCESS == status && length > 0 &&
-        (NULL == op->results || reply.result_offset > op->results_length ||
-         length > op->results_length - reply.result_offset)) {
-        status = MPI_ERR_OTHER; /* values we did not ask for, or outside the results */
-    }
-    if (MPI_SUCCESS != status || 0 == length) {
-        if (rndv) {
-            swy_am_data_release(module->worker, data);
-        }
-        request_done(module, op, reply.op_id, status);
-        return SWY_OK;
-    }
-    unsigned char* dest = op->results + reply.result_offset;
-    if (!rndv) {
-        memcpy(dest, inline_values ? (const unsigned char*)header + sizeof(reply) : data, length);
-        request_done(module, op, reply.op_id, MPI_SUCCESS);
-        return SWY_OK;
-    }
-    reply_pull_t* pull = malloc(sizeof(*pull));
-    if (NULL == pull) {
-        swy_am_data_release(module->worker, data);
-        request_done(module, op, reply.op_id, MPI_ERR_NO_MEM);
-        return SWY_OK;
-    }
-    pull->module = module;
-    pull->op_id = reply.op_id;
-    pull->length = length;
-    swy_tag_recv_info_t info;
-    memset(&info, 0, sizeof(info));
-    swy_request_params_t params;
-    memset(&params, 0, sizeof(params));
-    params.field_mask = SWY_REQ_PARAM_FIELD_CALLBACK | SWY_REQ_PARAM_FIELD_USER_DATA |
-                        SWY_REQ_PARAM_FIELD_RECV_INFO;
-    params.recv_cb = reply_pulled;
-    params.user_data = pull;
-    params.recv_info = &info;
-    swy_request_h sreq = NULL;
-    swy_status_t st = swy_am_recv_data_nb(module->worker, data, dest, length, &params, &sreq);
-    if (SWY_INPROGRESS == st) {
-        swy_request_free(sreq);
-    } else {
-        reply_pulled(NULL, st, &info, pull);
-    }
-    return SWY_OK;
-}
 
 /* ---- sending requests -------------------------------------------------------------------- */
 
@@ -318,7 +69,7 @@ static int send_request(builder_t* b) {
     const int target = b->call->target;
     ompi_osc_swy_acc_peer_t* peer = &module->acc->peers[target];
     swy_ep_h ep = module->peers[target].ep;
-    if (module->acc->ordered && peer->rndv_inflight) {
+    if (module->acc->ordered && __atomic_load_n(&peer->rndv_inflight, __ATOMIC_ACQUIRE)) {
         ompi_osc_swy_acc_drain(module, target); /* it would be applied after this one */
     }
     const size_t operand_bytes = OSC_SWY_ACC_KIND_CAS == b->call->kind ? 2 * b->size
@@ -369,8 +120,11 @@ static int send_request(builder_t* b) {
     params.field_mask = SWY_REQ_PARAM_FIELD_CALLBACK | SWY_REQ_PARAM_FIELD_USER_DATA;
     params.send_cb = free_on_send;
     params.user_data = data;
-    ++peer->outstanding; /* before the send: its reply may come from any later progress */
+    /* Counted before the send: the reply may come from any progress after it. */
+    OPAL_THREAD_LOCK(&module->acc->lock);
+    __atomic_add_fetch(&peer->outstanding, 1, __ATOMIC_ACQ_REL);
     ++b->op->pending;
+    OPAL_THREAD_UNLOCK(&module->acc->lock);
     swy_request_h sreq = NULL;
     swy_status_t st =
         swy_am_send_nb(ep, OSC_SWY_AM_ID, header, header_length, data, data_length, &params, &sreq);
@@ -380,12 +134,19 @@ static int send_request(builder_t* b) {
         free(data);
     }
     if (SWY_OK != st && SWY_INPROGRESS != st) {
-        --b->op->pending;
-        --peer->outstanding;
+        OPAL_THREAD_LOCK(&module->acc->lock);
+        --b->op->pending; /* the op's own reference keeps it alive */
+        __atomic_sub_fetch(&peer->outstanding, 1, __ATOMIC_ACQ_REL);
+        OPAL_THREAD_UNLOCK(&module->acc->lock);
         return ompi_osc_swy_error(st);
     }
     if (rndv) {
-        peer->rndv_inflight = true;
+        /* Set after the send: a reply that already came and cleared it covered this one. */
+        OPAL_THREAD_LOCK(&module->acc->lock);
+        if (__atomic_load_n(&peer->outstanding, __ATOMIC_ACQUIRE) > 0) {
+            peer->rndv_inflight = true;
+        }
+        OPAL_THREAD_UNLOCK(&module->acc->lock);
     }
     ++b->sent;
     b->result_offset += b->elements * b->size;
@@ -417,9 +178,8 @@ static int add_run(builder_t* b, uint64_t addr, size_t count) {
     return MPI_SUCCESS;
 }
 
-/* Walk the target datatype and send everything. */
-static int build_and_send(builder_t* b) {
-    const ompi_osc_swy_acc_call_t* call = b->call;
+int ompi_osc_swy_acc_walk_runs(const ompi_osc_swy_acc_call_t* call, size_t size,
+                               int (*fn)(void* ctx, uint64_t addr, size_t count), void* ctx) {
     ompi_osc_swy_dt_iter_t it;
     int rc = ompi_osc_swy_dt_iter_init(&it, (const void*)(uintptr_t)call->target_addr,
                                        (size_t)call->target_count, call->target_dt);
@@ -430,6 +190,7 @@ static int build_and_send(builder_t* b) {
     size_t run_len = 0;
     char* ptr;
     size_t len;
+    rc = MPI_SUCCESS;
     while (MPI_SUCCESS == rc && ompi_osc_swy_dt_iter_next(&it, &ptr, &len)) {
         uint64_t addr = (uint64_t)(uintptr_t)ptr;
         if (run_len > 0 && addr == run_addr + run_len) {
@@ -437,15 +198,25 @@ static int build_and_send(builder_t* b) {
             continue;
         }
         if (run_len > 0) {
-            rc = run_len % b->size ? MPI_ERR_TYPE : add_run(b, run_addr, run_len / b->size);
+            rc = run_len % size ? MPI_ERR_TYPE : fn(ctx, run_addr, run_len / size);
         }
         run_addr = addr;
         run_len = len;
     }
     ompi_osc_swy_dt_iter_fini(&it);
     if (MPI_SUCCESS == rc && run_len > 0) {
-        rc = run_len % b->size ? MPI_ERR_TYPE : add_run(b, run_addr, run_len / b->size);
+        rc = run_len % size ? MPI_ERR_TYPE : fn(ctx, run_addr, run_len / size);
     }
+    return rc;
+}
+
+static int add_run_cb(void* ctx, uint64_t addr, size_t count) {
+    return add_run((builder_t*)ctx, addr, count);
+}
+
+/* Walk the target datatype and send everything. */
+static int build_and_send(builder_t* b) {
+    int rc = ompi_osc_swy_acc_walk_runs(b->call, b->size, add_run_cb, b);
     if (MPI_SUCCESS == rc && b->nseg > 0) {
         rc = send_request(b);
     }
@@ -505,7 +276,9 @@ int ompi_osc_swy_acc_start(ompi_osc_swy_module_t* module, const ompi_osc_swy_acc
     }
 
     uint64_t op_id;
-    ompi_osc_swy_acc_op_t* op = op_alloc(acc, &op_id);
+    OPAL_THREAD_LOCK(&acc->lock);
+    ompi_osc_swy_acc_op_t* op = ompi_osc_swy_acc_op_alloc(acc, &op_id);
+    OPAL_THREAD_UNLOCK(&acc->lock);
     if (NULL == op) {
         return MPI_ERR_NO_MEM;
     }
@@ -519,8 +292,9 @@ int ompi_osc_swy_acc_start(ompi_osc_swy_module_t* module, const ompi_osc_swy_acc
     }
     if (MPI_SUCCESS != rc) {
         op->request = NULL; /* the caller still owns it: nothing was started */
-        op->pending = 1;
-        op_put(module, op, op_id);
+        OPAL_THREAD_LOCK(&acc->lock);
+        ompi_osc_swy_acc_op_put(module, op, op_id);
+        OPAL_THREAD_UNLOCK(&acc->lock);
         return rc;
     }
 
@@ -560,15 +334,18 @@ int ompi_osc_swy_acc_start(ompi_osc_swy_module_t* module, const ompi_osc_swy_acc
     if (b.segs != local_segs) {
         free(b.segs);
     }
+    OPAL_THREAD_LOCK(&acc->lock);
     if (MPI_SUCCESS != rc && 0 == b.sent) {
         op->request = NULL; /* nothing started: the call fails, the caller keeps the request */
-        op_put(module, op, op_id);
+        ompi_osc_swy_acc_op_put(module, op, op_id);
+        OPAL_THREAD_UNLOCK(&acc->lock);
         return rc;
     }
     /* Requests already sent complete the operation; an error met after them is its status
      * (the request's, and the next flush's). */
-    record_error(&op->error, rc);
-    record_error(&acc->peers[call->target].error, rc);
-    op_put(module, op, op_id);
+    ompi_osc_swy_acc_record_error(&op->error, rc);
+    ompi_osc_swy_acc_record_error(&acc->peers[call->target].error, rc);
+    ompi_osc_swy_acc_op_put(module, op, op_id);
+    OPAL_THREAD_UNLOCK(&acc->lock);
     return MPI_SUCCESS;
 }

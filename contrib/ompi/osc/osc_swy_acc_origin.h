@@ -36,8 +36,31 @@ typedef struct ompi_osc_swy_acc_call {
  */
 int ompi_osc_swy_acc_start(ompi_osc_swy_module_t* module, const ompi_osc_swy_acc_call_t* call);
 
+/**
+ * Call @p fn for each run of whole elements (@p size bytes each) the target datatype of
+ * @p call covers, in type-map order: @p addr in the target's address space, @p count
+ * elements; adjacent pieces are merged. @return MPI_SUCCESS, MPI_ERR_TYPE (a run that is not
+ * whole elements), or the first error @p fn returned (which stops the walk).
+ */
+int ompi_osc_swy_acc_walk_runs(const ompi_osc_swy_acc_call_t* call, size_t size,
+                               int (*fn)(void* ctx, uint64_t addr, size_t count), void* ctx);
+
 /** Progress until no request to @p target (-1: any) is unanswered. */
 void ompi_osc_swy_acc_drain(ompi_osc_swy_module_t* module, int target);
+
+/**
+ * The same-host shortcut (osc_swy_acc_direct.c): apply @p call at the origin when the
+ * target's window (@p direct: the local pointer of call->target_addr, or NULL) and control
+ * area are mapped here and the MCA parameter osc_swy_acc_direct allows it.
+ * @return false: not applicable, nothing done; true: done (complete at the target), *rc the
+ * result (MPI_ERR_TYPE for operands that do not match the target's elements).
+ */
+bool ompi_osc_swy_acc_direct(ompi_osc_swy_module_t* module, const ompi_osc_swy_acc_call_t* call,
+                             char* direct, int* rc);
+
+/** Before applying at the origin: wait for what was sent to @p target earlier (requests and
+ *  Switchyard atomics), when the window keeps accumulate ordering. */
+void ompi_osc_swy_acc_order_before_direct(ompi_osc_swy_module_t* module, int target);
 
 /** Free the operation table (window free; nothing is outstanding then). */
 void ompi_osc_swy_acc_ops_fini(ompi_osc_swy_acc_state_t* acc);

@@ -218,7 +218,7 @@ static void process(ompi_osc_swy_module_t* module, int source, const osc_swy_acc
     int rc = apply_request(module, req, payload, length, scratch, sizeof(scratch), &values,
                            &values_length, &heap);
     if (MPI_SUCCESS != rc) {
-        ++module->acc->refused;
+        __atomic_add_fetch(&module->acc->refused, 1, __ATOMIC_RELAXED);
     }
     send_reply(module, source, req, rc, values, values_length);
     if (heap) {
@@ -235,9 +235,10 @@ static void rndv_pulled(swy_request_h sreq, swy_status_t status, const swy_tag_r
     if (SWY_OK == status && NULL != info && info->length == in->length) {
         process(in->module, in->source, &in->req, in->buffer, in->length);
     } else {
-        ++in->module->acc->refused;
+        __atomic_add_fetch(&in->module->acc->refused, 1, __ATOMIC_RELAXED);
         send_reply(in->module, in->source, &in->req, MPI_ERR_OTHER, NULL, 0);
     }
+    __atomic_sub_fetch(&in->module->acc->pulls, 1, __ATOMIC_ACQ_REL);
     free(in->buffer);
     free(in);
 }
@@ -255,11 +256,12 @@ static void pull(ompi_osc_swy_module_t* module, int source, const osc_swy_acc_re
         free(in);
         free(buffer);
         swy_am_data_release(module->worker, descriptor);
-        ++module->acc->refused;
+        __atomic_add_fetch(&module->acc->refused, 1, __ATOMIC_RELAXED);
         send_reply(module, source, req, length <= kMaxPayload ? MPI_ERR_NO_MEM : MPI_ERR_OTHER,
                    NULL, 0);
         return;
     }
+    __atomic_add_fetch(&module->acc->pulls, 1, __ATOMIC_ACQ_REL);
     in->module = module;
     in->source = source;
     in->req = *req;
@@ -293,7 +295,8 @@ swy_status_t ompi_osc_swy_acc_handle_request(ompi_osc_swy_module_t* module, int 
                       (param->flags & SWY_AM_RECV_FLAG_RNDV);
     osc_swy_acc_request_t req;
     if (header_length < sizeof(req)) {
-        ++module->acc->refused; /* no op_id to answer: drop */
+        /* no op_id to answer: drop */
+        __atomic_add_fetch(&module->acc->refused, 1, __ATOMIC_RELAXED);
         if (rndv) {
             swy_am_data_release(module->worker, data);
         }
@@ -308,7 +311,7 @@ swy_status_t ompi_osc_swy_acc_handle_request(ompi_osc_swy_module_t* module, int 
         if (rndv) {
             swy_am_data_release(module->worker, data);
         }
-        ++module->acc->refused;
+        __atomic_add_fetch(&module->acc->refused, 1, __ATOMIC_RELAXED);
         send_reply(module, source, &req, MPI_ERR_OTHER, NULL, 0);
         return SWY_OK;
     }

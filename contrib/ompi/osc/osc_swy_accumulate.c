@@ -14,11 +14,6 @@
 #include "osc_swy_acc_origin.h"
 #include "osc_swy_acc_wire.h"
 
-/** Accumulates of at most this many 4/8-byte integers to a window mapped here go as one
- *  posted Switchyard atomic per element (each completes inside the call) instead of a
- *  request message. */
-enum { DIRECT_ACC_MAX_ELEMENTS = 16 };
-
 /* ---- window hooks ------------------------------------------------------------------------ */
 
 int ompi_osc_swy_acc_init(ompi_osc_swy_module_t* module) {
@@ -31,12 +26,12 @@ int ompi_osc_swy_acc_init(ompi_osc_swy_module_t* module) {
         free(acc);
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
+    OBJ_CONSTRUCT(&acc->lock, opal_mutex_t);
     /* Open MPI parsed the info keys into the window before selecting the component.
      * accumulate_ordering=none lifts the ordering waits. accumulate_ops (same_op_no_op, the
      * default, or same_op) needs nothing: every path applies 4/8-byte elements with CPU
      * atomics and the others under one lock, so any mix of ops stays element-wise atomic. */
     acc->ordered = NULL == module->win || !(module->win->w_acc_order & OMPI_WIN_ACC_ORDER_NONE);
-    acc->same_op = NULL != module->win && OMPI_WIN_ACCUMULATE_OPS_SAME_OP == module->win->w_acc_ops;
     module->acc = acc;
     return OMPI_SUCCESS;
 }
@@ -46,12 +41,19 @@ void ompi_osc_swy_acc_fini(ompi_osc_swy_module_t* module) {
     if (NULL == acc) {
         return;
     }
+    /* Every origin flushed before the window's last barrier, so only a misbehaving peer
+     * leaves a pull running here; it must not land in a freed module. */
+    unsigned countdown = 0;
+    while (__atomic_load_n(&acc->pulls, __ATOMIC_ACQUIRE) > 0) {
+        ompi_osc_swy_progress_step(&countdown);
+    }
     if (acc->refused > 0) {
         opal_output_verbose(1, mca_osc_swy_component.output,
                             "osc swy: window %u refused %llu malformed accumulate messages",
                             module->win_id, (unsigned long long)acc->refused);
     }
     ompi_osc_swy_acc_ops_fini(acc);
+    OBJ_DESTRUCT(&acc->lock);
     free(acc->peers);
     free(acc);
     module->acc = NULL;
@@ -64,12 +66,14 @@ int ompi_osc_swy_acc_flush(ompi_osc_swy_module_t* module, int target) {
     }
     ompi_osc_swy_acc_drain(module, target);
     int rc = MPI_SUCCESS;
+    OPAL_THREAD_LOCK(&acc->lock);
     for (int t = target < 0 ? 0 : target; t < (target < 0 ? module->nranks : target + 1); ++t) {
         if (MPI_SUCCESS == rc) {
             rc = acc->peers[t].error;
         }
         acc->peers[t].error = MPI_SUCCESS;
     }
+    OPAL_THREAD_UNLOCK(&acc->lock);
     return rc;
 }
 
@@ -78,7 +82,12 @@ swy_status_t ompi_osc_swy_acc_am_handler(ompi_osc_swy_module_t* module, int sour
                                          size_t data_length, const swy_am_recv_param_t* param) {
     ompi_osc_swy_am_header_t hdr;
     memcpy(&hdr, header, sizeof(hdr)); /* the dispatcher checked the length */
-    if (NULL != module->acc) {
+    /* Identity from the lane where it vouches for the sender: the rank the message claims
+     * must be the one whose endpoint it came in on (reply_ep is NULL over tcp, where each
+     * direction has its own connection: nothing to compare there). */
+    const bool lane_ok = NULL == param || !(param->field_mask & SWY_AM_RECV_PARAM_FIELD_REPLY_EP) ||
+                         NULL == param->reply_ep || param->reply_ep == module->peers[source].ep;
+    if (NULL != module->acc && lane_ok) {
         if (OSC_SWY_AM_KIND_ACC_REQUEST == hdr.kind) {
             return ompi_osc_swy_acc_handle_request(module, source, header, header_length, data,
                                                    data_length, param);
@@ -87,7 +96,9 @@ swy_status_t ompi_osc_swy_acc_am_handler(ompi_osc_swy_module_t* module, int sour
             return ompi_osc_swy_acc_handle_reply(module, source, header, header_length, data,
                                                  data_length, param);
         }
-        ++module->acc->refused;
+    }
+    if (NULL != module->acc) {
+        __atomic_add_fetch(&module->acc->refused, 1, __ATOMIC_RELAXED);
     }
     if (NULL != param && (param->field_mask & SWY_AM_RECV_PARAM_FIELD_FLAGS) &&
         (param->flags & SWY_AM_RECV_FLAG_RNDV)) {
@@ -138,7 +149,8 @@ static bool swy_atomic_of(uint8_t wire_op, swy_atomic_op_t* out) {
 
 /* Before a Switchyard atomic to @p target: requests sent earlier must be applied first. */
 static void order_before_atomic(ompi_osc_swy_module_t* module, int target) {
-    if (module->acc->ordered && module->acc->peers[target].outstanding > 0) {
+    if (module->acc->ordered &&
+        __atomic_load_n(&module->acc->peers[target].outstanding, __ATOMIC_ACQUIRE) > 0) {
         ompi_osc_swy_acc_drain(module, target);
     }
 }
@@ -153,6 +165,11 @@ static void order_before_request(ompi_osc_swy_module_t* module, int target) {
             ompi_osc_swy_progress_step(&countdown);
         }
     }
+}
+
+void ompi_osc_swy_acc_order_before_direct(ompi_osc_swy_module_t* module, int target) {
+    order_before_atomic(module, target);
+    order_before_request(module, target);
 }
 
 /* One Switchyard atomic on @p target's word at @p addr; @p result NULL: posted. Counted in
@@ -196,6 +213,8 @@ static int via_requests(ompi_osc_swy_module_t* module, ompi_osc_swy_acc_call_t* 
         if (NULL == call->request) {
             return OMPI_ERR_OUT_OF_RESOURCE;
         }
+        /* An error status makes MPI_Wait call the window's error handler. */
+        call->request->super.req_mpi_object.win = module->win;
     }
     order_before_request(module, call->target);
     int rc = ompi_osc_swy_acc_start(module, call);
@@ -209,6 +228,26 @@ static int via_requests(ompi_osc_swy_module_t* module, ompi_osc_swy_acc_call_t* 
         *request = r;
     }
     return rc;
+}
+
+/* The same-host shortcut when it applies, else requests. A request-based call applied
+ * directly gets a request that is already complete. */
+static int direct_or_requests(ompi_osc_swy_module_t* module, ompi_osc_swy_acc_call_t* call,
+                              char* direct, struct ompi_request_t** request) {
+    int rc = MPI_SUCCESS;
+    if (ompi_osc_swy_acc_direct(module, call, direct, &rc)) {
+        if (MPI_SUCCESS == rc && NULL != request) {
+            ompi_osc_swy_request_t* req = ompi_osc_swy_request_alloc(NULL);
+            if (NULL == req) {
+                return OMPI_ERR_OUT_OF_RESOURCE;
+            }
+            req->super.req_mpi_object.win = module->win;
+            *request = &req->super;
+            ompi_osc_swy_request_release_ref(req); /* complete */
+        }
+        return rc;
+    }
+    return via_requests(module, call, request);
 }
 
 /* Resolve the target, pick the element type and check the op against it. */
@@ -233,33 +272,6 @@ static int prepare(ompi_osc_swy_module_t* module, ompi_osc_swy_acc_call_t* call,
 
 /* ---- entry points ------------------------------------------------------------------------ */
 
-/* Small accumulate of integers with an op the CPU has, to a window mapped here: posted
- * Switchyard atomics (direct, complete inside the call). @return false if not applicable. */
-static bool try_direct_accumulate(ompi_osc_swy_module_t* module,
-                                  const ompi_osc_swy_acc_call_t* call, swy_rkey_h rkey,
-                                  const char* direct, int* rc) {
-    swy_atomic_op_t sop;
-    size_t size = 0;
-    if (NULL == direct || OSC_SWY_ACC_OP_NO_OP == call->wire_op ||
-        !swy_atomic_of(call->wire_op, &sop) || call->element != call->target_dt ||
-        call->target_count > DIRECT_ACC_MAX_ELEMENTS || !atomic_integer(call->element) ||
-        call->origin_dt != call->element || call->origin_count != call->target_count) {
-        return false;
-    }
-    ompi_datatype_type_size(call->element, &size);
-    if (call->target_addr & (size - 1)) {
-        return false;
-    }
-    order_before_atomic(module, call->target);
-    const char* operands = call->origin_addr;
-    *rc = OMPI_SUCCESS;
-    for (int i = 0; i < call->target_count && OMPI_SUCCESS == *rc; ++i) {
-        *rc = swy_atomic(module, call->target, sop, size, operands + (size_t)i * size, NULL, NULL,
-                         call->target_addr + (uint64_t)i * size, rkey, NULL);
-    }
-    return true;
-}
-
 static int accumulate(const void* origin_addr, int origin_count, ompi_datatype_t* origin_dt,
                       int target, ptrdiff_t target_disp, int target_count,
                       ompi_datatype_t* target_dt, ompi_op_t* op, struct ompi_win_t* win,
@@ -283,10 +295,8 @@ static int accumulate(const void* origin_addr, int origin_count, ompi_datatype_t
     if (NULL == request && OSC_SWY_ACC_OP_NO_OP == call.wire_op) {
         return OMPI_SUCCESS; /* accumulate with MPI_NO_OP changes nothing */
     }
-    if (NULL == request && try_direct_accumulate(module, &call, rkey, direct, &rc)) {
-        return rc;
-    }
-    return via_requests(module, &call, request);
+    (void)rkey;
+    return direct_or_requests(module, &call, direct, request);
 }
 
 int ompi_osc_swy_accumulate(const void* origin_addr, int origin_count, ompi_datatype_t* origin_dt,
@@ -329,7 +339,7 @@ static int get_accumulate(const void* origin_addr, int origin_count, ompi_dataty
     if (OMPI_SUCCESS != rc) {
         return rc;
     }
-    return via_requests(module, &call, request);
+    return direct_or_requests(module, &call, direct, request);
 }
 
 int ompi_osc_swy_get_accumulate(const void* origin_addr, int origin_count,
@@ -376,7 +386,7 @@ int ompi_osc_swy_fetch_and_op(const void* origin_addr, void* result_addr, ompi_d
     swy_atomic_op_t sop;
     size_t size = 0;
     ompi_datatype_type_size(dt, &size);
-    if (atomic_integer(dt) && swy_atomic_of(call.wire_op, &sop) &&
+    if (NULL != rkey && atomic_integer(dt) && swy_atomic_of(call.wire_op, &sop) &&
         0 == (call.target_addr & (size - 1))) {
         uint64_t operand = 0; /* MPI_NO_OP: add 0 (origin_addr may be anything) */
         if (OSC_SWY_ACC_OP_NO_OP != call.wire_op) {
@@ -386,7 +396,7 @@ int ompi_osc_swy_fetch_and_op(const void* origin_addr, void* result_addr, ompi_d
         return swy_atomic(module, target, sop, size, &operand, NULL, result_addr, call.target_addr,
                           rkey, NULL);
     }
-    return via_requests(module, &call, NULL);
+    return direct_or_requests(module, &call, direct, NULL);
 }
 
 int ompi_osc_swy_compare_and_swap(const void* origin_addr, const void* compare_addr,
@@ -415,10 +425,10 @@ int ompi_osc_swy_compare_and_swap(const void* origin_addr, const void* compare_a
     }
     size_t size = 0;
     ompi_datatype_type_size(dt, &size);
-    if (atomic_integer(dt) && 0 == (call.target_addr & (size - 1))) {
+    if (NULL != rkey && atomic_integer(dt) && 0 == (call.target_addr & (size - 1))) {
         order_before_atomic(module, target);
         return swy_atomic(module, target, SWY_ATOMIC_OP_CSWAP, size, origin_addr, compare_addr,
                           result_addr, call.target_addr, rkey, NULL);
     }
-    return via_requests(module, &call, NULL);
+    return direct_or_requests(module, &call, direct, NULL);
 }

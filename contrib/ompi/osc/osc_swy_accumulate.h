@@ -6,8 +6,8 @@
  *   - fetch_and_op on 4/8-byte integers with SUM, BAND, BOR, BXOR, REPLACE or NO_OP, and
  *     compare_and_swap on 4/8-byte types: one swy_atomic_nb (a CPU atomic on the target
  *     word, by this process where the window is mapped here, else by the target).
- *   - accumulate of a few 4/8-byte integers with those ops to a window mapped here: posted
- *     swy_atomic_nb per element (complete inside the call).
+ *   - any other operation on a window mapped here (MPI_Win_allocate, same host): applied by
+ *     the origin itself with the target's engine and lock (osc_swy_acc_direct.c).
  *   - everything else: a request active message (osc_swy_acc_wire.h) applied by the
  *     target's progress (osc_swy_acc_target.c, osc_swy_acc_apply.c), answered by a reply
  *     that carries the old values (get_accumulate) or only the status (accumulate). Large
@@ -26,6 +26,8 @@
 
 #include "osc_swy.h"
 
+#include "opal/threads/mutex.h"
+
 struct ompi_osc_swy_acc_op;
 
 /** Accumulate state of one target at this origin. */
@@ -35,8 +37,11 @@ typedef struct ompi_osc_swy_acc_peer {
     int error;          /**< first error a reply reported since the last flush (OMPI code) */
 } ompi_osc_swy_acc_peer_t;
 
-/** module->acc. */
+/** module->acc. Under MPI_THREAD_MULTIPLE, `lock` guards the operation table, the per-target
+ *  counts and errors (application threads start operations while progress answers them);
+ *  it is never held across a Switchyard call, whose worker lock a handler already holds. */
 typedef struct ompi_osc_swy_acc_state {
+    opal_mutex_t lock;
     ompi_osc_swy_acc_peer_t* peers; /**< [nranks] */
     /* Operations waiting for replies, found by op_id = generation << 32 | slot. */
     struct ompi_osc_swy_acc_op** ops; /**< [ops_capacity], NULL = never used */
@@ -44,10 +49,16 @@ typedef struct ompi_osc_swy_acc_state {
     uint32_t* free_slots; /**< stack of free slot indices */
     uint32_t free_count;
     bool ordered; /**< info accumulate_ordering is not "none" */
-    bool same_op; /**< info accumulate_ops=same_op or same_op_no_op (see ompi_osc_swy_acc_init) */
-    /* Target side: requests refused as malformed (never applied), for diagnostics. */
+    /* Messages refused as malformed (never applied), for diagnostics (atomic). */
     uint64_t refused;
+    /* Target side: rendezvous requests whose data is still being pulled (atomic); the
+     * window is not freed under them. */
+    int pulls;
 } ompi_osc_swy_acc_state_t;
+
+/** Register the accumulate family's MCA parameters (osc_swy_acc_direct); called from the
+ *  component's register function. */
+void ompi_osc_swy_acc_register(const mca_base_component_t* version);
 
 /* Target side (osc_swy_acc_target.c). */
 

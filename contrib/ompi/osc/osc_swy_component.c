@@ -12,6 +12,7 @@
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/runtime/opal_progress.h"
 
+#include "osc_swy_accumulate.h"
 #include "osc_swy_window.h"
 
 static int component_register(void);
@@ -75,6 +76,7 @@ static int component_register(void) {
         &c->super.osc_version, "max_attach",
         "Regions one process may attach to a dynamic window at a time", MCA_BASE_VAR_TYPE_INT, NULL,
         0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_GROUP, &c->max_attach);
+    ompi_osc_swy_acc_register(&c->super.osc_version);
     return OMPI_SUCCESS;
 }
 

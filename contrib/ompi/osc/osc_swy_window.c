@@ -2,12 +2,13 @@
  * osc swy: window creation for every flavour, MPI_Win_free, MPI_Win_shared_query, and the
  * endpoints of the component's own worker.
  *
- * Creation: map this rank's window memory (registered in place for MPI_Win_create, allocated
- * by Switchyard for MPI_Win_allocate so that same-host peers load/store it, one allocation by
- * rank 0 for MPI_Win_allocate_shared so that the ranks' segments are contiguous) and its
- * control area (always allocated: lock words are CPU atomics for same-host peers), then one
- * allgather of a fixed-size record per rank (addresses, sizes, displacement unit, both keys),
- * plus the worker addresses when the worker is our own.
+ * Creation: connect to every rank (exchanging worker addresses when the worker is our own)
+ * and wait until the endpoints are wired; map this rank's window memory (registered in place
+ * for MPI_Win_create, allocated by Switchyard for MPI_Win_allocate so that same-host peers
+ * load/store it, one allocation by rank 0 for MPI_Win_allocate_shared so that the ranks'
+ * segments are contiguous, each rank registering its own segment) and its control area
+ * (always allocated: lock words are CPU atomics for same-host peers), then one allgather of
+ * a fixed-size record per rank (addresses, sizes, displacement unit, both keys).
  */
 #include "osc_swy_window.h"
 
@@ -185,6 +186,30 @@ out:
     free(displs);
     free(lengths);
     return rc;
+}
+
+/* Wait until every endpoint of the window is wired (its lane chosen): a key unpacked on an
+ * endpoint that is not wired yet never gets a direct path (load/store, CPU atomics, CMA). */
+static int wait_wired(ompi_osc_swy_module_t* module) {
+    unsigned countdown = 1;
+    for (int r = 0; r < module->nranks; ++r) {
+        for (;;) {
+            swy_ep_attr_t attr = {.field_mask = SWY_EP_ATTR_FIELD_LANE};
+            swy_status_t s = swy_ep_query(module->peers[r].ep, &attr);
+            if (s != SWY_OK) {
+                return ompi_osc_swy_error(s);
+            }
+            if (!attr.connected) {
+                opal_output(0, "osc swy: the connection to rank %d of a window failed", r);
+                return OMPI_ERR_UNREACH;
+            }
+            if (attr.small_protocol != NULL && attr.small_protocol[0] != '\0') {
+                break; /* "" until wired */
+            }
+            ompi_osc_swy_progress_step(&countdown);
+        }
+    }
+    return OMPI_SUCCESS;
 }
 
 /* ---- memory ------------------------------------------------------------------------------ */
@@ -385,6 +410,9 @@ int ompi_osc_swy_window_create(struct ompi_win_t* win, void** base, size_t size,
     win->w_osc_module = &module->super;
 
     rc = connect_peers(module);
+    if (rc == OMPI_SUCCESS) {
+        rc = wait_wired(module);
+    }
     if (rc != OMPI_SUCCESS) {
         goto err;
     }

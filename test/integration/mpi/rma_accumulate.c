@@ -10,15 +10,18 @@
  *   - a large accumulate (several MiB: split into requests, rendezvous);
  *   - request-based forms; an out-of-window accumulate fails with MPI_ERR_RMA_RANGE and
  *     leaves the window unchanged.
- * Each check runs on a window from MPI_Win_allocate and one from MPI_Win_create (memory
- * registered in place: atomics then run at the target). Plain MPI: runs over any osc.
+ * Each check runs on a window from MPI_Win_allocate, one from MPI_Win_allocate_shared and
+ * one from MPI_Win_create (memory registered in place: atomics then run at the target).
+ * Plain MPI: runs over any osc.
  */
+#include <pthread.h>
+
 #include "mpitest.h"
 
 #define WIN_ELEMS 64 /* 8-byte slots per rank */
 enum { ROUNDS = 200 };
 
-static int rank, nranks;
+static int rank, nranks, thread_multiple;
 
 /* ---- every op on every type, against MPI_Reduce_local ------------------------------------- */
 
@@ -253,15 +256,16 @@ static void fop_counters(MPI_Win win, unsigned char* base) {
     MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
 }
 
-/* One long counter, two paths at once: even ranks add with fetch_and_op (a Switchyard atomic,
- * applied by the origin itself where the window is mapped), odd ranks with get_accumulate
- * (a request the target applies). Both must be atomic with respect to each other. */
+/* One long counter, two paths at once: each rank alternates between fetch_and_op (a
+ * Switchyard atomic, applied by the origin itself where the window is mapped) and
+ * get_accumulate (a request the target applies), out of step with its neighbours, so both
+ * kinds hit the word at the same time. They must be atomic with respect to each other. */
 static void mixed_paths(MPI_Win win, unsigned char* base) {
     zero_window(win, base, WIN_ELEMS * 8);
     long one = 1, old = 0;
     MT_MPI(MPI_Win_lock_all(0, win));
     for (int r = 0; r < 4 * ROUNDS; ++r) {
-        if (rank % 2 == 0) {
+        if ((rank + r) % 2 == 0) {
             MT_MPI(MPI_Fetch_and_op(&one, &old, MPI_LONG, 0, 5, MPI_SUM, win));
         } else {
             MT_MPI(MPI_Get_accumulate(&one, 1, MPI_LONG, &old, 1, MPI_LONG, 0, 5, 1, MPI_LONG,
@@ -275,6 +279,57 @@ static void mixed_paths(MPI_Win win, unsigned char* base) {
         MT_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win));
         MT_CHECK(((long*)base)[5] == 4L * ROUNDS * nranks, "mixed counter %ld, expected %ld",
                  ((long*)base)[5], 4L * ROUNDS * nranks);
+        MT_MPI(MPI_Win_unlock(rank, win));
+    }
+    MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
+}
+
+/* Under MPI_THREAD_MULTIPLE: threads of every rank accumulate (short: the lock path; double:
+ * a CAS loop; long: get_accumulate, whose old values come back to each thread) at once. */
+enum { THREADS = 4, THREAD_ROUNDS = 100 };
+typedef struct {
+    MPI_Win win;
+    long olds[THREAD_ROUNDS];
+} thread_arg_t;
+
+static void* thread_body(void* p) {
+    thread_arg_t* arg = p;
+    short one_s = 1;
+    double one_d = 1.0;
+    long one_l = 1;
+    for (int r = 0; r < THREAD_ROUNDS; ++r) {
+        MT_MPI(MPI_Accumulate(&one_s, 1, MPI_SHORT, 0, 3, 1, MPI_SHORT, MPI_SUM, arg->win));
+        MT_MPI(MPI_Accumulate(&one_d, 1, MPI_DOUBLE, 0, 2, 1, MPI_DOUBLE, MPI_SUM, arg->win));
+        MT_MPI(MPI_Get_accumulate(&one_l, 1, MPI_LONG, &arg->olds[r], 1, MPI_LONG, 0, 1, 1,
+                                  MPI_LONG, MPI_SUM, arg->win));
+        MT_MPI(MPI_Win_flush(0, arg->win));
+    }
+    return NULL;
+}
+
+static void threaded_sums(MPI_Win win, unsigned char* base) {
+    if (!thread_multiple) return;
+    zero_window(win, base, WIN_ELEMS * 8);
+    pthread_t threads[THREADS];
+    thread_arg_t args[THREADS];
+    MT_MPI(MPI_Win_lock_all(0, win));
+    for (int t = 0; t < THREADS; ++t) {
+        args[t].win = win;
+        MT_CHECK(pthread_create(&threads[t], NULL, thread_body, &args[t]) == 0, "pthread_create");
+    }
+    for (int t = 0; t < THREADS; ++t)
+        pthread_join(threads[t], NULL);
+    MT_MPI(MPI_Win_unlock_all(win));
+    for (int t = 0; t < THREADS; ++t)
+        for (int r = 1; r < THREAD_ROUNDS; ++r)
+            MT_CHECK(args[t].olds[r] > args[t].olds[r - 1], "thread %d: old values must grow", t);
+    MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank == 0) {
+        const long n = (long)nranks * THREADS * THREAD_ROUNDS;
+        MT_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win));
+        MT_CHECK(((short*)base)[12] == (short)n, "threads: short sum %d", ((short*)base)[12]);
+        MT_CHECK(((double*)base)[2] == (double)n, "threads: double sum %g", ((double*)base)[2]);
+        MT_CHECK(((long*)base)[1] == n, "threads: long sum %ld", ((long*)base)[1]);
         MT_MPI(MPI_Win_unlock(rank, win));
     }
     MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
@@ -411,6 +466,27 @@ static void large(void) {
             MT_CHECK(old[i] == (double)nranks * (i % 1000), "large: element %d = %g", i, old[i]);
     }
     MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
+
+    /* Ordering (MPI's default accumulate_ordering): a large REPLACE and then a small one over
+     * its first element, with no flush between: the small one must land last, although the
+     * large one travels as rendezvous requests that the target applies only once pulled. */
+    const int to = (rank + 1) % nranks;
+    for (int i = 0; i < n; ++i)
+        src[i] = rank + 0.5;
+    double last = 1000.0 + rank;
+    MT_MPI(MPI_Win_lock(MPI_LOCK_SHARED, to, 0, win));
+    MT_MPI(MPI_Accumulate(src, n, MPI_DOUBLE, to, 0, n, MPI_DOUBLE, MPI_REPLACE, win));
+    MT_MPI(MPI_Accumulate(&last, 1, MPI_DOUBLE, to, 0, 1, MPI_DOUBLE, MPI_REPLACE, win));
+    MT_MPI(MPI_Win_unlock(to, win));
+    MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    const int from = (rank + nranks - 1) % nranks;
+    MT_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win));
+    MT_CHECK(base[0] == 1000.0 + from, "ordering: element 0 = %g, expected %g", base[0],
+             1000.0 + from);
+    MT_CHECK(base[1] == from + 0.5 && base[n - 1] == from + 0.5, "large REPLACE: %g %g", base[1],
+             base[n - 1]);
+    MT_MPI(MPI_Win_unlock(rank, win));
+    MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
     MPI_Type_free(&strided);
     free(src);
     free(old);
@@ -456,27 +532,48 @@ static void requests_and_errors(MPI_Win win, unsigned char* base) {
     MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
 }
 
+/* MT_CONCURRENCY_ONLY=1: only the checks that race ranks against each other (for the run
+ * with many ranks, where the races are likeliest on a small machine). */
+static int concurrency_only;
+
 static void run_all(MPI_Win win, unsigned char* base, const char* flavour) {
-    every_op(win, base);
-    pair_ops(win, base);
+    if (!concurrency_only) {
+        every_op(win, base);
+        pair_ops(win, base);
+    }
     concurrent_sums(win, base);
     fop_counters(win, base);
     mixed_paths(win, base);
+    threaded_sums(win, base);
     cas_increments(win, base);
-    derived_types(win, base);
-    requests_and_errors(win, base);
+    if (!concurrency_only) {
+        derived_types(win, base);
+        requests_and_errors(win, base);
+    }
     if (rank == 0) printf("rma_accumulate: %s window passed\n", flavour);
 }
 
 int main(int argc, char** argv) {
-    MT_MPI(MPI_Init(&argc, &argv));
+    int provided = MPI_THREAD_SINGLE;
+    MT_MPI(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
+    thread_multiple = provided == MPI_THREAD_MULTIPLE;
     MT_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     MT_MPI(MPI_Comm_size(MPI_COMM_WORLD, &nranks));
+    concurrency_only = getenv("MT_CONCURRENCY_ONLY") != NULL;
     unsigned char* base = NULL;
     MPI_Win win;
     MT_MPI(MPI_Win_allocate(WIN_ELEMS * 8, 8, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
     run_all(win, base, "allocated");
     MT_MPI(MPI_Win_free(&win));
+
+    /* MT_NO_SHARED=1 skips MPI_Win_allocate_shared (for runs without shared memory, such as
+     * Switchyard over tcp only). */
+    if (getenv("MT_NO_SHARED") == NULL) {
+        MT_MPI(
+            MPI_Win_allocate_shared(WIN_ELEMS * 8, 8, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+        run_all(win, base, "shared");
+        MT_MPI(MPI_Win_free(&win));
+    }
 
     unsigned char* mem = calloc(WIN_ELEMS, 8);
     MT_MPI(MPI_Win_create(mem, WIN_ELEMS * 8, 8, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
@@ -484,8 +581,10 @@ int main(int argc, char** argv) {
     MT_MPI(MPI_Win_free(&win));
     free(mem);
 
-    large();
-    if (rank == 0) printf("rma_accumulate: passed on %d ranks\n", nranks);
+    if (!concurrency_only) large();
+    if (rank == 0)
+        printf("rma_accumulate: passed on %d ranks%s\n", nranks,
+               thread_multiple ? " (threads too)" : " (no MPI_THREAD_MULTIPLE: threads skipped)");
     MT_MPI(MPI_Finalize());
     return 0;
 }
