@@ -1,10 +1,11 @@
-# The accumulate target against hostile requests (osc/test/acc_target_test.c): the target's
-# decoder and apply engine built into a test program whose Switchyard calls are recorders, so
+# The accumulate code against hostile messages (osc/test/acc_target_test.c): the target's
+# decoder and apply engine, and the origin's reply handling, built into a test program whose Switchyard calls are recorders, so
 # every reply can be checked. Included from osc/CMakeLists.txt (needs its _incdirs,
 # SWY_OMPI_INTERNAL_INCLUDE_DIR, _ompi_libs, _cas128).
 add_executable(osc_swy_acc_target_test
   ${CMAKE_CURRENT_SOURCE_DIR}/osc/test/acc_target_test.c
   ${CMAKE_CURRENT_SOURCE_DIR}/osc/osc_swy_acc_target.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/osc/osc_swy_acc_op.c
   ${CMAKE_CURRENT_SOURCE_DIR}/osc/osc_swy_acc_apply.c)
 target_include_directories(osc_swy_acc_target_test SYSTEM PRIVATE ${_incdirs}
   ${SWY_OMPI_INTERNAL_INCLUDE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/osc/compat)

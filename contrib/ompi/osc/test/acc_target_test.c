@@ -5,16 +5,21 @@
  * A malformed request must be answered with an error and change nothing; one too short to
  * name an operation must get no answer at all.
  *
- * Built from osc_swy_acc_target.c and osc_swy_acc_apply.c with the Switchyard calls they make
- * replaced by the recorders below (no worker, no peer): the reply is the header the target
- * passes to swy_am_send_nb. Runs as a singleton MPI process (Open MPI's ops and datatypes
- * need MPI_Init).
+ * The origin's side gets hostile replies: stale or unknown operation ids, the wrong sender,
+ * values for an operation that wanted none or that fall outside its results; only the right
+ * reply completes the operation, and nothing is written outside its result buffer.
+ *
+ * Built from osc_swy_acc_target.c, osc_swy_acc_op.c and osc_swy_acc_apply.c with the
+ * Switchyard calls they make replaced by the recorders below (no worker, no peer): the reply
+ * is the header the target passes to swy_am_send_nb. Runs as a singleton MPI process (Open
+ * MPI's ops and datatypes need MPI_Init).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "osc_swy_acc_apply.h"
+#include "osc_swy_acc_op.h"
 #include "osc_swy_acc_wire.h"
 #include "osc_swy_accumulate.h"
 
@@ -61,6 +66,10 @@ const char* swy_status_string(swy_status_t status) {
     (void)status;
     return "stub";
 }
+
+/* Stand-ins for the rest of osc swy that osc_swy_acc_op.c calls. */
+void ompi_osc_swy_request_release_ref(ompi_osc_swy_request_t* req) { (void)req; }
+void ompi_osc_swy_progress_step(unsigned* countdown) { (void)countdown; }
 
 /* ---- the window ----------------------------------------------------------------------------- */
 
@@ -150,6 +159,83 @@ static void expect_refused(msg_t* m, int status, const char* what) {
     int got = deliver(m, 0);
     CHECK(got == status, "%s: status %d, expected %d", what, got, status);
     CHECK(window_untouched(), "%s: the window changed", what);
+}
+
+/* ---- the origin: hostile replies ------------------------------------------------------------ */
+
+/* Deliver a reply from rank @p source for @p op_id with status 0 and @p n value bytes. */
+static void reply_from(int source, uint64_t op_id, uint64_t offset, const void* values, size_t n,
+                       uint8_t version) {
+    unsigned char wire[SWY_AM_MAX_HEADER];
+    osc_swy_acc_reply_t r;
+    memset(&r, 0, sizeof(r));
+    r.am.win_id = 7;
+    r.am.source = source;
+    r.am.kind = OSC_SWY_AM_KIND_ACC_REPLY;
+    r.op_id = op_id;
+    r.result_offset = offset;
+    r.version = version;
+    memcpy(wire, &r, sizeof(r));
+    memcpy(wire + sizeof(r), values, n);
+    swy_am_recv_param_t param = {.field_mask = SWY_AM_RECV_PARAM_FIELD_FLAGS, .flags = 0};
+    ompi_osc_swy_acc_handle_reply(&g_module, source, wire, sizeof(r) + n, NULL, 0, &param);
+}
+
+static void check_replies(void) {
+    OBJ_CONSTRUCT(&g_acc.lock, opal_mutex_t);
+    g_acc.peers = calloc(2, sizeof(*g_acc.peers));
+    /* A get_accumulate of 2 ints to rank 1 with one request outstanding; its results go to
+     * the middle of a guarded buffer. */
+    int32_t results[6] = {-1, -1, -1, -1, -1, -1};
+    uint64_t op_id = 0;
+    ompi_osc_swy_acc_op_t* op = ompi_osc_swy_acc_op_alloc(&g_acc, &op_id);
+    CHECK(op != NULL, "op_alloc");
+    op->target = 1;
+    op->pending = 1;
+    op->results = (unsigned char*)&results[2];
+    op->results_length = 8;
+    g_acc.peers[1].outstanding = 1;
+    const int32_t vals[4] = {11, 22, 33, 44};
+    const uint64_t before = g_acc.refused;
+
+    reply_from(1, op_id + ((uint64_t)1 << 32), 0, vals, 8, OSC_SWY_ACC_WIRE_VERSION);
+    CHECK(op->busy && op->pending == 1, "a reply with a stale generation completed the op");
+    reply_from(1, op_id + 1, 0, vals, 8, OSC_SWY_ACC_WIRE_VERSION);
+    CHECK(op->busy && op->pending == 1, "a reply for another slot completed the op");
+    reply_from(0, op_id, 0, vals, 8, OSC_SWY_ACC_WIRE_VERSION);
+    CHECK(op->busy && op->pending == 1, "a reply from the wrong rank completed the op");
+    reply_from(1, op_id, 0, vals, 8, 9);
+    CHECK(op->busy && op->pending == 1, "a reply of another version completed the op");
+    CHECK(g_acc.refused == before + 4, "refused %llu replies, expected 4",
+          (unsigned long long)(g_acc.refused - before));
+    CHECK(results[2] == -1 && results[3] == -1, "a refused reply wrote results");
+
+    /* Values past the end of the results fail the operation and write nothing. */
+    reply_from(1, op_id, 4, vals, 8, OSC_SWY_ACC_WIRE_VERSION);
+    CHECK(!op->busy, "the operation did not end");
+    CHECK(g_acc.peers[1].error == MPI_ERR_OTHER, "error %d", g_acc.peers[1].error);
+    CHECK(g_acc.peers[1].outstanding == 0, "outstanding %d", g_acc.peers[1].outstanding);
+    for (int i = 0; i < 6; ++i)
+        CHECK(results[i] == -1, "results[%d] = %d", i, results[i]);
+
+    /* The right reply, on a fresh operation: its values land in place, nothing around them. */
+    op = ompi_osc_swy_acc_op_alloc(&g_acc, &op_id);
+    op->target = 1;
+    op->pending = 1;
+    op->results = (unsigned char*)&results[2];
+    op->results_length = 8;
+    g_acc.peers[1].outstanding = 1;
+    g_acc.peers[1].error = MPI_SUCCESS;
+    reply_from(1, op_id, 0, vals, 8, OSC_SWY_ACC_WIRE_VERSION);
+    CHECK(!op->busy && g_acc.peers[1].error == MPI_SUCCESS, "a valid reply failed");
+    CHECK(results[1] == -1 && results[2] == 11 && results[3] == 22 && results[4] == -1,
+          "results %d %d %d %d", results[1], results[2], results[3], results[4]);
+    /* Its id is dead now: a duplicate changes nothing. */
+    reply_from(1, op_id, 0, vals + 2, 8, OSC_SWY_ACC_WIRE_VERSION);
+    CHECK(results[2] == 11 && g_acc.peers[1].outstanding == 0, "a duplicate reply was taken");
+    ompi_osc_swy_acc_ops_fini(&g_acc);
+    free(g_acc.peers);
+    OBJ_DESTRUCT(&g_acc.lock);
 }
 
 int main(int argc, char** argv) {
@@ -302,6 +388,7 @@ int main(int argc, char** argv) {
     }
 
     CHECK(g_acc.refused >= 20, "refused counter %llu", (unsigned long long)g_acc.refused);
+    check_replies();
     MPI_Finalize();
     if (g_failures) {
         fprintf(stderr, "acc_target_test: %d failure(s)\n", g_failures);
