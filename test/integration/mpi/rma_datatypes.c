@@ -1,12 +1,13 @@
 /* Derived datatypes on either side and on both sides of put, get, accumulate and
  * get_accumulate: vector, indexed, and indexed with its blocks in descending address order
  * (a typemap that goes backwards), against contiguous and against each other, at a few
- * elements, ~8 KiB and ~1 MiB of span, in every window flavour.
+ * elements, ~8 KiB and ~64 KiB of data, in every window flavour.
  *
- * Each round, every rank runs the four operations at once on four regions of its right
- * neighbour's window. Every element of the target window is then checked: typed positions
- * hold the value they must, holes hold what they held. Fetched results land in typed buffers
- * whose holes must stay untouched too. The synchronisation mode changes from round to round.
+ * Each round, every rank runs the four operations of every case at once, each on its own
+ * region of its right neighbour's window. Every element of the target window is then
+ * checked: typed positions hold the value they must, holes hold what they held. Fetched
+ * results land in typed buffers whose holes must stay untouched too. The synchronisation
+ * mode changes from round to round.
  */
 #include "rmatest.h"
 
@@ -122,8 +123,9 @@ static void make_case(kind c, size_t n, shape* o, shape* t) {
 
 /* Regions of the target window, one per operation, each kRegion longs apart. */
 enum { R_PUT, R_ACC, R_GET, R_GET_ACC, kNRegions };
-static const size_t kSizes[] = {12, 1026, 54000}; /* longs: a few, ~8 KiB, ~1 MiB of span */
-enum { kRegion = 130000 };
+/* Longs: a few, ~8 KiB and ~64 KiB of data (the contiguous 1 MiB case is rma_matrix's). */
+static const size_t kSizes[] = {12, 1026, 8200};
+enum { kRegion = 20000, kWinLongs = C_N * kNRegions * kRegion };
 
 static long win_init(size_t i, int r, unsigned round) {
     return rt_value(i, round * 16u + (unsigned)r);
@@ -136,81 +138,98 @@ static const long kSentinel = -5555555;
 static const rt_mode kModes[] = {RT_FENCE, RT_PSCW, RT_LOCK_EXCLUSIVE, RT_LOCK_ALL_FLUSH_ALL,
                                  RT_LOCK_SHARED};
 
-static void round_of(rt_win* w, kind c, size_t size, unsigned round, int me, int np) {
+static const char* const kOpNames[kNRegions] = {"put", "accumulate", "get", "get_accumulate"};
+
+/* Every case at once: case c's four operations use regions 4c .. 4c+3. */
+static void round_of(rt_win* w, size_t size, unsigned round, int me, int np) {
     const int right = (me + 1) % np, left = (me + np - 1) % np;
     const rt_mode m = kModes[round % 5];
-    shape o, t;
-    make_case(c, size, &o, &t);
-    MT_CHECK(o.n == t.n && t.span <= kRegion, "case %d: shapes of %zu and %zu longs", (int)c, o.n,
-             t.n);
-    const size_t total = kNRegions * (size_t)kRegion;
+    shape o[C_N], t[C_N];
+    long *src[C_N], *got[C_N], *got_acc[C_N];
+    for (int c = 0; c < C_N; ++c) {
+        make_case((kind)c, size, &o[c], &t[c]);
+        MT_CHECK(o[c].n == t[c].n && t[c].span <= kRegion, "case %d: shapes of %zu and %zu longs",
+                 c, o[c].n, t[c].n);
+        src[c] = (long*)mt_malloc(o[c].span * sizeof(long));
+        got[c] = (long*)mt_malloc(o[c].span * sizeof(long));
+        got_acc[c] = (long*)mt_malloc(o[c].span * sizeof(long));
+        for (size_t i = 0; i < o[c].span; ++i) {
+            src[c][i] = src_init(i, me, round);
+            got[c][i] = got_acc[c][i] = kSentinel;
+        }
+    }
+    const size_t total = kWinLongs;
     long* win = (long*)w->base;
     rt_local_begin(w);
     for (size_t i = 0; i < total; ++i)
         win[i] = win_init(i, me, round);
     rt_local_end(w);
-    long* src = (long*)mt_malloc(o.span * sizeof(long));
-    long* got = (long*)mt_malloc(o.span * sizeof(long));
-    long* got_acc = (long*)mt_malloc(o.span * sizeof(long));
-    for (size_t i = 0; i < o.span; ++i) {
-        src[i] = src_init(i, me, round);
-        got[i] = got_acc[i] = kSentinel;
-    }
     MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
 
-    MPI_Aint d[kNRegions];
-    for (int r = 0; r < kNRegions; ++r)
-        d[r] = rt_disp(w, right, (size_t)r * kRegion * sizeof(long));
     rt_epoch_begin(w->win, m, right, left);
-    MT_MPI(MPI_Put(src, o.count, o.type, right, d[R_PUT], t.count, t.type, w->win));
-    MT_MPI(MPI_Accumulate(src, o.count, o.type, right, d[R_ACC], t.count, t.type, MPI_SUM, w->win));
-    MT_MPI(MPI_Get(got, o.count, o.type, right, d[R_GET], t.count, t.type, w->win));
-    MT_MPI(MPI_Get_accumulate(src, o.count, o.type, got_acc, o.count, o.type, right, d[R_GET_ACC],
-                              t.count, t.type, MPI_SUM, w->win));
+    for (int c = 0; c < C_N; ++c) {
+        MPI_Aint d[kNRegions];
+        for (int r = 0; r < kNRegions; ++r)
+            d[r] = rt_disp(w, right, (size_t)(c * kNRegions + r) * kRegion * sizeof(long));
+        const shape *oc = &o[c], *tc = &t[c];
+        MT_MPI(MPI_Put(src[c], oc->count, oc->type, right, d[R_PUT], tc->count, tc->type, w->win));
+        MT_MPI(MPI_Accumulate(src[c], oc->count, oc->type, right, d[R_ACC], tc->count, tc->type,
+                              MPI_SUM, w->win));
+        MT_MPI(MPI_Get(got[c], oc->count, oc->type, right, d[R_GET], tc->count, tc->type, w->win));
+        MT_MPI(MPI_Get_accumulate(src[c], oc->count, oc->type, got_acc[c], oc->count, oc->type,
+                                  right, d[R_GET_ACC], tc->count, tc->type, MPI_SUM, w->win));
+    }
     rt_epoch_end(w->win, m, right);
     MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
 
-    /* Target side: what the left neighbour's four operations must have left. */
+    /* Target side: what the left neighbour's operations must have left. */
     long* want = (long*)mt_malloc(total * sizeof(long));
     for (size_t i = 0; i < total; ++i)
         want[i] = win_init(i, me, round);
-    for (size_t j = 0; j < t.n; ++j) {
-        const long v = src_init(o.pos[j], left, round);
-        want[R_PUT * (size_t)kRegion + t.pos[j]] = v;
-        want[R_ACC * (size_t)kRegion + t.pos[j]] += v;
-        want[R_GET_ACC * (size_t)kRegion + t.pos[j]] += v;
+    for (int c = 0; c < C_N; ++c) {
+        long* region = want + (size_t)c * kNRegions * kRegion;
+        for (size_t j = 0; j < t[c].n; ++j) {
+            const long v = src_init(o[c].pos[j], left, round);
+            region[R_PUT * (size_t)kRegion + t[c].pos[j]] = v;
+            region[R_ACC * (size_t)kRegion + t[c].pos[j]] += v;
+            region[R_GET_ACC * (size_t)kRegion + t[c].pos[j]] += v;
+        }
     }
     rt_local_begin(w);
-    for (size_t i = 0; i < total; ++i)
+    for (size_t i = 0; i < total; ++i) {
+        const int c = (int)(i / kRegion / kNRegions), r = (int)(i / kRegion % kNRegions);
         MT_CHECK(win[i] == want[i],
-                 "%s window, %s, %s -> %s, %zu longs: target region %zu element %zu is %ld, "
-                 "want %ld",
-                 rt_flavour_names[w->flavour], rt_mode_names[m], o.name, t.name, o.n, i / kRegion,
-                 i % kRegion, win[i], want[i]);
+                 "%s window, %s, %s: %s -> %s, %zu longs: target element %zu is %ld, want %ld",
+                 rt_flavour_names[w->flavour], rt_mode_names[m], kOpNames[r], o[c].name, t[c].name,
+                 o[c].n, i % kRegion, win[i], want[i]);
+    }
     rt_local_end(w);
     MT_CHECK(rt_guards_intact(w), "%s window: guard memory written", rt_flavour_names[w->flavour]);
 
     /* Origin side: fetched values at the typed positions, holes untouched. */
-    for (int pass = 0; pass < 2; ++pass) {
-        long* buf = pass ? got_acc : got;
-        const size_t region = pass ? R_GET_ACC : R_GET;
-        for (size_t i = 0; i < o.span; ++i)
-            want[i] = kSentinel;
-        for (size_t j = 0; j < o.n; ++j)
-            want[o.pos[j]] = win_init(region * kRegion + t.pos[j], right, round);
-        for (size_t i = 0; i < o.span; ++i)
-            MT_CHECK(buf[i] == want[i],
-                     "%s window, %s, %s: %s -> %s, %zu longs: fetched element %zu is %ld, "
-                     "want %ld",
-                     rt_flavour_names[w->flavour], rt_mode_names[m],
-                     pass ? "get_accumulate" : "get", t.name, o.name, o.n, i, buf[i], want[i]);
-    }
+    for (int c = 0; c < C_N; ++c)
+        for (int pass = 0; pass < 2; ++pass) {
+            long* buf = pass ? got_acc[c] : got[c];
+            const size_t region = (size_t)c * kNRegions + (pass ? R_GET_ACC : R_GET);
+            for (size_t i = 0; i < o[c].span; ++i)
+                want[i] = kSentinel;
+            for (size_t j = 0; j < o[c].n; ++j)
+                want[o[c].pos[j]] = win_init(region * kRegion + t[c].pos[j], right, round);
+            for (size_t i = 0; i < o[c].span; ++i)
+                MT_CHECK(buf[i] == want[i],
+                         "%s window, %s, %s: %s -> %s, %zu longs: fetched element %zu is %ld, "
+                         "want %ld",
+                         rt_flavour_names[w->flavour], rt_mode_names[m], kOpNames[pass ? 3 : 2],
+                         t[c].name, o[c].name, o[c].n, i, buf[i], want[i]);
+        }
     free(want);
-    free(src);
-    free(got);
-    free(got_acc);
-    shape_free(&o);
-    shape_free(&t);
+    for (int c = 0; c < C_N; ++c) {
+        free(src[c]);
+        free(got[c]);
+        free(got_acc[c]);
+        shape_free(&o[c]);
+        shape_free(&t[c]);
+    }
 }
 
 int main(int argc, char** argv) {
@@ -219,11 +238,10 @@ int main(int argc, char** argv) {
     unsigned round = 0;
     for (int f = 0; f < RT_NFLAVOURS; ++f) {
         rt_win w;
-        rt_win_open(&w, (rt_flavour)f, kNRegions * (size_t)kRegion * sizeof(long), sizeof(long),
-                    MPI_INFO_NULL, MPI_COMM_WORLD);
-        for (int c = 0; c < C_N; ++c)
-            for (size_t s = 0; s < sizeof kSizes / sizeof kSizes[0]; ++s)
-                round_of(&w, (kind)c, kSizes[s], round++, me, np);
+        rt_win_open(&w, (rt_flavour)f, kWinLongs * sizeof(long), sizeof(long), MPI_INFO_NULL,
+                    MPI_COMM_WORLD);
+        for (size_t s = 0; s < sizeof kSizes / sizeof kSizes[0]; ++s)
+            round_of(&w, kSizes[s], round++, me, np);
         rt_win_close(&w);
     }
     mt_pass("rma_datatypes");

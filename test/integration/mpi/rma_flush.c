@@ -7,7 +7,7 @@
  *   from before the overwrite (flush_local means the source was no longer needed);
  * and the other way round: the target stores into its own window, MPI_Win_sync, sends a
  * message, and the origin's get + flush must return the new values.
- * At 8 bytes and 1 MiB, in every window flavour.
+ * At 8 bytes and 128 KiB (a rendezvous-sized transfer), in every window flavour.
  */
 #include "rmatest.h"
 
@@ -27,8 +27,8 @@ static const char* const kVariantNames[kNVariants] = {"put+flush",
                                                       "put+flush_local+overwrite+flush",
                                                       "local store+sync, remote get+flush"};
 
-static const size_t kSizes[] = {1, 131072};
-enum { kRegion = 131072, kNRegions = kNVariants * 2 };
+static const size_t kSizes[] = {1, 16384};
+enum { kRegion = 16384, kNRegions = kNVariants * 2 };
 
 static long before(size_t i, int r) { return rt_value(i, 10u + (unsigned)r); }
 static long written(size_t i, int r, int v) {
