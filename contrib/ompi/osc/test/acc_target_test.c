@@ -47,7 +47,10 @@ swy_status_t swy_am_send_nb(swy_ep_h ep, uint16_t id, const void* header, size_t
     ++g_replies;
     return SWY_OK;
 }
-void swy_request_free(swy_request_h req) { (void)req; }
+swy_status_t swy_request_free(swy_request_h req) {
+    (void)req;
+    return SWY_OK;
+}
 void swy_am_data_release(swy_worker_h worker, void* data) {
     (void)worker;
     (void)data;
