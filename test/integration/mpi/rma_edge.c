@@ -7,8 +7,14 @@
  *    every kind that carry zero-count operations, and real operations to the ranks that have
  *    memory;
  *  - zero-count operations of every kind at the first and at the last element of non-empty
- *    windows: they succeed and change nothing.
+ *    windows: they succeed and change nothing;
+ *  - an access in the last epoch while the target is already closing the window: rank 0
+ *    reads rank 1's memory after rank 1 said it went into rt_win_close, whose detach (dynamic
+ *    windows) must wait until every rank is done (the data must still arrive, not a stale-key
+ *    error).
  */
+#include <unistd.h>
+
 #include "rmatest.h"
 
 enum { kNRegions = 3, kGuardLongs = 32 };
@@ -243,6 +249,39 @@ static void zero_count_full(rt_flavour f, int me, int np) {
     rt_win_close(&w);
 }
 
+/* Rank 0 gets from rank 1 once rank 1 is on its way into rt_win_close (the other ranks just
+ * close). rt_win_close must keep the memory attached until rank 0 is done with it. */
+static void access_until_close(rt_flavour f, int me, int np) {
+    enum { kLongs = 1024 };
+    rt_win w;
+    rt_win_open(&w, f, kLongs * sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD);
+    long* mine = (long*)w.base;
+    rt_local_begin(&w);
+    for (size_t i = 0; i < kLongs; ++i)
+        mine[i] = rt_value(i, 500u + (unsigned)me);
+    rt_local_end(&w);
+    MT_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    int token = 0;
+    if (me == 1) {
+        MT_MPI(MPI_Send(&token, 1, MPI_INT, 0, 77, MPI_COMM_WORLD));
+    } else if (me == 0 && np > 1) {
+        long got[kLongs];
+        MT_MPI(MPI_Win_lock_all(0, w.win));
+        MT_MPI(MPI_Recv(&token, 1, MPI_INT, 1, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        /* Time for rank 1 to run into rt_win_close (no timing is asserted: with a correct
+         * rt_win_close the result is the same however long this takes). */
+        usleep(50000);
+        MT_MPI(MPI_Get(got, kLongs, MPI_LONG, 1, rt_disp(&w, 1, 0), kLongs, MPI_LONG, w.win));
+        MT_MPI(MPI_Win_flush(1, w.win));
+        MT_MPI(MPI_Win_unlock_all(w.win));
+        for (size_t i = 0; i < kLongs; ++i)
+            MT_CHECK(got[i] == rt_value(i, 501u),
+                     "%s window, get while closing: element %zu is %ld, want %ld",
+                     rt_flavour_names[f], i, got[i], rt_value(i, 501u));
+    }
+    rt_win_close(&w);
+}
+
 int main(int argc, char** argv) {
     MPI_Init(&argc, &argv);
     const int me = mt_rank(), np = mt_size();
@@ -251,6 +290,7 @@ int main(int argc, char** argv) {
         zero_size((rt_flavour)f, 1, me, np);
         zero_size((rt_flavour)f, 0, me, np);
         zero_count_full((rt_flavour)f, me, np);
+        access_until_close((rt_flavour)f, me, np);
     }
     mt_pass("rma_edge");
     MPI_Finalize();

@@ -41,6 +41,7 @@ typedef struct {
     char* region;     /* create/dynamic: what was malloc'd, guard + memory + guard */
     MPI_Aint* remote; /* dynamic: every rank's attached address; else NULL */
     int unified;      /* MPI_WIN_MODEL is MPI_WIN_UNIFIED */
+    MPI_Comm comm;    /* what the window was opened over (rt_win_close synchronises on it) */
 } rt_win;
 
 /* Opens a window of `bytes` bytes on this rank (ranks may differ) in `flavour` over `comm`.
@@ -52,6 +53,7 @@ static inline void rt_win_open(rt_win* w, rt_flavour flavour, size_t bytes, int 
     w->flavour = flavour;
     w->bytes = bytes;
     w->disp_unit = flavour == RT_DYNAMIC ? 1 : disp_unit;
+    w->comm = comm;
     if (flavour == RT_CREATE || flavour == RT_DYNAMIC) {
         w->region = (char*)mt_malloc(bytes + 2 * RT_GUARD);
         memset(w->region, RT_GUARD_BYTE, bytes + 2 * RT_GUARD);
@@ -109,10 +111,18 @@ static inline int rt_guards_intact(const rt_win* w) {
 
 /* Frees the window; fails the job if anything wrote around it. Collective. */
 static inline void rt_win_close(rt_win* w) {
+    /* MPI_Win_free synchronises, but MPI_Win_detach does not: a rank that detached while its
+     * neighbour still had a get to issue in its last epoch would pull the memory from under
+     * it (osc swy then rightly refuses the stale key with MPI_ERR_RMA_RANGE). Every rank is
+     * done with the window once all have reached this barrier. */
+    if (w->flavour == RT_DYNAMIC) {
+        MT_MPI(MPI_Barrier(w->comm)); /* on every rank: ranks without memory too */
+        if (w->bytes) MT_MPI(MPI_Win_detach(w->win, w->base));
+    }
+    MT_MPI(MPI_Win_free(&w->win));
+    /* After MPI_Win_free, which completes every rank's operations: a late stray write is seen. */
     MT_CHECK(rt_guards_intact(w), "%s window: guard memory around the window was written",
              rt_flavour_names[w->flavour]);
-    if (w->flavour == RT_DYNAMIC && w->bytes) MT_MPI(MPI_Win_detach(w->win, w->base));
-    MT_MPI(MPI_Win_free(&w->win));
     free(w->region);
     free(w->remote);
     memset(w, 0, sizeof *w);
