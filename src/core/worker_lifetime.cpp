@@ -10,6 +10,17 @@
 #include "common/log.h"
 #include "core/worker.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define SWY_LSAN_ROOTS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SWY_LSAN_ROOTS 1
+#endif
+#endif
+#ifdef SWY_LSAN_ROOTS
+#include <sanitizer/lsan_interface.h>
+#endif
+
 namespace swy::core {
 
 using common::log_printf;
@@ -19,6 +30,23 @@ namespace {
 size_t mapped_size(size_t size) {
     const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     return (size + page - 1) / page * page;
+}
+
+// LeakSanitizer scans the heap, stacks and globals for pointers, not anonymous mappings: a
+// worker in its own pages would make everything it owns look leaked (a worker alive at exit,
+// or one a test keeps in a static). Its pages are a root region while it lives.
+void lsan_track(void* p, size_t size, bool alive) {
+#ifdef SWY_LSAN_ROOTS
+    if (alive) {
+        __lsan_register_root_region(p, size);
+    } else {
+        __lsan_unregister_root_region(p, size);
+    }
+#else
+    (void)p;
+    (void)size;
+    (void)alive;
+#endif
 }
 }  // namespace
 
@@ -36,6 +64,7 @@ void* Worker::operator new(size_t size, const std::nothrow_t&) noexcept {
                    "of this worker will not be detected",
                    std::strerror(errno));
     }
+    lsan_track(p, mapped_size(size), true);
     return p;
 }
 
@@ -46,13 +75,16 @@ void* Worker::operator new(size_t size) {
 }
 
 void Worker::operator delete(void* p, size_t size) noexcept {
-    if (p != nullptr) munmap(p, mapped_size(size));
+    if (p == nullptr) return;
+    lsan_track(p, mapped_size(size), false);
+    munmap(p, mapped_size(size));
 }
 
 void Worker::abandon(Worker* w) {
     // Only this process's copy of the pages goes: no destructor (it would close the parent's
     // endpoints and release its shared-memory senders). What the copy pointed to stays
     // allocated in this process, as after any fork().
+    lsan_track(w, mapped_size(sizeof(Worker)), false);
     munmap(w, mapped_size(sizeof(Worker)));
 }
 

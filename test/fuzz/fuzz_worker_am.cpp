@@ -255,7 +255,10 @@ int swy::fuzz::fuzz_worker_am(const uint8_t* data, size_t size) {
         exact.check_and_release(worker);
         any.check_and_release(worker);
         am.check_and_release();
+        // Inside the scope: a request freed before it completed still gets its callback,
+        // at the latest when the worker is destroyed (switchyard.h), and its Completion
+        // must still be there then.
+        swy_worker_destroy(worker);
     }
-    swy_worker_destroy(worker);
     return 0;
 }
