@@ -66,7 +66,7 @@ swy_status_t refuse_worker(const char* function, const core::Worker* w) {
 }
 
 unsigned progress_refused(core::Worker* w) {
-    if (w->first_refusal()) (void)inherited("swy_worker_progress", "worker");
+    if (core::Worker::first_refusal(w)) (void)inherited("swy_worker_progress", "worker");
     return 0;
 }
 

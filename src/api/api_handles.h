@@ -33,7 +33,7 @@ inline swy_status_t resolve(const char* function, swy_request_h h, core::Request
     const auto bits = reinterpret_cast<uintptr_t>(h);
     core::Request* r = core::handle::address<core::Request>(bits);
     if (__builtin_expect(r == nullptr || r->handle_generation != core::handle::generation(bits) ||
-                             !r->worker->usable(),
+                             !core::Worker::usable(r->worker),
                          0)) {
         return refuse_request(function, h);
     }
@@ -44,7 +44,7 @@ inline swy_status_t resolve(const char* function, swy_request_h h, core::Request
 /// The endpoint @p h names, if it is not closed: SWY_OK and *out, else a refusal.
 inline swy_status_t resolve(const char* function, swy_ep_h h, core::Endpoint** out) {
     core::Endpoint* e = core::SlotArena<core::Endpoint>::resolve(reinterpret_cast<uintptr_t>(h));
-    if (__builtin_expect(e == nullptr || !e->worker()->usable(), 0)) {
+    if (__builtin_expect(e == nullptr || !core::Worker::usable(e->worker()), 0)) {
         return refuse_endpoint(function, h);
     }
     *out = e;
@@ -54,7 +54,8 @@ inline swy_status_t resolve(const char* function, swy_ep_h h, core::Endpoint** o
 /// The worker @p h names, if this process may use it: SWY_OK and *out, else a refusal.
 inline swy_status_t resolve(const char* function, swy_worker_h h, core::Worker** out) {
     auto* w = reinterpret_cast<core::Worker*>(h);
-    if (__builtin_expect(w == nullptr || !w->usable(), 0)) return refuse_worker(function, w);
+    if (__builtin_expect(w == nullptr || !core::Worker::usable(w), 0))
+        return refuse_worker(function, w);
     *out = w;
     return SWY_OK;
 }

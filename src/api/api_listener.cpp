@@ -158,7 +158,8 @@ void swy_listener_destroy(swy_listener_h listener) {
     if (listener == nullptr) return;
     core::Listener* l = listener_of(listener);
     core::ConnManager* m = l->manager;
-    if (!m->worker()->usable()) {  // a fork()ed child's copy: its socket is the parent's too
+    if (!core::Worker::usable(
+            m->worker())) {  // a fork()ed child's copy: its socket is the parent's too
         (void)api::refuse_worker(__func__, m->worker());
         return;
     }

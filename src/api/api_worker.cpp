@@ -66,7 +66,7 @@ swy_status_t swy_worker_create(swy_context_h context, const swy_worker_params_t*
 
 void swy_worker_destroy(swy_worker_h worker) {
     core::Worker* w = api::worker_of(worker);
-    if (w != nullptr && !w->usable()) {
+    if (w != nullptr && !core::Worker::usable(w)) {
         // A fork()ed child's copy: let go of it without touching the parent's lanes.
         common::log_printf(common::LogLevel::kInfo,
                            "swy_worker_destroy: a worker inherited through fork(); this "
@@ -80,7 +80,7 @@ void swy_worker_destroy(swy_worker_h worker) {
 
 unsigned swy_worker_progress(swy_worker_h worker) {
     core::Worker* w = api::worker_of(worker);
-    if (__builtin_expect(!w->usable(), 0)) return api::progress_refused(w);
+    if (__builtin_expect(!core::Worker::usable(w), 0)) return api::progress_refused(w);
     WorkerGuard guard(w);
     return w->progress();
 }

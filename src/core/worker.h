@@ -71,18 +71,30 @@ public:
     /// Workers live in memory the kernel hands a fork()ed child as zeros (MADV_WIPEONFORK), so
     /// the child's copy of a worker reads as not usable() and nothing in the child can reach
     /// the parent's rings or connections through it.
+    /// The page header in front of every worker (worker_lifetime.cpp): its live mark, and
+    /// whether an inherited copy's refusal was logged. A multiple of the worker's alignment.
+    static constexpr size_t kLifetimeHeaderBytes = 64;
+    static constexpr uint32_t kLiveMark = 0x53575931;  // "SWY1"; 0 in a fork()ed child
     static void* operator new(size_t size);
     static void* operator new(size_t size, const std::nothrow_t&) noexcept;
     static void operator delete(void* p, size_t size) noexcept;
-    /// False in a process that inherited this worker through fork() (and only there): every
-    /// call refuses it. One load: the API layer checks it on every call that reaches the worker.
-    bool usable() const { return live_ == kLiveMark; }
+    /// False in a process that inherited @p w through fork() (and only there): every call
+    /// refuses it. One load: the API layer checks it on every call that reaches the worker.
+    /// The mark sits in the page header in front of the object, not in a member: in the
+    /// child the object's own bytes, its vtable pointer included, are zeros, and a member
+    /// call on it would already be undefined (UBSan's vptr check says so).
+    static bool usable(const Worker* w) noexcept {
+        uint32_t mark;
+        std::memcpy(&mark, reinterpret_cast<const unsigned char*>(w) - kLifetimeHeaderBytes,
+                    sizeof mark);
+        return mark == kLiveMark;
+    }
     /// swy_worker_destroy() in a process that inherited @p w: unmaps this process's copy
     /// without running anything the parent's rings or connections would see.
     static void abandon(Worker* w);
     /// In a process that inherited this worker: true the first time only (one log line for a
     /// progress loop). Writes only this process's copy.
-    bool first_refusal() { return !std::exchange(refusal_logged_, true); }
+    static bool first_refusal(Worker* w) noexcept;
     /// True while worker code is on the stack (a callback is running): a blocking wait from
     /// there could never see progress (swy_request_wait refuses it).
     bool in_callback() const { return progress_depth_ != 0; }
@@ -300,7 +312,6 @@ public:
 private:
     // First member: destroyed last, after ~Worker() has destroyed every endpoint in it.
     SlotArena<Endpoint> endpoint_slots_;
-    bool refusal_logged_ = false;
     /// ~Worker(): complete what is still outstanding (kCanceled) and count what the
     /// application never freed.
     void cancel_outstanding();
@@ -345,9 +356,6 @@ private:
     Context* context_;
     uint64_t uid_;
     swy_thread_mode_t thread_mode_;
-    // Next to thread_mode_: a call reads both from one cache line.
-    static constexpr uint32_t kLiveMark = 0x53575931;  // "SWY1"; 0 in a fork()ed child
-    uint32_t live_ = kLiveMark;
     std::recursive_mutex lock_;
     std::vector<std::unique_ptr<tl::Interface>> ifaces_;  // index: AmSource::iface
     /// An open interface with the registry entry that opened it.

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <new>
+#include <utility>
 
 #include "common/log.h"
 #include "core/worker.h"
@@ -50,22 +51,41 @@ void lsan_track(void* p, size_t size, bool alive) {
 }
 }  // namespace
 
+namespace {
+/// The page header in front of a worker. Wiped with the rest in a fork()ed child.
+struct LifetimeHeader {
+    uint32_t live;            ///< Worker::kLiveMark while the worker exists in this process
+    uint32_t refusal_logged;  ///< an inherited copy's refusal was logged once
+};
+static_assert(sizeof(LifetimeHeader) <= Worker::kLifetimeHeaderBytes);
+
+LifetimeHeader* header_of(const Worker* w) {
+    return reinterpret_cast<LifetimeHeader*>(
+        const_cast<unsigned char*>(reinterpret_cast<const unsigned char*>(w)) -
+        Worker::kLifetimeHeaderBytes);
+}
+}  // namespace
+
+static_assert(Worker::kLifetimeHeaderBytes % alignof(Worker) == 0);
+
 void* Worker::operator new(size_t size, const std::nothrow_t&) noexcept {
-    // Its own pages, wiped in a fork()ed child: there the worker reads as zeros, so live_ is
-    // not kLiveMark and every call refuses it before touching a lane. (A child that kept a
-    // copy could otherwise drain the parent's rings or write on its connections.)
-    void* p = mmap(nullptr, mapped_size(size), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
+    // Its own pages, wiped in a fork()ed child: there the header's live mark reads 0 and
+    // every call refuses the worker before touching a lane. (A child that kept a copy could
+    // otherwise drain the parent's rings or write on its connections.)
+    const size_t total = mapped_size(size + kLifetimeHeaderBytes);
+    void* p = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return nullptr;
-    if (madvise(p, mapped_size(size), MADV_WIPEONFORK) != 0) {
+    if (madvise(p, total, MADV_WIPEONFORK) != 0) {
         // Linux < 4.14: no fork detection; the worker works as before.
         log_printf(LogLevel::kDebug,
                    "madvise(MADV_WIPEONFORK): %s; a fork()ed child's copy "
                    "of this worker will not be detected",
                    std::strerror(errno));
     }
-    lsan_track(p, mapped_size(size), true);
-    return p;
+    lsan_track(p, total, true);
+    auto* header = static_cast<LifetimeHeader*>(p);
+    header->live = kLiveMark;
+    return static_cast<unsigned char*>(p) + kLifetimeHeaderBytes;
 }
 
 void* Worker::operator new(size_t size) {
@@ -76,16 +96,25 @@ void* Worker::operator new(size_t size) {
 
 void Worker::operator delete(void* p, size_t size) noexcept {
     if (p == nullptr) return;
-    lsan_track(p, mapped_size(size), false);
-    munmap(p, mapped_size(size));
+    void* base = static_cast<unsigned char*>(p) - kLifetimeHeaderBytes;
+    const size_t total = mapped_size(size + kLifetimeHeaderBytes);
+    lsan_track(base, total, false);
+    munmap(base, total);
+}
+
+bool Worker::first_refusal(Worker* w) noexcept {
+    LifetimeHeader* h = header_of(w);
+    return std::exchange(h->refusal_logged, 1u) == 0;
 }
 
 void Worker::abandon(Worker* w) {
     // Only this process's copy of the pages goes: no destructor (it would close the parent's
     // endpoints and release its shared-memory senders). What the copy pointed to stays
     // allocated in this process, as after any fork().
-    lsan_track(w, mapped_size(sizeof(Worker)), false);
-    munmap(w, mapped_size(sizeof(Worker)));
+    void* base = header_of(w);
+    const size_t total = mapped_size(sizeof(Worker) + kLifetimeHeaderBytes);
+    lsan_track(base, total, false);
+    munmap(base, total);
 }
 
 void Worker::cancel_outstanding() {

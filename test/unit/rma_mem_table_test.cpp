@@ -147,16 +147,23 @@ TEST_F(RmaMemTable, MapRefusesBadParameters) {
 
 TEST_F(RmaMemTable, FixedAllocatesAtTheAddressOrRefusesATakenOne) {
     const size_t len = 3 * page_size();
-    // A free range: reserve it, then give it back.
-    void* hole = mmap(nullptr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    ASSERT_NE(hole, MAP_FAILED);
-    ASSERT_EQ(munmap(hole, len), 0);
     swy_mem_map_params_t p = allocate(len);
     p.field_mask |= SWY_MEM_MAP_FIELD_ADDRESS;
     p.flags |= SWY_MEM_MAP_FIXED;
-    p.address = hole;
     swy_mem_h m = nullptr;
-    ASSERT_EQ(swy_mem_map(ctx_, &p, &m), SWY_OK);
+    void* hole = nullptr;
+    swy_status_t st = SWY_ERR_NO_RESOURCE;
+    // A free range: reserve it, then give it back. A mapping of the library's own (its memfd
+    // header) or of the sanitizer's runtime may land in that just-freed range before the
+    // call: then it really is taken, and another range is tried.
+    for (int attempt = 0; attempt < 10 && st == SWY_ERR_NO_RESOURCE; ++attempt) {
+        hole = mmap(nullptr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        ASSERT_NE(hole, MAP_FAILED);
+        ASSERT_EQ(munmap(hole, len), 0);
+        p.address = hole;
+        st = swy_mem_map(ctx_, &p, &m);
+    }
+    ASSERT_EQ(st, SWY_OK);
     swy_mem_attr_t a{};
     a.field_mask = SWY_MEM_ATTR_FIELD_ADDRESS;
     ASSERT_EQ(swy_mem_query(m, &a), SWY_OK);
