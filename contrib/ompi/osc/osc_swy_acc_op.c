@@ -235,21 +235,26 @@ swy_status_t ompi_osc_swy_acc_handle_reply(ompi_osc_swy_module_t* module, int so
     pull->module = module;
     pull->op_id = reply.op_id;
     pull->length = length;
+    ompi_osc_swy_acc_pull(module->worker, data, pull_into, length, reply_pulled, pull);
+    return SWY_OK;
+}
+
+void ompi_osc_swy_acc_pull(swy_worker_h worker, void* desc, void* buffer, size_t length,
+                           swy_recv_cb_t done, void* arg) {
     swy_tag_recv_info_t info;
     memset(&info, 0, sizeof(info));
     swy_request_params_t params;
     memset(&params, 0, sizeof(params));
     params.field_mask = SWY_REQ_PARAM_FIELD_CALLBACK | SWY_REQ_PARAM_FIELD_USER_DATA |
                         SWY_REQ_PARAM_FIELD_RECV_INFO;
-    params.recv_cb = reply_pulled;
-    params.user_data = pull;
+    params.recv_cb = done;
+    params.user_data = arg;
     params.recv_info = &info;
     swy_request_h sreq = NULL;
-    swy_status_t st = swy_am_recv_data_nb(module->worker, data, pull_into, length, &params, &sreq);
+    const swy_status_t st = swy_am_recv_data_nb(worker, desc, buffer, length, &params, &sreq);
     if (SWY_INPROGRESS == st) {
-        swy_request_free(sreq);
-    } else {
-        reply_pulled(NULL, st, &info, pull);
+        swy_request_free(sreq); /* done runs on completion */
+        return;
     }
-    return SWY_OK;
+    done(NULL, st, &info, arg);
 }

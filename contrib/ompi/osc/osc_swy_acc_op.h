@@ -37,4 +37,10 @@ void ompi_osc_swy_acc_op_put(ompi_osc_swy_module_t* module, ompi_osc_swy_acc_op_
 /** Keep the first error: store @p error in *@p slot if that holds MPI_SUCCESS. */
 void ompi_osc_swy_acc_record_error(int* slot, int error);
 
+/** Pull a rendezvous active message's data (@p desc) into @p buffer: @p done(arg) runs once,
+ *  from progress when the pull goes on, or from here when it ends at once (either way with
+ *  the pull's status and receive info). */
+void ompi_osc_swy_acc_pull(swy_worker_h worker, void* desc, void* buffer, size_t length,
+                           swy_recv_cb_t done, void* arg);
+
 #endif /* OSC_SWY_ACC_OP_H */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "osc_swy_acc_apply.h"
+#include "osc_swy_acc_op.h"
 #include "osc_swy_acc_wire.h"
 #include "osc_swy_accumulate.h"
 
@@ -267,23 +268,7 @@ static void pull(ompi_osc_swy_module_t* module, int source, const osc_swy_acc_re
     in->req = *req;
     in->buffer = buffer;
     in->length = length;
-    swy_tag_recv_info_t info;
-    memset(&info, 0, sizeof(info));
-    swy_request_params_t params;
-    memset(&params, 0, sizeof(params));
-    params.field_mask = SWY_REQ_PARAM_FIELD_CALLBACK | SWY_REQ_PARAM_FIELD_USER_DATA |
-                        SWY_REQ_PARAM_FIELD_RECV_INFO;
-    params.recv_cb = rndv_pulled;
-    params.user_data = in;
-    params.recv_info = &info;
-    swy_request_h sreq = NULL;
-    swy_status_t st =
-        swy_am_recv_data_nb(module->worker, descriptor, buffer, length, &params, &sreq);
-    if (SWY_INPROGRESS == st) {
-        swy_request_free(sreq); /* rndv_pulled runs on completion */
-        return;
-    }
-    rndv_pulled(NULL, st, &info, in);
+    ompi_osc_swy_acc_pull(module->worker, descriptor, buffer, length, rndv_pulled, in);
 }
 
 /* ---- entry -------------------------------------------------------------------------------- */
