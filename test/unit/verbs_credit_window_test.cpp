@@ -69,3 +69,19 @@ TEST(VerbsCreditReturn, CountsUnreportedUntilReported) {
     r.consumed();
     EXPECT_EQ(r.unreported(), 1);
 }
+
+TEST(VerbsCreditWindow, GrowsOnlyUpwardAndWithinFifteenBits) {
+    CreditWindow w(2);
+    EXPECT_TRUE(w.take());
+    EXPECT_TRUE(w.take());
+    EXPECT_FALSE(w.take());
+    EXPECT_FALSE(w.grow(2)) << "same capacity";
+    EXPECT_FALSE(w.grow(1)) << "a stale, smaller grant";
+    EXPECT_FALSE(w.grow(0x8000)) << "beyond what a receive queue can hold";
+    EXPECT_EQ(w.capacity(), 2);
+    EXPECT_TRUE(w.grow(4));
+    EXPECT_EQ(w.available(), 2);
+    EXPECT_TRUE(w.take());
+    EXPECT_TRUE(w.take());
+    EXPECT_FALSE(w.take());
+}

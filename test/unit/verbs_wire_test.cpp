@@ -44,6 +44,8 @@ TEST(VerbsHandshake, RejectsEachBrokenField) {
         {"credits zero", [](CmMessage* m) { m->rx_credits = 0; }},
         {"credits too many", [](CmMessage* m) { m->rx_credits = 0x8000; }},
         {"buffer size", [](CmMessage* m) { m->max_message = 16; }},
+        {"join qpn 25 bits", [](CmMessage* m) { m->join_qpn = 0x1000000, m->join_peer_qpn = 1; }},
+        {"join without its peer", [](CmMessage* m) { m->join_qpn = 5; }},
     };
     for (const Case& c : cases) {
         CmMessage m = valid(CmType::kRequest);
@@ -60,12 +62,20 @@ TEST(VerbsImmediate, RoundTripsIdAndCredits) {
 }
 
 TEST(VerbsHandshake, CarriesANonceAndAProofAfterTheSignedFields) {
-    // Version 2: the proof covers every connection field and nothing after them.
-    EXPECT_EQ(kCmVersion, 2);
-    EXPECT_EQ(sizeof(CmMessage), 112u);
+    // Version 3: the proof covers every connection field (join fields included) and nothing
+    // after them.
+    EXPECT_EQ(kCmVersion, 3);
+    EXPECT_EQ(sizeof(CmMessage), 120u);
     EXPECT_EQ(offsetof(CmMessage, nonce), kCmSignedBytes);
     EXPECT_EQ(offsetof(CmMessage, proof), kCmSignedBytes + 16);
     CmMessage old = valid(CmType::kRequest);
     old.version = 1;
     EXPECT_NE(validate(old, CmType::kRequest), nullptr) << "a version-1 handshake is refused";
+}
+
+TEST(VerbsCreditWord, CarriesTheFreedCountAndTheGrant) {
+    const uint64_t w = encode_credit_word(0xFFFE, 64);
+    EXPECT_EQ(credit_word_freed(w), 0xFFFE);
+    EXPECT_EQ(credit_word_credits(w), 64);
+    EXPECT_EQ(credit_word_credits(encode_credit_word(3, 0)), 0) << "an old-style word grants nothing";
 }

@@ -4,7 +4,8 @@
 // construction). The receiver reports a cumulative 16-bit count of our messages it consumed
 // and re-posted, both in the immediate of its own SENDs and by an RDMA WRITE into a word we
 // own; the two paths may deliver an older count after a newer one, so a report is taken only
-// if it moves the count forward within what we actually sent.
+// if it moves the count forward within what we actually sent. The receiver may lend more
+// buffers later (grow(), from the credit word): capacities only grow.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,13 @@ public:
     bool take() {
         if (in_flight() >= capacity_) return false;
         ++sent_;
+        return true;
+    }
+    /// The receiver lends more buffers: raise the capacity to @p capacity (at most 32767;
+    /// smaller or equal values, stale or hostile, change nothing). @return true if it grew.
+    bool grow(uint16_t capacity) {
+        if (capacity <= capacity_ || capacity > 0x7FFF) return false;
+        capacity_ = capacity;
         return true;
     }
     /// Apply a cumulative report; stale or impossible reports are ignored. @return true if

@@ -34,6 +34,8 @@ Status connect(Interface* /*verbs*/, uint64_t /*remote_uid*/, const uint8_t* /*s
 
 bool reg_cache_report(const Interface* /*iface*/, RegCacheReport* /*out*/) { return false; }
 
+bool scale_report(const Interface* /*iface*/, ScaleReport* /*out*/) { return false; }
+
 std::unique_ptr<PageIdentity> rcache_page_identity(const VerbsConfig& /*config*/,
                                                    std::string* why) {
     *why = "built without libibverbs";

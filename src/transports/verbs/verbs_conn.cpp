@@ -136,10 +136,15 @@ VerbsInterface::Connection* VerbsInterface::by_qpn(uint32_t qpn) const {
 }
 
 Status VerbsInterface::create_qp(Connection* c, std::string* why) {
+    if (!c->in_group) {
+        Status s = join_group(c, why);
+        if (s != Status::kOk) return s;
+    }
+    const Group& g = groups_[c->group];
     ibv_qp_init_attr qa{};
-    qa.send_cq = cq_;
-    qa.recv_cq = cq_;
-    qa.srq = srq_;
+    qa.send_cq = g.cq;
+    qa.recv_cq = g.cq;
+    qa.srq = g.srq;
     qa.qp_type = IBV_QPT_RC;
     qa.cap.max_send_wr = config_.sq_depth;
     qa.cap.max_send_sge = 2;
@@ -160,18 +165,6 @@ Status VerbsInterface::create_qp(Connection* c, std::string* why) {
         return Status::kIoError;
     }
     qpn_to_conn_[c->qp->qp_num] = c->index;
-    return Status::kOk;
-}
-
-Status VerbsInterface::grant_receives(Connection* c, std::string* why) {
-    // One buffer more than the credits: the goodbye's (verbs_connection.h).
-    const uint32_t need = config_.rx_credits + 1;
-    if (rx_posted_ < rx_granted_ + need) {
-        Status s = grow_receive_pool(rx_granted_ + need - rx_posted_, why);
-        if (s != Status::kOk) return s;
-    }
-    rx_granted_ += need;
-    c->granted = need;
     return Status::kOk;
 }
 
@@ -213,6 +206,9 @@ Status VerbsInterface::qp_to_rts(Connection* c, const CmMessage& peer, std::stri
         return Status::kIoError;
     }
     c->window = CreditWindow(static_cast<uint16_t>(peer.rx_credits));
+    c->peer_qpn = peer.qpn;
+    std::memcpy(c->peer_gid, peer.gid, sizeof(c->peer_gid));
+    c->peer_max_message = peer.max_message;
     c->remote_credit_addr = peer.credit_addr;
     c->remote_credit_rkey = peer.credit_rkey;
     return Status::kOk;
@@ -230,7 +226,7 @@ CmMessage VerbsInterface::local_half(const Connection* c, CmType type) const {
     m.psn = c->psn;
     std::memcpy(m.gid, dev_.gid.data(), 16);
     m.lid = dev_.port_attr.lid;
-    m.rx_credits = config_.rx_credits;
+    m.rx_credits = c->credits;
     m.credit_addr = reinterpret_cast<uint64_t>(&credit_words_[c->index]);
     m.credit_rkey = credit_mr_->rkey;
     m.max_message = static_cast<uint32_t>(config_.seg_size);
@@ -269,7 +265,7 @@ Status VerbsInterface::connect_lane(uint64_t remote_uid, const uint8_t* section,
         return s;
     };
     Status s = create_qp(c, why);
-    if (s == Status::kOk) s = grant_receives(c, why);
+    if (s == Status::kOk) s = grant_receives(c, initial_credits(), why);
     std::string pio_window;
     if (s == Status::kOk) s = take_dm_slot(c, want_pio, pio_first, &pio_window);
     if (s != Status::kOk) return abandon(s);
@@ -291,6 +287,16 @@ Status VerbsInterface::connect_lane(uint64_t remote_uid, const uint8_t* section,
         return abandon(Status::kIoError);
     }
     std::memcpy(request.nonce, c->cm_nonce, sizeof(request.nonce));
+    // The peer already connected to us: ask it to share that connection instead (its answer
+    // comes from its listener, so it is the peer itself that confirms the QP is its own).
+    if (Connection* shared = join_candidate(remote_uid, peer.gid)) {
+        request.join_qpn = shared->peer_qpn;
+        request.join_peer_qpn = shared->qp->qp_num;
+        shared->join_pending = true;
+        c->joining = true;
+        c->join_index = shared->index;
+        c->join_generation = shared->generation;
+    }
     if (!config_.auth_key.empty()) {
         sign(config_.auth_key, kRequestLabel, c->cm_nonce, kZeroNonce, &request);
     }
@@ -313,8 +319,82 @@ Endpoint* VerbsInterface::reply_endpoint(uint16_t sender) {
     if (sender >= conns_.size() || !conns_[sender]) return nullptr;
     Connection* c = conns_[sender].get();
     if (c->state != State::kReady) return nullptr;
-    if (c->owner_ep != nullptr) return c->owner_ep;
+    if (c->owner_ep != nullptr && !c->owner_ep->disconnected_) return c->owner_ep;
+    if (!c->reply_ep) {
+        // Our endpoint on it went away while the peer's still holds it: answers go on a
+        // borrowed lane.
+        const LaneAttr attr =
+            lane_attr(c, c->peer_max_message, c->window.capacity(),
+                      "inline only: a reply lane (device-memory slots go to endpoints this worker "
+                      "creates)");
+        c->reply_ep = std::make_unique<VerbsEndpoint>(this, c->index, c->generation, c->peer_uid,
+                                                      false, attr);
+    }
     return c->reply_ep.get();
+}
+
+VerbsInterface::Connection* VerbsInterface::join_candidate(uint64_t remote_uid,
+                                                           const uint8_t* gid) const {
+    // A connection the peer made to us, that it still holds and we hold no endpoint on.
+    for (const auto& c : conns_) {
+        if (c && c->accepted && c->state == State::kReady && c->remote_owner &&
+            c->owner_ep == nullptr && !c->bye_sent && !c->join_pending && c->qp != nullptr &&
+            c->peer_uid == remote_uid && std::memcmp(c->peer_gid, gid, 16) == 0) {
+            return c.get();
+        }
+    }
+    return nullptr;
+}
+
+bool VerbsInterface::accept_join(Connection* c, const CmMessage& m) {
+    // Our QP join_qpn must be one we connected, still held by our endpoint, talking to the
+    // requester's QP join_peer_qpn on its GID: then the requester really is the peer of that
+    // connection, and its endpoint joins ours (the request came to our listener, so nobody
+    // else can make us answer for a QP that is not ours).
+    Connection* x = by_qpn(m.join_qpn);
+    if (x == nullptr || x->accepted || x->state != State::kReady || x->bye_sent || x->closing ||
+        x->remote_owner || x->peer_qpn != m.join_peer_qpn || x->peer_uid != m.uid ||
+        std::memcmp(x->peer_gid, m.gid, 16) != 0) {
+        return false;
+    }
+    CmMessage reply = local_half(x, CmType::kReply);
+    reply.join_qpn = m.join_qpn;
+    reply.join_peer_qpn = m.join_peer_qpn;
+    if (common::auth_nonce(reply.nonce) != Status::kOk) return false;
+    if (!config_.auth_key.empty()) sign(config_.auth_key, kReplyLabel, m.nonce, reply.nonce, &reply);
+    std::string error;
+    if (common::write_all(c->cm_fd.get(), &reply, sizeof(reply), after_ms(1000), &error) !=
+        Status::kOk) {
+        log_printf(LogLevel::kWarn, "verbs: cannot answer a join: %s", error.c_str());
+        return true;  // the requester sees the socket close; nothing was shared
+    }
+    x->remote_owner = true;
+    return true;
+}
+
+void VerbsInterface::finish_join(Connection* c, const CmMessage& m) {
+    // The peer agreed: our endpoint moves onto the connection it made to us, and the QP we
+    // made for the request goes.
+    Connection* shared = lookup(c->join_index, c->join_generation);
+    c->joining = false;
+    if (shared != nullptr) shared->join_pending = false;
+    if (shared == nullptr || shared->state != State::kReady || shared->owner_ep != nullptr ||
+        shared->bye_sent || shared->peer_qpn != m.join_qpn || shared->qp == nullptr ||
+        shared->qp->qp_num != m.join_peer_qpn || c->owner_ep == nullptr) {
+        if (shared != nullptr && shared->bye_received && shared->owner_ep == nullptr) {
+            close_connection(shared);  // released by the peer while we waited
+        }
+        fail(c, Status::kConnectionReset, "the connection it joined is gone");
+        return;
+    }
+    VerbsEndpoint* ep = c->owner_ep;
+    c->owner_ep = nullptr;
+    ep->conn_ = shared->index;
+    ep->generation_ = shared->generation;
+    shared->owner_ep = ep;
+    shared->dm = std::move(c->dm);  // its device-memory slot, if it got one
+    if (shared->bye_received) shared->remote_owner = false;
+    close_connection(c);
 }
 
 uint64_t VerbsInterface::sender_uid(uint16_t sender) const {
@@ -444,10 +524,25 @@ void VerbsInterface::on_cm_readable(Connection* c) {
         why = "verbs: the peer requires a key (SWY_AUTH_KEY) and we have none";
         s = Status::kUnreachable;
     }
+    if (s == Status::kOk && accepting && m.join_qpn != 0 && accept_join(c, m)) {
+        close_connection(c);  // the requester shares the connection we made: no new QP
+        return;
+    }
+    if (s == Status::kOk && !accepting && m.join_qpn != 0) {
+        if (c->joining) {
+            finish_join(c, m);
+            return;
+        }
+        why = "verbs: handshake: the peer joined a connection we never offered";
+        s = Status::kMalformed;
+    }
+    if (s == Status::kOk && !accepting && c->joining) release_join(c);  // a new QP after all
     if (s == Status::kOk && accepting) {
         c->peer_uid = m.uid;
+        c->accepted = true;
+        c->remote_owner = true;
         s = create_qp(c, &why);
-        if (s == Status::kOk) s = grant_receives(c, &why);
+        if (s == Status::kOk) s = grant_receives(c, initial_credits(), &why);
     }
     if (s == Status::kOk) s = qp_to_rts(c, m, &why);
     if (s == Status::kOk && accepting) {
@@ -494,15 +589,17 @@ void VerbsInterface::on_cm_readable(Connection* c) {
 // ------------------------------------------------------------------------------------------
 
 void VerbsInterface::disconnect(Connection* c) {
-    if (c->closing) return;
+    if (c->closing || c->bye_sent) return;
     if (c->state != State::kReady) {
         close_connection(c);
         return;
     }
     // The goodbye goes through the QP, after everything sent so far, into the one receive
     // buffer the peer keeps for it (no credit needed). Signaled: its completion means the peer
-    // has it, and then the connection is closed.
-    c->closing = true;
+    // has it, and then the connection is closed, unless the peer still holds an endpoint on
+    // it: then it stays, as the lane our answers to that endpoint take, until its goodbye.
+    c->bye_sent = true;
+    c->closing = !c->remote_owner;
     ibv_send_wr wr{};
     wr.opcode = IBV_WR_SEND_WITH_IMM;
     wr.imm_data = htonl(encode_imm(kAmBye, c->credit_return.freed()));
@@ -512,6 +609,16 @@ void VerbsInterface::disconnect(Connection* c) {
     }
 }
 
+void VerbsInterface::release_join(Connection* c) {
+    if (!c->joining) return;
+    c->joining = false;
+    Connection* shared = lookup(c->join_index, c->join_generation);
+    if (shared == nullptr) return;
+    shared->join_pending = false;
+    // The peer released it while the join was pending (handle_receive kept it for us).
+    if (shared->bye_received && shared->owner_ep == nullptr) close_connection(shared);
+}
+
 void VerbsInterface::finish_close(Connection* c) {
     if (c->owner_ep != nullptr) c->owner_ep->disconnected_ = true;
     close_connection(c);
@@ -519,6 +626,7 @@ void VerbsInterface::finish_close(Connection* c) {
 
 void VerbsInterface::close_connection(Connection* c) {
     const uint16_t index = c->index;
+    release_join(c);
     if (c->state == State::kConnecting || c->state == State::kAccepting) --handshakes_;
     if (c->cm_fd) epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, c->cm_fd.get(), nullptr);
     if (c->qp != nullptr) {
@@ -529,8 +637,7 @@ void VerbsInterface::close_connection(Connection* c) {
         const WrSlot& slot = c->ring[seq % config_.sq_depth];
         if (slot.bounce >= 0) bounce_free_.push_back(slot.bounce);
     }
-    // The buffers stay posted in the SRQ; a later connection is granted them again.
-    rx_granted_ -= c->granted;
+    leave_group(c);
     for (auto& op : c->ops) {
         std::erase(rdma_backlog_, op.get());
     }
@@ -541,6 +648,7 @@ void VerbsInterface::close_connection(Connection* c) {
 }
 
 void VerbsInterface::fail(Connection* c, Status why, const char* what) {
+    release_join(c);
     if (c->state == State::kConnecting || c->state == State::kAccepting) --handshakes_;
     const bool was_failed = c->state == State::kFailed;
     c->state = State::kFailed;

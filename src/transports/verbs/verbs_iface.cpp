@@ -248,31 +248,13 @@ Status VerbsInterface::setup(std::string* why) {
         return Status::kIoError;
     }
     fcntl(channel_->fd, F_SETFL, fcntl(channel_->fd, F_GETFL) | O_NONBLOCK);
-    max_connections_ = 1024;
+    // Slots are made as connections come (ConnTable); only the credit words are per slot.
+    max_connections_ = 4096;
     conns_ = common::ConnTable<Connection>(max_connections_, kWrGenerationMask);
-    srq_capacity_ = std::min<uint32_t>(static_cast<uint32_t>(std::max(da.max_srq_wr, 1)),
-                                       config_.rx_credits * 64);
-    if (srq_capacity_ < config_.rx_credits) {
-        *why =
-            "verbs: the device's shared receive queue holds fewer than SWY_VERBS_RX_CREDITS "
-            "buffers";
-        return Status::kInvalidParam;
-    }
-    const int cqe =
-        std::min(da.max_cqe, static_cast<int>(srq_capacity_ + 8 * config_.sq_depth + 64));
-    cq_ = ibv_create_cq(ctx, cqe, this, channel_, 0);
-    if (cq_ == nullptr) {
-        *why = std::string("verbs: ibv_create_cq: ") + std::strerror(errno);
-        return Status::kIoError;
-    }
-    ibv_srq_init_attr sa{};
-    sa.attr.max_wr = srq_capacity_;
-    sa.attr.max_sge = 1;
-    srq_ = ibv_create_srq(pd_, &sa);
-    if (srq_ == nullptr) {
-        *why = std::string("verbs: ibv_create_srq: ") + std::strerror(errno);
-        return Status::kIoError;
-    }
+    // The first completion group now: a device whose CQ or SRQ cannot hold one connection is
+    // refused here, not at the first connect.
+    s = create_group(why);
+    if (s != Status::kOk) return s;
     // Send bounce buffers: one registered block.
     const size_t bounce_bytes = config_.seg_size * config_.bounce_buffers;
     bounce_memory_.reset(new (std::nothrow) uint8_t[bounce_bytes]);
@@ -343,46 +325,18 @@ Status VerbsInterface::listen(std::string* why) {
     return Status::kOk;
 }
 
-Status VerbsInterface::grow_receive_pool(uint32_t buffers, std::string* why) {
-    if (rx_posted_ + buffers > srq_capacity_) {
-        *why = "verbs: shared receive queue full (" + std::to_string(srq_capacity_) +
-               " buffers); too many connections";
-        return Status::kNoResource;
-    }
-    RxBlock block;
-    const size_t bytes = config_.seg_size * buffers;
-    block.memory.reset(new (std::nothrow) uint8_t[bytes]);
-    if (!block.memory) return Status::kNoMemory;
-    block.mr = ibv_reg_mr(pd_, block.memory.get(), bytes, IBV_ACCESS_LOCAL_WRITE);
-    if (block.mr == nullptr) {
-        *why = std::string("verbs: registering receive buffers: ") + std::strerror(errno);
-        return Status::kIoError;
-    }
-    rx_blocks_.push_back(std::move(block));
-    const RxBlock& b = rx_blocks_.back();
-    for (uint32_t i = 0; i < buffers; ++i) {
-        Status s = post_receive(b.memory.get() + i * config_.seg_size);
-        if (s != Status::kOk) {
-            *why = "verbs: ibv_post_srq_recv failed";
-            return s;
-        }
-        ++rx_posted_;
-    }
-    return Status::kOk;
-}
-
 VerbsInterface::~VerbsInterface() {
     // Goodbyes still in flight (endpoints closed just before the worker went away): give them
     // a moment to complete, so the peers see an orderly close rather than a failure.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
     auto closing = [this] {
         for (const auto& c : conns_) {
-            if (c && c->closing) return true;
+            if (c && c->bye_sent && c->sq_used() != 0 && c->state == State::kReady) return true;
         }
         return false;
     };
     quiet_ = true;  // the worker is going away: nothing is delivered to it any more
-    while (cq_ != nullptr && closing() && std::chrono::steady_clock::now() < deadline)
+    while (closing() && std::chrono::steady_clock::now() < deadline)
         drain_cq();
     for (auto& c : conns_) {
         if (!c) continue;
@@ -392,8 +346,10 @@ VerbsInterface::~VerbsInterface() {
     }
     conns_.clear();  // gives their device-memory slots back: the pool goes after them
     dm_pool_.reset();
-    if (srq_ != nullptr) ibv_destroy_srq(srq_);
-    if (cq_ != nullptr) ibv_destroy_cq(cq_);
+    for (Group& g : groups_) {
+        if (g.srq != nullptr) ibv_destroy_srq(g.srq);
+        if (g.cq != nullptr) ibv_destroy_cq(g.cq);
+    }
     if (channel_ != nullptr) ibv_destroy_comp_channel(channel_);
     for (RxBlock& b : rx_blocks_) {
         if (b.mr != nullptr) ibv_dereg_mr(b.mr);
@@ -433,21 +389,27 @@ bool VerbsInterface::arm() {
     if (!stash_.empty() || !to_report_.empty() || !credit_due_.empty() || !rdma_backlog_.empty()) {
         return false;
     }
-    if (ibv_req_notify_cq(cq_, 0) != 0) return false;
-    // A completion that arrived before the request above raises no event: look once more.
-    ibv_wc wc[16];
-    const int n = ibv_poll_cq(cq_, 16, wc);
-    if (n > 0) stash_.insert(stash_.end(), wc, wc + n);
-    return n <= 0;
+    bool idle = true;
+    for (Group& g : groups_) {
+        if (ibv_req_notify_cq(g.cq, 0) != 0) return false;
+        // A completion that arrived before the request above raises no event: look once more.
+        ibv_wc wc[16];
+        const int n = ibv_poll_cq(g.cq, 16, wc);
+        if (n > 0) {
+            stash_.insert(stash_.end(), wc, wc + n);
+            idle = false;
+        }
+    }
+    return idle;
 }
 
 void VerbsInterface::disarm() {
     ibv_cq* cq = nullptr;
     void* ctx = nullptr;
-    unsigned events = 0;
+    // Every event is acknowledged on the CQ it came from (a CQ with unacknowledged events
+    // cannot be destroyed).
     while (ibv_get_cq_event(channel_, &cq, &ctx) == 0)
-        ++events;
-    if (events != 0) ibv_ack_cq_events(cq_, events);
+        ibv_ack_cq_events(cq, 1);
     // Look at the handshake sockets on the next progress call: a blocking wait may have been
     // woken by one of them.
     tick_ = kCmPollEvery - 1;
@@ -459,6 +421,26 @@ size_t VerbsInterface::connection_count() const {
     for (const auto& c : conns_)
         n += c ? 1 : 0;
     return n;
+}
+
+ScaleReport VerbsInterface::scale_report() const {
+    ScaleReport r;
+    for (const auto& c : conns_) {
+        if (!c) continue;
+        ++r.connections;
+        if (c->qp != nullptr) ++r.qps;
+        if (c->remote_owner && c->owner_ep != nullptr && !c->bye_sent) ++r.shared;
+        r.max_credits_lent = std::max(r.max_credits_lent, c->credits);
+    }
+    r.groups = static_cast<uint32_t>(groups_.size());
+    for (const Group& g : groups_) {
+        r.cq_entries += g.cq_entries;
+        r.srq_entries += g.srq_capacity;
+        r.rx_buffers += g.rx_posted;
+        r.rx_granted += g.rx_granted;
+    }
+    r.rx_bytes = r.rx_buffers * config_.seg_size;
+    return r;
 }
 
 // ------------------------------------------------------------------------------------------
@@ -483,6 +465,13 @@ Status connect(Interface* verbs, uint64_t remote_uid, const uint8_t* section, si
     // open() made every verbs interface there is.
     return static_cast<VerbsInterface*>(verbs)->connect_lane(remote_uid, section, length, want_pio,
                                                              pio_first, out, why);
+}
+
+bool scale_report(const Interface* iface, ScaleReport* out) {
+    const auto* v = dynamic_cast<const VerbsInterface*>(iface);
+    if (v == nullptr) return false;
+    *out = v->scale_report();
+    return true;
 }
 
 bool reg_cache_report(const Interface* iface, RegCacheReport* out) {

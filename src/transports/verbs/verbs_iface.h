@@ -1,10 +1,15 @@
 // Verbs transport: RC queue pairs on one RDMA device port (InfiniBand or RoCE, e.g. rxe).
 //
-// Resources, per interface (= per worker): a protection domain, one completion queue for sends
-// and receives with a completion channel (its fd sits in the interface's epoll set, which is
-// the interface's event_fd), a shared receive queue of registered buffers of seg_size bytes, a
-// pool of registered send bounce buffers, and a registered array of credit words. Per
-// connection: one RC QP.
+// Resources, per interface (= per worker): a protection domain, a completion channel (its fd
+// sits in the interface's epoll set, which is the interface's event_fd), a pool of registered
+// send bounce buffers, and a registered array of credit words. Connections come in groups of
+// up to kGroupConnections: each group has one completion queue (sends and receives) and one
+// shared receive queue, sized when the group is made for what its members can have
+// outstanding (every send-queue slot, which a QP error flushes as completions, plus every
+// receive buffer they may be granted): the CQ cannot overflow, however busy the connections,
+// and the number of connections is bounded by memory, not by one queue's size. Receive
+// buffers are registered in blocks as grants need them. Per connection: one RC QP, serving
+// both directions of the pair where the two workers' endpoints join (below).
 //
 // Wire-up (docs/verbs.md): the worker address carries the address of a small TCP listener. A
 // connecting worker creates its QP, opens a TCP connection and sends a CmMessage (QPN, PSN,
@@ -13,17 +18,26 @@
 // return kNoResource (the endpoint's pending queue retries them). The TCP connection stays
 // open: a goodbye on it is an orderly close, EOF without one is a dead peer.
 //
+// One connection per pair: a worker that connects to a peer which already connected to it
+// asks, in its request, to join that connection (join_qpn); the peer's listener, which is the
+// peer itself, agrees if its QP of that number talks to ours, and no second QP is made. Both
+// endpoints then own the connection; it closes once both said goodbye. Two workers that
+// connect to each other at the same instant (before either request arrived) still get two.
+//
 // Sends: every message is one SEND with immediate (AM id + credit return, verbs_wire.h);
 // header+payload up to the QP's inline limit go inline (the CPU writes them into the WQE:
 // PIO); an endpoint holding a device-memory slot (DmCells) stores larger ones, up to a cell,
 // into device memory and sends from there; the rest are copied into a bounce buffer. Flow
-// control: CreditWindow (no RNR).
+// control: CreditWindow (no RNR). A connection starts with kInitialCredits receive buffers
+// and its receiver lends it more (doubling, up to SWY_VERBS_RX_CREDITS) each time the sender
+// went through its whole window: idle connections cost few buffers, busy ones get many.
 //
 // Threading: not thread-safe; the worker serialises calls.
 #pragma once
 
 #include <infiniband/verbs.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -155,6 +169,13 @@ public:
     const SendStats& send_stats() const { return stats_; }
     /// Connections in any state (tests).
     size_t connection_count() const;
+    /// What the connections hold now (verbs::scale_report).
+    ScaleReport scale_report() const;
+
+    /// Connections per completion group (one CQ + one SRQ).
+    static constexpr uint32_t kGroupConnections = 16;
+    /// Receive buffers a new connection is granted (at most SWY_VERBS_RX_CREDITS).
+    static constexpr uint32_t kInitialCredits = 8;
     /// Whether registrations are cached (validated by page frames), else per transfer.
     bool reg_cache_active() const { return reg_cache_->active(); }
     /// Why the registration cache is not active ("" when it is).
@@ -171,17 +192,49 @@ private:
         RdmaOp* op = nullptr;
     };
     enum class State : uint8_t { kConnecting, kAccepting, kReady, kFailed };
+    /// A completion queue and a shared receive queue for up to kGroupConnections connections,
+    /// both sized for everything those can have outstanding (verbs_groups.cpp).
+    struct Group {
+        ibv_cq* cq = nullptr;
+        ibv_srq* srq = nullptr;
+        uint32_t cq_entries = 0;
+        uint32_t srq_capacity = 0;
+        uint32_t rx_posted = 0;   // buffers in the SRQ's pool (posted or being handled)
+        uint32_t rx_granted = 0;  // of those, granted to its connections (credits + goodbye)
+        uint32_t members = 0;     // connections using it (or whose completions may remain)
+        uint32_t leaving = 0;     // closed members whose completions may still be in the CQ
+    };
+    struct RxBlock {
+        std::unique_ptr<uint8_t[]> memory;
+        ibv_mr* mr = nullptr;
+        uint16_t group = 0;
+        uint32_t buffers = 0;
+    };
 
     VerbsInterface(const VerbsConfig& config, uint64_t uid, uint16_t index, AmSink* sink);
     Status setup(std::string* why);
     Status listen(std::string* why);
-    Status grow_receive_pool(uint32_t buffers, std::string* why);
-    Status post_receive(uint8_t* buffer);
+
+    // Completion groups and receive buffers (verbs_groups.cpp).
+    Status join_group(Connection* c, std::string* why);
+    void leave_group(Connection* c);
+    Status create_group(std::string* why);
+    Status grow_receive_pool(Group& g, uint16_t group, uint32_t buffers, std::string* why);
+    Status post_receive(uint64_t wr_id);
+    uint8_t* receive_buffer(uint64_t wr_id) const;
+    Status grant_receives(Connection* c, uint32_t credits, std::string* why);
+    void lend_credits(Connection* c);
+    unsigned poll_groups();
 
     // Connections (verbs_conn.cpp).
     Connection* add_connection(uint64_t peer_uid, State state, uint16_t* index, std::string* why);
     Connection* lookup(uint16_t index, uint32_t generation) const;
     Connection* by_qpn(uint32_t qpn) const;
+    Connection* join_candidate(uint64_t remote_uid, const uint8_t* gid) const;
+    bool accept_join(Connection* c, const CmMessage& m);
+    void finish_join(Connection* c, const CmMessage& m);
+    void release_join(Connection* c);
+    uint32_t initial_credits() const { return std::min(kInitialCredits, config_.rx_credits); }
     Status create_qp(Connection* c, std::string* why);
     Status qp_to_rts(Connection* c, const CmMessage& peer, std::string* why);
     CmMessage local_half(const Connection* c, CmType type) const;
@@ -193,7 +246,6 @@ private:
     void on_cm_readable(Connection* c);
     void disconnect(Connection* c);
     void finish_close(Connection* c);
-    Status grant_receives(Connection* c, std::string* why);
     void drain_cq();
 
     // Data path (verbs_progress.cpp).
@@ -224,16 +276,8 @@ private:
     DeviceHandle dev_;  // context + port attributes + chosen GID
     ibv_pd* pd_ = nullptr;
     ibv_comp_channel* channel_ = nullptr;
-    ibv_cq* cq_ = nullptr;
-    ibv_srq* srq_ = nullptr;
-    uint32_t srq_capacity_ = 0;
-    uint32_t rx_posted_ = 0;   // receive buffers in the SRQ's pool (posted or being handled)
-    uint32_t rx_granted_ = 0;  // credits granted to open connections
-    struct RxBlock {
-        std::unique_ptr<uint8_t[]> memory;
-        ibv_mr* mr = nullptr;
-    };
-    std::vector<RxBlock> rx_blocks_;
+    std::vector<Group> groups_;
+    std::vector<RxBlock> rx_blocks_;  // index: receive wr_id >> 32
     std::unique_ptr<uint8_t[]> bounce_memory_;
     ibv_mr* bounce_mr_ = nullptr;
     std::vector<int32_t> bounce_free_;

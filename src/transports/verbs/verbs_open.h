@@ -112,6 +112,23 @@ struct SendStats {
 /// The counts of an interface that open() returned (zeros when built without libibverbs).
 SendStats send_stats(const Interface* verbs);
 
+/// What an interface's connections hold now (tests, the scale test, docs/verbs.md's figures).
+struct ScaleReport {
+    uint32_t connections = 0;       ///< slots in use, any state
+    uint32_t qps = 0;               ///< RC QPs (a connection that two endpoints share: one)
+    uint32_t shared = 0;            ///< connections both workers hold an endpoint on
+    uint32_t groups = 0;            ///< completion groups (one CQ + one SRQ each)
+    uint64_t cq_entries = 0;        ///< CQEs of every group's CQ together
+    uint64_t srq_entries = 0;       ///< work requests every group's SRQ can hold
+    uint64_t rx_buffers = 0;        ///< receive buffers registered and posted
+    uint64_t rx_granted = 0;        ///< of those, granted to connections (credits + goodbye)
+    uint64_t rx_bytes = 0;          ///< host memory of the receive buffers
+    uint32_t max_credits_lent = 0;  ///< the largest grant of any connection now
+};
+/// Fill @p out for @p iface; false (and @p out untouched) when it is not a verbs interface or
+/// the library was built without libibverbs.
+bool scale_report(const Interface* iface, ScaleReport* out);
+
 /// Slot geometry of the device-memory PIO window: cells per slot (an endpoint may have this
 /// many device-memory sends in flight).
 inline constexpr uint32_t kDmCellsPerSlot = 4;

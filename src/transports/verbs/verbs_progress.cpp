@@ -18,25 +18,6 @@ using common::LogLevel;
 // Posting
 // ------------------------------------------------------------------------------------------
 
-Status VerbsInterface::post_receive(uint8_t* buffer) {
-    const RxBlock* owner = nullptr;
-    for (const RxBlock& b : rx_blocks_) {
-        if (buffer >= b.memory.get() && buffer < b.memory.get() + b.mr->length) {
-            owner = &b;
-            break;
-        }
-    }
-    if (owner == nullptr) return Status::kInvalidParam;
-    ibv_sge sge{reinterpret_cast<uint64_t>(buffer), static_cast<uint32_t>(config_.seg_size),
-                owner->mr->lkey};
-    ibv_recv_wr wr{};
-    wr.wr_id = reinterpret_cast<uint64_t>(buffer);
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    ibv_recv_wr* bad = nullptr;
-    return ibv_post_srq_recv(srq_, &wr, &bad) == 0 ? Status::kOk : Status::kIoError;
-}
-
 bool VerbsInterface::post_send(Connection* c, ibv_send_wr* wr, int32_t bounce, RdmaOp* op,
                                int32_t dm_cell) {
     const uint32_t seq = c->sq_posted;
@@ -69,9 +50,10 @@ Status VerbsInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_
     // Two slots stay free for the goodbye and a credit update.
     if (__builtin_expect(c->sq_used() + 2 >= config_.sq_depth, 0)) return Status::kNoResource;
     if (c->window.available() == 0) {
-        const auto reported =
-            static_cast<uint16_t>(__atomic_load_n(&credit_words_[c->index], __ATOMIC_ACQUIRE));
-        c->window.update(reported);
+        // The receiver's word: what it consumed, and what it lends us now.
+        const uint64_t word = __atomic_load_n(&credit_words_[c->index], __ATOMIC_ACQUIRE);
+        c->window.grow(credit_word_credits(word));
+        c->window.update(credit_word_freed(word));
         if (c->window.available() == 0) return Status::kNoResource;
     }
     ibv_send_wr wr{};
@@ -143,7 +125,8 @@ Status VerbsInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_
 
 void VerbsInterface::return_credits(Connection* c) {
     c->credit_due = false;
-    if (c->state != State::kReady || c->closing || c->credit_return.unreported() == 0) return;
+    if (c->state != State::kReady || c->closing) return;
+    if (c->credit_return.unreported() == 0 && c->credits_announced == c->credits) return;
     if (c->sq_used() + 1 >= config_.sq_depth) {
         c->credit_due = true;  // try again once sends retired
         credit_due_.push_back(c->index);
@@ -151,7 +134,7 @@ void VerbsInterface::return_credits(Connection* c) {
     }
     // An inline RDMA WRITE into the peer's credit word: consumes no receive buffer there, so
     // returning credits can never itself run out of credits.
-    c->credit_value = c->credit_return.freed();
+    c->credit_value = encode_credit_word(c->credit_return.freed(), static_cast<uint16_t>(c->credits));
     ibv_sge sge{reinterpret_cast<uint64_t>(&c->credit_value), sizeof(c->credit_value), 0};
     ibv_send_wr wr{};
     wr.opcode = IBV_WR_RDMA_WRITE;
@@ -161,7 +144,8 @@ void VerbsInterface::return_credits(Connection* c) {
     wr.wr.rdma.remote_addr = c->remote_credit_addr;
     wr.wr.rdma.rkey = c->remote_credit_rkey;
     if (post_send(c, &wr, -1, nullptr)) {
-        c->credit_return.reported(static_cast<uint16_t>(c->credit_value));
+        c->credit_return.reported(credit_word_freed(c->credit_value));
+        c->credits_announced = c->credits;
     } else {
         fail(c, Status::kIoError, "posting a credit update failed");
     }
@@ -305,10 +289,10 @@ void VerbsInterface::handle_wc(const ibv_wc& wc) {
 }
 
 void VerbsInterface::handle_receive(const ibv_wc& wc) {
-    auto* buffer = reinterpret_cast<uint8_t*>(wc.wr_id);
+    const uint8_t* buffer = receive_buffer(wc.wr_id);
     Connection* c = by_qpn(wc.qp_num);
     if (wc.status != IBV_WC_SUCCESS || c == nullptr || (wc.wc_flags & IBV_WC_WITH_IMM) == 0) {
-        (void)post_receive(buffer);
+        (void)post_receive(wc.wr_id);
         if (c != nullptr && wc.status != IBV_WC_SUCCESS && wc.status != IBV_WC_WR_FLUSH_ERR) {
             fail(c, Status::kConnectionReset, ibv_wc_status_str(wc.status));
         }
@@ -321,21 +305,33 @@ void VerbsInterface::handle_receive(const ibv_wc& wc) {
     const uint8_t id = imm_am_id(imm);
     if (id == kAmBye) {
         // Everything the peer sent before the goodbye has been delivered (RC order).
-        (void)post_receive(buffer);
+        (void)post_receive(wc.wr_id);
+        if (c->bye_received) return;  // one goodbye per side: a second one is noise
         c->bye_received = true;
+        c->remote_owner = false;
         if (!quiet_) sink_->on_sender_released({index_, index});
-        if ((c = lookup(index, generation)) != nullptr) close_connection(c);
+        if ((c = lookup(index, generation)) == nullptr) return;
+        // Our endpoint on it (or one about to join it) keeps it open, as the lane it sends on;
+        // otherwise nobody holds it any more.
+        const bool held = c->owner_ep != nullptr && !c->bye_sent;
+        if (held || c->join_pending) return;
+        if (c->bye_sent && c->sq_used() != 0) {
+            c->closing = true;  // our own goodbye first: close once it completed
+            return;
+        }
+        close_connection(c);
         return;
     }
     if (c->state == State::kReady && !quiet_) {
         sink_->on_am(id, {index_, index}, buffer, wc.byte_len);
     }
     // Re-post before returning the credit: the buffer must be back before the peer reuses it.
-    (void)post_receive(buffer);
+    (void)post_receive(wc.wr_id);
     c = lookup(index, generation);
     if (c == nullptr) return;
     c->credit_return.consumed();
-    const uint32_t threshold = std::max<uint32_t>(1, config_.rx_credits / 2);
+    if (++c->since_lent >= c->credits && c->credits < config_.rx_credits) lend_credits(c);
+    const uint32_t threshold = std::max<uint32_t>(1, c->credits / 2);
     if (!c->credit_due && c->credit_return.unreported() >= threshold) {
         c->credit_due = true;
         credit_due_.push_back(index);
@@ -343,12 +339,7 @@ void VerbsInterface::handle_receive(const ibv_wc& wc) {
 }
 
 void VerbsInterface::drain_cq() {
-    ibv_wc wc[16];
-    for (;;) {
-        const int n = ibv_poll_cq(cq_, 16, wc);
-        if (n <= 0) break;
-        for (int i = 0; i < n; ++i)
-            handle_wc(wc[i]);
+    while (poll_groups() != 0) {
     }
 }
 
@@ -363,11 +354,7 @@ unsigned VerbsInterface::progress() {
             handle_wc(wc);
         n += static_cast<unsigned>(list.size());
     }
-    ibv_wc wc[16];
-    const int k = ibv_poll_cq(cq_, 16, wc);
-    for (int i = 0; i < k; ++i)
-        handle_wc(wc[i]);
-    if (k > 0) n += static_cast<unsigned>(k);
+    n += poll_groups();
     if (handshakes_ > 0) {
         poll_cm();
     } else if (__builtin_expect((++tick_ & (kCmPollEvery - 1)) == 0, 0)) {

@@ -18,7 +18,8 @@ namespace swy::tl::verbs {
 
 inline constexpr uint32_t kCmMagic = 0x56595753;  // "SWYV"
 /// 2: a nonce and a proof follow the connection fields (authentication with a shared key).
-inline constexpr uint8_t kCmVersion = 2;
+/// 3: join fields (one RC connection serves both directions of a pair), credits that grow.
+inline constexpr uint8_t kCmVersion = 3;
 
 enum class CmType : uint8_t { kRequest = 1, kReply = 2, kBye = 3 };
 
@@ -39,6 +40,14 @@ struct CmMessage {
     uint64_t credit_addr;  ///< where the peer RDMA-writes its freed-buffer counter
     uint32_t credit_rkey;
     uint32_t max_message;  ///< size of each receive buffer
+    /// Request: nonzero asks to share the connection the two workers already have, whose QP on
+    /// the receiver's side has this number (the receiver connected it, the sender accepted it)
+    /// instead of making a new one. Reply: nonzero agrees (the number of that QP); zero: a new
+    /// connection was made from the request as usual.
+    uint32_t join_qpn;
+    /// With join_qpn: the QP number of the sender's side of that connection (the receiver
+    /// checks that its QP join_qpn talks to exactly this QP).
+    uint32_t join_peer_qpn;
     /// Fresh random bytes of the side that sent this message (the request's bind the
     /// reply's proof to this handshake).
     uint8_t nonce[16];
@@ -46,9 +55,9 @@ struct CmMessage {
     /// (kCmSignedBytes), see verbs_conn.cpp; all zero without a key.
     uint8_t proof[32];
 };
-static_assert(sizeof(CmMessage) == 112);
+static_assert(sizeof(CmMessage) == 120);
 /// The bytes of a CmMessage a proof covers: every connection field, up to the nonce.
-inline constexpr size_t kCmSignedBytes = 64;
+inline constexpr size_t kCmSignedBytes = 72;
 static_assert(offsetof(CmMessage, nonce) == kCmSignedBytes);
 
 /// Validate a received handshake message; @return null if valid, else the reason.
@@ -61,7 +70,20 @@ inline const char* validate(const CmMessage& m, CmType expected) {
     if (m.mtu < 1 || m.mtu > 5) return "invalid path MTU";
     if (m.rx_credits == 0 || m.rx_credits > 0x7FFF) return "receive credits out of range";
     if (m.max_message < 64) return "receive buffer size too small";
+    if (m.join_qpn > 0xFFFFFF || m.join_peer_qpn > 0xFFFFFF) return "join QPN out of range";
+    if ((m.join_qpn == 0) != (m.join_peer_qpn == 0)) return "join QPNs must come in pairs";
     return nullptr;
+}
+
+/// The credit word a receiver RDMA-writes into its sender: the cumulative count of consumed
+/// messages (low 16 bits) and, above bit 32, how many credits it grants now (grants only
+/// grow: a receiver lends a busy sender more buffers, up to SWY_VERBS_RX_CREDITS).
+inline constexpr uint64_t encode_credit_word(uint16_t freed, uint16_t credits) {
+    return (uint64_t{credits} << 32) | freed;
+}
+inline constexpr uint16_t credit_word_freed(uint64_t w) { return static_cast<uint16_t>(w); }
+inline constexpr uint16_t credit_word_credits(uint64_t w) {
+    return static_cast<uint16_t>(w >> 32);
 }
 
 /// The immediate of every SEND: the active-message id and the sender's cumulative count of
@@ -74,8 +96,9 @@ inline constexpr uint8_t imm_am_id(uint32_t imm) { return static_cast<uint8_t>(i
 inline constexpr uint16_t imm_freed(uint32_t imm) { return static_cast<uint16_t>(imm); }
 
 /// Transport-internal active message: orderly goodbye, sent through the QP so that it arrives
-/// after everything sent before it. It uses the one receive buffer per connection that is
-/// never granted as a credit. (Credits return in immediates or by RDMA WRITE, never by a
+/// after everything sent before it, when the sender's endpoint on the connection goes away
+/// (at most once per side and connection). It uses the one receive buffer per connection that
+/// is never granted as a credit. (Credits return in immediates or by RDMA WRITE, never by a
 /// message, so returning credits never needs a credit.)
 inline constexpr uint8_t kAmBye = 0xF2;
 
