@@ -17,9 +17,14 @@
 #      reported, not enforced: TCG timing on a shared host is too noisy to gate on). Latency
 #      goes through lat_compare.sh: interleaved rounds, avg vs avg and median vs t_typical,
 #      and (not with --quick) system calls per round trip under strace.
+#   5. connection scale (verbs_conn_scale): 66 peer workers in 2 processes against one worker
+#      (past the old 63-connection limit), both directions at once, byte for byte, one QP per
+#      pair, no RNR (device counters).
 # --quick: fewer sizes (for scripts/test.sh).
+# --scale: only the connection-scale test, at 256 peers in 8 processes (about 4 minutes under
+#      TCG: a mode of its own, not in --quick).
 set -u
-BUILD=${1:?usage: run-vm.sh BUILD_DIR [--quick]}
+BUILD=${1:?usage: run-vm.sh BUILD_DIR [--quick|--scale]}
 QUICK=${2:-}
 BUILD=$(cd "$BUILD" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -30,7 +35,9 @@ if [ "${RXE_VM:-}" != 1 ]; then
         echo "run-vm.sh: SKIP: $VM not found (no Soft-RoCE VM on this machine)"
         exit 77
     fi
-    for bin in unit_tests swy-perf swy-info; do
+    NEEDED="unit_tests swy-perf swy-info"
+    [ "$QUICK" = --scale ] && NEEDED=verbs_conn_scale
+    for bin in $NEEDED; do
         if [ ! -x "$BUILD/bin/$bin" ]; then
             echo "run-vm.sh: SKIP: $BUILD/bin/$bin not built"
             exit 77
@@ -43,7 +50,9 @@ if [ "${RXE_VM:-}" != 1 ]; then
     # The guest sees the host's files read-only except the current directory (the build)
     # and --rw paths, and gets a fresh /tmp: share this script's directory too, or a tree
     # cloned under /tmp (as CI does) would not find it.
-    "$VM" --timeout "${RXE_VM_TIMEOUT:-900}" --rw "$HERE" -- sh "$HERE/run-vm.sh" "$BUILD" "$QUICK"
+    # 257 workers (--scale) each register their own buffers: more guest memory than the default.
+    "$VM" --timeout "${RXE_VM_TIMEOUT:-900}" --mem "${RXE_VM_MEM:-3G}" --rw "$HERE" -- \
+        sh "$HERE/run-vm.sh" "$BUILD" "$QUICK"
     rc=$?
     if [ $rc -eq 125 ]; then
         echo "run-vm.sh: SKIP: the VM could not start (exit 125)"
@@ -62,6 +71,23 @@ check() {  # check DESCRIPTION COMMAND...: run, count a failure on a non-zero ex
     shift
     if "$@"; then echo "--- ok: $what"; else echo "--- FAILED ($?): $what"; failures=$((failures + 1)); fi
 }
+conn_scale() {  # conn_scale PROCS WORKERS MESSAGES
+    if [ ! -x "$BUILD/bin/verbs_conn_scale" ]; then
+        echo "--- skipped: $BUILD/bin/verbs_conn_scale not built"
+        return
+    fi
+    t0=$(date +%s)
+    check "verbs_conn_scale $*: one worker, $(($1 * $2)) peers" timeout 900 "$BUILD/bin/verbs_conn_scale" "$@"
+    echo "(verbs_conn_scale $*: $(($(date +%s) - t0)) s)"
+}
+
+if [ "$QUICK" = --scale ]; then
+    step "connection scale: 256 peer workers in 8 processes, one hub worker"
+    conn_scale 8 32 8
+    [ $failures -eq 0 ] && { echo "run-vm.sh: all verbs checks passed"; exit 0; }
+    echo "run-vm.sh: $failures check(s) FAILED"
+    exit 1
+fi
 perf() { timeout 600 "$PERF" --tls verbs,self --check "$@"; }
 
 step "device unit tests"
@@ -74,6 +100,9 @@ if [ -x "$BUILD/bin/integration_tests" ]; then
 else
     echo "--- skipped: $BUILD/bin/integration_tests not built"
 fi
+
+step "connection scale: 66 peer workers in 2 processes, one hub worker"
+conn_scale 2 33 4
 
 step "calibration: this VM's verbs lane, and the selection table from the measured figures"
 # The selector's verbs figures (latency, overhead, bandwidths, registration and cache-hit

@@ -264,8 +264,13 @@ Status VerbsInterface::connect_lane(uint64_t remote_uid, const uint8_t* section,
         close_connection(c);
         return s;
     };
+    // The peer already connected to us: ask it to share that connection instead (its answer
+    // comes from its listener, so it is the peer itself that confirms the QP is its own). The
+    // request still carries a QP of ours, for the case it says no; its receive buffers are
+    // granted only then (before that QP can receive anything).
+    Connection* shared = join_candidate(remote_uid, peer.gid);
     Status s = create_qp(c, why);
-    if (s == Status::kOk) s = grant_receives(c, initial_credits(), why);
+    if (s == Status::kOk && shared == nullptr) s = grant_receives(c, initial_credits(), why);
     std::string pio_window;
     if (s == Status::kOk) s = take_dm_slot(c, want_pio, pio_first, &pio_window);
     if (s != Status::kOk) return abandon(s);
@@ -287,9 +292,8 @@ Status VerbsInterface::connect_lane(uint64_t remote_uid, const uint8_t* section,
         return abandon(Status::kIoError);
     }
     std::memcpy(request.nonce, c->cm_nonce, sizeof(request.nonce));
-    // The peer already connected to us: ask it to share that connection instead (its answer
-    // comes from its listener, so it is the peer itself that confirms the QP is its own).
-    if (Connection* shared = join_candidate(remote_uid, peer.gid)) {
+    if (shared != nullptr) {
+        request.rx_credits = initial_credits();  // what a new connection would grant
         request.join_qpn = shared->peer_qpn;
         request.join_peer_qpn = shared->qp->qp_num;
         shared->join_pending = true;
@@ -536,7 +540,10 @@ void VerbsInterface::on_cm_readable(Connection* c) {
         why = "verbs: handshake: the peer joined a connection we never offered";
         s = Status::kMalformed;
     }
-    if (s == Status::kOk && !accepting && c->joining) release_join(c);  // a new QP after all
+    if (s == Status::kOk && !accepting && c->joining) {
+        release_join(c);  // a connection of its own after all: its buffers, as the request said
+        s = grant_receives(c, initial_credits(), &why);
+    }
     if (s == Status::kOk && accepting) {
         c->peer_uid = m.uid;
         c->accepted = true;

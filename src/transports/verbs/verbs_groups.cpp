@@ -24,7 +24,7 @@ namespace {
 
 /// Receive buffers registered at once: at least this many, so a block is one registration for
 /// several connections' grants rather than one per connection.
-constexpr uint32_t kRxBlockBuffers = 64;
+constexpr uint32_t kRxBlockBuffers = 16;
 
 uint64_t rx_wr_id(uint32_t block, uint32_t buffer) { return (uint64_t{block} << 32) | buffer; }
 uint32_t rx_block(uint64_t wr_id) { return static_cast<uint32_t>(wr_id >> 32); }
@@ -104,8 +104,13 @@ void VerbsInterface::leave_group(Connection* c) {
     g.rx_granted -= c->granted;
     c->granted = 0;
     // Completions of the destroyed QP may still sit in the CQ: the member's room is given back
-    // once the CQ was polled empty (poll_groups).
-    ++g.leaving;
+    // once the CQ was polled empty (poll_groups). A QP that never connected (a join that
+    // needed no QP after all, a failed handshake) has none.
+    if (c->peer_qpn == 0) {
+        --g.members;
+    } else {
+        ++g.leaving;
+    }
     c->in_group = false;
 }
 
@@ -172,6 +177,8 @@ Status VerbsInterface::grant_receives(Connection* c, uint32_t credits, std::stri
         Status s = grow_receive_pool(g, c->group, g.rx_granted + need - g.rx_posted, why);
         if (s != Status::kOk) return s;
     }
+    // The first grant travels in the handshake; later ones in the credit word.
+    if (c->granted == 0) c->credits_announced = credits;
     g.rx_granted += need;
     c->granted += need;
     c->credits = credits;
