@@ -149,11 +149,24 @@ struct Pending {
     bool recv = false;
 };
 
+/// The hub's peer processes: one that exits early (a failure) ends the hub's waits at once.
+std::vector<pid_t> children;
+
+void check_children() {
+    for (pid_t& pid : children) {
+        int status = 0;
+        if (pid <= 0 || waitpid(pid, &status, WNOHANG) != pid) continue;
+        pid = -1;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) die("a peer process failed");
+    }
+}
+
 /// Progress @p workers until every request in @p list completed; checks and frees them.
 void complete_all(const std::vector<swy_worker_h>& workers, std::vector<Pending>* list,
                   const char* what) {
     const auto end = Clock::now() + std::chrono::duration<double>(kTimeoutS);
     size_t done = 0;
+    unsigned rounds = 0;
     std::vector<bool> finished(list->size(), false);
     for (size_t i = 0; i < list->size(); ++i) {
         if ((*list)[i].req == nullptr) finished[i] = true, ++done;
@@ -166,6 +179,8 @@ void complete_all(const std::vector<swy_worker_h>& workers, std::vector<Pending>
         }
         for (swy_worker_h w : workers)
             swy_worker_progress(w);
+        if (endpoint_failures != 0) die("an endpoint failed");
+        if ((++rounds & 1023) == 0) check_children();
         for (size_t i = 0; i < list->size(); ++i) {
             if (finished[i]) continue;
             Pending& p = (*list)[i];
@@ -331,6 +346,7 @@ int main(int argc, char** argv) {
         from_child[static_cast<size_t>(p)] = up[0];
         pids.push_back(pid);
     }
+    children = pids;
     swy_context_h ctx = make_context();
     std::vector<uint8_t> hub_address;
     swy_worker_h hub = make_worker(ctx, &hub_address);
