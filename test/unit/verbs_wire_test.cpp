@@ -77,5 +77,6 @@ TEST(VerbsCreditWord, CarriesTheFreedCountAndTheGrant) {
     const uint64_t w = encode_credit_word(0xFFFE, 64);
     EXPECT_EQ(credit_word_freed(w), 0xFFFE);
     EXPECT_EQ(credit_word_credits(w), 64);
-    EXPECT_EQ(credit_word_credits(encode_credit_word(3, 0)), 0) << "an old-style word grants nothing";
+    EXPECT_EQ(credit_word_credits(encode_credit_word(3, 0)), 0)
+        << "an old-style word grants nothing";
 }

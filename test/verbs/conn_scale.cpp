@@ -187,8 +187,8 @@ void complete_all(const std::vector<swy_worker_h>& workers, std::vector<Pending>
             const swy_status_t st = swy_request_test(p.req);
             if (st == SWY_INPROGRESS) continue;
             if (st != SWY_OK) {
-                std::fprintf(stderr, "verbs_conn_scale[%d]: %s: peer %d seq %d: status %d\n", getpid(),
-                             what, p.peer, p.seq, static_cast<int>(st));
+                std::fprintf(stderr, "verbs_conn_scale[%d]: %s: peer %d seq %d: status %d\n",
+                             getpid(), what, p.peer, p.seq, static_cast<int>(st));
                 die("a request failed");
             }
             swy_request_free(p.req);
@@ -447,8 +447,8 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(r.rx_buffers),
         static_cast<unsigned long long>(r.rx_granted), r.max_credits_lent,
         static_cast<double>(r.rx_bytes) / (1 << 20),
-        static_cast<double>(r.rx_bytes) / 1024.0 / std::max(1u, r.connections), rnr0, rnr,
-        snd_rnr0, snd_rnr, s_connect, s_traffic);
+        static_cast<double>(r.rx_bytes) / 1024.0 / std::max(1u, r.connections), rnr0, rnr, snd_rnr0,
+        snd_rnr, s_connect, s_traffic);
     int failures = 0;
     auto check = [&](bool ok, const char* what) {
         if (!ok) {

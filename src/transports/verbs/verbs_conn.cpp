@@ -365,7 +365,8 @@ bool VerbsInterface::accept_join(Connection* c, const CmMessage& m) {
     reply.join_qpn = m.join_qpn;
     reply.join_peer_qpn = m.join_peer_qpn;
     if (common::auth_nonce(reply.nonce) != Status::kOk) return false;
-    if (!config_.auth_key.empty()) sign(config_.auth_key, kReplyLabel, m.nonce, reply.nonce, &reply);
+    if (!config_.auth_key.empty())
+        sign(config_.auth_key, kReplyLabel, m.nonce, reply.nonce, &reply);
     std::string error;
     if (common::write_all(c->cm_fd.get(), &reply, sizeof(reply), after_ms(1000), &error) !=
         Status::kOk) {
@@ -382,9 +383,18 @@ void VerbsInterface::finish_join(Connection* c, const CmMessage& m) {
     Connection* shared = lookup(c->join_index, c->join_generation);
     c->joining = false;
     if (shared != nullptr) shared->join_pending = false;
-    if (shared == nullptr || shared->state != State::kReady || shared->owner_ep != nullptr ||
-        shared->bye_sent || shared->peer_qpn != m.join_qpn || shared->qp == nullptr ||
-        shared->qp->qp_num != m.join_peer_qpn || c->owner_ep == nullptr) {
+    const bool valid = shared != nullptr && shared->state == State::kReady &&
+                       shared->owner_ep == nullptr && !shared->bye_sent &&
+                       shared->peer_qpn == m.join_qpn && shared->qp != nullptr &&
+                       shared->qp->qp_num == m.join_peer_qpn;
+    if (valid && c->owner_ep == nullptr) {
+        // Our endpoint went away while the join was pending: the peer counts us as an owner
+        // now, so give the connection back the way an owner does (a goodbye).
+        disconnect(shared);
+        close_connection(c);
+        return;
+    }
+    if (!valid) {
         if (shared != nullptr && shared->bye_received && shared->owner_ep == nullptr) {
             close_connection(shared);  // released by the peer while we waited
         }

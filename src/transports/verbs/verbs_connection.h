@@ -43,25 +43,25 @@ struct VerbsInterface::Connection {
     uint8_t cm_in[sizeof(CmMessage)] = {};
     uint8_t cm_nonce[sizeof(CmMessage::nonce)] = {};  ///< connector: our request's nonce
     size_t cm_in_len = 0;
-    bool bye_received = false;    ///< the peer's goodbye came through the QP
-    bool bye_sent = false;        ///< our endpoint went away and said goodbye
-    bool closing = false;         ///< goodbye posted and nobody holds the connection any more:
-                                  ///< no more sends; close once it completed
-    bool reported = false;        ///< failure already queued for the sink
-    bool accepted = false;        ///< the peer connected (we answered its request)
-    bool remote_owner = false;    ///< the peer holds an endpoint on it (it connected, or
-                                  ///< joined), and has not said goodbye
-    bool join_pending = false;    ///< one of our connects asked to join it (not answered yet)
-    bool joining = false;         ///< a connect that asked to join join_index (below)
-    uint16_t join_index = 0;      ///< a joining connect: the connection it asked to join
+    bool bye_received = false;  ///< the peer's goodbye came through the QP
+    bool bye_sent = false;      ///< our endpoint went away and said goodbye
+    bool closing = false;       ///< goodbye posted and nobody holds the connection any more:
+                                ///< no more sends; close once it completed
+    bool reported = false;      ///< failure already queued for the sink
+    bool accepted = false;      ///< the peer connected (we answered its request)
+    bool remote_owner = false;  ///< the peer holds an endpoint on it (it connected, or
+                                ///< joined), and has not said goodbye
+    bool join_pending = false;  ///< one of our connects asked to join it (not answered yet)
+    bool joining = false;       ///< a connect that asked to join join_index (below)
+    uint16_t join_index = 0;    ///< a joining connect: the connection it asked to join
     uint32_t join_generation = 0;
-    uint16_t group = 0;           ///< completion group (CQ + SRQ)
+    uint16_t group = 0;  ///< completion group (CQ + SRQ)
     bool in_group = false;
-    uint32_t credits = 0;         ///< receive buffers granted to the peer's sends now
+    uint32_t credits = 0;            ///< receive buffers granted to the peer's sends now
     uint32_t credits_announced = 0;  ///< the grant the peer has been told of
-    uint32_t since_lent = 0;      ///< messages consumed since the grant last grew
-    uint32_t granted = 0;         ///< buffers held in the group's pool: credits + goodbye
-    uint32_t peer_qpn = 0;        ///< the peer's QP of this connection
+    uint32_t since_lent = 0;         ///< messages consumed since the grant last grew
+    uint32_t granted = 0;            ///< buffers held in the group's pool: credits + goodbye
+    uint32_t peer_qpn = 0;           ///< the peer's QP of this connection
     uint8_t peer_gid[16] = {};
     size_t peer_max_message = 0;  ///< the peer's receive buffer size (for a reply lane)
     size_t max_message = 0;       ///< largest SEND the peer's buffers take (and our bounce)

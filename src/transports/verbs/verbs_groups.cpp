@@ -161,8 +161,7 @@ Status VerbsInterface::post_receive(uint64_t wr_id) {
     wr.sg_list = &sge;
     wr.num_sge = 1;
     ibv_recv_wr* bad = nullptr;
-    return ibv_post_srq_recv(groups_[b.group].srq, &wr, &bad) == 0 ? Status::kOk
-                                                                   : Status::kIoError;
+    return ibv_post_srq_recv(groups_[b.group].srq, &wr, &bad) == 0 ? Status::kOk : Status::kIoError;
 }
 
 uint8_t* VerbsInterface::receive_buffer(uint64_t wr_id) const {

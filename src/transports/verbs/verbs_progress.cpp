@@ -134,7 +134,8 @@ void VerbsInterface::return_credits(Connection* c) {
     }
     // An inline RDMA WRITE into the peer's credit word: consumes no receive buffer there, so
     // returning credits can never itself run out of credits.
-    c->credit_value = encode_credit_word(c->credit_return.freed(), static_cast<uint16_t>(c->credits));
+    c->credit_value =
+        encode_credit_word(c->credit_return.freed(), static_cast<uint16_t>(c->credits));
     ibv_sge sge{reinterpret_cast<uint64_t>(&c->credit_value), sizeof(c->credit_value), 0};
     ibv_send_wr wr{};
     wr.opcode = IBV_WR_RDMA_WRITE;
@@ -339,8 +340,7 @@ void VerbsInterface::handle_receive(const ibv_wc& wc) {
 }
 
 void VerbsInterface::drain_cq() {
-    while (poll_groups() != 0) {
-    }
+    while (poll_groups() != 0) {}
 }
 
 unsigned VerbsInterface::progress() {

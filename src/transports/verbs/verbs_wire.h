@@ -82,9 +82,7 @@ inline constexpr uint64_t encode_credit_word(uint16_t freed, uint16_t credits) {
     return (uint64_t{credits} << 32) | freed;
 }
 inline constexpr uint16_t credit_word_freed(uint64_t w) { return static_cast<uint16_t>(w); }
-inline constexpr uint16_t credit_word_credits(uint64_t w) {
-    return static_cast<uint16_t>(w >> 32);
-}
+inline constexpr uint16_t credit_word_credits(uint64_t w) { return static_cast<uint16_t>(w >> 32); }
 
 /// The immediate of every SEND: the active-message id and the sender's cumulative count of
 /// our messages it has consumed and re-posted (mod 2^16), so credits come back for free on
