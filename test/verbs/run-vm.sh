@@ -17,7 +17,7 @@
 #      reported, not enforced: TCG timing on a shared host is too noisy to gate on). Latency
 #      goes through lat_compare.sh: interleaved rounds, avg vs avg and median vs t_typical,
 #      and (not with --quick) system calls per round trip under strace.
-#   5. connection scale (verbs_conn_scale): 66 peer workers in 2 processes against one worker
+#   5. connection scale (verbs_conn_scale): 64 peer workers in 2 processes against one worker
 #      (past the old 63-connection limit), both directions at once, byte for byte, one QP per
 #      pair, no RNR (device counters).
 # --quick: fewer sizes (for scripts/test.sh).
@@ -101,8 +101,8 @@ else
     echo "--- skipped: $BUILD/bin/integration_tests not built"
 fi
 
-step "connection scale: 66 peer workers in 2 processes, one hub worker"
-conn_scale 2 33 4
+step "connection scale: 64 peer workers in 2 processes, one hub worker"
+conn_scale 2 32 4
 
 step "calibration: this VM's verbs lane, and the selection table from the measured figures"
 # The selector's verbs figures (latency, overhead, bandwidths, registration and cache-hit
