@@ -28,8 +28,9 @@ constexpr common::ConfigVar kVars[] = {
     {"VERBS_RX_CREDITS",
      kUnsigned,
      "64",
-     "Receive buffers the verbs transport posts (in its shared receive queue) for each "
-     "connection; a sender never has more messages in flight, so no receiver-not-ready occurs.",
+     "Most receive buffers the verbs transport grants one connection: each starts with 8 and "
+     "a busy sender is lent twice as many each time it used them all, up to this; a sender "
+     "never has more messages in flight than its grant, so no receiver-not-ready occurs.",
      {},
      1,
      UINT32_MAX},
