@@ -49,10 +49,13 @@ private:
 
     // Hot-path helpers: post with retry on SWY_ERR_NO_RESOURCE, wait by busy progress.
     // @p memtype is stated on every operation (never left to detection).
+    // @p back: the pong direction, which --loopback sends on the server worker's endpoint
+    // and receives on the client worker (otherwise the same endpoint and worker).
     bool post_send(const void* buf, size_t len, swy_memtype_t memtype, swy_tag_t tag,
-                   swy_request_h* req);
+                   swy_request_h* req, bool back = false);
     bool post_recv(void* buf, size_t len, swy_memtype_t memtype, swy_tag_t tag,
-                   swy_tag_recv_info_t* info, swy_request_h* req, swy_status_t* imm_status);
+                   swy_tag_recv_info_t* info, swy_request_h* req, swy_status_t* imm_status,
+                   bool back = false);
     bool wait(swy_request_h req, swy_status_t* status);
     bool wait_recv(swy_request_h req, swy_status_t imm_status, swy_tag_recv_info_t* info,
                    size_t size);
