@@ -67,7 +67,7 @@ echo "# instructions per 8-byte message (send + matching receive), callgrind, N=
 swy=$(per_message 2 "$perf" --loopback --tls "$tls" --test lat --sizes 8 --warmup 0 --iters) || exit 1
 printf "%-44s %8s\n" "swy-perf --loopback --tls $tls (lat)" "$swy"
 if ((have_ucx)); then
-    ucx=$(per_message 1 env UCX_TLS=posix ucx_perftest -l -t tag_lat -s 8 -w 0 -n) || exit 1
+    ucx=$(export UCX_TLS=posix; per_message 1 ucx_perftest -l -t tag_lat -s 8 -w 0 -n) || exit 1
     printf "%-44s %8s\n" "ucx_perftest -l -t tag_lat (UCX_TLS=posix)" "$ucx"
     awk -v s="$swy" -v u="$ucx" 'BEGIN { printf "%-44s %8.2f   (target <= 0.70)\n", "ratio swy/ucx", s / u }'
 fi

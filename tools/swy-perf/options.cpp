@@ -144,7 +144,7 @@ void validate_new_test_options(const Options& opts) {
         usage_error(
             "--test %s is a ping-pong between two processes: not with --tls self or "
             "--loopback",
-                    test_name(opts.test));
+            test_name(opts.test));
     }
     for (size_t size : opts.sizes) {
         if (opts.is_atomic() && size != 4 && size != 8) {

@@ -133,7 +133,8 @@ bool Runner::post_send(const void* buf, size_t len, swy_memtype_t memtype, swy_t
     params.field_mask = SWY_REQ_PARAM_FIELD_MEMTYPE;
     params.memtype = memtype;
     for (unsigned spins = 1;; ++spins) {
-        swy_status_t s = swy_tag_send_nb(back ? session_.back_ep() : session_.ep(), buf, len, tag, &params, req);
+        swy_status_t s =
+            swy_tag_send_nb(back ? session_.back_ep() : session_.ep(), buf, len, tag, &params, req);
         if (s == SWY_OK || s == SWY_INPROGRESS) return true;
         if (s != SWY_ERR_NO_RESOURCE) {
             std::fprintf(stderr, "swy-perf: swy_tag_send_nb(%zu B): %s\n", len,
@@ -153,7 +154,8 @@ bool Runner::post_recv(void* buf, size_t len, swy_memtype_t memtype, swy_tag_t t
     params.memtype = memtype;
     params.recv_info = info;
     for (unsigned spins = 1;; ++spins) {
-        swy_status_t s = swy_tag_recv_nb(back ? session_.back_worker() : session_.worker(), buf, len, tag, kFullMask, &params, req);
+        swy_status_t s = swy_tag_recv_nb(back ? session_.back_worker() : session_.worker(), buf,
+                                         len, tag, kFullMask, &params, req);
         if (s != SWY_ERR_NO_RESOURCE) {
             if (s < 0 && s != SWY_ERR_MESSAGE_TRUNCATED) {
                 std::fprintf(stderr, "swy-perf: swy_tag_recv_nb(%zu B): %s\n", len,
@@ -168,14 +170,14 @@ bool Runner::post_recv(void* buf, size_t len, swy_memtype_t memtype, swy_tag_t t
     }
 }
 
-bool Runner::wait(swy_request_h req, swy_status_t* status) {
+bool Runner::wait(swy_request_h req, swy_status_t* status, swy_worker_h owner) {
     if (!req) {
         *status = SWY_OK;
         return true;
     }
     swy_status_t s;
     for (unsigned spins = 1; (s = swy_request_test(req)) == SWY_INPROGRESS; ++spins) {
-        session_.progress();
+        session_.progress(owner);
         if ((spins & 0xffff) == 0 && peer_gone()) return false;
     }
     *status = s;
@@ -183,10 +185,10 @@ bool Runner::wait(swy_request_h req, swy_status_t* status) {
 }
 
 bool Runner::wait_recv(swy_request_h req, swy_status_t imm_status, swy_tag_recv_info_t* info,
-                       size_t size) {
+                       size_t size, bool back) {
     swy_status_t s = imm_status;
     if (req) {
-        if (!wait(req, &s)) return false;
+        if (!wait(req, &s, back ? session_.back_worker() : session_.worker())) return false;
         if (s == SWY_OK && opts_.check) swy_request_recv_info(req, info);
         swy_request_free(req);
     }
@@ -303,8 +305,7 @@ bool Runner::lat_iteration(Buffers& b, size_t size, uint64_t msg) {
     if (role == Role::kSelf) {
         rreq = nullptr;
         // --loopback: the pong goes back from the server worker to the client worker.
-        if (!post_recv(b.recv_slot(0), size, b.recv.type(), kTagPong, &info, &rreq, &imm,
-                       true)) {
+        if (!post_recv(b.recv_slot(0), size, b.recv.type(), kTagPong, &info, &rreq, &imm, true)) {
             return false;
         }
     }
@@ -319,7 +320,7 @@ bool Runner::lat_iteration(Buffers& b, size_t size, uint64_t msg) {
         return false;
     }
     if (role == Role::kSelf) {
-        if (!wait_recv(rreq, imm, &info, size)) return false;
+        if (!wait_recv(rreq, imm, &info, size, true)) return false;
         if (check && !verify_recv(b, 0, size, msg, 1)) return false;
     }
     return true;

@@ -56,9 +56,10 @@ private:
     bool post_recv(void* buf, size_t len, swy_memtype_t memtype, swy_tag_t tag,
                    swy_tag_recv_info_t* info, swy_request_h* req, swy_status_t* imm_status,
                    bool back = false);
-    bool wait(swy_request_h req, swy_status_t* status);
+    // @p owner / @p back: the worker the request belongs to, progressed first (--loopback).
+    bool wait(swy_request_h req, swy_status_t* status, swy_worker_h owner = nullptr);
     bool wait_recv(swy_request_h req, swy_status_t imm_status, swy_tag_recv_info_t* info,
-                   size_t size);
+                   size_t size, bool back = false);
     bool verify(const void* buf, size_t size, uint64_t msg, unsigned direction);
     // --check on any memory type: device buffers go through a host staging buffer and
     // swy_mem_copy(); the CPU never touches them.

@@ -199,7 +199,8 @@ bool Session::close_loopback_endpoints() {
         swy_status_t s =
             swy_ep_close_nb(*ep, failed() ? SWY_EP_CLOSE_FORCE : SWY_EP_CLOSE_FLUSH, &req);
         if (s == SWY_INPROGRESS) {
-            while ((s = swy_request_test(req)) == SWY_INPROGRESS) progress();
+            while ((s = swy_request_test(req)) == SWY_INPROGRESS)
+                progress();
             swy_request_free(req);
         }
         *ep = nullptr;

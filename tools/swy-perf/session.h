@@ -35,10 +35,19 @@ public:
     swy_worker_h back_worker() const { return client_worker_ ? client_worker_ : worker_; }
     swy_ep_h back_ep() const { return back_ep_ ? back_ep_ : ep_; }
 
-    /// One round of progress on every worker of this process (--loopback: both).
-    void progress() const {
-        swy_worker_progress(worker_);
-        if (client_worker_) swy_worker_progress(client_worker_);
+    /// One round of progress for this process. --loopback: @p first (default: worker()),
+    /// and the other worker only when @p first had nothing to do; a loop that waits for a
+    /// request on one worker names it, so an idle peer worker is not polled on every turn
+    /// (as ucx_perftest -l polls its one worker).
+    void progress(swy_worker_h first = nullptr) const {
+        if (client_worker_ == nullptr) {
+            swy_worker_progress(worker_);
+            return;
+        }
+        swy_worker_h a = first != nullptr ? first : worker_;
+        if (swy_worker_progress(a) == 0) {
+            swy_worker_progress(a == worker_ ? client_worker_ : worker_);
+        }
     }
 
     /// Set from the endpoint error callback (peer died, connection lost).
@@ -68,8 +77,8 @@ private:
     swy_ep_h ep_ = nullptr;
     swy_worker_h client_worker_ = nullptr;  ///< --loopback: the second worker
     swy_ep_h back_ep_ = nullptr;            ///< --loopback: server worker -> client worker
-    Bootstrap* launcher_ = nullptr;       ///< launched mode: owns ep_ and must go before worker_
-    Bootstrap* sockaddr_boot_ = nullptr;  ///< --server/--client: closes ep_ with the peer
+    Bootstrap* launcher_ = nullptr;         ///< launched mode: owns ep_ and must go before worker_
+    Bootstrap* sockaddr_boot_ = nullptr;    ///< --server/--client: closes ep_ with the peer
     swy_status_t failed_status_ = SWY_OK;
     swy_memtype_t send_memtype_ = SWY_MEMTYPE_HOST;
     swy_memtype_t recv_memtype_ = SWY_MEMTYPE_HOST;
