@@ -290,7 +290,9 @@ bool Runner::lat_iteration(Buffers& b, size_t size, uint64_t msg) {
     }
     if (role == Role::kSelf) {
         if (check && !fill_send(b, 0, size, msg, 0)) return false;
-        if (!post_send(b.send_slot(0), size, b.send.type(), kTagPing, &sreq) || !wait(sreq, &s)) {
+        // --loopback: the ping leaves from the client worker (back_worker()).
+        if (!post_send(b.send_slot(0), size, b.send.type(), kTagPing, &sreq) ||
+            !wait(sreq, &s, session_.back_worker())) {
             return false;
         }
         if (sreq) swy_request_free(sreq);
@@ -311,7 +313,7 @@ bool Runner::lat_iteration(Buffers& b, size_t size, uint64_t msg) {
     }
     if (check && !fill_send(b, 0, size, msg, 1)) return false;
     if (!post_send(reply, size, b.send.type(), kTagPong, &sreq, role == Role::kSelf) ||
-        !wait(sreq, &s)) {
+        !wait(sreq, &s, session_.worker())) {
         return false;
     }
     if (sreq) swy_request_free(sreq);

@@ -36,16 +36,17 @@ public:
     swy_ep_h back_ep() const { return back_ep_ ? back_ep_ : ep_; }
 
     /// One round of progress for this process. --loopback: @p first (default: worker()),
-    /// and the other worker only when @p first had nothing to do; a loop that waits for a
-    /// request on one worker names it, so an idle peer worker is not polled on every turn
-    /// (as ucx_perftest -l polls its one worker).
-    void progress(swy_worker_h first = nullptr) const {
+    /// and the other worker when @p first had nothing to do, and on every 8th turn in any
+    /// case (a busy worker may be waiting on the other: a rendezvous reports events while
+    /// it waits). A loop that waits for a request on one worker names it, so an idle peer
+    /// worker is not polled on every turn (ucx_perftest -l polls its one worker).
+    void progress(swy_worker_h first = nullptr) {
         if (client_worker_ == nullptr) {
             swy_worker_progress(worker_);
             return;
         }
         swy_worker_h a = first != nullptr ? first : worker_;
-        if (swy_worker_progress(a) == 0) {
+        if (swy_worker_progress(a) == 0 || (++turns_ & 7) == 0) {
             swy_worker_progress(a == worker_ ? client_worker_ : worker_);
         }
     }
@@ -77,6 +78,7 @@ private:
     swy_ep_h ep_ = nullptr;
     swy_worker_h client_worker_ = nullptr;  ///< --loopback: the second worker
     swy_ep_h back_ep_ = nullptr;            ///< --loopback: server worker -> client worker
+    unsigned turns_ = 0;                    ///< --loopback: progress() calls
     Bootstrap* launcher_ = nullptr;         ///< launched mode: owns ep_ and must go before worker_
     Bootstrap* sockaddr_boot_ = nullptr;    ///< --server/--client: closes ep_ with the peer
     swy_status_t failed_status_ = SWY_OK;
