@@ -17,6 +17,7 @@ PACKAGES=(
   librdmacm-dev ibverbs-utils
   ucx-utils libucx-dev
   python3
+  valgrind
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/auth.h"
+#include "common/small_copy.h"
 #include "common/unique_fd.h"
 #include "core/context.h"
 #include "core/endpoint.h"
@@ -44,7 +45,11 @@ struct UnexpectedDesc : proto::UnexpectedMessage {
     /// peer makes us hold only as much as it really sent (and at most the worker's caps).
     size_t capacity = 0;
     size_t* account = nullptr;  ///< the per-sender count `capacity` is charged to
+    /// The buffer: `allocated` bytes, of which `capacity` are charged to the caps. A recycled
+    /// descriptor (Worker::recycle_unexpected) keeps a small buffer from its last use, so
+    /// an unexpected eager message costs no allocation once the worker has seen a few.
     std::unique_ptr<uint8_t[]> data;
+    size_t allocated = 0;
     /// Over the unexpected-memory caps: its bytes were dropped, and the receive that matches
     /// it fails with kNoResource (a synchronous sender learns it from the ack).
     bool lost = false;
@@ -258,7 +263,7 @@ public:
     /// host buffer.
     Status copy_in(Request* r, size_t offset, const uint8_t* src, size_t length) const {
         if (__builtin_expect(r->cpu_buffer, 1)) {
-            if (length != 0) std::memcpy(r->recv_buffer + offset, src, length);
+            common::copy_bytes(r->recv_buffer + offset, src, length);
             return Status::kOk;
         }
         return copy_in_staged(r, offset, src, length);
@@ -299,15 +304,29 @@ public:
         return need <= d->capacity ? !d->lost : grow_unexpected(d, need);
     }
     bool grow_unexpected(UnexpectedDesc* d, size_t need);
-    /// Return @p d's buffer to the accounts and free it (before deleting or handing it over).
+    /// Return @p d's buffer to the accounts (before recycling or handing it over). A small
+    /// buffer stays with the descriptor for its next use; a large one is freed.
     void release_unexpected(UnexpectedDesc* d) {
         if (d->capacity != 0) {
             unexpected_bytes_ -= d->capacity;
             *d->account -= d->capacity;
             d->capacity = 0;
         }
-        d->data.reset();
+        if (__builtin_expect(d->allocated > kKeptUnexpectedBytes, 0)) {
+            d->data.reset();
+            d->allocated = 0;
+        }
     }
+    /// A blank descriptor for an unexpected message: from the recycled ones, else new.
+    UnexpectedDesc* new_unexpected() {
+        if (__builtin_expect(unexpected_free_.empty(), 0)) return new UnexpectedDesc;
+        UnexpectedDesc* d = unexpected_free_.back().release();
+        unexpected_free_.pop_back();
+        return d;
+    }
+    /// Done with @p d (out of the matcher, its bytes released): keep it for the next
+    /// unexpected message (up to kKeptUnexpectedDescs of them), else delete it.
+    void recycle_unexpected(UnexpectedDesc* d);
 
 private:
     // First member: destroyed last, after ~Worker() has destroyed every endpoint in it.
@@ -339,6 +358,11 @@ private:
         return last_account_ = &v[src.sender];
     }
     std::vector<std::deque<size_t>> unexpected_by_sender_;  // [iface][sender index]
+    /// Recycled unexpected-message descriptors (recycle_unexpected), with their small
+    /// buffers: at most kKeptUnexpectedDescs x kKeptUnexpectedBytes held idle.
+    static constexpr size_t kKeptUnexpectedDescs = 256;
+    static constexpr size_t kKeptUnexpectedBytes = 4096;
+    std::vector<std::unique_ptr<UnexpectedDesc>> unexpected_free_;
     tl::AmSource last_account_src_{};
     size_t* last_account_ = nullptr;
     size_t unexpected_bytes_ = 0;

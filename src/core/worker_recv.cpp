@@ -107,12 +107,21 @@ bool Worker::grow_unexpected(UnexpectedDesc* d, size_t need) {
     if (d->account == nullptr) d->account = unexpected_account(d->source);
     size_t& peer_bytes = *d->account;
     const size_t extra = grow - d->capacity;
-    std::unique_ptr<uint8_t[]> bigger;
-    if (unexpected_bytes_ + extra <= unexpected_max_ &&
-        peer_bytes + extra <= unexpected_peer_max_) {
-        bigger.reset(new (std::nothrow) uint8_t[grow]);
+    bool fits =
+        unexpected_bytes_ + extra <= unexpected_max_ && peer_bytes + extra <= unexpected_peer_max_;
+    // A recycled descriptor's buffer may already be large enough: then nothing is allocated
+    // (the caps are charged all the same).
+    if (fits && grow > d->allocated) {
+        std::unique_ptr<uint8_t[]> bigger(new (std::nothrow) uint8_t[grow]);
+        if (bigger) {
+            if (d->received != 0) std::memcpy(bigger.get(), d->data.get(), d->received);
+            d->data = std::move(bigger);
+            d->allocated = grow;
+        } else {
+            fits = false;
+        }
     }
-    if (__builtin_expect(!bigger, 0)) {
+    if (__builtin_expect(!fits, 0)) {
         ++unexpected_lost_;
         log_printf(LogLevel::kError,
                    "dropping an unexpected message of %zu bytes (tag %016llx): buffering it would "
@@ -123,12 +132,24 @@ bool Worker::grow_unexpected(UnexpectedDesc* d, size_t need) {
         d->lost = true;
         return false;
     }
-    if (d->received != 0) std::memcpy(bigger.get(), d->data.get(), d->received);
-    d->data = std::move(bigger);
     d->capacity = grow;
     unexpected_bytes_ += extra;
     peer_bytes += extra;
     return true;
+}
+
+void Worker::recycle_unexpected(UnexpectedDesc* d) {
+    if (__builtin_expect(unexpected_free_.size() >= kKeptUnexpectedDescs, 0)) {
+        delete d;
+        return;
+    }
+    // Blank it for the next message, keeping its (small) buffer.
+    std::unique_ptr<uint8_t[]> data = std::move(d->data);
+    const size_t allocated = d->allocated;
+    *d = UnexpectedDesc{};
+    d->data = std::move(data);
+    d->allocated = allocated;
+    unexpected_free_.emplace_back(d);
 }
 
 Request* Worker::send_request_from(tl::AmSource src, uint64_t wire_id, const char* what) {
@@ -168,7 +189,7 @@ void Worker::reject_control(const char* what) {
 void Worker::bind_unexpected(Request* r, UnexpectedDesc* d) {
     if (d->rndv) {
         rndv_.bind_unexpected(r, *d);
-        delete d;
+        recycle_unexpected(d);
         return;
     }
     eager_.bind_unexpected(r, d);
@@ -220,9 +241,27 @@ Status Worker::describe_receive_buffer(Request* r, const swy_request_params_t* p
     return s;
 }
 
+/// A whole eager message whose bytes were kept: a receive can take it at once.
+static bool whole_eager_message(const UnexpectedDesc& d) {
+    return !d.rndv && !d.lost && d.received == d.length && d.reassembly_key == 0;
+}
+
 Status Worker::tag_recv(void* buffer, size_t length, uint64_t tag, uint64_t mask,
                         const swy_request_params_t* params, Request** out) {
     *out = nullptr;
+    // A whole eager message already here, for a plain receive into host memory: copied at
+    // once, and no request is made at all.
+    if (matcher_.unexpected_count() != 0 &&
+        (request_params::flags(params) & SWY_REQ_FLAG_NO_IMM_COMPLETE) == 0 &&
+        stated_datatype(params) == SWY_DATATYPE_CONTIG &&
+        host_without_detection(stated_memtype(params))) {
+        proto::UnexpectedMessage* m = matcher_.match_unexpected(tag, mask, false);
+        if (m != nullptr && whole_eager_message(*static_cast<UnexpectedDesc*>(m))) {
+            matcher_.remove_unexpected(m);
+            return eager_.receive_at_once(static_cast<UnexpectedDesc*>(m), buffer, length,
+                                          request_params::recv_info(params));
+        }
+    }
     Request* r = new_request(params);
     r->kind = RequestKind::kRecv;
     r->recv_buffer = static_cast<uint8_t*>(buffer);

@@ -179,7 +179,7 @@ bool AmRunner::run_size(size_t size, Result* out) {
     swy_worker_h worker = ctl_.session().worker();
     Bootstrap& boot = ctl_.boot();
     const Role role = boot.role();
-    if (!boot.barrier([worker] { swy_worker_progress(worker); })) {
+    if (!boot.barrier([this] { ctl_.session().progress(); })) {
         std::fprintf(stderr, "swy-perf: the peer went away before size %zu\n", size);
         return false;
     }
@@ -210,7 +210,7 @@ bool AmRunner::run_size(size_t size, Result* out) {
         handlers_set_ = true;
     }
     // Both sides have their handlers before the first message.
-    if (!boot.barrier([worker] { swy_worker_progress(worker); })) return false;
+    if (!boot.barrier([this] { ctl_.session().progress(); })) return false;
 
     op_times_.clear();
     op_times_.reserve(lat ? iters : 0);

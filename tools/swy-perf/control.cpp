@@ -26,7 +26,7 @@ bool Control::peer_gone() {
 }
 
 bool Control::progress() {
-    swy_worker_progress(session_.worker());
+    session_.progress();
     return (++spins_ & 0xffff) != 0 || !peer_gone();
 }
 

@@ -66,7 +66,7 @@ int run(const Options& opts, Bootstrap& boot) {
     if (!ran) return 1;
     // Teardown in step with the peer: nobody closes its endpoint while the peer may still be
     // sending to it, and nobody destroys its worker while the peer's close may still need it.
-    auto progress = [&session] { swy_worker_progress(session.worker()); };
+    auto progress = [&session] { session.progress(); };
     if (!boot.barrier(progress)) {
         std::fprintf(stderr, "swy-perf: the peer went away at the end\n");
         return 1;

@@ -27,6 +27,11 @@ constexpr const char* kUsage =
     "                          (handler on the server; header 0 B)\n"
     "  --tls LIST              SWY_TLS for both processes (\"self\": one process, one worker,\n"
     "                          endpoint to itself)\n"
+    "  --loopback              one process, two workers (client and server) connected over\n"
+    "                          --tls (default shm), both progressed by one thread (for\n"
+    "                          instruction counts: bench/callgrind-small.sh); lat pings\n"
+    "                          client -> server and pongs back; put_lat and am_lat are\n"
+    "                          not available (as with --tls self)\n"
     "  --sizes A:B | a,b,c     powers of two from A to B, or a list (K/M/G suffixes)\n"
     "                          default 1:4M (mr: 1:64K)\n"
     "  --iters N               measured iterations per size (default: size-dependent)\n"
@@ -136,8 +141,10 @@ void validate_new_test_options(const Options& opts) {
     if (!opts.host_only())
         usage_error("%s", "--memtype: the one-sided and AM tests use host memory");
     if (opts.self_mode() && (opts.test == TestKind::kPutLat || opts.test == TestKind::kAmLat)) {
-        usage_error("--test %s is a ping-pong between two processes: not with --tls self",
-                    test_name(opts.test));
+        usage_error(
+            "--test %s is a ping-pong between two processes: not with --tls self or "
+            "--loopback",
+            test_name(opts.test));
     }
     for (size_t size : opts.sizes) {
         if (opts.is_atomic() && size != 4 && size != 8) {
@@ -265,6 +272,8 @@ Options parse_options(int argc, char** argv) {
             opts.window = parse_count("--window", value(), 1);
         } else if (flag == "--check") {
             opts.check = true;
+        } else if (flag == "--loopback") {
+            opts.loopback = true;
         } else if (flag == "--register") {
             opts.register_memory = true;
         } else if (flag == "--csv") {
@@ -319,8 +328,9 @@ Options parse_options(int argc, char** argv) {
         usage_error("%s", "--server and --client are exclusive");
     }
     if (opts.self_mode() && (opts.server_port >= 0 || opts.client_port >= 0)) {
-        usage_error("%s", "--tls self runs in one process: no --server/--client");
+        usage_error("%s", "--tls self and --loopback run in one process: no --server/--client");
     }
+    if (opts.loopback && opts.tls.empty()) opts.tls = "shm";
     if (opts.sizes.empty()) {
         const char* sizes = opts.is_atomic() ? "8" : opts.test == TestKind::kMr ? "1:64K" : "1:4M";
         parse_size_list(sizes, &opts.sizes);

@@ -46,8 +46,16 @@ struct Options {
     /// One-sided tests: map user memory in place (swy_mem_map of an aligned_alloc() buffer)
     /// instead of letting swy_mem_map allocate it (SWY_MEM_MAP_ALLOCATE, the default).
     bool register_memory = false;
+    /// --loopback: one process, two workers (a client and a server worker) connected over the
+    /// chosen transport (shm unless --tls says otherwise), both progressed by one thread: the
+    /// deterministic set-up that callgrind counts instructions per message in. With --tls
+    /// self it is the self mode (one worker, endpoint to itself).
+    bool loopback = false;
 
-    bool self_mode() const { return tls == "self"; }
+    /// One process, no peer process: --tls self or --loopback.
+    bool self_mode() const { return tls == "self" || loopback; }
+    /// --loopback over a transport other than self: two workers in this process.
+    bool two_workers() const { return loopback && tls != "self"; }
     /// Latency tests: one operation (or ping-pong) at a time, a median column in the table.
     bool is_latency() const {
         return test == TestKind::kLat || test == TestKind::kPutLat || test == TestKind::kGetLat ||

@@ -55,7 +55,7 @@ void RmaRunner::teardown(Setup& st) {
     // until the peer is done with it.
     if (st.peer.rkey != nullptr) swy_rkey_destroy(st.peer.rkey);
     st.peer.rkey = nullptr;
-    ctl_.boot().barrier([this] { swy_worker_progress(ctl_.session().worker()); });
+    ctl_.boot().barrier([this] { ctl_.session().progress(); });
     st.local.release();
     st.exposed.release();
 }
@@ -357,7 +357,7 @@ bool RmaRunner::run_size(size_t size, Result* out) {
     const size_t iters = opts_.iters ? opts_.iters : default_iters(opts_, size);
     const size_t warmup = opts_.warmup != SIZE_MAX ? opts_.warmup : default_warmup(opts_, size);
     Bootstrap& boot = ctl_.boot();
-    if (!boot.barrier([this] { swy_worker_progress(ctl_.session().worker()); })) {
+    if (!boot.barrier([this] { ctl_.session().progress(); })) {
         std::fprintf(stderr, "swy-perf: the peer went away before size %zu\n", size);
         return false;
     }

@@ -128,31 +128,34 @@ bool Runner::peer_gone() {
 }
 
 bool Runner::post_send(const void* buf, size_t len, swy_memtype_t memtype, swy_tag_t tag,
-                       swy_request_h* req) {
+                       swy_request_h* req, bool back) {
     swy_request_params_t params{};
     params.field_mask = SWY_REQ_PARAM_FIELD_MEMTYPE;
     params.memtype = memtype;
     for (unsigned spins = 1;; ++spins) {
-        swy_status_t s = swy_tag_send_nb(session_.ep(), buf, len, tag, &params, req);
+        swy_status_t s =
+            swy_tag_send_nb(back ? session_.back_ep() : session_.ep(), buf, len, tag, &params, req);
         if (s == SWY_OK || s == SWY_INPROGRESS) return true;
         if (s != SWY_ERR_NO_RESOURCE) {
             std::fprintf(stderr, "swy-perf: swy_tag_send_nb(%zu B): %s\n", len,
                          swy_status_string(s));
             return false;
         }
-        swy_worker_progress(session_.worker());
+        session_.progress();
         if ((spins & 0xffff) == 0 && peer_gone()) return false;
     }
 }
 
 bool Runner::post_recv(void* buf, size_t len, swy_memtype_t memtype, swy_tag_t tag,
-                       swy_tag_recv_info_t* info, swy_request_h* req, swy_status_t* imm_status) {
+                       swy_tag_recv_info_t* info, swy_request_h* req, swy_status_t* imm_status,
+                       bool back) {
     swy_request_params_t params{};
     params.field_mask = SWY_REQ_PARAM_FIELD_MEMTYPE | SWY_REQ_PARAM_FIELD_RECV_INFO;
     params.memtype = memtype;
     params.recv_info = info;
     for (unsigned spins = 1;; ++spins) {
-        swy_status_t s = swy_tag_recv_nb(session_.worker(), buf, len, tag, kFullMask, &params, req);
+        swy_status_t s = swy_tag_recv_nb(back ? session_.back_worker() : session_.worker(), buf,
+                                         len, tag, kFullMask, &params, req);
         if (s != SWY_ERR_NO_RESOURCE) {
             if (s < 0 && s != SWY_ERR_MESSAGE_TRUNCATED) {
                 std::fprintf(stderr, "swy-perf: swy_tag_recv_nb(%zu B): %s\n", len,
@@ -162,20 +165,19 @@ bool Runner::post_recv(void* buf, size_t len, swy_memtype_t memtype, swy_tag_t t
             *imm_status = s;  // SWY_OK, SWY_INPROGRESS or a truncation reported in wait_recv()
             return true;
         }
-        swy_worker_progress(session_.worker());
+        session_.progress();
         if ((spins & 0xffff) == 0 && peer_gone()) return false;
     }
 }
 
-bool Runner::wait(swy_request_h req, swy_status_t* status) {
+bool Runner::wait(swy_request_h req, swy_status_t* status, swy_worker_h owner) {
     if (!req) {
         *status = SWY_OK;
         return true;
     }
-    swy_worker_h worker = session_.worker();
     swy_status_t s;
     for (unsigned spins = 1; (s = swy_request_test(req)) == SWY_INPROGRESS; ++spins) {
-        swy_worker_progress(worker);
+        session_.progress(owner);
         if ((spins & 0xffff) == 0 && peer_gone()) return false;
     }
     *status = s;
@@ -183,10 +185,10 @@ bool Runner::wait(swy_request_h req, swy_status_t* status) {
 }
 
 bool Runner::wait_recv(swy_request_h req, swy_status_t imm_status, swy_tag_recv_info_t* info,
-                       size_t size) {
+                       size_t size, bool back) {
     swy_status_t s = imm_status;
     if (req) {
-        if (!wait(req, &s)) return false;
+        if (!wait(req, &s, back ? session_.back_worker() : session_.worker())) return false;
         if (s == SWY_OK && opts_.check) swy_request_recv_info(req, info);
         swy_request_free(req);
     }
@@ -288,7 +290,9 @@ bool Runner::lat_iteration(Buffers& b, size_t size, uint64_t msg) {
     }
     if (role == Role::kSelf) {
         if (check && !fill_send(b, 0, size, msg, 0)) return false;
-        if (!post_send(b.send_slot(0), size, b.send.type(), kTagPing, &sreq) || !wait(sreq, &s)) {
+        // --loopback: the ping leaves from the client worker (back_worker()).
+        if (!post_send(b.send_slot(0), size, b.send.type(), kTagPing, &sreq) ||
+            !wait(sreq, &s, session_.back_worker())) {
             return false;
         }
         if (sreq) swy_request_free(sreq);
@@ -302,19 +306,23 @@ bool Runner::lat_iteration(Buffers& b, size_t size, uint64_t msg) {
     unsigned char* reply = b.send_slot(0);
     if (role == Role::kSelf) {
         rreq = nullptr;
-        if (!post_recv(b.recv_slot(0), size, b.recv.type(), kTagPong, &info, &rreq, &imm)) {
+        // --loopback: the pong goes back from the server worker to the client worker.
+        if (!post_recv(b.recv_slot(0), size, b.recv.type(), kTagPong, &info, &rreq, &imm, true)) {
             return false;
         }
     }
     if (check && !fill_send(b, 0, size, msg, 1)) return false;
-    if (!post_send(reply, size, b.send.type(), kTagPong, &sreq) || !wait(sreq, &s)) return false;
+    if (!post_send(reply, size, b.send.type(), kTagPong, &sreq, role == Role::kSelf) ||
+        !wait(sreq, &s, session_.worker())) {
+        return false;
+    }
     if (sreq) swy_request_free(sreq);
     if (s != SWY_OK) {
         std::fprintf(stderr, "swy-perf: send completed with %s\n", swy_status_string(s));
         return false;
     }
     if (role == Role::kSelf) {
-        if (!wait_recv(rreq, imm, &info, size)) return false;
+        if (!wait_recv(rreq, imm, &info, size, true)) return false;
         if (check && !verify_recv(b, 0, size, msg, 1)) return false;
     }
     return true;
@@ -530,7 +538,7 @@ bool Runner::run_size(size_t size, Result* out) {
     size_t iters = opts_.iters ? opts_.iters : default_iters(opts_, size);
     size_t warmup = opts_.warmup != SIZE_MAX ? opts_.warmup : default_warmup(opts_, size);
     // Start each size together: the previous size's last messages are all consumed.
-    if (!boot_.barrier([this] { swy_worker_progress(session_.worker()); })) {
+    if (!boot_.barrier([this] { session_.progress(); })) {
         std::fprintf(stderr, "swy-perf: the peer went away before size %zu\n", size);
         return false;
     }

@@ -49,13 +49,17 @@ private:
 
     // Hot-path helpers: post with retry on SWY_ERR_NO_RESOURCE, wait by busy progress.
     // @p memtype is stated on every operation (never left to detection).
+    // @p back: the pong direction, which --loopback sends on the server worker's endpoint
+    // and receives on the client worker (otherwise the same endpoint and worker).
     bool post_send(const void* buf, size_t len, swy_memtype_t memtype, swy_tag_t tag,
-                   swy_request_h* req);
+                   swy_request_h* req, bool back = false);
     bool post_recv(void* buf, size_t len, swy_memtype_t memtype, swy_tag_t tag,
-                   swy_tag_recv_info_t* info, swy_request_h* req, swy_status_t* imm_status);
-    bool wait(swy_request_h req, swy_status_t* status);
+                   swy_tag_recv_info_t* info, swy_request_h* req, swy_status_t* imm_status,
+                   bool back = false);
+    // @p owner / @p back: the worker the request belongs to, progressed first (--loopback).
+    bool wait(swy_request_h req, swy_status_t* status, swy_worker_h owner = nullptr);
     bool wait_recv(swy_request_h req, swy_status_t imm_status, swy_tag_recv_info_t* info,
-                   size_t size);
+                   size_t size, bool back = false);
     bool verify(const void* buf, size_t size, uint64_t msg, unsigned direction);
     // --check on any memory type: device buffers go through a host staging buffer and
     // swy_mem_copy(); the CPU never touches them.

@@ -114,6 +114,7 @@ bool Session::open(const Options& opts, Bootstrap& boot) {
     wparams.field_mask = SWY_WORKER_PARAM_FIELD_THREAD_MODE;
     wparams.thread_mode = SWY_THREAD_MODE_SINGLE;
     if (!check(swy_worker_create(context_, &wparams, &worker_), "swy_worker_create")) return false;
+    if (opts.two_workers()) return open_loopback(wparams);
     if (boot.launched()) {
         launcher_ = &boot;
         swy_ep_params_t ep_template{};
@@ -155,7 +156,65 @@ bool Session::open(const Options& opts, Bootstrap& boot) {
     return check(swy_ep_create(worker_, &eparams, &ep_), "swy_ep_create");
 }
 
+namespace {
+
+bool connect_to(swy_worker_h from, swy_worker_h to, const swy_ep_params_t& base, swy_ep_h* ep) {
+    void* address = nullptr;
+    size_t length = 0;
+    if (!check(swy_worker_get_address(to, &address, &length), "swy_worker_get_address")) {
+        return false;
+    }
+    swy_ep_params_t eparams = base;
+    eparams.field_mask |= SWY_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    eparams.remote_address = address;
+    eparams.remote_address_length = length;
+    swy_status_t s = swy_ep_create(from, &eparams, ep);
+    swy_worker_release_address(to, address);
+    return check(s, "swy_ep_create");
+}
+
+}  // namespace
+
+// --loopback: a second (client) worker in the same context, an endpoint each way. worker_
+// stays the server worker (receives, active-message handlers, the target of one-sided
+// operations), ep_ goes client -> server, so the runners' self-mode code works unchanged.
+bool Session::open_loopback(const swy_worker_params_t& wparams) {
+    if (!check(swy_worker_create(context_, &wparams, &client_worker_), "swy_worker_create")) {
+        return false;
+    }
+    swy_ep_params_t base{};
+    base.field_mask = SWY_EP_PARAM_FIELD_ERR_HANDLER;
+    base.err_cb = &Session::on_ep_error;
+    base.err_arg = this;
+    return connect_to(client_worker_, worker_, base, &ep_) &&
+           connect_to(worker_, client_worker_, base, &back_ep_);
+}
+
+bool Session::close_loopback_endpoints() {
+    bool ok = true;
+    swy_ep_h* eps[] = {&ep_, &back_ep_};
+    for (swy_ep_h* ep : eps) {
+        if (!*ep) continue;
+        swy_request_h req = nullptr;
+        swy_status_t s =
+            swy_ep_close_nb(*ep, failed() ? SWY_EP_CLOSE_FORCE : SWY_EP_CLOSE_FLUSH, &req);
+        if (s == SWY_INPROGRESS) {
+            while ((s = swy_request_test(req)) == SWY_INPROGRESS)
+                progress();
+            swy_request_free(req);
+        }
+        *ep = nullptr;
+        if (s != SWY_OK && !failed()) {
+            std::fprintf(stderr, "swy-perf: closing a loopback endpoint: %s\n",
+                         swy_status_string(s));
+            ok = false;
+        }
+    }
+    return ok;
+}
+
 bool Session::close_endpoint() {
+    if (client_worker_) return close_loopback_endpoints();
     if (!ep_) return true;
     if (launcher_) {
         ep_ = nullptr;
@@ -183,6 +242,8 @@ void Session::close() {
     close_endpoint();
     if (launcher_) launcher_->leave_launched();
     launcher_ = nullptr;
+    if (client_worker_) swy_worker_destroy(client_worker_);
+    client_worker_ = nullptr;
     if (worker_) swy_worker_destroy(worker_);
     if (context_) swy_context_destroy(context_);
     worker_ = nullptr;

@@ -66,14 +66,14 @@ void EagerReceiver::on_only(tl::AmSource src, const uint8_t* data, size_t length
         worker_->complete(r, r->receive_status());
         return;
     }
-    auto* d = new UnexpectedDesc;
+    UnexpectedDesc* d = worker_->new_unexpected();
     d->tag = tag;
     d->length = size;
     d->sync = sync;
     d->sender_request = sender_request;
     d->source = src;
     if (size != 0 && worker_->reserve_unexpected(d, size)) {
-        std::memcpy(d->data.get(), payload, size);
+        common::copy_bytes(d->data.get(), payload, size);
     }
     d->received = size;
     worker_->matcher().add_unexpected(d);
@@ -108,7 +108,7 @@ void EagerReceiver::on_first(tl::AmSource src, const uint8_t* data, size_t lengt
         reassembly_.emplace(key, entry);
         return;
     }
-    auto* d = new UnexpectedDesc;
+    UnexpectedDesc* d = worker_->new_unexpected();
     d->tag = h.tag;
     d->length = h.total_length;
     d->sync = sync;
@@ -198,7 +198,7 @@ void EagerReceiver::bind_unexpected(Request* r, UnexpectedDesc* d) {
         // swallows them.
         if (d->reassembly_key != 0) reassembly_[d->reassembly_key].desc = nullptr;
         worker_->complete(r, Status::kNoResource);
-        delete d;
+        worker_->recycle_unexpected(d);
         return;
     }
     const size_t n = std::min(d->received, r->capacity);
@@ -215,7 +215,18 @@ void EagerReceiver::bind_unexpected(Request* r, UnexpectedDesc* d) {
         e.request = r;
         e.desc = nullptr;
     }
-    delete d;
+    worker_->recycle_unexpected(d);
+}
+
+Status EagerReceiver::receive_at_once(UnexpectedDesc* d, void* buffer, size_t capacity,
+                                      swy_tag_recv_info_t* info) {
+    common::copy_bytes(buffer, d->data.get(), std::min(d->length, capacity));
+    if (info != nullptr) *info = {d->tag, d->length};
+    const Status s = d->length > capacity ? Status::kMessageTruncated : Status::kOk;
+    worker_->release_unexpected(d);
+    if (d->sync) send_sync_ack(d->source, d->sender_request);
+    worker_->recycle_unexpected(d);
+    return s;
 }
 
 void EagerReceiver::track_probed(UnexpectedDesc* d) {

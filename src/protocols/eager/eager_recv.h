@@ -47,6 +47,11 @@ public:
     // ---- the worker's matching plumbing ----
     /// A posted receive @p r matched the buffered eager message @p d (deletes @p d): copy
     /// what arrived, acknowledge a synchronous send, and let later fragments go to @p r.
+    /// Deliver @p d (a whole eager message with its bytes kept, already out of the matcher) into the contiguous host
+    /// buffer @p buffer of @p capacity bytes, acknowledge a synchronous send, recycle @p d.
+    /// Fills @p info if not null. Returns kOk or kMessageTruncated.
+    Status receive_at_once(core::UnexpectedDesc* d, void* buffer, size_t capacity,
+                           swy_tag_recv_info_t* info);
     void bind_unexpected(core::Request* r, core::UnexpectedDesc* d);
     /// A desc a matched probe took out of the matcher is still the target of its fragments.
     void track_probed(core::UnexpectedDesc* d);

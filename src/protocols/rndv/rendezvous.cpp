@@ -126,7 +126,7 @@ void Rendezvous::on_rts(tl::AmSource src, const uint8_t* data, size_t length) {
         start_receive(static_cast<Request*>(p), h, src, peer);
         return;
     }
-    auto* d = new core::UnexpectedDesc;
+    core::UnexpectedDesc* d = worker_->new_unexpected();
     d->tag = h.tag;
     d->length = h.total_length;
     d->received = h.total_length;  // nothing to reassemble: the data waits at the sender

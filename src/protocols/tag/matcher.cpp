@@ -47,17 +47,6 @@ UnexpectedMessage* unexpected_of_arrival(ListHook* h) {
                                                 offsetof(UnexpectedMessage, arrival_hook));
 }
 
-// MPI-style tags pack context|rank|tag, so the low bits alone distribute poorly (e.g. many
-// ranks, one user tag). The murmur3 finaliser mixes every input bit into every output bit.
-uint64_t mix64(uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return x;
-}
-
 }  // namespace
 
 TagMatcher::Table TagMatcher::make_table(size_t n) {
@@ -65,10 +54,6 @@ TagMatcher::Table TagMatcher::make_table(size_t n) {
     for (Bucket& b : table)
         list_init(&b.head);
     return table;
-}
-
-size_t TagMatcher::bucket_index(uint64_t tag, const Table& table) {
-    return static_cast<size_t>(mix64(tag)) & (table.size() - 1);
 }
 
 TagMatcher::TagMatcher(size_t initial_buckets) {
@@ -82,6 +67,22 @@ TagMatcher::TagMatcher(size_t initial_buckets) {
 // ---- receive side ----
 
 PostedReceive* TagMatcher::match_posted(uint64_t tag) {
+    if (posted_count_ == 0) return nullptr;  // no hash, no walk
+    // Fast path, no wildcard receive posted: the first receive of this tag in its bucket
+    // (usually the bucket's only entry) is the answer.
+    if (wildcard_.next == &wildcard_) {
+        ListHook* head = &posted_buckets_[bucket_index(tag, posted_buckets_)].head;
+        for (ListHook* h = head->next; h != head; h = h->next) {
+            PostedReceive* r = posted_of(h);
+            if (r->tag == tag) {
+                list_unlink(h);
+                --posted_exact_count_;
+                --posted_count_;
+                return r;
+            }
+        }
+        return nullptr;
+    }
     // Candidate A: earliest exact receive for this tag. Other tags share the bucket, so skip.
     PostedReceive* best = nullptr;
     ListHook* head = &posted_buckets_[bucket_index(tag, posted_buckets_)].head;

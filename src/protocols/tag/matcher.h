@@ -89,7 +89,18 @@ private:
     using Table = std::vector<Bucket>;
 
     static Table make_table(size_t n);
-    static size_t bucket_index(uint64_t tag, const Table& table);
+    // MPI-style tags pack context|rank|tag, so the low bits alone distribute poorly (e.g. many
+    // ranks, one user tag). The murmur3 finaliser mixes every input bit into every output
+    // bit. Inline: every post and every arrival hashes once.
+    static size_t bucket_index(uint64_t tag, const Table& table) {
+        uint64_t x = tag;
+        x ^= x >> 33;
+        x *= 0xff51afd7ed558ccdull;
+        x ^= x >> 33;
+        x *= 0xc4ceb9fe1a85ec53ull;
+        x ^= x >> 33;
+        return static_cast<size_t>(x) & (table.size() - 1);
+    }
     void grow_posted();
     void grow_unexpected();
 

@@ -1,6 +1,9 @@
 #include "transports/self/self_iface.h"
 
+#include <algorithm>
 #include <cstring>
+
+#include "common/small_copy.h"
 
 namespace swy::tl::self {
 
@@ -15,25 +18,20 @@ SelfEndpoint::SelfEndpoint(SelfInterface* iface) : iface_(iface) {
 
 Status SelfEndpoint::am_send(AmId id, const void* hdr, size_t hdr_len, const void* payload,
                              size_t length) {
-    std::vector<uint8_t> bytes;
-    if (!iface_->spare_.empty()) {
-        bytes = std::move(iface_->spare_.back());
-        iface_->spare_.pop_back();
-    }
-    bytes.resize(hdr_len + length);
-    std::memcpy(bytes.data(), hdr, hdr_len);
-    if (length != 0) std::memcpy(bytes.data() + hdr_len, payload, length);
-    iface_->enqueue(id, std::move(bytes));
+    uint8_t* bytes = iface_->enqueue(id, hdr_len + length);
+    common::copy_bytes(bytes, hdr, hdr_len);
+    common::copy_bytes(bytes + hdr_len, payload, length);
     return Status::kOk;
 }
 
 Status SelfEndpoint::am_send_packed(AmId id, const void* hdr, size_t hdr_len, PackFn pack,
                                     void* arg, size_t length) {
+    // Packed into a scratch buffer first: a failed pack must queue nothing.
     std::vector<uint8_t> bytes(hdr_len + length);
     std::memcpy(bytes.data(), hdr, hdr_len);
     Status s = pack(arg, bytes.data() + hdr_len, length);
     if (s != Status::kOk) return s;
-    iface_->enqueue(id, std::move(bytes));
+    std::memcpy(iface_->enqueue(id, bytes.size()), bytes.data(), bytes.size());
     return Status::kOk;
 }
 
@@ -45,8 +43,26 @@ SelfInterface::SelfInterface(uint64_t worker_uid, uint16_t index, AmSink* sink,
     wants_progress_ = false;  // nothing queued yet
 }
 
-void SelfInterface::enqueue(AmId id, std::vector<uint8_t> bytes) {
-    queue_.push_back({id, std::move(bytes)});
+uint8_t* SelfInterface::RecordQueue::append(AmId id, size_t length) {
+    const size_t record = sizeof(Header) + padded(length);
+    if (__builtin_expect(used_ + record > capacity_, 0)) grow(used_ + record);
+    uint8_t* at = bytes_.get() + used_;
+    const Header h{id, static_cast<uint32_t>(length)};
+    std::memcpy(at, &h, sizeof h);
+    used_ += record;
+    return at + sizeof(Header);
+}
+
+void SelfInterface::RecordQueue::grow(size_t need) {
+    const size_t capacity = std::max<size_t>({need, capacity_ * 2, 4096});
+    std::unique_ptr<uint8_t[]> bigger(new uint8_t[capacity]);
+    if (used_ != 0) std::memcpy(bigger.get(), bytes_.get(), used_);
+    bytes_ = std::move(bigger);
+    capacity_ = capacity;
+}
+
+uint8_t* SelfInterface::enqueue(AmId id, size_t length) {
+    uint8_t* bytes = queue_.append(id, length);
     wants_progress_ = true;
     // Only another thread of a multi-threaded worker can send while it sleeps (under the
     // worker's lock, which the sleeper released): armed_ needs no atomics.
@@ -54,19 +70,25 @@ void SelfInterface::enqueue(AmId id, std::vector<uint8_t> bytes) {
         armed_ = false;
         if (sink_ != nullptr) sink_->wake();
     }
+    return bytes;
 }
 
 unsigned SelfInterface::progress() {
-    // Deliver only what was queued before this call: handlers may queue replies.
-    size_t n = queue_.size();
-    for (size_t i = 0; i < n; ++i) {
-        Packet p = std::move(queue_.front());
-        queue_.pop_front();
-        sink_->on_am(p.id, AmSource{index_, 0}, p.bytes.data(), p.bytes.size());
-        if (spare_.size() < 64) spare_.push_back(std::move(p.bytes));
-    }
+    // Deliver only what was queued before this call: handlers may queue replies, which go
+    // to the other buffer. A handler that reaches progress() again finds nothing to do:
+    // draining_ is still being walked.
+    if (__builtin_expect(delivering_, 0)) return 0;
+    delivering_ = true;
+    draining_.swap(queue_);
+    unsigned n = 0;
+    draining_.for_each([this, &n](AmId id, const uint8_t* data, size_t length) {
+        sink_->on_am(id, AmSource{index_, 0}, data, length);
+        ++n;
+    });
+    draining_.clear();
+    delivering_ = false;
     wants_progress_ = !queue_.empty();  // replies queued by the handlers
-    return static_cast<unsigned>(n);
+    return n;
 }
 
 Status SelfInterface::connect(uint64_t remote_uid, const uint8_t*, size_t, bool,

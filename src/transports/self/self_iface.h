@@ -2,8 +2,9 @@
 // next progress call (never from inside the send), so callbacks never re-enter a send.
 #pragma once
 
-#include <deque>
+#include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "transports/transport.h"
@@ -59,23 +60,59 @@ public:
     /// Nothing queued: progress would do nothing (wants_progress() says the same to the
     /// worker's poll loop).
     bool idle() const { return queue_.empty(); }
+
+    /// Queued messages, back to back in one buffer: per record an 8-byte header (id,
+    /// length), then the bytes, padded to 8. The buffer keeps its capacity, so a message
+    /// costs two small copies and no allocation (a queue of vectors cost a deque node and
+    /// vector moves per message).
+    class RecordQueue {
+    public:
+        bool empty() const { return used_ == 0; }
+        /// Room for a record of @p length bytes with id @p id; returns where its bytes go.
+        uint8_t* append(AmId id, size_t length);
+        /// Call @p f(id, data, length) for every record, in order.
+        template <typename F>
+        void for_each(F&& f) const {
+            for (size_t at = 0; at < used_;) {
+                const Header* h = reinterpret_cast<const Header*>(bytes_.get() + at);
+                f(h->id, bytes_.get() + at + sizeof(Header), size_t{h->length});
+                at += sizeof(Header) + padded(h->length);
+            }
+        }
+        void clear() { used_ = 0; }
+        void swap(RecordQueue& other) noexcept {
+            bytes_.swap(other.bytes_);
+            std::swap(used_, other.used_);
+            std::swap(capacity_, other.capacity_);
+        }
+
+    private:
+        struct Header {
+            AmId id;
+            uint32_t length;
+        };
+        static_assert(sizeof(Header) == 8);
+        static size_t padded(size_t n) { return (n + 7) & ~size_t{7}; }
+        void grow(size_t need);
+        std::unique_ptr<uint8_t[]> bytes_;
+        size_t used_ = 0;
+        size_t capacity_ = 0;
+    };
     int event_fd() const override { return -1; }
 
 private:
     friend class SelfEndpoint;
-    struct Packet {
-        AmId id;
-        std::vector<uint8_t> bytes;
-    };
     uint64_t uid_;
     uint16_t index_;
     AmSink* sink_;
-    /// Queue a message for the next progress() (and have the worker call it).
-    void enqueue(AmId id, std::vector<uint8_t> bytes);
-    std::deque<Packet> queue_;
+    /// A record of @p length bytes queued for the next progress() (and the worker told to
+    /// call it): the caller writes the bytes there before anything else runs.
+    uint8_t* enqueue(AmId id, size_t length);
+    RecordQueue queue_;     ///< what the next progress() delivers
+    RecordQueue draining_;  ///< what this progress() delivers (handlers append to queue_)
     bool armed_ = false;
-    std::vector<std::vector<uint8_t>> spare_;  // recycled packet buffers
-    LaneCosts costs_;                          // before reply_ep_, which reads it
+    bool delivering_ = false;  ///< inside progress(): draining_ is being walked
+    LaneCosts costs_;          // before reply_ep_, which reads it
     SelfEndpoint reply_ep_;
 };
 

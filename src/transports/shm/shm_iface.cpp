@@ -19,6 +19,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/small_copy.h"
 #include "transports/shm/segment_bounds.h"
 #include "transports/shm/shm_address.h"
 
@@ -188,8 +189,8 @@ Status ShmEndpoint::am_send(AmId id, const void* hdr, size_t hdr_len, const void
     cell->sender = sender_slot_;
     cell->length = static_cast<uint32_t>(hdr_len + length);
     auto* data = reinterpret_cast<uint8_t*>(cell + 1);
-    std::memcpy(data, hdr, hdr_len);
-    if (length != 0) std::memcpy(data + hdr_len, payload, length);
+    common::copy_bytes(data, hdr, hdr_len);
+    common::copy_bytes(data + hdr_len, payload, length);
     finish(cell, pos);
     return Status::kOk;
 }
