@@ -53,6 +53,10 @@ unsigned TcpInterface::progress() {
     ++epoch_;                    // sends from now on start a new burst
     // Corked frames leave on every call, unthrottled: they are what the peer waits for.
     if (!corked_.empty()) flush_corked();
+    // Then the ACKs a waiting sender may need (tcp_liveness.cpp), and now and then a look at
+    // whether a peer with data waiting for it still answers.
+    if (__builtin_expect(!ack_owed_.empty(), 0)) send_owed_acks();
+    if (!live_.empty()) check_liveness();
     // Looking at the sockets is a system call (~1 us here). With no connection open only a
     // new peer can arrive (set-up time): look every kIdlePollEvery calls. With connections,
     // every busy_poll_every calls (1 when tcp is the only network). A wake-up from the event
@@ -179,6 +183,7 @@ unsigned TcpInterface::receive(Connection* c) {
         c->expect_header = 0;
         const ssize_t r = recv(c->fd.get(), c->recvq.tail_ptr(), room, MSG_DONTWAIT);
         if (r > 0) {
+            owe_ack(c);
             c->recvq.commit(static_cast<size_t>(r));
             delivered += deliver_frames(c);
             budget -= std::min(budget, static_cast<size_t>(r));
@@ -254,6 +259,7 @@ unsigned TcpInterface::receive_placed(Connection* c) {
         }
         const ssize_t r = recv(c->fd.get(), dst, want, MSG_DONTWAIT);
         if (r > 0) {
+            owe_ack(c);
             p.done += static_cast<size_t>(r);
             if (static_cast<size_t>(r) < want) return 0;  // drained; the next pass goes on
             continue;
@@ -266,7 +272,7 @@ unsigned TcpInterface::receive_placed(Connection* c) {
         if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
         log_printf(LogLevel::kInfo, "tcp: connection to %016llx: %s",
                    static_cast<unsigned long long>(c->peer_uid), std::strerror(errno));
-        fail(c, Status::kConnectionReset);
+        fail(c, errno == ETIMEDOUT ? Status::kTimedOut : Status::kConnectionReset);
         return 0;
     }
     p.active = false;
@@ -339,6 +345,14 @@ unsigned TcpInterface::deliver_frames(Connection* c) {
 }
 
 void TcpInterface::on_eof(Connection* c) {
+    if (c->goodbye_received && !c->goodbye_sent && c->owner_ep != nullptr) {
+        // The peer closed in order (its endpoint or its worker went away) while ours still
+        // uses the connection: a failure of that endpoint, but not a crash.
+        log_printf(LogLevel::kInfo, "tcp: peer %016llx closed its end of connection %u",
+                   static_cast<unsigned long long>(c->peer_uid), c->index);
+        fail(c, Status::kEndpointClosed);
+        return;
+    }
     if (c->goodbye_sent || c->goodbye_received) {
         // Orderly: our side or theirs disconnected. Whatever we still had queued for a peer
         // endpoint that is gone is dropped with the connection.
@@ -346,6 +360,10 @@ void TcpInterface::on_eof(Connection* c) {
         close_connection(c);
         return;
     }
+    log_printf(LogLevel::kInfo,
+               "tcp: connection %u to %016llx closed without a goodbye: the peer crashed or "
+               "was killed",
+               c->index, static_cast<unsigned long long>(c->peer_uid));
     if (!c->recvq.empty() || c->place.active) {
         log_printf(LogLevel::kInfo, "tcp: connection %u closed inside a frame (%zu bytes)",
                    c->index, c->place.active ? c->place.done : c->recvq.size());
@@ -357,6 +375,7 @@ void TcpInterface::close_connection(Connection* c) {
     std::erase(live_, c->index);
     if (c->state == Connection::State::kConnecting) std::erase(connecting_, c->index);
     c->place.active = false;
+    update_acked(c);  // what the peer acknowledged stays readable (accepted_bytes et al.)
     if (c->fd) {
         epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, c->fd.get(), nullptr);
         c->fd.reset();
@@ -379,6 +398,13 @@ void TcpInterface::fail(Connection* c, Status why) {
         // Nobody we know (no hello yet): nothing to report upward.
         log_printf(LogLevel::kWarn, "tcp: closed unidentified connection %u: %s", c->index,
                    status_text(why));
+        return;
+    }
+    if (c->goodbye_received && !c->goodbye_sent && c->owner_ep != nullptr) {
+        // The peer said goodbye while our endpoint still uses the connection: whatever ends
+        // it now (its close, a reset for data it left unread), the peer left in order.
+        c->failure = Status::kEndpointClosed;
+        to_report_.push_back(c->index);
         return;
     }
     if (c->goodbye_sent || c->goodbye_received) {
