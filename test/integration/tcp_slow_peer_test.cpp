@@ -49,13 +49,14 @@ NodeOptions tcp_options() {
     return o;
 }
 
-/// Most bytes a receiving socket can hold (tcp_rmem's maximum): an upper bound for what the
-/// peer's kernel can have acknowledged while its process does not read.
+/// Most bytes the socket of a process that never read can hold: tcp_rmem's default (the
+/// kernel grows a receive buffer only as its process reads), plus slack. An upper bound for
+/// what the stopped peer's kernel can have acknowledged.
 size_t max_receive_buffer() {
     std::ifstream f("/proc/sys/net/ipv4/tcp_rmem");
     size_t lo = 0, def = 0, max = 0;
     f >> lo >> def >> max;
-    return max != 0 ? max : size_t{6} << 20;
+    return (def != 0 ? def : size_t{128} << 10) + kMessage;
 }
 
 /// Progresses for @p seconds.
