@@ -125,8 +125,8 @@ TEST(TcpSlowPeer, AReceiverStoppedLongerThanEveryTimeoutLosesNothing) {
                 for (int i = 0; i < kMessages; ++i) {
                     Recv r = post_recv(wk, buf.data(), kMessage, kTag | i);
                     ICHECK_OK(finish_recv(wk, r, 30));
-                    ICHECK_PATTERN(buf.data(), kMessage, pattern_seed(kMessage, 0, i),
-                                   "message %d", i);
+                    ICHECK_PATTERN(buf.data(), kMessage, pattern_seed(kMessage, 0, i), "message %d",
+                                   i);
                 }
                 w.wait_scratch_at_least(kDoneWord, 1, wk);
                 ICHECK_MSG(seen.calls == 0, "the receiver's endpoint failed: %s",
@@ -180,7 +180,8 @@ TEST(TcpSlowPeer, SendsCompleteOnlyOnceAcknowledgedAndTheRestFailWhenThePeerDies
                 poll_sends(wk, s.sends);
             const size_t ok = s.completed_ok();
             const size_t bound = max_receive_buffer();
-            fprintf(stderr, "%zu of %d sends (%zu KiB) completed while the peer was stopped; "
+            fprintf(stderr,
+                    "%zu of %d sends (%zu KiB) completed while the peer was stopped; "
                     "its kernel can hold at most %zu KiB\n",
                     ok, kMessages, ok * kMessage / 1024, bound / 1024);
             ICHECK_MSG(ok * kMessage <= bound,
@@ -196,8 +197,10 @@ TEST(TcpSlowPeer, SendsCompleteOnlyOnceAcknowledgedAndTheRestFailWhenThePeerDies
                 const bool was_done = send.done;
                 swy_status_t st = finish_send(wk, send, 30);
                 if (was_done) continue;
-                ICHECK_MSG(st != SWY_OK, "send %zu, not acknowledged before the peer died, "
-                           "completed with success", i);
+                ICHECK_MSG(st != SWY_OK,
+                           "send %zu, not acknowledged before the peer died, "
+                           "completed with success",
+                           i);
             }
             auto deadline = deadline_in(10.0);
             while (seen.calls == 0 && Clock::now() < deadline)

@@ -153,6 +153,10 @@ struct TcpInterface::Connection {
     /// Received bytes since we last sent (our next frame carries the ACK): a connection that
     /// has not sent by the next progress pass acknowledges at once (TCP_QUICKACK), so that a
     /// sender waiting for delivery is not held by the delayed-ACK timer.
+    /// A message could not be delivered for want of memory: it waits in recvq, and the
+    /// connection is not read until retry_stalled() got it through.
+    bool stalled = false;
+    bool stall_logged = false;
     bool ack_owed = false;
     uint64_t ack_owed_epoch = 0;
     ByteQueue sendq;

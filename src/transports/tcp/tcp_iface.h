@@ -229,6 +229,9 @@ private:
     void close_connection(Connection* c);
     void fail(Connection* c, Status why);
     void report_failures();
+    /// to_report_ += c; never throws (out of memory: report_scan_ instead).
+    void queue_report(Connection* c);
+    bool reports_waiting() const { return !to_report_.empty() || report_scan_; }
     // Failure detection on established connections (tcp_liveness.cpp).
     /// Every kLivenessPeriodNs (from progress): fails connections with data waiting that
     /// heard nothing from the peer's kernel for user_timeout_ns (kTimedOut).
@@ -241,6 +244,13 @@ private:
     /// acknowledge now (TCP_QUICKACK) instead of after the kernel's delayed-ACK timer.
     void send_owed_acks();
     void owe_ack(Connection* c);
+    /// Runs @p deliver (a call into the sink with a message of @p c). If memory runs out
+    /// inside it (std::bad_alloc), the message stays in the receive buffer, the connection
+    /// stops reading (Connection::stalled) and false is returned; retry_stalled() delivers it
+    /// from a later progress call. Back-pressure: never a message dropped (tcp_progress.cpp).
+    template <typename F>
+    bool deliver_or_stall(Connection* c, F&& deliver);
+    void retry_stalled();
 
     Status send(Connection* c, AmId id, const void* hdr, size_t hdr_len, const void* payload,
                 size_t length);
@@ -274,9 +284,11 @@ private:
     Connection* delivering_ = nullptr;  // its receive buffer is in use by a sink callback
     LaneAttr attr_;
     uint32_t idle_polls_ = 0;
-    uint64_t next_liveness_ns_ = 0;  // CLOCK_MONOTONIC_COARSE of the next check_liveness()
-    uint32_t liveness_tick_ = 0;     // progress calls between looks at the clock
+    uint64_t next_liveness_ns_ = 0;   // CLOCK_MONOTONIC_COARSE of the next check_liveness()
+    uint32_t liveness_tick_ = 0;      // progress calls between looks at the clock
     std::vector<uint16_t> ack_owed_;  // connections with Connection::ack_owed set
+    bool report_scan_ = false;        // a failure could not be queued: scan the connections
+    size_t stalled_ = 0;              // connections with Connection::stalled set
 };
 
 }  // namespace swy::tl::tcp

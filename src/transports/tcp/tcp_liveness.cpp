@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <new>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -65,10 +66,10 @@ void TcpInterface::check_liveness() {
     if (now < next_liveness_ns_) return;
     next_liveness_ns_ = now + std::min(kLivenessPeriodNs, config_.user_timeout_ns / 2);
     const uint64_t limit_ms = config_.user_timeout_ns / 1'000'000;
-    // fail() edits live_: walk a copy.
-    const std::vector<uint16_t> open = live_;
-    for (uint16_t index : open) {
-        Connection* c = conns_[index].get();
+    // Backwards: fail() removes the connection it fails from live_ (and nothing else).
+    for (size_t i = live_.size(); i-- > 0;) {
+        if (i >= live_.size()) continue;
+        Connection* c = conns_[live_[i]].get();
         if (c->state != Connection::State::kOpen || !c->fd) continue;
         tcp_info info{};
         socklen_t len = sizeof(info);
@@ -82,17 +83,21 @@ void TcpInterface::check_liveness() {
         log_printf(LogLevel::kWarn,
                    "tcp: connection %u to %016llx: nothing heard from the peer for %u ms with "
                    "data waiting (SWY_TCP_USER_TIMEOUT %llu ms): timed out",
-                   c->index, static_cast<unsigned long long>(c->peer_uid),
-                   info.tcpi_last_ack_recv, static_cast<unsigned long long>(limit_ms));
+                   c->index, static_cast<unsigned long long>(c->peer_uid), info.tcpi_last_ack_recv,
+                   static_cast<unsigned long long>(limit_ms));
         fail(c, Status::kTimedOut);
     }
 }
 
 void TcpInterface::owe_ack(Connection* c) {
     if (c->ack_owed) return;
+    try {
+        ack_owed_.push_back(c->index);
+    } catch (const std::bad_alloc&) {
+        return;  // out of memory: the kernel's delayed ACK will do
+    }
     c->ack_owed = true;
     c->ack_owed_epoch = epoch_;
-    ack_owed_.push_back(c->index);
 }
 
 void TcpInterface::send_owed_acks() {
