@@ -365,6 +365,33 @@ TEST_F(TcpTransport, AcceptorExitIsReportedOnceAsEndpointClosedAndSendsFail) {
     EXPECT_EQ(a_->open_connections(), 0u);
 }
 
+TEST_F(TcpTransport, AcknowledgedBytesCatchUpWithAcceptedOnlyOnceThePeerTakesThem) {
+    auto ep = connect_a_to_b();
+    ASSERT_TRUE(ep);
+    EXPECT_TRUE(ep->attr().confirms_delivery);
+    // B does not progress: its kernel takes what fits its receive buffer, then the window
+    // closes; everything else waits with A. Accepted runs ahead of acknowledged.
+    const std::vector<uint8_t> chunk = pattern(kMaxFrameBody - 16, 7);
+    int sent = 0;
+    for (int i = 0; i < 64; ++i) {
+        Status s = ep->am_send(1, nullptr, 0, chunk.data(), chunk.size());
+        if (s != Status::kOk) break;
+        ++sent;
+        a_->progress();
+    }
+    ASSERT_GT(sent, 0);
+    for (int i = 0; i < 200; ++i)
+        a_->progress();
+    const uint64_t accepted = ep->accepted_bytes();
+    EXPECT_GE(accepted, uint64_t(sent) * chunk.size());
+    EXPECT_LT(ep->acknowledged_bytes(), accepted) << "acknowledged before the peer could take it";
+    // Once B reads, everything is acknowledged.
+    ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] {
+        return sink_b_.msgs.size() == static_cast<size_t>(sent) &&
+               ep->acknowledged_bytes() == ep->accepted_bytes();
+    }));
+}
+
 TEST_F(TcpTransport, ConnectorExitClosesTheAcceptorsSideQuietly) {
     auto ep = connect_a_to_b();
     ASSERT_TRUE(ep);
