@@ -101,7 +101,10 @@ void Endpoint::wire(std::unique_ptr<tl::Endpoint> lane, uint16_t iface_index) {
     const proto::ProtoTable& host = tables_[static_cast<size_t>(mem::MemType::kHost)];
     // eager_short can only run up to pio_max_ (the selector already caps it there).
     const auto& first = host.ranges().front();
-    fast_path_ = first.proto == ProtoId::kEagerShort || first.proto == ProtoId::kEagerBcopy;
+    confirms_delivery_ = a.confirms_delivery;
+    // The fast path completes a send as it returns: not where delivery must be confirmed.
+    fast_path_ = (first.proto == ProtoId::kEagerShort || first.proto == ProtoId::kEagerBcopy) &&
+                 !confirms_delivery_;
     if (fast_path_) {
         size_t eager_end = 0;
         for (const auto& r : host.ranges()) {
@@ -130,6 +133,10 @@ void Endpoint::fail(Status why) {
     }
     // One-sided operations first: the engine ends them with their own state.
     worker_->rma().endpoint_failed(this, why);
+    // Sends the peer acknowledged before the failure were delivered: they succeed; the rest
+    // fail below with the failure.
+    if (awaiting_delivery_ != 0 && lane_) complete_delivered();
+    awaiting_delivery_ = 0;
     const Status request_status = why == Status::kCanceled ? Status::kCanceled : why;
     while (Request* r = pending_.pop_front())
         worker_->complete(r, request_status);
@@ -198,7 +205,7 @@ Status Endpoint::post_send(Request* r, uint32_t flags, Request** out) {
         }
         if (s == Status::kOk) {
             r->local_done = true;
-            if (r->remote_done) {
+            if (r->remote_done && !await_delivery(r)) {
                 if ((flags & SWY_REQ_FLAG_NO_IMM_COMPLETE) == 0) {
                     worker_->pool().put(r);
                     return Status::kOk;
@@ -267,6 +274,7 @@ Status Endpoint::send_payload(Request* r, tl::AmId id, const void* hdr, size_t h
 
 bool Endpoint::progress_pending() {
     if (!lane_) return true;  // wire_endpoint() puts it back on the list
+    if (awaiting_delivery_ != 0) complete_delivered();
     while (Request* r = pending_.front()) {
         Status s = push(r);
         if (s == Status::kNoResource) return false;
@@ -277,14 +285,51 @@ bool Endpoint::progress_pending() {
             return true;
         }
         r->local_done = true;
-        if (r->remote_done) {
+        if (r->remote_done && !await_delivery(r)) {
             worker_->complete(r, Status::kOk);
         } else {
             in_flight_.push_back(r);
             r->queue = 2;
         }
     }
+    return awaiting_delivery_ == 0;
+}
+
+bool Endpoint::start_delivery_wait(Request* r) {
+    if (!r->remote_done) return false;  // an answer from the peer ends it anyway
+    r->remote_done = false;
+    r->delivery_mark = std::max<uint64_t>(lane_->accepted_bytes(), 1);
+    ++awaiting_delivery_;
+    worker_->mark_pending(this);  // progress_pending() completes it once acknowledged
     return true;
+}
+
+void Endpoint::complete_delivered() {
+    const uint64_t acked = lane_->acknowledged_bytes();
+    // Collected first: a completion callback may send on (or close) this endpoint.
+    delivered_scratch_.clear();
+    size_t waiting = 0;
+    for (Request* r = in_flight_.front(); r != nullptr; r = r->link.next) {
+        if (r->delivery_mark == 0) continue;
+        if (r->delivery_mark <= acked) {
+            delivered_scratch_.push_back(r);
+        } else {
+            ++waiting;
+        }
+    }
+    awaiting_delivery_ = waiting;
+    if (delivered_scratch_.empty()) return;
+    std::vector<Request*> done;
+    done.swap(delivered_scratch_);
+    for (Request* r : done) {
+        in_flight_.remove(r);
+        r->queue = 0;
+        r->delivery_mark = 0;
+        r->remote_done = true;
+        worker_->complete(r, Status::kOk);
+    }
+    done.clear();
+    if (delivered_scratch_.capacity() < done.capacity()) delivered_scratch_.swap(done);
 }
 
 }  // namespace swy::core

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/request.h"
 #include "core/slot_arena.h"
@@ -96,8 +97,17 @@ public:
     Status send_payload(Request* r, tl::AmId id, const void* hdr, size_t hdr_len, size_t offset,
                         size_t length);
 
-    /// Retry pending sends; @return true if the pending queue is now empty.
+    /// Retry pending sends and complete those whose delivery the lane confirmed; @return
+    /// true if nothing is left to do from progress (no pending send, none awaiting delivery).
     bool progress_pending();
+    /// Called once every byte of send @p r went to the lane and no answer from the peer is
+    /// due (remote_done): on a lane that confirms delivery (tcp) the send is not complete
+    /// until the peer acknowledged its bytes, so it becomes in flight (remote_done false,
+    /// delivery_mark set; the caller queues it) and true is returned. False elsewhere.
+    bool await_delivery(Request* r) {
+        if (__builtin_expect(!confirms_delivery_, 1)) return false;
+        return start_delivery_wait(r);
+    }
 
     /// Fail every outstanding operation and report the error once.
     void fail(Status why);
@@ -135,6 +145,9 @@ private:
     /// Send as much of @p r as the lane accepts now. kOk: all handed over; kNoResource: rest
     /// later; error: failed.
     Status push(Request* r);
+    bool start_delivery_wait(Request* r);
+    /// Completes (kOk) the sends awaiting delivery that the lane now confirms.
+    void complete_delivered();
 
     Worker* worker_;
     std::unique_ptr<tl::Endpoint> lane_;
@@ -146,6 +159,9 @@ private:
     size_t pio_max_ = 0;
     size_t fast_max_ = 0;  // sizes up to here go eager in one packet (fast path)
     bool fast_path_ = false;
+    bool confirms_delivery_ = false;  // lane_->attr().confirms_delivery
+    size_t awaiting_delivery_ = 0;    // in_flight_ requests with a delivery_mark
+    std::vector<Request*> delivered_scratch_;
     proto::ProtoTable tables_[mem::kMemTypeCount];
     proto::ProtoTable datatype_table_;
     RequestQueue pending_;

@@ -55,7 +55,7 @@ Request* RequestPool::get(Worker* worker) {
 // instructions, which showed as the top cost of a message in a receive-heavy profile.
 // Every field of Request must appear here (the static_assert catches a new one).
 void RequestPool::reset(Request* r) {
-    static_assert(sizeof(Request) == 344, "a field was added to Request: reset it here too");
+    static_assert(sizeof(Request) == 352, "a field was added to Request: reset it here too");
     r->tag = 0;
     r->mask = 0;
     r->post_seq = 0;
@@ -83,6 +83,7 @@ void RequestPool::reset(Request* r) {
     r->local_done = false;
     r->remote_done = true;
     r->queue = 0;
+    r->delivery_mark = 0;
     r->link = {};
     r->am = false;
     r->am_id = 0;

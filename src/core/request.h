@@ -94,6 +94,9 @@ struct Request : proto::PostedReceive {
     bool local_done = false;  ///< every byte handed over (buffer reusable)
     bool remote_done = true;  ///< ack / ATS received (sync and rendezvous)
     int queue = 0;            ///< which endpoint list it is on (0 none, 1 pending, 2 in flight)
+    /// Waiting in flight for its lane to confirm delivery (LaneAttr::confirms_delivery):
+    /// the lane's accepted_bytes() once the last byte was handed over; 0: not waiting.
+    uint64_t delivery_mark = 0;
     RequestLink link;
 
     // ---- active-message send (src/protocols/am/) ----

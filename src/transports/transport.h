@@ -78,6 +78,11 @@ struct LaneAttr {
     uint32_t pio_credits = 0;   ///< PIO sends in flight at once (device-memory cells); 0: credits
     size_t pio_dm_bytes = 0;    ///< device memory this endpoint holds (0: none)
     std::string pio_window;     ///< what it got and why, in words ("" for other lanes)
+    /// A send the lane accepted can still be lost if the connection fails (a byte stream: the
+    /// bytes sit in the kernel until the peer acknowledges them). The worker then completes
+    /// a send only once Endpoint::acknowledged_bytes() passed its accepted_bytes() mark, and
+    /// a failure fails what was not acknowledged (tcp; issue #18).
+    bool confirms_delivery = false;
 };
 
 /// Where a received message came from: the interface and its per-interface sender index.
@@ -158,6 +163,11 @@ public:
     virtual uint64_t peer_key() const = 0;
     /// Tell the peer this endpoint is going away (releases its resources there). Best effort.
     virtual void disconnect() = 0;
+    /// Lanes with attr().confirms_delivery: bytes accepted so far (a position in the lane's
+    /// stream, read right after an am_send to mark where that message ends), and how far the
+    /// peer acknowledged (never ahead of the truth; may cost a system call). Others: 0.
+    virtual uint64_t accepted_bytes() const { return 0; }
+    virtual uint64_t acknowledged_bytes() { return 0; }
     /// The lane's zero-copy operations (transports/zcopy.h), or null if it has none. Lives as
     /// long as this endpoint.
     virtual ZcopyLane* zcopy() { return nullptr; }

@@ -345,19 +345,19 @@ TEST_F(TcpTransport, RepliesFromInsideTheCallbackWork) {
     }
 }
 
-TEST_F(TcpTransport, AcceptorDeathIsReportedOnceAndSendsFail) {
+TEST_F(TcpTransport, AcceptorExitIsReportedOnceAsEndpointClosedAndSendsFail) {
     auto ep = connect_a_to_b();
     ASSERT_TRUE(ep);
     uint8_t x = 1;
     ASSERT_EQ(ep->am_send(1, &x, 1, nullptr, 0), Status::kOk);
     ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] { return sink_b_.msgs.size() == 1; }));
-    b_.reset();  // as if B's process died
+    b_.reset();  // B's worker goes away in order: a goodbye, then the close
     ASSERT_TRUE(progress_until({a_.get()}, [&] { return !sink_a_.failures.empty(); }));
     for (int i = 0; i < 1000; ++i)
         a_->progress();
     ASSERT_EQ(sink_a_.failures.size(), 1u);
     EXPECT_EQ(sink_a_.failures[0].first, ep->peer_key());
-    EXPECT_EQ(sink_a_.failures[0].second, Status::kConnectionReset);
+    EXPECT_EQ(sink_a_.failures[0].second, Status::kEndpointClosed) << "an exit, not a crash";
     EXPECT_EQ(ep->am_send(1, &x, 1, nullptr, 0), Status::kConnectionReset);
     for (int i = 0; i < 100; ++i)
         a_->progress();
@@ -365,7 +365,34 @@ TEST_F(TcpTransport, AcceptorDeathIsReportedOnceAndSendsFail) {
     EXPECT_EQ(a_->open_connections(), 0u);
 }
 
-TEST_F(TcpTransport, ConnectorDeathIsReportedOnceToTheAcceptor) {
+TEST_F(TcpTransport, AcknowledgedBytesCatchUpWithAcceptedOnlyOnceThePeerTakesThem) {
+    auto ep = connect_a_to_b();
+    ASSERT_TRUE(ep);
+    EXPECT_TRUE(ep->attr().confirms_delivery);
+    // B does not progress: its kernel takes what fits its receive buffer, then the window
+    // closes; everything else waits with A. Accepted runs ahead of acknowledged.
+    const std::vector<uint8_t> chunk = pattern(kMaxFrameBody - 16, 7);
+    int sent = 0;
+    for (int i = 0; i < 64; ++i) {
+        Status s = ep->am_send(1, nullptr, 0, chunk.data(), chunk.size());
+        if (s != Status::kOk) break;
+        ++sent;
+        a_->progress();
+    }
+    ASSERT_GT(sent, 0);
+    for (int i = 0; i < 200; ++i)
+        a_->progress();
+    const uint64_t accepted = ep->accepted_bytes();
+    EXPECT_GE(accepted, uint64_t(sent) * chunk.size());
+    EXPECT_LT(ep->acknowledged_bytes(), accepted) << "acknowledged before the peer could take it";
+    // Once B reads, everything is acknowledged.
+    ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] {
+        return sink_b_.msgs.size() == static_cast<size_t>(sent) &&
+               ep->acknowledged_bytes() == ep->accepted_bytes();
+    }));
+}
+
+TEST_F(TcpTransport, ConnectorExitClosesTheAcceptorsSideQuietly) {
     auto ep = connect_a_to_b();
     ASSERT_TRUE(ep);
     uint8_t x = 1;
@@ -377,12 +404,14 @@ TEST_F(TcpTransport, ConnectorDeathIsReportedOnceToTheAcceptor) {
     a_.reset();  // the endpoint outlives its interface: it must stay harmless
     EXPECT_EQ(ep->am_send(1, &x, 1, nullptr, 0), Status::kConnectionReset);
     ep.reset();
-    ASSERT_TRUE(progress_until({b_.get()}, [&] { return !sink_b_.failures.empty(); }));
+    // The interface said goodbye on its way out: as after a disconnect, the acceptor (which
+    // holds no endpoint on the connection) closes it without reporting a failure. A crash
+    // (no goodbye) is a reset: TruncatedFrameThenCloseIsAResetWithNothingDelivered.
+    ASSERT_TRUE(progress_until({b_.get()}, [&] { return b_->open_connections() == 0; }));
     for (int i = 0; i < 1000; ++i)
         b_->progress();
-    ASSERT_EQ(sink_b_.failures.size(), 1u);
-    EXPECT_EQ(sink_b_.failures[0].first, key);
-    EXPECT_EQ(sink_b_.failures[0].second, Status::kConnectionReset);
+    EXPECT_TRUE(sink_b_.failures.empty());
+    EXPECT_NE(key, 0u);
     EXPECT_EQ(b_->reply_endpoint(sender), nullptr);
 }
 

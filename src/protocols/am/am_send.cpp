@@ -93,8 +93,9 @@ Status send(Endpoint* ep, uint16_t id, const void* header, size_t header_length,
         if (type != mem::MemType::kHost || !cpu) return Status::kUnsupported;
     }
     const bool wired = ep->wired();
+    // Completing at once is not allowed where the lane confirms delivery later (tcp).
     const bool may_go_now =
-        wired && ep->pending().empty() &&
+        wired && ep->pending().empty() && !ep->lane_attr().confirms_delivery &&
         (flags & (uint32_t{SWY_AM_SEND_FLAG_RNDV} | SWY_REQ_FLAG_NO_IMM_COMPLETE)) == 0;
 
     // Non-contiguous data: packed into the cell when eager; a rendezvous streams it through
@@ -175,7 +176,7 @@ Status send(Endpoint* ep, uint16_t id, const void* header, size_t header_length,
         }
         if (s == Status::kOk) {
             r->local_done = true;
-            if (r->remote_done) {
+            if (r->remote_done && !ep->await_delivery(r)) {
                 if ((flags & SWY_REQ_FLAG_NO_IMM_COMPLETE) == 0) {
                     worker->pool().put(r);
                     return Status::kOk;

@@ -145,6 +145,20 @@ struct TcpInterface::Connection {
     uint64_t connect_deadline_ns = 0;
     std::string tried;        ///< "address: error, ..." for the failure's log line
     uint64_t send_epoch = 0;  ///< progress pass of the last direct send (burst detection)
+    /// Bytes of sendq and direct sends the kernel took (handshake frames not counted), and
+    /// of those the peer acknowledged as of the last look: data_written - SIOCOUTQ, which
+    /// is conservative (SIOCOUTQ also counts unacknowledged handshake bytes).
+    uint64_t data_written = 0;
+    uint64_t acked = 0;
+    /// Received bytes since we last sent (our next frame carries the ACK): a connection that
+    /// has not sent by the next progress pass acknowledges at once (TCP_QUICKACK), so that a
+    /// sender waiting for delivery is not held by the delayed-ACK timer.
+    /// A message could not be delivered for want of memory: it waits in recvq, and the
+    /// connection is not read until retry_stalled() got it through.
+    bool stalled = false;
+    bool stall_logged = false;
+    bool ack_owed = false;
+    uint64_t ack_owed_epoch = 0;
     ByteQueue sendq;
     ByteQueue recvq;
     TcpPlacement place;

@@ -152,6 +152,7 @@ LaneAttr lane_attr(const TcpConfig& config) {
     a.caps = cap::kAmBcopy;  // no zero-copy: rendezvous runs as the pipeline
     a.zcopy_reason = "tcp: the peer may be on another host";
     a.rndv = true;
+    a.confirms_delivery = true;  // a send completes once the peer acknowledged its bytes
     return a;
 }
 
@@ -262,13 +263,14 @@ Status TcpInterface::listen_on_devices(std::string* why) {
 }
 
 TcpInterface::~TcpInterface() {
-    // Abrupt: peers see the connections drop and report us failed, as if the process died.
-    // The worker closes its endpoints first; one that outlives us anyway only returns
+    // Every open connection gets a goodbye first (best effort), so that its peer reports
+    // kEndpointClosed rather than a crash. The worker closes its endpoints first; one that outlives us anyway only returns
     // kConnectionReset from then on.
     for (auto& c : conns_) {
         c->reply_ep.reset();
         if (c->owner_ep != nullptr) c->owner_ep->iface_ = nullptr;
     }
+    say_goodbye_all();  // peers tell an orderly exit from a crash (tcp_liveness.cpp)
     // Sockets, listeners and timer close with their owners, the epoll set last.
     conns_.clear();
     listen_fds_.clear();
@@ -287,9 +289,11 @@ void TcpInterface::setup_socket(int fd) const {
     ka.idle_s = static_cast<int>(std::clamp<uint64_t>((ka_ms + 999) / 1000, 1, 32767));
     ka.interval_s = std::max(1, ka.idle_s / 2);
     ka.count = 4;
-    // Keepalive only runs while nothing is unacknowledged; the user timeout covers a peer that
-    // vanishes while we have data in flight.
-    ka.user_timeout_ms = static_cast<unsigned>(std::min<uint64_t>(3 * ka_ms, UINT32_MAX));
+    // Keepalive only runs while nothing is unacknowledged; a peer that vanishes while we have
+    // data in flight is caught by check_liveness() (SWY_TCP_USER_TIMEOUT). No kernel
+    // TCP_USER_TIMEOUT: it also aborts a connection whose peer answers every window probe
+    // but reads nothing for that long (a busy process), and the data queued would be lost.
+    ka.user_timeout_ms = 0;
     common::set_keepalive(fd, ka);
 }
 

@@ -38,6 +38,7 @@
 namespace swy::tl::tcp {
 
 /// Settings of the tcp transport (from SWY_NET_DEVICES, SWY_TCP_SNDBUF_LIMIT, SWY_TCP_KEEPALIVE,
+/// SWY_TCP_USER_TIMEOUT,
 /// SWY_TCP_CONNECT_TIMEOUT, SWY_AUTH_KEY).
 struct TcpConfig {
     /// Interface names to listen on (e.g. "eth0", "lo"); "all" or empty: every interface that
@@ -47,7 +48,12 @@ struct TcpConfig {
     /// sends return kNoResource. A single message is always accepted into an empty queue.
     size_t sndbuf_limit = 4u << 20;
     /// Idle time before keepalive probes; a silent dead peer is reported after about 3x this.
-    uint64_t keepalive_ns = 2'000'000'000;
+    uint64_t keepalive_ns = 10'000'000'000;
+    /// Data waiting to be acknowledged and nothing at all heard from the peer's kernel for
+    /// this long: the connection fails with kTimedOut (check_liveness(), from progress). Not
+    /// the kernel's TCP_USER_TIMEOUT, which also aborts a peer that answers window probes
+    /// but does not read (a slow process: the data would be lost, issue #18).
+    uint64_t user_timeout_ns = 30'000'000'000;
     /// With connections open, look at the sockets on every Nth progress call (a power of
     /// two). 1 when tcp is the worker's only network (each look is a system call that
     /// nothing else competes with); more when shm shares the poll loop, whose hot path a
@@ -94,6 +100,10 @@ public:
     /// Owner endpoint: queue a goodbye, then shut the connection down once everything queued
     /// has been written (the peer closes without reporting a failure). Reply endpoints: no-op.
     void disconnect() override;
+    /// Data bytes this connection accepted (written to the kernel or queued).
+    uint64_t accepted_bytes() const override;
+    /// Data bytes the peer's kernel acknowledged (SIOCOUTQ; the last value once closed).
+    uint64_t acknowledged_bytes() override;
 
 private:
     friend class TcpInterface;
@@ -219,6 +229,28 @@ private:
     void close_connection(Connection* c);
     void fail(Connection* c, Status why);
     void report_failures();
+    /// to_report_ += c; never throws (out of memory: report_scan_ instead).
+    void queue_report(Connection* c);
+    bool reports_waiting() const { return !to_report_.empty() || report_scan_; }
+    // Failure detection on established connections (tcp_liveness.cpp).
+    /// Every kLivenessPeriodNs (from progress): fails connections with data waiting that
+    /// heard nothing from the peer's kernel for user_timeout_ns (kTimedOut).
+    void check_liveness();
+    /// Refreshes c->acked from the kernel (SIOCOUTQ) while the socket is open.
+    void update_acked(Connection* c);
+    /// Queues a goodbye on every open connection and tries to write it (destructor).
+    void say_goodbye_all();
+    /// Connections that received in an earlier progress pass and sent nothing since:
+    /// acknowledge now (TCP_QUICKACK) instead of after the kernel's delayed-ACK timer.
+    void send_owed_acks();
+    void owe_ack(Connection* c);
+    /// Runs @p deliver (a call into the sink with a message of @p c). If memory runs out
+    /// inside it (std::bad_alloc), the message stays in the receive buffer, the connection
+    /// stops reading (Connection::stalled) and false is returned; retry_stalled() delivers it
+    /// from a later progress call. Back-pressure: never a message dropped (tcp_progress.cpp).
+    template <typename F>
+    bool deliver_or_stall(Connection* c, F&& deliver);
+    void retry_stalled();
 
     Status send(Connection* c, AmId id, const void* hdr, size_t hdr_len, const void* payload,
                 size_t length);
@@ -252,6 +284,11 @@ private:
     Connection* delivering_ = nullptr;  // its receive buffer is in use by a sink callback
     LaneAttr attr_;
     uint32_t idle_polls_ = 0;
+    uint64_t next_liveness_ns_ = 0;   // CLOCK_MONOTONIC_COARSE of the next check_liveness()
+    uint32_t liveness_tick_ = 0;      // progress calls between looks at the clock
+    std::vector<uint16_t> ack_owed_;  // connections with Connection::ack_owed set
+    bool report_scan_ = false;        // a failure could not be queued: scan the connections
+    size_t stalled_ = 0;              // connections with Connection::stalled set
 };
 
 }  // namespace swy::tl::tcp

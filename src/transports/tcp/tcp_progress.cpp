@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 #include "common/log.h"
 #include "common/socket.h"
@@ -36,6 +37,41 @@ const char* check_text(FrameCheck c) {
 
 }  // namespace
 
+template <typename F>
+bool TcpInterface::deliver_or_stall(Connection* c, F&& deliver) {
+    try {
+        deliver();
+        return true;
+    } catch (const std::bad_alloc&) {
+        // The sink could not keep the message (it allocates nothing before it can): leave it
+        // in the receive buffer and stop reading this connection until a later progress call
+        // finds memory again. Back-pressure, never a message dropped.
+        if (!c->stalled && !c->stall_logged) {
+            c->stall_logged = true;  // once per connection: retries stall again and again
+            log_printf(LogLevel::kError,
+                       "tcp: out of memory delivering a message from %016llx: holding it (and "
+                       "the connection) until memory is available",
+                       static_cast<unsigned long long>(c->peer_uid));
+        }
+        if (!c->stalled) {
+            c->stalled = true;
+            ++stalled_;
+        }
+        return false;
+    }
+}
+
+void TcpInterface::retry_stalled() {
+    for (size_t i = live_.size(); i-- > 0;) {
+        if (i >= live_.size()) continue;
+        Connection* c = conns_[live_[i]].get();
+        if (!c->stalled) continue;
+        c->stalled = false;
+        --stalled_;
+        (void)receive(c);
+    }
+}
+
 void TcpInterface::prepare_receive() {
     uint32_t every = 1;
     while (every < config_.busy_poll_every && every < kIdlePollEvery)
@@ -53,15 +89,20 @@ unsigned TcpInterface::progress() {
     ++epoch_;                    // sends from now on start a new burst
     // Corked frames leave on every call, unthrottled: they are what the peer waits for.
     if (!corked_.empty()) flush_corked();
+    // Then the ACKs a waiting sender may need (tcp_liveness.cpp), and now and then a look at
+    // whether a peer with data waiting for it still answers.
+    if (__builtin_expect(!ack_owed_.empty(), 0)) send_owed_acks();
+    if (!live_.empty()) check_liveness();
     // Looking at the sockets is a system call (~1 us here). With no connection open only a
     // new peer can arrive (set-up time): look every kIdlePollEvery calls. With connections,
     // every busy_poll_every calls (1 when tcp is the only network). A wake-up from the event
     // fd makes the next call look (disarm()).
     const uint32_t mask = live_.empty() && connecting_.empty() ? kIdlePollEvery - 1 : busy_mask_;
-    if ((++idle_polls_ & mask) != 0 && to_report_.empty()) return 0;
+    if ((++idle_polls_ & mask) != 0 && !reports_waiting()) return 0;
     in_progress_ = true;
     unsigned n = 0;
-    if (__builtin_expect(!to_report_.empty(), 0)) report_failures();  // failed inside a send
+    if (__builtin_expect(reports_waiting(), 0)) report_failures();  // failed inside a send
+    if (__builtin_expect(stalled_ != 0, 0)) retry_stalled();
     // With one or two connections a recv() on each is cheaper than epoll_wait + recv, and
     // finds the data in one system call instead of two. epoll still runs now and then, for
     // listening sockets (new peers) and EPOLLOUT.
@@ -70,7 +111,7 @@ unsigned TcpInterface::progress() {
                         (epoll_tick_++ & (kEpollEvery - 1)) != 0;
     n += direct ? poll_direct() : poll_epoll();
     if (__builtin_expect(!connecting_.empty(), 0)) check_connecting();
-    if (!to_report_.empty()) report_failures();
+    if (reports_waiting()) report_failures();
     in_progress_ = false;
     return n;
 }
@@ -148,7 +189,16 @@ unsigned TcpInterface::accept_all(int listen_fd) {
         }
         setup_socket(fd.get());
         uint16_t index = 0;
-        if (add_connection(std::move(fd), false, 0, &index) == nullptr) {
+        Connection* added = nullptr;
+        try {
+            added = add_connection(std::move(fd), false, 0, &index);
+        } catch (const std::bad_alloc&) {
+            // No memory for the connection's state: refuse it (the peer's endpoint fails)
+            // rather than let the exception out of progress.
+            log_printf(LogLevel::kError, "tcp: refusing a connection: out of memory");
+            continue;
+        }
+        if (added == nullptr) {
             // The socket closes here: the peer sees the connection refused.
             log_printf(LogLevel::kError, "tcp: refusing a connection: no free sender index");
             continue;
@@ -160,6 +210,11 @@ unsigned TcpInterface::accept_all(int listen_fd) {
 unsigned TcpInterface::receive(Connection* c) {
     unsigned delivered = 0;
     size_t budget = kReadBudget;
+    if (__builtin_expect(c->stalled, 0)) return 0;  // retry_stalled() resumes it
+    if (__builtin_expect(!c->recvq.empty() && !c->place.active, 0)) {
+        delivered += deliver_frames(c);  // what a stall left in the buffer goes first
+        if (c->stalled) return delivered;
+    }
     while (c->state == Connection::State::kOpen && budget > 0) {
         if (c->place.active) {
             const size_t before = c->place.done;
@@ -179,8 +234,10 @@ unsigned TcpInterface::receive(Connection* c) {
         c->expect_header = 0;
         const ssize_t r = recv(c->fd.get(), c->recvq.tail_ptr(), room, MSG_DONTWAIT);
         if (r > 0) {
+            owe_ack(c);
             c->recvq.commit(static_cast<size_t>(r));
             delivered += deliver_frames(c);
+            if (c->stalled) break;
             budget -= std::min(budget, static_cast<size_t>(r));
             // A short read emptied the socket: asking again would only return EAGAIN (a
             // system call on the latency path). Level-triggered epoll, or the next direct
@@ -211,7 +268,12 @@ bool TcpInterface::start_placement(Connection* c, const FrameHeader& h) {
     if (ph == 0 || h.length <= ph || c->recvq.size() < kFrameHeaderSize + ph) return false;
     const uint8_t* hdr = c->recvq.data() + kFrameHeaderSize;
     const size_t length = h.length - ph;
-    uint8_t* dst = sink_->place_payload(h.am_id, AmSource{index_, c->index}, hdr, 0, length);
+    uint8_t* dst = nullptr;
+    try {
+        dst = sink_->place_payload(h.am_id, AmSource{index_, c->index}, hdr, 0, length);
+    } catch (const std::bad_alloc&) {
+        return false;  // not placed: the message goes through on_am() (and may stall there)
+    }
     if (dst == nullptr) return false;
     TcpPlacement& p = c->place;
     p.active = true;
@@ -254,6 +316,7 @@ unsigned TcpInterface::receive_placed(Connection* c) {
         }
         const ssize_t r = recv(c->fd.get(), dst, want, MSG_DONTWAIT);
         if (r > 0) {
+            owe_ack(c);
             p.done += static_cast<size_t>(r);
             if (static_cast<size_t>(r) < want) return 0;  // drained; the next pass goes on
             continue;
@@ -266,7 +329,7 @@ unsigned TcpInterface::receive_placed(Connection* c) {
         if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
         log_printf(LogLevel::kInfo, "tcp: connection to %016llx: %s",
                    static_cast<unsigned long long>(c->peer_uid), std::strerror(errno));
-        fail(c, Status::kConnectionReset);
+        fail(c, errno == ETIMEDOUT ? Status::kTimedOut : Status::kConnectionReset);
         return 0;
     }
     p.active = false;
@@ -275,7 +338,16 @@ unsigned TcpInterface::receive_placed(Connection* c) {
     c->expect_header = place_header_[p.id];
     if (p.discard) return 0;
     delivering_ = c;
-    sink_->on_am_placed(p.id, AmSource{index_, c->index}, p.hdr, p.length);
+    try {
+        sink_->on_am_placed(p.id, AmSource{index_, c->index}, p.hdr, p.length);
+    } catch (const std::bad_alloc&) {
+        // Its bytes are already in the destination: the message cannot be held back, so the
+        // connection fails (both sides see an error) rather than lose it silently.
+        delivering_ = nullptr;
+        log_printf(LogLevel::kError, "tcp: out of memory completing a placed message: closing");
+        fail(c, Status::kNoMemory);
+        return 0;
+    }
     delivering_ = nullptr;
     return 1;
 }
@@ -329,8 +401,11 @@ unsigned TcpInterface::deliver_frames(Connection* c) {
             // The body stays in the receive buffer during the call; a send from inside the
             // callback that fails this connection must not free it under the sink.
             delivering_ = c;
-            sink_->on_am(h.am_id, AmSource{index_, c->index}, body, h.length);
+            const bool taken = deliver_or_stall(c, [&] {
+                sink_->on_am(h.am_id, AmSource{index_, c->index}, body, h.length);
+            });
             delivering_ = nullptr;
+            if (!taken) return n;  // kept in the buffer: retry_stalled() delivers it later
             ++n;
             if (c->state != Connection::State::kOpen) return n;
         }
@@ -339,6 +414,14 @@ unsigned TcpInterface::deliver_frames(Connection* c) {
 }
 
 void TcpInterface::on_eof(Connection* c) {
+    if (c->goodbye_received && !c->goodbye_sent && c->owner_ep != nullptr) {
+        // The peer closed in order (its endpoint or its worker went away) while ours still
+        // uses the connection: a failure of that endpoint, but not a crash.
+        log_printf(LogLevel::kInfo, "tcp: peer %016llx closed its end of connection %u",
+                   static_cast<unsigned long long>(c->peer_uid), c->index);
+        fail(c, Status::kEndpointClosed);
+        return;
+    }
     if (c->goodbye_sent || c->goodbye_received) {
         // Orderly: our side or theirs disconnected. Whatever we still had queued for a peer
         // endpoint that is gone is dropped with the connection.
@@ -346,6 +429,10 @@ void TcpInterface::on_eof(Connection* c) {
         close_connection(c);
         return;
     }
+    log_printf(LogLevel::kInfo,
+               "tcp: connection %u to %016llx closed without a goodbye: the peer crashed or "
+               "was killed",
+               c->index, static_cast<unsigned long long>(c->peer_uid));
     if (!c->recvq.empty() || c->place.active) {
         log_printf(LogLevel::kInfo, "tcp: connection %u closed inside a frame (%zu bytes)",
                    c->index, c->place.active ? c->place.done : c->recvq.size());
@@ -357,6 +444,11 @@ void TcpInterface::close_connection(Connection* c) {
     std::erase(live_, c->index);
     if (c->state == Connection::State::kConnecting) std::erase(connecting_, c->index);
     c->place.active = false;
+    if (c->stalled) {
+        c->stalled = false;
+        --stalled_;
+    }
+    update_acked(c);  // what the peer acknowledged stays readable (accepted_bytes et al.)
     if (c->fd) {
         epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, c->fd.get(), nullptr);
         c->fd.reset();
@@ -381,6 +473,13 @@ void TcpInterface::fail(Connection* c, Status why) {
                    status_text(why));
         return;
     }
+    if (c->goodbye_received && !c->goodbye_sent && c->owner_ep != nullptr) {
+        // The peer said goodbye while our endpoint still uses the connection: whatever ends
+        // it now (its close, a reset for data it left unread), the peer left in order.
+        c->failure = Status::kEndpointClosed;
+        queue_report(c);
+        return;
+    }
     if (c->goodbye_sent || c->goodbye_received) {
         // The endpoint that owned this connection is gone; a reset while closing (the peer
         // closed with our last replies unread) says nothing about the peer's health, and its
@@ -388,21 +487,47 @@ void TcpInterface::fail(Connection* c, Status why) {
         c->failure = Status::kOk;
         return;
     }
-    to_report_.push_back(c->index);
+    queue_report(c);
+}
+
+void TcpInterface::queue_report(Connection* c) {
+    try {
+        to_report_.push_back(c->index);
+    } catch (const std::bad_alloc&) {
+        // Out of memory: report_failures() finds it by scanning the connections instead.
+        report_scan_ = true;
+    }
 }
 
 void TcpInterface::report_failures() {
+    if (__builtin_expect(report_scan_, 0)) {
+        report_scan_ = false;
+        for (size_t i = 0; i < conns_.size(); ++i) {
+            Connection* c = conns_[i].get();
+            if (c != nullptr && c->awaiting_report()) queue_report(c);
+        }
+    }
     // A callback may fail more connections (sends inside on_remote_failure): loop until quiet.
     while (!to_report_.empty()) {
         std::vector<uint16_t> batch;
         batch.swap(to_report_);
-        for (uint16_t index : batch) {
-            Connection* c = conns_[index].get();
+        for (size_t i = 0; i < batch.size(); ++i) {
+            Connection* c = conns_[batch[i]].get();
             if (!c->awaiting_report()) continue;
             c->reported = true;
             log_printf(LogLevel::kInfo, "tcp: peer %016llx lost: %s",
                        static_cast<unsigned long long>(c->peer_uid), status_text(c->failure));
-            sink_->on_remote_failure(index_, connection_key(c->index, c->generation), c->failure);
+            try {
+                sink_->on_remote_failure(index_, connection_key(c->index, c->generation),
+                                         c->failure);
+            } catch (const std::bad_alloc&) {
+                // Out of memory while failing what the peer carried: report it (and the rest
+                // of the batch) again at the next progress call rather than lose the report.
+                c->reported = false;
+                to_report_.insert(to_report_.end(), batch.begin() + static_cast<long>(i),
+                                  batch.end());
+                return;
+            }
         }
     }
 }

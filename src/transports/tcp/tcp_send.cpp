@@ -49,6 +49,8 @@ bool TcpInterface::flush(Connection* c) {
             ::send(c->fd.get(), c->sendq.data(), c->sendq.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) {
             c->sendq.consume(static_cast<size_t>(n));
+            c->data_written += static_cast<uint64_t>(n);
+            c->ack_owed = false;  // the segment carries our ACK
             continue;
         }
         if (n < 0 && errno == EINTR) continue;
@@ -140,6 +142,10 @@ Status TcpInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_le
         n = 0;
     }
     size_t done = static_cast<size_t>(n);
+    if (n > 0) {
+        c->data_written += static_cast<uint64_t>(n);
+        c->ack_owed = false;  // the segment carries our ACK
+    }
     if (queued != 0) {
         const size_t from_queue = std::min(done, queued);
         c->sendq.consume(from_queue);

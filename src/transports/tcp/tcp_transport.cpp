@@ -19,9 +19,26 @@ constexpr common::ConfigVar kVars[] = {
     {"TCP_SNDBUF_LIMIT", kSize, "4M",
      "Bytes one tcp connection may hold queued beyond what the kernel accepted; further sends "
      "are retried from progress. Also sets the lane's credits (this / 256K)."},
-    {"TCP_KEEPALIVE", kTime, "2s",
-     "Idle time before TCP keepalive probes start on tcp connections; a peer that vanished "
-     "without closing its connections is reported failed after about 3x this."},
+    {"TCP_KEEPALIVE",
+     kTime,
+     "10s",
+     "Idle time before TCP keepalive probes start on an idle tcp connection; a peer host that "
+     "stopped answering them is reported failed (SWY_ERR_TIMED_OUT) after about 3x this. "
+     "Probes are answered by the peer's kernel, so a slow or stopped peer process is never "
+     "taken for a dead one.",
+     {},
+     1'000'000'000,
+     7200'000'000'000},
+    {"TCP_USER_TIMEOUT",
+     kTime,
+     "30s",
+     "A tcp connection with data waiting to be acknowledged that hears nothing at all from "
+     "the peer's kernel for this long (no acknowledgement, no answer to a window probe) fails "
+     "with SWY_ERR_TIMED_OUT; checked from progress. A peer that answers but does not read "
+     "(a busy or stopped process: its receive window is full) is never failed.",
+     {},
+     1'000'000'000,
+     3600'000'000'000},
     {"TCP_CONNECT_TIMEOUT", kTime, "10s",
      "Total time the tcp transport spends connecting to one peer, over all of its addresses "
      "(each attempt gets a share of it). Connecting never blocks the worker; when every "
@@ -76,6 +93,7 @@ Status read_settings(const common::Config& config, TcpConfig* out, std::string* 
     out->devices = r.get_list("NET_DEVICES");
     out->sndbuf_limit = r.get_size("TCP_SNDBUF_LIMIT");
     out->keepalive_ns = r.get_time_ns("TCP_KEEPALIVE");
+    out->user_timeout_ns = r.get_time_ns("TCP_USER_TIMEOUT");
     out->connect_timeout_ns = r.get_time_ns("TCP_CONNECT_TIMEOUT");
     if (!r.ok()) {
         *why = r.error();

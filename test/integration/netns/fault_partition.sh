@@ -9,7 +9,7 @@ netns_bin_dir "${1:-}"
 netns_setup 2
 
 iters=24
-export SWY_TCP_KEEPALIVE=1s
+export SWY_TCP_KEEPALIVE=1s SWY_TCP_USER_TIMEOUT=3s
 NETNS_PLACEMENT=(0 0 1 1)
 netns_log "alltoall, ranks 0,1 on host 0 and 2,3 on host 1, 256K/1M/4M messages, $iters iterations"
 netns_exchange part 4 --pattern alltoall --sizes 256K,1M,4M --iters "$iters" --tolerate-failures \
