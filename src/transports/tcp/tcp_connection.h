@@ -119,6 +119,23 @@ struct TcpInterface::Connection {
     bool hello_received = false;    ///< acceptor: the connector's hello arrived (proof next)
     bool goodbye_sent = false;      ///< our owner endpoint disconnected: orderly close
     bool goodbye_received = false;  ///< the peer's endpoint disconnected: orderly close
+    /// The peer has an endpoint of its own on this connection (it connected, or it attached
+    /// with kAttach): after our goodbye the connection stays open for it until its goodbye.
+    bool remote_owner = false;
+    /// Outgoing, answered with kRedirect (both sides connected at once, and the peer's uid is
+    /// lower): no socket; waits, until the connect deadline, for the peer's own connection,
+    /// which the owner endpoint then moves to (adopt_accepted()).
+    bool redirected = false;
+    /// kConnecting between two rounds of attempts over the peer's addresses (no socket): the
+    /// next round starts at attempt_deadline_ns.
+    bool retry_wait = false;
+    /// An attempt of the current round got no answer in time (a lost SYN, a busy peer): worth
+    /// another round. A round in which every address refused is not retried.
+    bool round_timed_out = false;
+    uint8_t rounds = 0;  ///< rounds of attempts begun (backoff between them)
+    /// Worst local reason an attempt could not even start (kNoResource: out of descriptors);
+    /// reported instead of kUnreachable when nothing else answered.
+    Status local_failure = Status::kOk;
     bool write_shut = false;        ///< shutdown(SHUT_WR) done after the goodbye
     bool watching_out = false;      ///< EPOLLOUT is in the epoll set
     bool reported = false;          ///< on_remote_failure was called (once per connection)
@@ -143,6 +160,8 @@ struct TcpInterface::Connection {
     size_t next_target = 0;
     uint64_t attempt_deadline_ns = 0;
     uint64_t connect_deadline_ns = 0;
+    /// kOpen and !handshake_done: closed (kTimedOut) if the handshake is not done by then.
+    uint64_t handshake_deadline_ns = 0;
     std::string tried;        ///< "address: error, ..." for the failure's log line
     uint64_t send_epoch = 0;  ///< progress pass of the last direct send (burst detection)
     ByteQueue sendq;
@@ -151,11 +170,15 @@ struct TcpInterface::Connection {
     std::unique_ptr<TcpEndpoint> reply_ep;
     TcpEndpoint* owner_ep = nullptr;  ///< the endpoint connect() returned, while it exists
 
+    /// Neither side has an endpoint on it any more: the write side shuts once the queue is out.
+    bool closing() const { return goodbye_sent && !remote_owner; }
+    /// Our own endpoint uses it (and has not disconnected).
+    bool locally_owned() const { return owner_ep != nullptr && !goodbye_sent; }
     /// Sends are accepted (queued while connecting or handshaking).
-    bool sendable() const { return state != State::kClosed && !goodbye_sent; }
+    bool sendable() const { return state != State::kClosed && !closing(); }
     /// Data frames may be written to the socket now, straight behind the send queue.
     bool writable_now() const {
-        return state == State::kOpen && handshake_done && !goodbye_sent && hs_off == hs_len;
+        return state == State::kOpen && handshake_done && !closing() && hs_off == hs_len;
     }
     bool has_output() const { return hs_off != hs_len || !sendq.empty(); }
     /// Failed, and the sink has not been told yet (the slot must not be reused before).

@@ -161,8 +161,10 @@ Status TcpInterface::open(const TcpConfig& config, uint64_t worker_uid, uint16_t
         *why = "tcp: SWY_TCP_SNDBUF_LIMIT must be at least 1 byte";
         return Status::kInvalidParam;
     }
-    if (config.connect_timeout_ns == 0) {
-        *why = "tcp: SWY_TCP_CONNECT_TIMEOUT must be longer than 0";
+    if (config.connect_timeout_ns == 0 || config.connect_attempt_ns == 0 ||
+        config.handshake_timeout_ns == 0) {
+        *why = "tcp: SWY_TCP_CONNECT_TIMEOUT, SWY_TCP_CONNECT_ATTEMPT_TIMEOUT and "
+               "SWY_TCP_HANDSHAKE_TIMEOUT must be longer than 0";
         return Status::kInvalidParam;
     }
     std::unique_ptr<TcpInterface> iface(new TcpInterface(config, worker_uid, iface_index, sink));
@@ -331,6 +333,7 @@ TcpInterface::Connection* TcpInterface::add_connection(common::UniqueFd fd, bool
     c->peer_uid = peer_uid;
     *index = c->index;
     live_.push_back(c->index);
+    watch_handshake(c);
     // The connector speaks first; an accepted connection waits for its hello. No deadline:
     // a connector busy computing sends it at its next progress call.
     return c;
@@ -347,7 +350,7 @@ TcpInterface::Connection* TcpInterface::lookup(uint16_t index, uint32_t generati
 Endpoint* TcpInterface::reply_endpoint(uint16_t sender) {
     if (sender >= conns_.size()) return nullptr;
     Connection* c = conns_[sender].get();
-    if (c->state != Connection::State::kOpen || c->goodbye_sent || !c->handshake_done) {
+    if (c->state != Connection::State::kOpen || c->closing() || !c->handshake_done) {
         return nullptr;
     }
     if (!c->reply_ep) {

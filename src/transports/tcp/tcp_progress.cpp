@@ -70,6 +70,10 @@ unsigned TcpInterface::progress() {
                         (epoll_tick_++ & (kEpollEvery - 1)) != 0;
     n += direct ? poll_direct() : poll_epoll();
     if (__builtin_expect(!connecting_.empty(), 0)) check_connecting();
+    // Handshake deadlines are coarse (seconds): a look every 1024 calls that reach here.
+    if (__builtin_expect(!handshaking_.empty(), 0) && (++handshake_tick_ & 1023) == 0) {
+        check_handshakes();
+    }
     if (!to_report_.empty()) report_failures();
     in_progress_ = false;
     return n;
@@ -339,6 +343,12 @@ unsigned TcpInterface::deliver_frames(Connection* c) {
 }
 
 void TcpInterface::on_eof(Connection* c) {
+    if (c->goodbye_received && c->locally_owned()) {
+        // The peer left before it heard that our endpoint uses this connection too (a close
+        // racing an attach): our endpoint must learn that the connection is gone.
+        fail(c, Status::kConnectionReset);
+        return;
+    }
     if (c->goodbye_sent || c->goodbye_received) {
         // Orderly: our side or theirs disconnected. Whatever we still had queued for a peer
         // endpoint that is gone is dropped with the connection.
@@ -376,12 +386,13 @@ void TcpInterface::fail(Connection* c, Status why) {
     c->failure = why;
     close_connection(c);
     if (c->peer_uid == 0) {
-        // Nobody we know (no hello yet): nothing to report upward.
-        log_printf(LogLevel::kWarn, "tcp: closed unidentified connection %u: %s", c->index,
-                   status_text(why));
+        // Nobody we know (no hello yet): nothing to report upward. A connection closed before
+        // it said anything is routine (the peer dropped a duplicate connection to us).
+        log_printf(c->hello_received ? LogLevel::kWarn : LogLevel::kDebug,
+                   "tcp: closed unidentified connection %u: %s", c->index, status_text(why));
         return;
     }
-    if (c->goodbye_sent || c->goodbye_received) {
+    if ((c->goodbye_sent || c->goodbye_received) && !c->locally_owned()) {
         // The endpoint that owned this connection is gone; a reset while closing (the peer
         // closed with our last replies unread) says nothing about the peer's health, and its
         // other connections will report a real failure themselves.
