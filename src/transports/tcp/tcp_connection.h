@@ -24,16 +24,44 @@ std::string entry_text(const TcpAddressEntry& e);
 /// CLOCK_MONOTONIC in nanoseconds (connect deadlines).
 uint64_t monotonic_ns();
 
+/// One spare buffer an interface keeps for its byte queues: a queue that runs empty parks its
+/// storage here (park()), and the next queue that needs room takes it, so idle connections
+/// hold no buffer and a busy interface does not call malloc per message.
+struct TcpInterface::SpareBuffer {
+    uint8_t* buf = nullptr;
+    size_t cap = 0;
+    SpareBuffer() = default;
+    SpareBuffer(const SpareBuffer&) = delete;
+    SpareBuffer& operator=(const SpareBuffer&) = delete;
+    ~SpareBuffer() { std::free(buf); }
+};
+
 /// A contiguous FIFO of bytes: append at the tail, consume at the head. Storage grows by
 /// doubling and is compacted (one memmove of what is left) only when the tail needs room, so
 /// each byte is moved at most a bounded number of times. Used for the send queue (written in
-/// one send() from data()) and the receive buffer (frames parsed in place).
+/// one send() from data()) and the receive buffer (frames parsed in place). Storage is taken
+/// on demand (from the interface's spare buffer when it has one) and given back by park().
 class TcpInterface::ByteQueue {
 public:
     ByteQueue() = default;
     ByteQueue(const ByteQueue&) = delete;
     ByteQueue& operator=(const ByteQueue&) = delete;
     ~ByteQueue() { std::free(buf_); }
+
+    /// Where park() leaves storage and reserve_tail() looks first (null: plain malloc/free).
+    void set_spare(SpareBuffer* spare) { spare_ = spare; }
+    /// Empty: hand the storage to the spare slot (or free it if the slot is taken).
+    void park() {
+        if (buf_ == nullptr || head_ != tail_) return;
+        if (spare_ != nullptr && spare_->buf == nullptr) {
+            spare_->buf = buf_;
+            spare_->cap = cap_;
+        } else {
+            std::free(buf_);
+        }
+        buf_ = nullptr;
+        cap_ = head_ = tail_ = 0;
+    }
 
     size_t size() const { return tail_ - head_; }
     bool empty() const { return tail_ == head_; }
@@ -49,6 +77,13 @@ public:
             tail_ -= head_;
             head_ = 0;
             if (cap_ - tail_ >= n) return buf_ + tail_;
+        }
+        if (buf_ == nullptr && spare_ != nullptr && spare_->buf != nullptr && spare_->cap >= n) {
+            buf_ = spare_->buf;
+            cap_ = spare_->cap;
+            spare_->buf = nullptr;
+            spare_->cap = 0;
+            return buf_;
         }
         size_t cap = cap_ == 0 ? 64 * 1024 : cap_;
         while (cap - tail_ < n)
@@ -76,13 +111,14 @@ public:
         head_ += n;
         if (head_ == tail_) head_ = tail_ = 0;
     }
+    /// Drop the contents and the storage (parked for reuse where possible).
     void release() {
-        std::free(buf_);
-        buf_ = nullptr;
-        cap_ = head_ = tail_ = 0;
+        head_ = tail_ = 0;
+        park();
     }
 
 private:
+    SpareBuffer* spare_ = nullptr;
     uint8_t* buf_ = nullptr;
     size_t cap_ = 0;
     size_t head_ = 0;

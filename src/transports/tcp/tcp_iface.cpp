@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 
 #include "common/log.h"
 #include "common/socket.h"
@@ -168,6 +169,8 @@ Status TcpInterface::open(const TcpConfig& config, uint64_t worker_uid, uint16_t
         return Status::kInvalidParam;
     }
     std::unique_ptr<TcpInterface> iface(new TcpInterface(config, worker_uid, iface_index, sink));
+    iface->spare_rx_ = std::make_unique<SpareBuffer>();
+    iface->spare_tx_ = std::make_unique<SpareBuffer>();
     iface->epoll_fd_.reset(epoll_create1(EPOLL_CLOEXEC));
     if (!iface->epoll_fd_) {
         *why = std::string("tcp: epoll_create1: ") + std::strerror(errno);
@@ -200,6 +203,39 @@ Status TcpInterface::open(const TcpConfig& config, uint64_t worker_uid, uint16_t
     }
     *out = std::move(iface);
     return Status::kOk;
+}
+
+Status check_devices(const std::vector<std::string>& devices,
+                     const std::function<bool(const std::string&)>& claimed_by_other,
+                     std::string* why) {
+    if (wants_all(devices)) return Status::kOk;
+    const std::vector<LocalAddress> local = local_addresses();
+    std::string here;  // the interfaces that are up, for the message
+    for (const LocalAddress& a : local) {
+        if (here.find(" " + a.device + ",") == std::string::npos) here += " " + a.device + ",";
+    }
+    if (!here.empty()) here.pop_back();
+    bool usable = false, only_others = true;
+    for (const std::string& d : devices) {
+        const bool up = std::any_of(local.begin(), local.end(),
+                                    [&](const LocalAddress& a) { return a.device == d; });
+        const bool other = claimed_by_other(d);
+        usable = usable || up;
+        only_others = only_others && other;
+        if (!up && !other) {
+            log_printf(LogLevel::kWarn,
+                       "SWY_NET_DEVICES: '%s' is neither a network interface that is up here "
+                       "(%s) nor an RDMA device: tcp does not use it",
+                       d.c_str(), here.empty() ? "none" : here.c_str() + 1);
+        }
+    }
+    if (usable || only_others) return Status::kOk;
+    std::string list;
+    for (const std::string& d : devices)
+        list += (list.empty() ? "" : ",") + d;
+    *why = "SWY_NET_DEVICES=" + list + ": no network interface here that is up has this name " +
+           "(interfaces:" + (here.empty() ? std::string(" none") : here) + ")";
+    return Status::kInvalidParam;
 }
 
 Status TcpInterface::listen_on_devices(std::string* why) {
@@ -271,7 +307,12 @@ TcpInterface::~TcpInterface() {
         c->reply_ep.reset();
         if (c->owner_ep != nullptr) c->owner_ep->iface_ = nullptr;
     }
-    // Sockets, listeners and timer close with their owners, the epoll set last.
+    // Sockets, listeners and timer close with their owners, the epoll set last. Queues free
+    // their own storage (not into the spare slots, which go after them).
+    for (auto& c : conns_) {
+        c->sendq.set_spare(nullptr);
+        c->recvq.set_spare(nullptr);
+    }
     conns_.clear();
     listen_fds_.clear();
 }
@@ -296,6 +337,15 @@ void TcpInterface::setup_socket(int fd) const {
 }
 
 TcpInterface::Connection* TcpInterface::new_slot() {
+    Connection* c = new_slot_raw();
+    if (c != nullptr) {
+        c->sendq.set_spare(spare_tx_.get());
+        c->recvq.set_spare(spare_rx_.get());
+    }
+    return c;
+}
+
+TcpInterface::Connection* TcpInterface::new_slot_raw() {
     // Slots are not reused until all 65535 have been handed out once, and then the one closed
     // longest ago first (common/conn_table.h): the worker may still hold a sender index of a
     // closed connection (queued control replies), and a late reply must find a closed

@@ -31,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -78,6 +79,14 @@ struct TcpConfig {
 /// The attributes every lane of a tcp interface opened with @p config has (one set per
 /// interface). Used by the interface and by swy-info for the table of a lane it does not open.
 LaneAttr lane_attr(const TcpConfig& config);
+
+/// SWY_NET_DEVICES checked as TcpInterface::open() would use it, for context creation: kOk for
+/// "all", or when an entry names an interface that is up here, or when every entry is
+/// another transport's device (@p claimed_by_other); kInvalidParam otherwise, @p why naming
+/// the interfaces there are. Entries that are neither are logged (warning) and ignored.
+Status check_devices(const std::vector<std::string>& devices,
+                     const std::function<bool(const std::string&)>& claimed_by_other,
+                     std::string* why);
 
 class TcpInterface;
 
@@ -201,6 +210,7 @@ public:
 private:
     friend class TcpEndpoint;
     struct Connection;
+    struct SpareBuffer;
     class ByteQueue;
 
     TcpInterface(const TcpConfig& config, uint64_t uid, uint16_t index, AmSink* sink);
@@ -209,6 +219,7 @@ private:
     Connection* add_connection(common::UniqueFd fd, bool outgoing, uint64_t peer_uid,
                                uint16_t* index);
     Connection* new_slot();
+    Connection* new_slot_raw();
     Status start_attempts(Connection* c);
     void end_attempt(Connection* c, const char* error);
     void check_connecting();
@@ -269,6 +280,9 @@ private:
     std::vector<uint16_t> connecting_;  // indices of connections in State::kConnecting
     // (index, generation) of connections whose handshake is not done yet (may be stale)
     std::vector<std::pair<uint16_t, uint32_t>> handshaking_;
+    // One parked buffer each for receive and send queues (tcp_connection.h).
+    std::unique_ptr<SpareBuffer> spare_rx_;
+    std::unique_ptr<SpareBuffer> spare_tx_;
     uint32_t handshake_tick_ = 0;
     std::vector<common::UniqueFd> listen_fds_;
     std::vector<TcpAddressEntry> addresses_;

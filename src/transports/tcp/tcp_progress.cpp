@@ -206,7 +206,11 @@ unsigned TcpInterface::receive(Connection* c) {
         fail(c, errno == ETIMEDOUT ? Status::kTimedOut : Status::kConnectionReset);
         break;
     }
-    if (c->state != Connection::State::kOpen) c->recvq.release();
+    if (c->state != Connection::State::kOpen) {
+        c->recvq.release();
+    } else if (!c->place.active) {
+        c->recvq.park();  // idle connections hold no receive buffer
+    }
     return delivered;
 }
 

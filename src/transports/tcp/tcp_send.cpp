@@ -57,6 +57,7 @@ bool TcpInterface::flush(Connection* c) {
         return false;
     }
     if (c->sendq.empty() || !c->handshake_done) {
+        c->sendq.park();  // idle connections hold no send buffer
         watch_writable(c, false);
         if (c->closing() && !c->write_shut && c->sendq.empty()) {
             shutdown(c->fd.get(), SHUT_WR);

@@ -113,7 +113,11 @@ Status read_settings(const common::Config& config, TcpConfig* out, std::string* 
 /// The settings read as open() reads them, at context creation (TransportEntry::check_config).
 static Status check_tcp(const common::Config& config, std::string* why) {
     TcpConfig settings;
-    return read_settings(config, &settings, why);
+    Status s = read_settings(config, &settings, why);
+    if (s != Status::kOk) return s;
+    return check_devices(
+        settings.devices,
+        [](const std::string& d) { return device_claimed_by_other(kTransport, d); }, why);
 }
 
 const TransportEntry kTransport{
