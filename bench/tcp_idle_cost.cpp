@@ -26,14 +26,14 @@
 
 namespace {
 
-#define CHECK(expr)                                                                        \
-    do {                                                                                   \
-        swy_status_t st_ = (expr);                                                         \
-        if (st_ != SWY_OK) {                                                               \
-            std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr,             \
-                         swy_status_string(st_));                                          \
-            std::exit(1);                                                                  \
-        }                                                                                  \
+#define CHECK(expr)                                                            \
+    do {                                                                       \
+        swy_status_t st_ = (expr);                                             \
+        if (st_ != SWY_OK) {                                                   \
+            std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, \
+                         swy_status_string(st_));                              \
+            std::exit(1);                                                      \
+        }                                                                      \
     } while (0)
 
 long rss_bytes() {
@@ -139,15 +139,17 @@ void measure(size_t n) {
     const int fds1 = open_fds();
     for (swy_ep_h ep : eps) {
         swy_request_h r = nullptr;
-        if (swy_ep_close_nb(ep, SWY_EP_CLOSE_FLUSH, &r) == SWY_INPROGRESS) wait_done(node.worker, r);
+        if (swy_ep_close_nb(ep, SWY_EP_CLOSE_FLUSH, &r) == SWY_INPROGRESS)
+            wait_done(node.worker, r);
     }
     for (int i = 0; i < 1000; ++i)
         swy_worker_progress(node.worker);
     const long rss2 = rss_bytes();
-    std::printf("%6zu endpoints: %8.0f B RSS and %5.2f fds per idle endpoint; "
-                "%8.0f B RSS per closed endpoint left behind\n",
-                n, double(rss1 - rss0) / double(n), double(fds1 - fds0) / double(n),
-                double(rss2 - rss0) / double(n));
+    std::printf(
+        "%6zu endpoints: %8.0f B RSS and %5.2f fds per idle endpoint; "
+        "%8.0f B RSS per closed endpoint left behind\n",
+        n, double(rss1 - rss0) / double(n), double(fds1 - fds0) / double(n),
+        double(rss2 - rss0) / double(n));
     std::fflush(stdout);
     kill(server, SIGKILL);
     waitpid(server, nullptr, 0);

@@ -235,8 +235,8 @@ Status open_stream_socket(int af, UniqueFd* out, std::string* why) {
         errno = error;
         // Out of descriptors or kernel memory: a resource limit (ulimit -n), not a network
         // failure, and the caller's status says so.
-        const bool exhausted = error == EMFILE || error == ENFILE || error == ENOBUFS ||
-                               error == ENOMEM;
+        const bool exhausted =
+            error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM;
         return exhausted ? Status::kNoResource : Status::kIoError;
     }
     out->reset(fd);

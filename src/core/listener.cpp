@@ -43,7 +43,7 @@ Status ConnManager::listen(const swy_listener_params_t& params, Listener** out, 
     Status ls = common::listen_on(at, options, &fd, &bound, why);
     if (ls != Status::kOk) return ls;
     std::unique_ptr<Listener, ArenaDelete<Listener>> l(listener_slots_.make(),
-                                                        ArenaDelete<Listener>{&listener_slots_});
+                                                       ArenaDelete<Listener>{&listener_slots_});
     l->manager = this;
     l->on_connect = params.on_connect;
     l->arg = params.arg;

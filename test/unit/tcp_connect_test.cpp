@@ -3,6 +3,7 @@
 // ends fails the endpoint after SWY_TCP_HANDSHAKE_TIMEOUT instead of hanging, and running out
 // of descriptors is SWY_ERR_NO_RESOURCE. Two workers in this process over loopback.
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -105,10 +106,13 @@ void exchange(swy_worker_h from, swy_ep_h ep, swy_worker_h to, size_t size, uint
     ASSERT_TRUE(rs == SWY_OK || rs == SWY_INPROGRESS);
     swy_status_t ss = swy_tag_send_nb(ep, out.data(), out.size(), 5, nullptr, &sr);
     ASSERT_TRUE(ss == SWY_OK || ss == SWY_INPROGRESS) << swy_status_string(ss);
-    ASSERT_TRUE(progress_until({from, to}, [&] {
-        return (rr == nullptr || swy_request_test(rr) != SWY_INPROGRESS) &&
-               (sr == nullptr || swy_request_test(sr) != SWY_INPROGRESS);
-    })) << "message of " << size << " bytes not delivered";
+    ASSERT_TRUE(progress_until({from, to},
+                               [&] {
+                                   return (rr == nullptr ||
+                                           swy_request_test(rr) != SWY_INPROGRESS) &&
+                                          (sr == nullptr || swy_request_test(sr) != SWY_INPROGRESS);
+                               }))
+        << "message of " << size << " bytes not delivered";
     if (rr != nullptr) {
         EXPECT_EQ(swy_request_test(rr), SWY_OK);
         swy_tag_recv_info_t info{};
@@ -153,7 +157,8 @@ struct TwoWorkers : ::testing::Test {
     /// Progress until exactly @p n connection sockets are left (a dropped duplicate closes
     /// once its peer saw the close); false if that never happens.
     bool settles_at(int n) {
-        return progress_until({a, b}, [&] { return connection_sockets() == n; }, 5);
+        return progress_until(
+            {a, b}, [&] { return connection_sockets() == n; }, 5);
     }
 
     swy_context_h ctx = nullptr;
@@ -251,6 +256,8 @@ TEST(TcpConnect, OutOfDescriptorsIsNoResourceNotUnreachable) {
         getrlimit(RLIMIT_NOFILE, &rl);
         rl.rlim_cur = static_cast<rlim_t>(highest + 1);
         if (setrlimit(RLIMIT_NOFILE, &rl) != 0) _exit(25);
+        // Fill the holes below the limit too: socket() takes the lowest free number.
+        while (open("/dev/null", O_RDONLY | O_CLOEXEC) >= 0) {}
         swy_ep_params_t p{};
         p.field_mask = SWY_EP_PARAM_FIELD_REMOTE_ADDRESS;
         p.remote_address = addr;

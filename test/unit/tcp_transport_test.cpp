@@ -566,9 +566,10 @@ TEST_F(TcpTransport, SimultaneousConnectsEndWithOneConnectionCarryingBoth) {
     EXPECT_EQ(sink_a_.msgs[0].data[0], 2);
     EXPECT_EQ(sink_b_.msgs[0].data[0], 1);
     // The connection of the lower uid (A) is kept; B's endpoint moved onto it.
-    ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] {
-        return a_->open_connections() == 1 && b_->open_connections() == 1;
-    })) << a_->open_connections() << " and " << b_->open_connections() << " connections";
+    ASSERT_TRUE(
+        progress_until({a_.get(), b_.get()},
+                       [&] { return a_->open_connections() == 1 && b_->open_connections() == 1; }))
+        << a_->open_connections() << " and " << b_->open_connections() << " connections";
     EXPECT_EQ(ab->peer_key(), a_->sender_key(sink_a_.msgs[0].src.sender));
     EXPECT_EQ(ba->peer_key(), b_->sender_key(sink_b_.msgs[0].src.sender));
     // Many more, both ways, in order.

@@ -24,7 +24,7 @@
 namespace swy::core {
 class Context;
 class Worker;
-}
+}  // namespace swy::core
 
 namespace swy::rma {
 

@@ -40,8 +40,8 @@ Status TcpInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t
     // One connection per pair of workers: a connection the peer made to us, that no endpoint
     // of ours uses yet, carries this endpoint too (no socket, no handshake, ready at once).
     if (Connection* shared = reusable_connection(remote_uid)) {
-        auto ep =
-            std::make_unique<TcpEndpoint>(this, shared->index, shared->generation, remote_uid, true);
+        auto ep = std::make_unique<TcpEndpoint>(this, shared->index, shared->generation, remote_uid,
+                                                true);
         attach_owner(shared, ep.get());
         *out = std::move(ep);
         return Status::kOk;

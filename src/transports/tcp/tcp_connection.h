@@ -172,11 +172,11 @@ struct TcpInterface::Connection {
     /// Worst local reason an attempt could not even start (kNoResource: out of descriptors);
     /// reported instead of kUnreachable when nothing else answered.
     Status local_failure = Status::kOk;
-    bool write_shut = false;        ///< shutdown(SHUT_WR) done after the goodbye
-    bool watching_out = false;      ///< EPOLLOUT is in the epoll set
-    bool reported = false;          ///< on_remote_failure was called (once per connection)
-    Status failure = Status::kOk;   ///< why it failed, while waiting to be reported
-    bool corked = false;            ///< on corked_: its queue goes out at the next progress
+    bool write_shut = false;       ///< shutdown(SHUT_WR) done after the goodbye
+    bool watching_out = false;     ///< EPOLLOUT is in the epoll set
+    bool reported = false;         ///< on_remote_failure was called (once per connection)
+    Status failure = Status::kOk;  ///< why it failed, while waiting to be reported
+    bool corked = false;           ///< on corked_: its queue goes out at the next progress
     /// Bytes after the frame header to read into the receive buffer next: the header of the
     /// next frame only, so that when it too is placed, none of its payload takes the
     /// receive buffer's detour (0: read as much as fits).

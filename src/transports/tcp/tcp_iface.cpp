@@ -138,7 +138,7 @@ void TcpEndpoint::disconnect() {
 
 TcpInterface::TcpInterface(const TcpConfig& config, uint64_t uid, uint16_t index, AmSink* sink)
     : config_(config), uid_(uid), index_(index), sink_(sink) {
-    attr_ = lane_attr(config);
+    attr_ = std::make_shared<const LaneAttr>(lane_attr(config));
 }
 
 LaneAttr lane_attr(const TcpConfig& config) {
@@ -164,8 +164,9 @@ Status TcpInterface::open(const TcpConfig& config, uint64_t worker_uid, uint16_t
     }
     if (config.connect_timeout_ns == 0 || config.connect_attempt_ns == 0 ||
         config.handshake_timeout_ns == 0) {
-        *why = "tcp: SWY_TCP_CONNECT_TIMEOUT, SWY_TCP_CONNECT_ATTEMPT_TIMEOUT and "
-               "SWY_TCP_HANDSHAKE_TIMEOUT must be longer than 0";
+        *why =
+            "tcp: SWY_TCP_CONNECT_TIMEOUT, SWY_TCP_CONNECT_ATTEMPT_TIMEOUT and "
+            "SWY_TCP_HANDSHAKE_TIMEOUT must be longer than 0";
         return Status::kInvalidParam;
     }
     std::unique_ptr<TcpInterface> iface(new TcpInterface(config, worker_uid, iface_index, sink));

@@ -98,7 +98,7 @@ public:
     TcpEndpoint(TcpInterface* iface, uint16_t conn, uint32_t generation, uint64_t remote_uid,
                 bool owner);
     ~TcpEndpoint() override;
-    const LaneAttr& attr() const override { return attr_; }
+    const LaneAttr& attr() const override { return *attr_; }
     /// Writes the frame with one sendmsg straight from the caller's buffers (behind anything
     /// queued); what the kernel does not take of it is queued. Small frames (kCorkMax) sent in
     /// a burst (after another direct send of the same progress pass) are corked instead and
@@ -125,7 +125,9 @@ private:
     uint64_t remote_uid_;
     bool owner_;
     bool disconnected_ = false;
-    LaneAttr attr_;
+    /// The interface's attributes, shared (one copy per interface, not per endpoint: the idle
+    /// cost of an endpoint) and kept alive for an endpoint that outlives its interface.
+    std::shared_ptr<const LaneAttr> attr_;
 };
 
 class TcpInterface final : public Interface {
@@ -296,7 +298,7 @@ private:
     std::vector<uint16_t> to_report_;  // failed connections not yet reported to the sink
     bool in_progress_ = false;
     Connection* delivering_ = nullptr;  // its receive buffer is in use by a sink callback
-    LaneAttr attr_;
+    std::shared_ptr<const LaneAttr> attr_;
     uint32_t idle_polls_ = 0;
 };
 

@@ -19,8 +19,8 @@ TcpInterface::Connection* TcpInterface::reusable_connection(uint64_t uid) const 
         Connection* c = conns_[index].get();
         // The peer proved who it is, its endpoint uses the connection, and nobody is leaving.
         if (c->state == Connection::State::kOpen && c->handshake_done && c->peer_uid == uid &&
-            c->owner_ep == nullptr && c->remote_owner && !c->goodbye_sent &&
-            !c->goodbye_received && c->key_epoch == key_epoch_) {
+            c->owner_ep == nullptr && c->remote_owner && !c->goodbye_sent && !c->goodbye_received &&
+            c->key_epoch == key_epoch_) {
             return c;
         }
     }
@@ -31,7 +31,7 @@ TcpInterface::Connection* TcpInterface::own_connection_to(uint64_t uid) const {
     for (const std::vector<uint16_t>* list : {&connecting_, &live_}) {
         for (uint16_t index : *list) {
             Connection* c = conns_[index].get();
-            if (c->outgoing && c->peer_uid == uid && c->locally_owned() && !c->redirected &&
+            if (c->outgoing && c->peer_uid == uid && c->locally_owned() &&
                 c->state != Connection::State::kClosed) {
                 return c;
             }

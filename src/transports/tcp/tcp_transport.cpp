@@ -93,7 +93,7 @@ Status read_settings(const common::Config& config, TcpConfig* out, std::string* 
         *why = r.error();
         return Status::kInvalidParam;
     }
-    constexpr uint64_t kMinTimeout = 10'000'000;          // 10 ms
+    constexpr uint64_t kMinTimeout = 10'000'000;           // 10 ms
     constexpr uint64_t kMaxTimeout = 3600'000'000'000ull;  // 1 hour
     const struct {
         const char* name;
