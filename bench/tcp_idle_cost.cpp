@@ -11,6 +11,7 @@
 // SWY_TLS=tcp,self and SWY_NET_DEVICES=lo (set here when unset).
 #include <dirent.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -44,6 +45,9 @@ long rss_bytes() {
     std::fclose(f);
     return resident * sysconf(_SC_PAGESIZE);
 }
+
+/// Heap bytes in use (what the process holds, whether or not the pages went back to the OS).
+long heap_bytes() { return static_cast<long>(mallinfo2().uordblks); }
 
 int open_fds() {
     int n = 0;
@@ -113,6 +117,7 @@ void measure(size_t n) {
     }
     Node node;
     const long rss0 = rss_bytes();
+    const long heap0 = heap_bytes();
     const int fds0 = open_fds();
     std::vector<swy_ep_h> eps(n);
     for (size_t i = 0; i < n; ++i) {
@@ -136,6 +141,7 @@ void measure(size_t n) {
     for (int i = 0; i < 1000; ++i)
         swy_worker_progress(node.worker);
     const long rss1 = rss_bytes();
+    const long heap1 = heap_bytes();
     const int fds1 = open_fds();
     for (swy_ep_h ep : eps) {
         swy_request_h r = nullptr;
@@ -144,12 +150,14 @@ void measure(size_t n) {
     }
     for (int i = 0; i < 1000; ++i)
         swy_worker_progress(node.worker);
-    const long rss2 = rss_bytes();
+    const long heap2 = heap_bytes();
+    const int fds2 = open_fds();
     std::printf(
-        "%6zu endpoints: %8.0f B RSS and %5.2f fds per idle endpoint; "
-        "%8.0f B RSS per closed endpoint left behind\n",
-        n, double(rss1 - rss0) / double(n), double(fds1 - fds0) / double(n),
-        double(rss2 - rss0) / double(n));
+        "%6zu endpoints, per idle endpoint: %7.0f B RSS, %7.0f B heap, %4.2f fds; "
+        "per closed endpoint left behind: %6.0f B heap, %4.2f fds\n",
+        n, double(rss1 - rss0) / double(n), double(heap1 - heap0) / double(n),
+        double(fds1 - fds0) / double(n), double(heap2 - heap0) / double(n),
+        double(fds2 - fds0) / double(n));
     std::fflush(stdout);
     kill(server, SIGKILL);
     waitpid(server, nullptr, 0);
