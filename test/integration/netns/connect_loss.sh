@@ -6,6 +6,9 @@
 # cross the lossy link. Every one must connect (attempts retried within
 # SWY_TCP_CONNECT_TIMEOUT) and every byte arrive; before the retries, one 2 s attempt left
 # 1-2 of 10 endpoints failed.
+# NOT registered in CMakeLists.txt yet: on the first runs (machine at load 80) endpoints failed
+# with "connection reset" / "timed out" (see the report of branch wt-tcpconn); to be
+# investigated before it joins the netns label.
 # usage: connect_loss.sh BUILD_BIN_DIR
 set -uo pipefail
 source "$(dirname "$0")/netns_lib.sh"
