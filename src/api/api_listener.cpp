@@ -13,9 +13,28 @@ using namespace swy;
 using api::WorkerGuard;
 
 namespace {
-core::Listener* listener_of(swy_listener_h l) { return reinterpret_cast<core::Listener*>(l); }
+/// The live listener @p l names (generation-checked: a destroyed listener's handle gives
+/// null), or null.
+core::Listener* listener_of(swy_listener_h l) {
+    return core::SlotArena<core::Listener>::resolve(reinterpret_cast<uintptr_t>(l));
+}
 core::ConnRequest* request_of(swy_conn_request_h r) {
-    return reinterpret_cast<core::ConnRequest*>(r);
+    return core::SlotArena<core::ConnRequest>::resolve(reinterpret_cast<uintptr_t>(r));
+}
+
+/// SWY_OK with *out if @p h names a listener that is alive and whose worker this process may
+/// use (not one inherited through fork()); else SWY_ERR_INVALID_PARAM, logged.
+swy_status_t live_listener(const char* function, swy_listener_h h, core::Listener** out) {
+    core::Listener* l = listener_of(h);
+    if (l == nullptr) {
+        return api::invalid(function, "listener is not a live listener (destroyed, or never one)");
+    }
+    if (!core::Worker::usable(l->manager->worker())) {
+        return api::invalid(function,
+                            "listener belongs to a worker this process inherited through fork()");
+    }
+    *out = l;
+    return SWY_OK;
 }
 
 swy_status_t log_failure(const char* function, Status s, const std::string& why) {
@@ -89,7 +108,7 @@ swy_status_t swy_listener_create(swy_worker_h worker, const swy_listener_params_
     core::Listener* l = nullptr;
     if (s == Status::kOk) s = m->listen(*params, &l, &why);
     if (s != Status::kOk) return log_failure("swy_listener_create", s, why);
-    *listener = reinterpret_cast<swy_listener_h>(l);
+    *listener = static_cast<swy_listener_h>(core::ConnManager::handle_of(l));
     return SWY_OK;
 }
 
@@ -108,8 +127,9 @@ swy_status_t swy_listener_query(swy_listener_h listener, swy_listener_attr_t* at
         c != SWY_OK) {
         return c;
     }
+    core::Listener* l = nullptr;
+    if (swy_status_t c = live_listener(__func__, listener, &l); c != SWY_OK) return c;
     if ((attr->field_mask & SWY_LISTENER_ATTR_FIELD_SOCKADDR) == 0) return SWY_OK;
-    core::Listener* l = listener_of(listener);
     WorkerGuard guard(l->manager->worker());
     std::memcpy(&attr->sockaddr, &l->bound, sizeof(l->bound));
     attr->sockaddr_length = l->bound_length;
@@ -125,7 +145,8 @@ swy_status_t swy_listener_reject(swy_listener_h listener, swy_conn_request_h con
     if (listener == nullptr || conn_request == nullptr) {
         return api::invalid(__func__, "NULL argument");
     }
-    core::Listener* l = listener_of(listener);
+    core::Listener* l = nullptr;
+    if (swy_status_t c = live_listener(__func__, listener, &l); c != SWY_OK) return c;
     WorkerGuard guard(l->manager->worker());
     core::ConnRequest* r = l->manager->offered_request(conn_request);
     if (r == nullptr || r->listener != l) {
@@ -144,6 +165,15 @@ swy_status_t swy_conn_request_query(swy_conn_request_h conn_request,
         return c;
     }
     core::ConnRequest* r = request_of(conn_request);
+    if (r == nullptr) {
+        return api::invalid(__func__,
+                            "conn_request is not a live request (answered, or its listener gone)");
+    }
+    if (!core::Worker::usable(r->manager->worker())) {
+        return api::invalid(__func__,
+                            "conn_request belongs to a worker this process inherited through "
+                            "fork()");
+    }
     if ((attr->field_mask & SWY_CONN_REQUEST_ATTR_FIELD_CLIENT_SOCKADDR) != 0) {
         std::memcpy(&attr->client_sockaddr, &r->peer, sizeof(r->peer));
         attr->client_sockaddr_length = r->peer_length;
@@ -157,6 +187,10 @@ swy_status_t swy_conn_request_query(swy_conn_request_h conn_request,
 void swy_listener_destroy(swy_listener_h listener) {
     if (listener == nullptr) return;
     core::Listener* l = listener_of(listener);
+    if (l == nullptr) {
+        (void)api::invalid(__func__, "listener is not a live listener (destroyed twice?)");
+        return;
+    }
     core::ConnManager* m = l->manager;
     if (!core::Worker::usable(
             m->worker())) {  // a fork()ed child's copy: its socket is the parent's too

@@ -108,7 +108,7 @@ swy_status_t check_rma(const char* fn, swy_ep_h ep, const void* buffer, size_t c
     if (swy_status_t c = api::resolve(fn, ep, e); c != SWY_OK) return c;
     *key = key_of(rkey);
     if (*key == nullptr) return api::invalid(fn, "rkey is not an unpacked key");
-    if ((*key)->ep != *e) {
+    if ((*key)->ep_handle != reinterpret_cast<uintptr_t>(ep)) {
         return api::invalid(fn, "rkey was unpacked on another endpoint");
     }
     if (!params.valid) return api::invalid(fn, "unknown bits in params->field_mask");
@@ -297,7 +297,8 @@ swy_status_t swy_ep_rkey_unpack(swy_ep_h ep, const void* buffer, size_t length, 
     WorkerGuard guard(e->worker());
     auto* key = new (std::nothrow) rma::RemoteKey;
     if (key == nullptr) return SWY_ERR_NO_MEMORY;
-    key->ep = e;
+    key->ep_handle = reinterpret_cast<uintptr_t>(ep);
+    key->worker = e->worker();
     key->fields = fields;
     // A key unpacked before the endpoint is wired has no direct path (the lane decides).
     key->direct = rma::DirectPath::create(e, fields);
@@ -309,7 +310,7 @@ swy_status_t swy_ep_rkey_unpack(swy_ep_h ep, const void* buffer, size_t length, 
 void swy_rkey_destroy(swy_rkey_h rkey) {
     rma::RemoteKey* key = key_of(rkey);
     if (key == nullptr) return;
-    WorkerGuard guard(key->ep->worker());
+    WorkerGuard guard(key->worker);
     key->magic = 0;
     delete key;
 }
@@ -322,7 +323,10 @@ swy_status_t swy_rkey_ptr(swy_rkey_h rkey, uint64_t remote_address, void** local
     if (!key->grants(remote_address, 0, 0)) {
         return api::invalid(__func__, "remote_address is outside the key's range");
     }
-    WorkerGuard guard(key->ep->worker());
+    WorkerGuard guard(key->worker);
+    if (core::SlotArena<core::Endpoint>::resolve(key->ep_handle) == nullptr) {
+        return api::invalid(__func__, "the endpoint this rkey was unpacked on is closed");
+    }
     if (!key->direct) return SWY_ERR_UNREACHABLE;
     return api::to_c(key->direct->pointer(remote_address, local_ptr));
 }
@@ -354,7 +358,9 @@ swy_status_t swy_atomic_nb(swy_ep_h ep, swy_atomic_op_t op, size_t size, const v
     if (key == nullptr) return api::invalid(__func__, "rkey is not an unpacked key");
     core::Endpoint* e = nullptr;
     if (swy_status_t c = api::resolve(__func__, ep, &e); c != SWY_OK) return c;
-    if (key->ep != e) return api::invalid(__func__, "rkey was unpacked on another endpoint");
+    if (key->ep_handle != reinterpret_cast<uintptr_t>(ep)) {
+        return api::invalid(__func__, "rkey was unpacked on another endpoint");
+    }
     if (!p.valid) return api::invalid(__func__, "unknown bits in params->field_mask");
     if (op < SWY_ATOMIC_OP_ADD || op > SWY_ATOMIC_OP_CSWAP) {
         return api::invalid(__func__, "unknown op");

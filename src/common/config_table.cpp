@@ -129,7 +129,7 @@ constexpr ConfigVar kTable[] = {
      "Shared secret, in hex (16 to 256 bytes): every tcp connection and verbs handshake is "
      "then authenticated both ways with HMAC-SHA256 proofs, and peers without the key are "
      "refused. Empty: no authentication (a PMIx bootstrap installs a per-job key itself). "
-     "An invalid value fails worker creation."},
+     "An invalid value fails context creation."},
 
 };
 

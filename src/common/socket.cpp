@@ -230,8 +230,14 @@ Status socket_errno_status(int error) {
 Status open_stream_socket(int af, UniqueFd* out, std::string* why) {
     const int fd = ::socket(af, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        *why = "socket: " + errno_text(errno);
-        return Status::kIoError;
+        const int error = errno;
+        *why = "socket: " + errno_text(error);
+        errno = error;
+        // Out of descriptors or kernel memory: a resource limit (ulimit -n), not a network
+        // failure, and the caller's status says so.
+        const bool exhausted =
+            error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM;
+        return exhausted ? Status::kNoResource : Status::kIoError;
     }
     out->reset(fd);
     return Status::kOk;

@@ -75,7 +75,8 @@ Status resolve_host_port(std::string_view text, SocketAddress* out, std::string*
 Status socket_errno_status(int error);
 
 /// A non-blocking, close-on-exec TCP socket of @p af (AF_INET or AF_INET6).
-/// Errors: kIoError ("socket: <errno text>").
+/// Errors: kNoResource when out of descriptors or kernel memory (EMFILE, ENFILE, ENOBUFS,
+/// ENOMEM), kIoError otherwise; @p why is "socket: <errno text>" and errno is kept.
 Status open_stream_socket(int af, UniqueFd* out, std::string* why);
 
 /// Start connecting @p fd (non-blocking) to @p to. kOk: connected already (loopback can);

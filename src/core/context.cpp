@@ -1,5 +1,6 @@
 #include "core/context.h"
 
+#include "common/auth.h"
 #include "core/topology.h"
 #include "transports/registry.h"
 
@@ -53,6 +54,17 @@ Status Context::create(const common::Config& config, Context** out, std::string*
                "atomic, by the initiator on memory it maps or by the target's progress)";
         delete ctx;
         return Status::kInvalidParam;
+    }
+    // SWY_AUTH_KEY now, not at the first worker (issue #18): a key that cannot be used is a
+    // mistake worth stopping for, whichever transports are enabled.
+    if (const std::string hex = config.get_string("AUTH_KEY"); !hex.empty()) {
+        common::AuthKey key;
+        std::string key_why;
+        if (common::AuthKey::from_hex(hex, &key, &key_why) != Status::kOk) {
+            *why = "SWY_AUTH_KEY: " + key_why;
+            delete ctx;
+            return Status::kInvalidParam;
+        }
     }
     Status ms =
         mem::MemTypeRegistry::create(config.get_list("MEMTYPES"), config, &ctx->memtypes_, why);

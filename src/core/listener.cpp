@@ -42,7 +42,8 @@ Status ConnManager::listen(const swy_listener_params_t& params, Listener** out, 
     common::SocketAddress bound;
     Status ls = common::listen_on(at, options, &fd, &bound, why);
     if (ls != Status::kOk) return ls;
-    auto l = std::make_unique<Listener>();
+    std::unique_ptr<Listener, ArenaDelete<Listener>> l(listener_slots_.make(),
+                                                       ArenaDelete<Listener>{&listener_slots_});
     l->manager = this;
     l->on_connect = params.on_connect;
     l->arg = params.arg;
@@ -98,8 +99,10 @@ unsigned ConnManager::accept_all(Listener* l) {
             return n;
         }
         const int raw = fd.get();
-        auto r = std::make_unique<ConnRequest>();
+        std::unique_ptr<ConnRequest, ArenaDelete<ConnRequest>> r(
+            request_slots_.make(), ArenaDelete<ConnRequest>{&request_slots_});
         r->listener = l;
+        r->manager = this;
         r->sock.adopt(std::move(fd), peer.text());
         r->peer = peer.storage;
         r->peer_length = peer.length;
@@ -333,14 +336,16 @@ unsigned ConnManager::decide_held() {
     // requests stay allocated until the next progress, so the pointers remain valid.
     for (ConnRequest* r : offer) {
         if (r->state != ConnRequest::State::kOffered || r->listener == nullptr) continue;
-        r->listener->on_connect(reinterpret_cast<swy_conn_request_h>(r), r->listener->arg);
+        r->listener->on_connect(static_cast<swy_conn_request_h>(handle_of(r)), r->listener->arg);
     }
     return static_cast<unsigned>(offer.size());
 }
 
 ConnRequest* ConnManager::offered_request(const void* handle) const {
+    const ConnRequest* named = SlotArena<ConnRequest>::resolve(reinterpret_cast<uintptr_t>(handle));
+    if (named == nullptr) return nullptr;  // finished (or never a request): not followed
     for (const auto& r : requests_) {
-        if (r.get() == handle) {
+        if (r.get() == named) {
             return r->state == ConnRequest::State::kOffered ? r.get() : nullptr;
         }
     }

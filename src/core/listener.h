@@ -50,6 +50,7 @@
 #include "common/status.h"
 #include "common/unique_fd.h"
 #include "core/conn_socket.h"
+#include "core/slot_arena.h"
 
 namespace swy::core {
 
@@ -83,6 +84,7 @@ struct ConnRequest {
         kDone,          ///< socket closed; freed by the next progress
     };
     Listener* listener = nullptr;  ///< null once the listener is gone
+    ConnManager* manager = nullptr;
     ConnSocket sock;
     State state = State::kAwaitHello;
     ConnClock::time_point deadline;
@@ -154,6 +156,14 @@ public:
     bool owns(const Listener* listener) const;
     /// The live request @p handle names, offered and not yet answered, or null.
     ConnRequest* offered_request(const void* handle) const;
+    /// The application's handle of a listener / request of some manager (generation-checked
+    /// by SlotArena<T>::resolve()).
+    static void* handle_of(const Listener* l) {
+        return reinterpret_cast<void*>(SlotArena<Listener>::handle_of(l));
+    }
+    static void* handle_of(const ConnRequest* r) {
+        return reinterpret_cast<void*>(SlotArena<ConnRequest>::handle_of(r));
+    }
     /// Create the server's endpoint for an offered request and send the accept. On failure the
     /// request is rejected and the error returned.
     Status accept_request(ConnRequest* request, const swy_ep_params_t& params, Endpoint** out,
@@ -196,8 +206,19 @@ private:
     common::UniqueFd epoll_fd_;
     common::UniqueFd timer_fd_;
     uint32_t tick_ = 0;
-    std::vector<std::unique_ptr<Listener>> listeners_;
-    std::vector<std::unique_ptr<ConnRequest>> requests_;
+    /// Listeners and requests live in slot arenas (core/slot_arena.h): their handles carry a
+    /// generation, so a handle to a destroyed listener or a finished request is refused
+    /// (swy_listener_query & co.) instead of followed into freed memory. Declared before the
+    /// lists that own their objects, which go first.
+    template <typename T>
+    struct ArenaDelete {
+        SlotArena<T>* arena;
+        void operator()(T* p) const { arena->destroy(p); }
+    };
+    SlotArena<Listener> listener_slots_;
+    SlotArena<ConnRequest> request_slots_;
+    std::vector<std::unique_ptr<Listener, ArenaDelete<Listener>>> listeners_;
+    std::vector<std::unique_ptr<ConnRequest, ArenaDelete<ConnRequest>>> requests_;
     std::vector<std::unique_ptr<Connector>> connectors_;
 };
 

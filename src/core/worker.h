@@ -158,6 +158,9 @@ public:
                          std::string* why);
     /// True if an endpoint to worker @p uid exists, is wired and has neither failed nor closed.
     bool has_live_endpoint_to(uint64_t uid) const;
+    /// A wired, open endpoint whose lane goes to @p peer now (a tcp endpoint moves to the
+    /// peer's connection when both connected at once), or null. Walks every endpoint.
+    Endpoint* wired_endpoint_of(PeerRef peer) const;
     /// An endpoint is being deleted (its handshake, if any, must forget it).
     void endpoint_deleted(const Endpoint* ep);
 

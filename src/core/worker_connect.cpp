@@ -52,6 +52,13 @@ bool Worker::has_live_endpoint_to(uint64_t uid) const {
     return false;
 }
 
+Endpoint* Worker::wired_endpoint_of(PeerRef peer) const {
+    for (Endpoint* ep = endpoints_; ep != nullptr; ep = ep->next_in_worker) {
+        if (ep->wired() && !ep->closed && !ep->failed() && ep->peer() == peer) return ep;
+    }
+    return nullptr;
+}
+
 void Worker::endpoint_deleted(const Endpoint* ep) {
     if (conn_ != nullptr) conn_->forget_endpoint(ep);
 }

@@ -63,6 +63,8 @@ TEST(ConfigTable, DeclaresEveryDocumentedVariableWithItsTypeAndDefault) {
         {"TCP_SNDBUF_LIMIT", ConfigType::kSize, "4M"},
         {"TCP_KEEPALIVE", ConfigType::kTime, "2s"},
         {"TCP_CONNECT_TIMEOUT", ConfigType::kTime, "10s"},
+        {"TCP_CONNECT_ATTEMPT_TIMEOUT", ConfigType::kTime, "2s"},
+        {"TCP_HANDSHAKE_TIMEOUT", ConfigType::kTime, "30s"},
         {"AUTH_KEY", ConfigType::kString, ""},
         {"VERBS_SEG_SIZE", ConfigType::kSize, "8K"},
         {"VERBS_RX_CREDITS", ConfigType::kUnsigned, "64"},

@@ -580,7 +580,7 @@ TEST_F(TcpTransport, EventFdWakesOnTrafficAndArmReportsWaitingWork) {
     EXPECT_TRUE(b_->arm());
 }
 
-TEST_F(TcpTransport, SimultaneousConnectsMakeTwoWorkingConnections) {
+TEST_F(TcpTransport, SimultaneousConnectsEndWithOneConnectionCarryingBoth) {
     auto ab = connect_a_to_b();
     std::unique_ptr<Endpoint> ba;
     std::string why;
@@ -594,7 +594,63 @@ TEST_F(TcpTransport, SimultaneousConnectsMakeTwoWorkingConnections) {
     }));
     EXPECT_EQ(sink_a_.msgs[0].data[0], 2);
     EXPECT_EQ(sink_b_.msgs[0].data[0], 1);
-    EXPECT_EQ(a_->open_connections(), 2u);
+    // The connection of the lower uid (A) is kept; B's endpoint moved onto it.
+    ASSERT_TRUE(
+        progress_until({a_.get(), b_.get()},
+                       [&] { return a_->open_connections() == 1 && b_->open_connections() == 1; }))
+        << a_->open_connections() << " and " << b_->open_connections() << " connections";
+    EXPECT_EQ(ab->peer_key(), a_->sender_key(sink_a_.msgs[0].src.sender));
+    EXPECT_EQ(ba->peer_key(), b_->sender_key(sink_b_.msgs[0].src.sender));
+    // Many more, both ways, in order.
+    for (uint32_t i = 0; i < 200; ++i) {
+        ASSERT_EQ(ab->am_send(2, &i, 4, nullptr, 0), Status::kOk);
+        ASSERT_EQ(ba->am_send(2, &i, 4, nullptr, 0), Status::kOk);
+    }
+    ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] {
+        return sink_a_.msgs.size() == 201 && sink_b_.msgs.size() == 201;
+    }));
+    for (uint32_t i = 0; i < 200; ++i) {
+        uint32_t x = 0, y = 0;
+        std::memcpy(&x, sink_a_.msgs[i + 1].data.data(), 4);
+        std::memcpy(&y, sink_b_.msgs[i + 1].data.data(), 4);
+        ASSERT_EQ(x, i);
+        ASSERT_EQ(y, i);
+    }
+    // Each side leaves in turn; the connection closes after the second goodbye, quietly.
+    ab->disconnect();
+    ASSERT_EQ(ba->am_send(3, &y, 1, nullptr, 0), Status::kOk) << "B's endpoint outlives A's";
+    ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] { return sink_a_.msgs.size() == 202; }));
+    ba->disconnect();
+    ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] {
+        return a_->open_connections() == 0 && b_->open_connections() == 0;
+    }));
+    EXPECT_TRUE(sink_a_.failures.empty());
+    EXPECT_TRUE(sink_b_.failures.empty());
+}
+
+TEST_F(TcpTransport, AnEndpointToAWorkerThatConnectedFirstUsesItsConnection) {
+    auto ab = connect_a_to_b_ready();
+    ASSERT_TRUE(ab);
+    std::unique_ptr<Endpoint> ba;
+    std::string why;
+    std::vector<uint8_t> addr = a_->address();
+    ASSERT_EQ(b_->connect(kUidA, addr.data(), addr.size(), false, &ba, &why), Status::kOk) << why;
+    EXPECT_EQ(b_->open_connections(), 1u) << "no second socket";
+    const uint8_t z = 42;
+    ASSERT_EQ(ba->am_send(4, &z, 1, nullptr, 0), Status::kOk);
+    ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] { return sink_a_.msgs.size() == 1; }));
+    EXPECT_EQ(sink_a_.msgs[0].data[0], 42);
+    EXPECT_EQ(ab->peer_key(), a_->sender_key(sink_a_.msgs[0].src.sender));
+    EXPECT_EQ(a_->open_connections(), 1u);
+    ba->disconnect();
+    ASSERT_EQ(ab->am_send(4, &z, 1, nullptr, 0), Status::kOk) << "A's endpoint outlives B's";
+    ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] { return sink_b_.msgs.size() == 1; }));
+    ab->disconnect();
+    ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] {
+        return a_->open_connections() == 0 && b_->open_connections() == 0;
+    }));
+    EXPECT_TRUE(sink_a_.failures.empty());
+    EXPECT_TRUE(sink_b_.failures.empty());
 }
 
 }  // namespace

@@ -309,15 +309,23 @@ TEST(TcpWorker, RawPeerWithoutTheProofNeverReachesAReceive) {
     }
 }
 
-TEST(TcpWorker, AnInvalidAuthKeyFailsWorkerCreation) {
+TEST(TcpWorker, AnInvalidAuthKeyFailsContextCreation) {
+    // Refused when the context is created (issue #18), before any worker could try it.
     for (const char* bad : {"xyz", "0011", "abc"}) {
         SCOPED_TRACE(bad);
-        swy_context_h ctx = tcp_context({{"AUTH_KEY", bad}});
-        ASSERT_NE(ctx, nullptr);
-        swy_worker_h w = nullptr;
-        EXPECT_EQ(swy_worker_create(ctx, nullptr, &w), SWY_ERR_INVALID_PARAM);
-        EXPECT_EQ(w, nullptr);
-        swy_context_destroy(ctx);
+        swy_config_h cfg = nullptr;
+        ASSERT_EQ(swy_config_read(&cfg), SWY_OK);
+        for (const auto& [name, value] :
+             swy::test::Settings{{"TLS", "tcp,self"}, {"NET_DEVICES", "lo"}, {"AUTH_KEY", bad}}) {
+            ASSERT_EQ(swy_config_set(cfg, name.c_str(), value.c_str()), SWY_OK);
+        }
+        swy_context_params_t cp{};
+        cp.field_mask = SWY_CONTEXT_PARAM_FIELD_CONFIG;
+        cp.config = cfg;
+        swy_context_h ctx = nullptr;
+        EXPECT_EQ(swy_context_create(&cp, &ctx), SWY_ERR_INVALID_PARAM);
+        EXPECT_EQ(ctx, nullptr);
+        swy_config_release(cfg);
     }
 }
 

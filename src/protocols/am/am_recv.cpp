@@ -64,6 +64,14 @@ swy_ep_h ActiveMessages::reply_ep(tl::AmSource src) {
     const core::PeerRef peer = worker_->peer_of(src);
     const auto it = reply_eps_.find({peer.iface, peer.key});
     cached_ep_ = it != reply_eps_.end() ? it->second->handle() : nullptr;
+    if (cached_ep_ == nullptr && peer.key != 0) {
+        // An endpoint whose lane moved to this connection after it was wired (tcp: both
+        // workers connected at once, one connection was kept): registered from now on.
+        if (core::Endpoint* ep = worker_->wired_endpoint_of(peer)) {
+            reply_eps_.emplace(std::make_pair(peer.iface, peer.key), ep);
+            cached_ep_ = ep->handle();
+        }
+    }
     cached_src_ = src;
     cached_valid_ = true;
     return cached_ep_;

@@ -23,7 +23,8 @@
 
 namespace swy::core {
 class Context;
-}
+class Worker;
+}  // namespace swy::core
 
 namespace swy::rma {
 
@@ -64,7 +65,11 @@ struct RemoteKey {
     RemoteKey();
     ~RemoteKey();
     uint64_t magic = 0;  ///< kRemoteKeyMagic while alive
-    core::Endpoint* ep = nullptr;
+    /// The handle (core/handle.h, generation included) of the endpoint it was unpacked on,
+    /// never a pointer: the endpoint may be closed while the key lives, and a use then must
+    /// be refused, not follow a dangling pointer (or reach a new endpoint in the same slot).
+    uintptr_t ep_handle = 0;
+    core::Worker* worker = nullptr;  ///< the endpoint's worker (outlives its keys)
     KeyFields fields;
     /// The direct path to the owner's memory (null: none, every operation goes to the engine).
     std::unique_ptr<DirectPath> direct;

@@ -37,6 +37,16 @@ Status TcpInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t
     std::stable_partition(entries.begin(), entries.end(),
                           [&](const TcpAddressEntry& e) { return e.family == 4 ? have4 : have6; });
 
+    // One connection per pair of workers: a connection the peer made to us, that no endpoint
+    // of ours uses yet, carries this endpoint too (no socket, no handshake, ready at once).
+    if (Connection* shared = reusable_connection(remote_uid)) {
+        auto ep = std::make_unique<TcpEndpoint>(this, shared->index, shared->generation, remote_uid,
+                                                true);
+        attach_owner(shared, ep.get());
+        *out = std::move(ep);
+        return Status::kOk;
+    }
+
     Connection* c = new_slot();
     if (c == nullptr) {
         *why = "tcp: too many connections";
@@ -60,15 +70,18 @@ Status TcpInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t
     connecting_.push_back(c->index);
     const Status s = start_attempts(c);
     if (s != Status::kInProgress && s != Status::kOk) {
-        // Every address refused at once (nothing listens there): say so now rather than
-        // hand out an endpoint that can only fail.
+        // Every address refused at once (nothing listens there), or no socket could be made
+        // (out of descriptors: kNoResource): say so now rather than hand out an endpoint that
+        // can only fail.
         std::erase(connecting_, c->index);
         c->state = Connection::State::kClosed;
         conns_.release(c->index);
-        *why = "tcp: cannot connect to any address of the peer (" + c->tried + ")";
+        *why = (s == Status::kNoResource ? "tcp: out of resources connecting to the peer ("
+                                         : "tcp: cannot connect to any address of the peer (") +
+               c->tried + ")";
         c->targets.clear();
         c->tried.clear();
-        return Status::kUnreachable;
+        return s == Status::kNoResource ? s : Status::kUnreachable;
     }
     auto ep = std::make_unique<TcpEndpoint>(this, c->index, c->generation, remote_uid, true);
     c->owner_ep = ep.get();
@@ -77,9 +90,26 @@ Status TcpInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t
 }
 
 Status TcpInterface::start_attempts(Connection* c) {
-    while (c->next_target < c->targets.size()) {
+    c->retry_wait = false;
+    for (;;) {
         const uint64_t now = monotonic_ns();
         if (now >= c->connect_deadline_ns) return Status::kTimedOut;
+        if (c->next_target == c->targets.size()) {
+            // Every address tried. A refusal is an answer; an attempt that got none (a SYN or
+            // its answer lost, a peer too busy to accept) is worth another round, after a
+            // pause that doubles each round, within the total deadline.
+            if (c->local_failure != Status::kOk) return c->local_failure;
+            if (!c->round_timed_out || c->targets.empty()) return Status::kUnreachable;
+            const unsigned shift = std::min<unsigned>(c->rounds, 6) - 1;
+            const uint64_t pause = std::min(kRetryPauseNs << shift, kMaxRetryPauseNs);
+            if (now + pause >= c->connect_deadline_ns) return Status::kTimedOut;
+            c->next_target = 0;
+            c->round_timed_out = false;
+            c->retry_wait = true;
+            c->attempt_deadline_ns = now + pause;
+            return Status::kInProgress;
+        }
+        if (c->next_target == 0 && c->rounds < UINT8_MAX) ++c->rounds;
         const TcpAddressEntry& e = c->targets[c->next_target++];
         const common::SocketAddress to = common::SocketAddress::from_ip(e.family, e.ip, e.port);
         common::UniqueFd fd;
@@ -105,7 +135,8 @@ Status TcpInterface::start_attempts(Connection* c) {
             // past the total deadline.
             const uint64_t left = c->connect_deadline_ns - now;
             const uint64_t share = left / (c->targets.size() - c->next_target + 1);
-            const uint64_t budget = std::min({std::max(share, kMinAttemptNs), kMaxAttemptNs, left});
+            const uint64_t budget =
+                std::min({std::max(share, kMinAttemptNs), config_.connect_attempt_ns, left});
             c->attempt_deadline_ns = now + budget;
             if (s == Status::kOk) {
                 connected(c);
@@ -114,13 +145,15 @@ Status TcpInterface::start_attempts(Connection* c) {
             return Status::kInProgress;
         }
         if (watched) epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, fd.get(), nullptr);
+        // No socket at all (EMFILE: ulimit -n reached): not the peer's fault, and the
+        // status says so (SWY_ERR_NO_RESOURCE) with the reason in the log line.
+        if (s == Status::kNoResource) c->local_failure = Status::kNoResource;
         // The error names the address itself ("connect to ADDR: ..."); the list keeps one.
         const std::string prefix = "connect to " + to.text() + ": ";
         if (error.rfind(prefix, 0) == 0) error.erase(0, prefix.size());
         if (!c->tried.empty()) c->tried.append(", ");
         c->tried.append(entry_text(e)).append(": ").append(error);
     }
-    return Status::kUnreachable;
 }
 
 void TcpInterface::end_attempt(Connection* c, const char* error) {
@@ -131,12 +164,18 @@ void TcpInterface::end_attempt(Connection* c, const char* error) {
     c->watching_out = false;
     if (!c->tried.empty()) c->tried.append(", ");
     c->tried.append(entry_text(c->targets[c->next_target - 1])).append(": ").append(error);
+    next_attempt(c);
+}
+
+void TcpInterface::next_attempt(Connection* c) {
     const Status s = start_attempts(c);
     if (s == Status::kOk || s == Status::kInProgress) return;
-    log_printf(LogLevel::kWarn, "tcp: cannot connect to worker %016llx (%s): %s",
+    log_printf(LogLevel::kWarn, "tcp: cannot connect to worker %016llx (%s, %u round%s): %s",
                static_cast<unsigned long long>(c->peer_uid),
-               s == Status::kTimedOut ? "connect timeout" : "no address answered",
-               c->tried.c_str());
+               s == Status::kTimedOut     ? "connect timeout"
+               : s == Status::kNoResource ? "out of resources"
+                                          : "no address answered",
+               c->rounds, c->rounds == 1 ? "" : "s", c->tried.c_str());
     fail(c, s);
 }
 
@@ -159,6 +198,7 @@ void TcpInterface::connected(Connection* c) {
     setup_socket(c->fd.get());
     std::erase(connecting_, c->index);
     c->state = Connection::State::kOpen;
+    watch_handshake(c);
     c->targets.clear();
     c->targets.shrink_to_fit();
     c->tried.clear();
@@ -172,7 +212,17 @@ void TcpInterface::check_connecting() {
     std::vector<uint16_t> snapshot = connecting_;
     for (uint16_t index : snapshot) {
         Connection* c = conns_[index].get();
-        if (c->state == Connection::State::kConnecting && now >= c->attempt_deadline_ns) {
+        if (c->state != Connection::State::kConnecting || now < c->attempt_deadline_ns) continue;
+        if (c->redirected) {
+            log_printf(LogLevel::kWarn,
+                       "tcp: worker %016llx asked us to use its connection to us, which did not "
+                       "arrive within SWY_TCP_CONNECT_TIMEOUT",
+                       static_cast<unsigned long long>(c->peer_uid));
+            fail(c, Status::kTimedOut);
+        } else if (c->retry_wait) {
+            next_attempt(c);  // the pause between two rounds is over
+        } else {
+            c->round_timed_out = true;
             end_attempt(c, "timed out");
         }
     }

@@ -24,16 +24,44 @@ std::string entry_text(const TcpAddressEntry& e);
 /// CLOCK_MONOTONIC in nanoseconds (connect deadlines).
 uint64_t monotonic_ns();
 
+/// One spare buffer an interface keeps for its byte queues: a queue that runs empty parks its
+/// storage here (park()), and the next queue that needs room takes it, so idle connections
+/// hold no buffer and a busy interface does not call malloc per message.
+struct TcpInterface::SpareBuffer {
+    uint8_t* buf = nullptr;
+    size_t cap = 0;
+    SpareBuffer() = default;
+    SpareBuffer(const SpareBuffer&) = delete;
+    SpareBuffer& operator=(const SpareBuffer&) = delete;
+    ~SpareBuffer() { std::free(buf); }
+};
+
 /// A contiguous FIFO of bytes: append at the tail, consume at the head. Storage grows by
 /// doubling and is compacted (one memmove of what is left) only when the tail needs room, so
 /// each byte is moved at most a bounded number of times. Used for the send queue (written in
-/// one send() from data()) and the receive buffer (frames parsed in place).
+/// one send() from data()) and the receive buffer (frames parsed in place). Storage is taken
+/// on demand (from the interface's spare buffer when it has one) and given back by park().
 class TcpInterface::ByteQueue {
 public:
     ByteQueue() = default;
     ByteQueue(const ByteQueue&) = delete;
     ByteQueue& operator=(const ByteQueue&) = delete;
     ~ByteQueue() { std::free(buf_); }
+
+    /// Where park() leaves storage and reserve_tail() looks first (null: plain malloc/free).
+    void set_spare(SpareBuffer* spare) { spare_ = spare; }
+    /// Empty: hand the storage to the spare slot (or free it if the slot is taken).
+    void park() {
+        if (buf_ == nullptr || head_ != tail_) return;
+        if (spare_ != nullptr && spare_->buf == nullptr) {
+            spare_->buf = buf_;
+            spare_->cap = cap_;
+        } else {
+            std::free(buf_);
+        }
+        buf_ = nullptr;
+        cap_ = head_ = tail_ = 0;
+    }
 
     size_t size() const { return tail_ - head_; }
     bool empty() const { return tail_ == head_; }
@@ -49,6 +77,13 @@ public:
             tail_ -= head_;
             head_ = 0;
             if (cap_ - tail_ >= n) return buf_ + tail_;
+        }
+        if (buf_ == nullptr && spare_ != nullptr && spare_->buf != nullptr && spare_->cap >= n) {
+            buf_ = spare_->buf;
+            cap_ = spare_->cap;
+            spare_->buf = nullptr;
+            spare_->cap = 0;
+            return buf_;
         }
         size_t cap = cap_ == 0 ? 64 * 1024 : cap_;
         while (cap - tail_ < n)
@@ -76,13 +111,14 @@ public:
         head_ += n;
         if (head_ == tail_) head_ = tail_ = 0;
     }
+    /// Drop the contents and the storage (parked for reuse where possible).
     void release() {
-        std::free(buf_);
-        buf_ = nullptr;
-        cap_ = head_ = tail_ = 0;
+        head_ = tail_ = 0;
+        park();
     }
 
 private:
+    SpareBuffer* spare_ = nullptr;
     uint8_t* buf_ = nullptr;
     size_t cap_ = 0;
     size_t head_ = 0;
@@ -119,11 +155,28 @@ struct TcpInterface::Connection {
     bool hello_received = false;    ///< acceptor: the connector's hello arrived (proof next)
     bool goodbye_sent = false;      ///< our owner endpoint disconnected: orderly close
     bool goodbye_received = false;  ///< the peer's endpoint disconnected: orderly close
-    bool write_shut = false;        ///< shutdown(SHUT_WR) done after the goodbye
-    bool watching_out = false;      ///< EPOLLOUT is in the epoll set
-    bool reported = false;          ///< on_remote_failure was called (once per connection)
-    Status failure = Status::kOk;   ///< why it failed, while waiting to be reported
-    bool corked = false;            ///< on corked_: its queue goes out at the next progress
+    /// The peer has an endpoint of its own on this connection (it connected, or it attached
+    /// with kAttach): after our goodbye the connection stays open for it until its goodbye.
+    bool remote_owner = false;
+    /// Outgoing, answered with kRedirect (both sides connected at once, and the peer's uid is
+    /// lower): no socket; waits, until the connect deadline, for the peer's own connection,
+    /// which the owner endpoint then moves to (adopt_accepted()).
+    bool redirected = false;
+    /// kConnecting between two rounds of attempts over the peer's addresses (no socket): the
+    /// next round starts at attempt_deadline_ns.
+    bool retry_wait = false;
+    /// An attempt of the current round got no answer in time (a lost SYN, a busy peer): worth
+    /// another round. A round in which every address refused is not retried.
+    bool round_timed_out = false;
+    uint8_t rounds = 0;  ///< rounds of attempts begun (backoff between them)
+    /// Worst local reason an attempt could not even start (kNoResource: out of descriptors);
+    /// reported instead of kUnreachable when nothing else answered.
+    Status local_failure = Status::kOk;
+    bool write_shut = false;       ///< shutdown(SHUT_WR) done after the goodbye
+    bool watching_out = false;     ///< EPOLLOUT is in the epoll set
+    bool reported = false;         ///< on_remote_failure was called (once per connection)
+    Status failure = Status::kOk;  ///< why it failed, while waiting to be reported
+    bool corked = false;           ///< on corked_: its queue goes out at the next progress
     /// Bytes after the frame header to read into the receive buffer next: the header of the
     /// next frame only, so that when it too is placed, none of its payload takes the
     /// receive buffer's detour (0: read as much as fits).
@@ -143,6 +196,8 @@ struct TcpInterface::Connection {
     size_t next_target = 0;
     uint64_t attempt_deadline_ns = 0;
     uint64_t connect_deadline_ns = 0;
+    /// kOpen and !handshake_done: closed (kTimedOut) if the handshake is not done by then.
+    uint64_t handshake_deadline_ns = 0;
     std::string tried;        ///< "address: error, ..." for the failure's log line
     uint64_t send_epoch = 0;  ///< progress pass of the last direct send (burst detection)
     /// Bytes of sendq and direct sends the kernel took (handshake frames not counted), and
@@ -165,11 +220,15 @@ struct TcpInterface::Connection {
     std::unique_ptr<TcpEndpoint> reply_ep;
     TcpEndpoint* owner_ep = nullptr;  ///< the endpoint connect() returned, while it exists
 
+    /// Neither side has an endpoint on it any more: the write side shuts once the queue is out.
+    bool closing() const { return goodbye_sent && !remote_owner; }
+    /// Our own endpoint uses it (and has not disconnected).
+    bool locally_owned() const { return owner_ep != nullptr && !goodbye_sent; }
     /// Sends are accepted (queued while connecting or handshaking).
-    bool sendable() const { return state != State::kClosed && !goodbye_sent; }
+    bool sendable() const { return state != State::kClosed && !closing(); }
     /// Data frames may be written to the socket now, straight behind the send queue.
     bool writable_now() const {
-        return state == State::kOpen && handshake_done && !goodbye_sent && hs_off == hs_len;
+        return state == State::kOpen && handshake_done && !closing() && hs_off == hs_len;
     }
     bool has_output() const { return hs_off != hs_len || !sendq.empty(); }
     /// Failed, and the sink has not been told yet (the slot must not be reused before).

@@ -67,7 +67,27 @@ Status TcpInterface::handle_control(Connection* c, const uint8_t* data, size_t l
         case TcpControl::kGoodbye:
             if (length != 1 || !c->handshake_done) return Status::kMalformed;
             c->goodbye_received = true;
+            c->remote_owner = false;
+            // We left first and kept the connection open for the peer's endpoint: now
+            // nobody uses it, and our write side shuts once the queue is out.
+            if (c->goodbye_sent) (void)flush(c);
             return Status::kOk;
+        case TcpControl::kAttach:
+            if (length != 1 || !c->handshake_done || c->goodbye_received) {
+                return Status::kMalformed;
+            }
+            c->remote_owner = true;
+            if (c->write_shut) {
+                // We said goodbye and shut down before we heard of it: the peer's endpoint
+                // sees the connection close and fails (a race of close with attach).
+                log_printf(LogLevel::kInfo,
+                           "tcp: worker %016llx attached to connection %u after we closed it",
+                           static_cast<unsigned long long>(c->peer_uid), c->index);
+            }
+            return Status::kOk;
+        case TcpControl::kRedirect:
+            if (length != 1) return Status::kMalformed;
+            return on_redirect(c);
     }
     return Status::kMalformed;
 }
@@ -75,9 +95,12 @@ Status TcpInterface::handle_control(Connection* c, const uint8_t* data, size_t l
 Status TcpInterface::handle_hello(Connection* c, const uint8_t* data, size_t length) {
     uint64_t uid = 0;
     if (!decode_hello(data, length, &uid, c->peer_nonce)) return Status::kMalformed;
-    if (common::auth_nonce(c->own_nonce) != Status::kOk) return Status::kIoError;
     c->claimed_uid = uid;
     c->hello_received = true;
+    // Both of us connected at once, and ours is the connection to keep: "use mine".
+    if (redirect_hello(c, uid)) return Status::kOk;
+    if (common::auth_nonce(c->own_nonce) != Status::kOk) return Status::kIoError;
+    c->remote_owner = true;  // the connector's endpoint owns what it connected
     c->key_epoch = key_epoch_;
     uint8_t ack[kHelloAckMaxSize];
     size_t n;
@@ -96,7 +119,9 @@ Status TcpInterface::handle_hello(Connection* c, const uint8_t* data, size_t len
         log_printf(LogLevel::kDebug, "tcp: connection %u accepted from worker %016llx", c->index,
                    static_cast<unsigned long long>(uid));
     }
-    return send_handshake(c, ack, n);
+    const Status s = send_handshake(c, ack, n);
+    if (s == Status::kOk && c->handshake_done) adopt_accepted(c);
+    return s;
 }
 
 Status TcpInterface::handle_hello_ack(Connection* c, const uint8_t* data, size_t length) {
@@ -147,6 +172,7 @@ Status TcpInterface::handle_proof(Connection* c, const uint8_t* data, size_t len
     }
     c->peer_uid = c->claimed_uid;
     c->handshake_done = true;
+    adopt_accepted(c);
     return Status::kOk;
 }
 

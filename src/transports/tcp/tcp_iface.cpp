@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 
 #include "common/log.h"
 #include "common/socket.h"
@@ -137,7 +138,7 @@ void TcpEndpoint::disconnect() {
 
 TcpInterface::TcpInterface(const TcpConfig& config, uint64_t uid, uint16_t index, AmSink* sink)
     : config_(config), uid_(uid), index_(index), sink_(sink) {
-    attr_ = lane_attr(config);
+    attr_ = std::make_shared<const LaneAttr>(lane_attr(config));
 }
 
 LaneAttr lane_attr(const TcpConfig& config) {
@@ -162,11 +163,16 @@ Status TcpInterface::open(const TcpConfig& config, uint64_t worker_uid, uint16_t
         *why = "tcp: SWY_TCP_SNDBUF_LIMIT must be at least 1 byte";
         return Status::kInvalidParam;
     }
-    if (config.connect_timeout_ns == 0) {
-        *why = "tcp: SWY_TCP_CONNECT_TIMEOUT must be longer than 0";
+    if (config.connect_timeout_ns == 0 || config.connect_attempt_ns == 0 ||
+        config.handshake_timeout_ns == 0) {
+        *why =
+            "tcp: SWY_TCP_CONNECT_TIMEOUT, SWY_TCP_CONNECT_ATTEMPT_TIMEOUT and "
+            "SWY_TCP_HANDSHAKE_TIMEOUT must be longer than 0";
         return Status::kInvalidParam;
     }
     std::unique_ptr<TcpInterface> iface(new TcpInterface(config, worker_uid, iface_index, sink));
+    iface->spare_rx_ = std::make_unique<SpareBuffer>();
+    iface->spare_tx_ = std::make_unique<SpareBuffer>();
     iface->epoll_fd_.reset(epoll_create1(EPOLL_CLOEXEC));
     if (!iface->epoll_fd_) {
         *why = std::string("tcp: epoll_create1: ") + std::strerror(errno);
@@ -199,6 +205,39 @@ Status TcpInterface::open(const TcpConfig& config, uint64_t worker_uid, uint16_t
     }
     *out = std::move(iface);
     return Status::kOk;
+}
+
+Status check_devices(const std::vector<std::string>& devices,
+                     const std::function<bool(const std::string&)>& claimed_by_other,
+                     std::string* why) {
+    if (wants_all(devices)) return Status::kOk;
+    const std::vector<LocalAddress> local = local_addresses();
+    std::string here;  // the interfaces that are up, for the message
+    for (const LocalAddress& a : local) {
+        if (here.find(" " + a.device + ",") == std::string::npos) here += " " + a.device + ",";
+    }
+    if (!here.empty()) here.pop_back();
+    bool usable = false, only_others = true;
+    for (const std::string& d : devices) {
+        const bool up = std::any_of(local.begin(), local.end(),
+                                    [&](const LocalAddress& a) { return a.device == d; });
+        const bool other = claimed_by_other(d);
+        usable = usable || up;
+        only_others = only_others && other;
+        if (!up && !other) {
+            log_printf(LogLevel::kWarn,
+                       "SWY_NET_DEVICES: '%s' is neither a network interface that is up here "
+                       "(%s) nor an RDMA device: tcp does not use it",
+                       d.c_str(), here.empty() ? "none" : here.c_str() + 1);
+        }
+    }
+    if (usable || only_others) return Status::kOk;
+    std::string list;
+    for (const std::string& d : devices)
+        list += (list.empty() ? "" : ",") + d;
+    *why = "SWY_NET_DEVICES=" + list + ": no network interface here that is up has this name " +
+           "(interfaces:" + (here.empty() ? std::string(" none") : here) + ")";
+    return Status::kInvalidParam;
 }
 
 Status TcpInterface::listen_on_devices(std::string* why) {
@@ -271,7 +310,12 @@ TcpInterface::~TcpInterface() {
         if (c->owner_ep != nullptr) c->owner_ep->iface_ = nullptr;
     }
     say_goodbye_all();  // peers tell an orderly exit from a crash (tcp_liveness.cpp)
-    // Sockets, listeners and timer close with their owners, the epoll set last.
+    // Sockets, listeners and timer close with their owners, the epoll set last. Queues free
+    // their own storage (not into the spare slots, which go after them).
+    for (auto& c : conns_) {
+        c->sendq.set_spare(nullptr);
+        c->recvq.set_spare(nullptr);
+    }
     conns_.clear();
     listen_fds_.clear();
 }
@@ -298,6 +342,15 @@ void TcpInterface::setup_socket(int fd) const {
 }
 
 TcpInterface::Connection* TcpInterface::new_slot() {
+    Connection* c = new_slot_raw();
+    if (c != nullptr) {
+        c->sendq.set_spare(spare_tx_.get());
+        c->recvq.set_spare(spare_rx_.get());
+    }
+    return c;
+}
+
+TcpInterface::Connection* TcpInterface::new_slot_raw() {
     // Slots are not reused until all 65535 have been handed out once, and then the one closed
     // longest ago first (common/conn_table.h): the worker may still hold a sender index of a
     // closed connection (queued control replies), and a late reply must find a closed
@@ -335,6 +388,7 @@ TcpInterface::Connection* TcpInterface::add_connection(common::UniqueFd fd, bool
     c->peer_uid = peer_uid;
     *index = c->index;
     live_.push_back(c->index);
+    watch_handshake(c);
     // The connector speaks first; an accepted connection waits for its hello. No deadline:
     // a connector busy computing sends it at its next progress call.
     return c;
@@ -351,7 +405,7 @@ TcpInterface::Connection* TcpInterface::lookup(uint16_t index, uint32_t generati
 Endpoint* TcpInterface::reply_endpoint(uint16_t sender) {
     if (sender >= conns_.size()) return nullptr;
     Connection* c = conns_[sender].get();
-    if (c->state != Connection::State::kOpen || c->goodbye_sent || !c->handshake_done) {
+    if (c->state != Connection::State::kOpen || c->closing() || !c->handshake_done) {
         return nullptr;
     }
     if (!c->reply_ep) {

@@ -9,9 +9,15 @@
 // key, docs/security-tcp.md), and from then on the connection is a "sender" on both sides:
 // messages arriving on it carry AmSource{iface, sender}, and reply_endpoint(sender) writes
 // on the same socket (TCP is bidirectional, so a reply never needs a second connection).
-// Two workers that connect to each other at the same time simply get two connections, one
-// per direction of endpoint creation; that is correct (each endpoint keeps its order) and
-// only costs a socket, so no tie-breaking is attempted for now.
+// One connection per pair of workers (tcp_pairing.cpp): connect() to a worker whose own
+// connection to us is up (and carries no endpoint of ours yet) attaches the new endpoint to
+// it (kAttach) instead of opening a socket. Two workers that connect to each other at once
+// keep the connection of the one with the lower uid: it answers the other's hello with
+// kRedirect, and the other moves its endpoint (and the frames it queued, none of which was
+// written yet) onto that connection. A connection stays open until both sides' endpoints
+// said goodbye. An attempt that gets no answer is retried in rounds over the peer's
+// addresses, with a pause that doubles between rounds, until connect_timeout_ns; a refused
+// address is an answer and is not retried.
 //
 // Failures. Every address failing, or the connect deadline passing (kUnreachable /
 // kTimedOut, with a log line listing the addresses tried), EOF without a goodbye,
@@ -25,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,8 +45,8 @@
 namespace swy::tl::tcp {
 
 /// Settings of the tcp transport (from SWY_NET_DEVICES, SWY_TCP_SNDBUF_LIMIT, SWY_TCP_KEEPALIVE,
-/// SWY_TCP_USER_TIMEOUT,
-/// SWY_TCP_CONNECT_TIMEOUT, SWY_AUTH_KEY).
+/// SWY_TCP_USER_TIMEOUT, SWY_TCP_CONNECT_TIMEOUT, SWY_TCP_CONNECT_ATTEMPT_TIMEOUT,
+/// SWY_TCP_HANDSHAKE_TIMEOUT, SWY_AUTH_KEY).
 struct TcpConfig {
     /// Interface names to listen on (e.g. "eth0", "lo"); "all" or empty: every interface that
     /// is up, through one wildcard listening socket.
@@ -61,6 +68,12 @@ struct TcpConfig {
     uint32_t busy_poll_every = 4;
     /// Total time connecting to one peer may take, over all of its addresses.
     uint64_t connect_timeout_ns = 10'000'000'000;
+    /// Longest single connect attempt (a fresh socket restarts the kernel's SYN backoff, so
+    /// under packet loss several short attempts beat one long one).
+    uint64_t connect_attempt_ns = 2'000'000'000;
+    /// Time from TCP connected to the end of the hello handshake before the connection is
+    /// closed (kTimedOut): a peer that connects and says nothing holds no slot for ever.
+    uint64_t handshake_timeout_ns = 30'000'000'000;
     /// Shared key: when not empty, every connection is authenticated with it (both ways).
     common::AuthKey auth_key;
     /// Costs every lane reports (the worker fills them from the context's cost figures:
@@ -72,6 +85,14 @@ struct TcpConfig {
 /// interface). Used by the interface and by swy-info for the table of a lane it does not open.
 LaneAttr lane_attr(const TcpConfig& config);
 
+/// SWY_NET_DEVICES checked as TcpInterface::open() would use it, for context creation: kOk for
+/// "all", or when an entry names an interface that is up here, or when every entry is
+/// another transport's device (@p claimed_by_other); kInvalidParam otherwise, @p why naming
+/// the interfaces there are. Entries that are neither are logged (warning) and ignored.
+Status check_devices(const std::vector<std::string>& devices,
+                     const std::function<bool(const std::string&)>& claimed_by_other,
+                     std::string* why);
+
 class TcpInterface;
 
 /// A lane on one connection. The endpoint returned by connect() owns the connection's
@@ -82,7 +103,7 @@ public:
     TcpEndpoint(TcpInterface* iface, uint16_t conn, uint32_t generation, uint64_t remote_uid,
                 bool owner);
     ~TcpEndpoint() override;
-    const LaneAttr& attr() const override { return attr_; }
+    const LaneAttr& attr() const override { return *attr_; }
     /// Writes the frame with one sendmsg straight from the caller's buffers (behind anything
     /// queued); what the kernel does not take of it is queued. Small frames (kCorkMax) sent in
     /// a burst (after another direct send of the same progress pass) are corked instead and
@@ -113,16 +134,20 @@ private:
     uint64_t remote_uid_;
     bool owner_;
     bool disconnected_ = false;
-    LaneAttr attr_;
+    /// The interface's attributes, shared (one copy per interface, not per endpoint: the idle
+    /// cost of an endpoint) and kept alive for an endpoint that outlives its interface.
+    std::shared_ptr<const LaneAttr> attr_;
 };
 
 class TcpInterface final : public Interface {
 public:
-    /// Longest single connect attempt; an attempt also gets no more than an even share of
-    /// what is left of the total deadline (but at least kMinAttemptNs), so that one
-    /// blackholed address cannot use up the time of those after it.
-    static constexpr uint64_t kMaxAttemptNs = 2'000'000'000;
+    /// A connect attempt gets at most TcpConfig::connect_attempt_ns, and no more than an
+    /// even share of what is left of the total deadline (but at least kMinAttemptNs), so
+    /// that one blackholed address cannot use up the time of those after it.
     static constexpr uint64_t kMinAttemptNs = 250'000'000;
+    /// Pause before the second round of attempts; doubles each round up to kMaxRetryPauseNs.
+    static constexpr uint64_t kRetryPauseNs = 100'000'000;
+    static constexpr uint64_t kMaxRetryPauseNs = 2'000'000'000;
     static constexpr uint32_t kIdlePollEvery = 4096;  // powers of two
     /// Up to this many open connections, progress reads each socket directly (one recv
     /// instead of epoll_wait + recv); epoll then only runs every kEpollEvery passes, for new
@@ -140,7 +165,7 @@ public:
     /// @param iface_index  this interface's index in the worker (goes into AmSource::iface)
     /// @param sink         receives messages and failures; must outlive the interface
     /// Errors: kNotFound (no usable address on the devices), kIoError (socket calls),
-    /// kInvalidParam (sndbuf_limit or connect_timeout_ns of 0); @p why says which.
+    /// kInvalidParam (sndbuf_limit or one of the timeouts 0); @p why says which.
     static Status open(const TcpConfig& config, uint64_t worker_uid, uint16_t iface_index,
                        AmSink* sink, std::unique_ptr<TcpInterface>* out, std::string* why);
     ~TcpInterface() override;
@@ -159,8 +184,11 @@ public:
     /// handshake done. When every address fails or the connect deadline passes, progress()
     /// reports on_remote_failure(iface, the endpoint's peer_key(), kUnreachable or kTimedOut). @p want_pio is
     /// ignored (tcp has no PIO).
+    /// With a connection from that worker already up and not yet used by an endpoint of
+    /// ours, the endpoint shares it (one connection per pair of workers).
     /// Errors: kMalformed (bad section), kUnreachable (every address refused at once; @p why
-    /// lists them), kNoResource (65535 connections in use), kIoError (no nonce).
+    /// lists them), kNoResource (65535 connections in use, or no socket: out of descriptors,
+    /// @p why says which), kIoError (no nonce).
     Status connect(uint64_t remote_uid, const uint8_t* section, size_t length, bool want_pio,
                    std::unique_ptr<Endpoint>* out, std::string* why) override;
     /// Lane on the connection messages from @p sender arrived on; null once it is closed.
@@ -193,6 +221,7 @@ public:
 private:
     friend class TcpEndpoint;
     struct Connection;
+    struct SpareBuffer;
     class ByteQueue;
 
     TcpInterface(const TcpConfig& config, uint64_t uid, uint16_t index, AmSink* sink);
@@ -201,10 +230,22 @@ private:
     Connection* add_connection(common::UniqueFd fd, bool outgoing, uint64_t peer_uid,
                                uint16_t* index);
     Connection* new_slot();
+    Connection* new_slot_raw();
     Status start_attempts(Connection* c);
     void end_attempt(Connection* c, const char* error);
     void check_connecting();
+    void next_attempt(Connection* c);
     void connect_event(Connection* c);
+    // one connection per pair (tcp_pairing.cpp)
+    Connection* reusable_connection(uint64_t uid) const;
+    Connection* own_connection_to(uint64_t uid) const;
+    void attach_owner(Connection* c, TcpEndpoint* ep);
+    void move_owner(Connection* from, Connection* to);
+    void adopt_accepted(Connection* accepted);
+    Status on_redirect(Connection* c);
+    bool redirect_hello(Connection* c, uint64_t uid);
+    void watch_handshake(Connection* c);
+    void check_handshakes();
     void connected(Connection* c);
     void update_timer();
     Status handle_hello(Connection* c, const uint8_t* data, size_t length);
@@ -270,6 +311,12 @@ private:
     bool timer_set_ = false;
     uint64_t key_epoch_ = 0;            // bumped by set_auth_key
     std::vector<uint16_t> connecting_;  // indices of connections in State::kConnecting
+    // (index, generation) of connections whose handshake is not done yet (may be stale)
+    std::vector<std::pair<uint16_t, uint32_t>> handshaking_;
+    // One parked buffer each for receive and send queues (tcp_connection.h).
+    std::unique_ptr<SpareBuffer> spare_rx_;
+    std::unique_ptr<SpareBuffer> spare_tx_;
+    uint32_t handshake_tick_ = 0;
     std::vector<common::UniqueFd> listen_fds_;
     std::vector<TcpAddressEntry> addresses_;
     common::ConnTable<Connection> conns_;  // index = sender
@@ -282,7 +329,7 @@ private:
     std::vector<uint16_t> to_report_;  // failed connections not yet reported to the sink
     bool in_progress_ = false;
     Connection* delivering_ = nullptr;  // its receive buffer is in use by a sink callback
-    LaneAttr attr_;
+    std::shared_ptr<const LaneAttr> attr_;
     uint32_t idle_polls_ = 0;
     uint64_t next_liveness_ns_ = 0;   // CLOCK_MONOTONIC_COARSE of the next check_liveness()
     uint32_t liveness_tick_ = 0;      // progress calls between looks at the clock

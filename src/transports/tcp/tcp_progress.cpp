@@ -111,6 +111,10 @@ unsigned TcpInterface::progress() {
                         (epoll_tick_++ & (kEpollEvery - 1)) != 0;
     n += direct ? poll_direct() : poll_epoll();
     if (__builtin_expect(!connecting_.empty(), 0)) check_connecting();
+    // Handshake deadlines are coarse (seconds): a look every 1024 calls that reach here.
+    if (__builtin_expect(!handshaking_.empty(), 0) && (++handshake_tick_ & 1023) == 0) {
+        check_handshakes();
+    }
     if (reports_waiting()) report_failures();
     in_progress_ = false;
     return n;
@@ -259,7 +263,11 @@ unsigned TcpInterface::receive(Connection* c) {
         fail(c, errno == ETIMEDOUT ? Status::kTimedOut : Status::kConnectionReset);
         break;
     }
-    if (c->state != Connection::State::kOpen) c->recvq.release();
+    if (c->state != Connection::State::kOpen) {
+        c->recvq.release();
+    } else if (!c->place.active) {
+        c->recvq.park();  // idle connections hold no receive buffer
+    }
     return delivered;
 }
 
@@ -414,8 +422,9 @@ unsigned TcpInterface::deliver_frames(Connection* c) {
 }
 
 void TcpInterface::on_eof(Connection* c) {
-    if (c->goodbye_received && !c->goodbye_sent && c->owner_ep != nullptr) {
-        // The peer closed in order (its endpoint or its worker went away) while ours still
+    if (c->goodbye_received && c->locally_owned()) {
+        // The peer closed in order (its endpoint or its worker went away; possibly racing an
+        // attach, before it heard that our endpoint uses this connection too) while ours still
         // uses the connection: a failure of that endpoint, but not a crash.
         log_printf(LogLevel::kInfo, "tcp: peer %016llx closed its end of connection %u",
                    static_cast<unsigned long long>(c->peer_uid), c->index);
@@ -468,19 +477,20 @@ void TcpInterface::fail(Connection* c, Status why) {
     c->failure = why;
     close_connection(c);
     if (c->peer_uid == 0) {
-        // Nobody we know (no hello yet): nothing to report upward.
-        log_printf(LogLevel::kWarn, "tcp: closed unidentified connection %u: %s", c->index,
-                   status_text(why));
+        // Nobody we know (no hello yet): nothing to report upward. A connection closed before
+        // it said anything is routine (the peer dropped a duplicate connection to us).
+        log_printf(c->hello_received ? LogLevel::kWarn : LogLevel::kDebug,
+                   "tcp: closed unidentified connection %u: %s", c->index, status_text(why));
         return;
     }
-    if (c->goodbye_received && !c->goodbye_sent && c->owner_ep != nullptr) {
+    if (c->goodbye_received && c->locally_owned()) {
         // The peer said goodbye while our endpoint still uses the connection: whatever ends
         // it now (its close, a reset for data it left unread), the peer left in order.
         c->failure = Status::kEndpointClosed;
         queue_report(c);
         return;
     }
-    if (c->goodbye_sent || c->goodbye_received) {
+    if ((c->goodbye_sent || c->goodbye_received) && !c->locally_owned()) {
         // The endpoint that owned this connection is gone; a reset while closing (the peer
         // closed with our last replies unread) says nothing about the peer's health, and its
         // other connections will report a real failure themselves.

@@ -59,8 +59,9 @@ bool TcpInterface::flush(Connection* c) {
         return false;
     }
     if (c->sendq.empty() || !c->handshake_done) {
+        c->sendq.park();  // idle connections hold no send buffer
         watch_writable(c, false);
-        if (c->goodbye_sent && !c->write_shut && c->sendq.empty()) {
+        if (c->closing() && !c->write_shut && c->sendq.empty()) {
             shutdown(c->fd.get(), SHUT_WR);
             c->write_shut = true;
         }
@@ -225,9 +226,10 @@ Status TcpInterface::send_control(Connection* c, const uint8_t* body, size_t len
 }
 
 void TcpInterface::disconnect(Connection* c) {
-    if (!c->sendable()) return;
+    if (!c->sendable() || c->goodbye_sent) return;
     // From now on flush() shuts the write side down once the queue is empty (now or from
-    // progress); the peer then closes, and our read side sees the EOF and closes quietly.
+    // progress), unless the peer's endpoint uses the connection too (then at its goodbye);
+    // the peer then closes, and our read side sees the EOF and closes quietly.
     c->goodbye_sent = true;
     const uint8_t bye = static_cast<uint8_t>(TcpControl::kGoodbye);
     (void)send_control(c, &bye, 1);

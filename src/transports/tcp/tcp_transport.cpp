@@ -44,6 +44,16 @@ constexpr common::ConfigVar kVars[] = {
      "(each attempt gets a share of it). Connecting never blocks the worker; when every "
      "address failed or this passed, the endpoint fails (SWY_ERR_UNREACHABLE or "
      "SWY_ERR_TIMED_OUT)."},
+    {"TCP_CONNECT_ATTEMPT_TIMEOUT", kTime, "2s",
+     "Longest single tcp connect attempt to one address of a peer. An attempt that gets no "
+     "answer (a SYN lost, a peer too busy to accept) is retried with a fresh socket, in rounds "
+     "over the peer's addresses with a pause that doubles from 100 ms, until "
+     "SWY_TCP_CONNECT_TIMEOUT; a refused connection is not retried. From 10 ms to 1 hour."},
+    {"TCP_HANDSHAKE_TIMEOUT", kTime, "30s",
+     "Longest time from a tcp connection being established to the end of its hello handshake "
+     "(both sides); past it the connection is closed and, when we made it, the endpoint fails "
+     "with SWY_ERR_TIMED_OUT. Covers a peer that connects and says nothing, or a worker that "
+     "makes no progress for that long while a peer connects to it. From 10 ms to 1 hour."},
 };
 
 Status open_tcp(const OpenParams& p, std::unique_ptr<Interface>* out, std::string* why) {
@@ -95,9 +105,25 @@ Status read_settings(const common::Config& config, TcpConfig* out, std::string* 
     out->keepalive_ns = r.get_time_ns("TCP_KEEPALIVE");
     out->user_timeout_ns = r.get_time_ns("TCP_USER_TIMEOUT");
     out->connect_timeout_ns = r.get_time_ns("TCP_CONNECT_TIMEOUT");
+    out->connect_attempt_ns = r.get_time_ns("TCP_CONNECT_ATTEMPT_TIMEOUT");
+    out->handshake_timeout_ns = r.get_time_ns("TCP_HANDSHAKE_TIMEOUT");
     if (!r.ok()) {
         *why = r.error();
         return Status::kInvalidParam;
+    }
+    constexpr uint64_t kMinTimeout = 10'000'000;           // 10 ms
+    constexpr uint64_t kMaxTimeout = 3600'000'000'000ull;  // 1 hour
+    const struct {
+        const char* name;
+        uint64_t ns;
+    } bounded[] = {{"SWY_TCP_CONNECT_ATTEMPT_TIMEOUT", out->connect_attempt_ns},
+                   {"SWY_TCP_HANDSHAKE_TIMEOUT", out->handshake_timeout_ns}};
+    for (const auto& b : bounded) {
+        if (b.ns < kMinTimeout || b.ns > kMaxTimeout) {
+            *why = std::string(b.name) + ": " + std::to_string(b.ns / 1'000'000) +
+                   " ms is outside 10 ms .. 1 hour";
+            return Status::kInvalidParam;
+        }
     }
     return Status::kOk;
 }
@@ -105,7 +131,11 @@ Status read_settings(const common::Config& config, TcpConfig* out, std::string* 
 /// The settings read as open() reads them, at context creation (TransportEntry::check_config).
 static Status check_tcp(const common::Config& config, std::string* why) {
     TcpConfig settings;
-    return read_settings(config, &settings, why);
+    Status s = read_settings(config, &settings, why);
+    if (s != Status::kOk) return s;
+    return check_devices(
+        settings.devices,
+        [](const std::string& d) { return device_claimed_by_other(kTransport, d); }, why);
 }
 
 const TransportEntry kTransport{

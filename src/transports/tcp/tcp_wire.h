@@ -48,6 +48,14 @@ enum class TcpControl : uint8_t {
                     ///< is orderly, not a failure
     kHelloAck = 3,  ///< acceptor's answer to a hello
     kProof = 4,     ///< connector's proof (keyed handshakes only)
+    /// After the handshake: the sender's own endpoint to this peer uses this connection too
+    /// (one connection per pair of workers), so the connection stays open until both sides
+    /// said goodbye.
+    kAttach = 5,
+    /// Acceptor's answer to a hello instead of the ack, from the worker with the lower uid
+    /// when both connected to each other at once: "use the connection I made to you"; the
+    /// acceptor then closes this one.
+    kRedirect = 6,
 };
 inline constexpr uint8_t kHelloVersion = 2;
 inline constexpr size_t kNonceSize = 16;  ///< common::kAuthNonceSize
