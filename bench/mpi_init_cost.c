@@ -22,7 +22,8 @@ static int count_fds(void) {
     int n = -3; /* ".", ".." and the listing's own descriptor */
     DIR* d = opendir("/proc/self/fd");
     if (d == NULL) return -1;
-    while (readdir(d) != NULL) ++n;
+    while (readdir(d) != NULL)
+        ++n;
     closedir(d);
     return n;
 }
@@ -32,7 +33,8 @@ static int count_maps(long* rss_kib) {
     char line[512];
     FILE* f = fopen("/proc/self/maps", "r");
     if (f == NULL) return -1;
-    while (fgets(line, sizeof(line), f) != NULL) ++n;
+    while (fgets(line, sizeof(line), f) != NULL)
+        ++n;
     fclose(f);
     *rss_kib = 0;
     f = fopen("/proc/self/status", "r");
@@ -58,7 +60,8 @@ int main(int argc, char** argv) {
     const int maps_init = count_maps(&rss_init);
     int* out = calloc((size_t)size, sizeof(int));
     int* in = calloc((size_t)size, sizeof(int));
-    for (int i = 0; i < size; ++i) out[i] = rank * size + i;
+    for (int i = 0; i < size; ++i)
+        out[i] = rank * size + i;
     MPI_Alltoall(out, 1, MPI_INT, in, 1, MPI_INT, MPI_COMM_WORLD);
     for (int i = 0; i < size; ++i)
         if (in[i] != i * size + rank) {
@@ -68,9 +71,10 @@ int main(int argc, char** argv) {
     const int fds_all = count_fds();
     const int maps_all = count_maps(&rss_all);
     if (rank == 0)
-        printf("np %d  MPI_Init %.1f ms (slowest rank)  rank 0 after init: %d fds %d maps %ld KiB; "
-               "after alltoall: %d fds %d maps %ld KiB\n",
-               size, 1e3 * slowest, fds_init, maps_init, rss_init, fds_all, maps_all, rss_all);
+        printf(
+            "np %d  MPI_Init %.1f ms (slowest rank)  rank 0 after init: %d fds %d maps %ld KiB; "
+            "after alltoall: %d fds %d maps %ld KiB\n",
+            size, 1e3 * slowest, fds_init, maps_init, rss_init, fds_all, maps_all, rss_all);
     free(out);
     free(in);
     MPI_Finalize();

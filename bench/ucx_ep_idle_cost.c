@@ -50,7 +50,8 @@ static ucs_status_t wait_req(void* req) {
     if (req == NULL) return UCS_OK;
     if (UCS_PTR_IS_ERR(req)) return UCS_PTR_STATUS(req);
     ucs_status_t st;
-    while ((st = ucp_request_check_status(req)) == UCS_INPROGRESS) ucp_worker_progress(worker);
+    while ((st = ucp_request_check_status(req)) == UCS_INPROGRESS)
+        ucp_worker_progress(worker);
     ucp_request_free(req);
     return st;
 }
@@ -65,7 +66,8 @@ static ucp_ep_h connect_to(const void* addr) {
 }
 
 static void close_ep(ucp_ep_h ep) {
-    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS, .flags = UCP_EP_CLOSE_FLAG_FORCE};
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                             .flags = UCP_EP_CLOSE_FLAG_FORCE};
     (void)wait_req(ucp_ep_close_nbx(ep, &p));
 }
 
@@ -80,8 +82,9 @@ static ucp_tag_t recv_tag(void* buf, size_t len, uint64_t tag, uint64_t mask) {
                              .recv_info.tag_info = &info};
     void* req = ucp_tag_recv_nbx(worker, buf, len, tag, mask, &p);
     if (UCS_PTR_IS_ERR(req)) fail("recv", UCS_PTR_STATUS(req));
-    if (req != NULL) {  /* recv_info is filled only on immediate completion: ask the request */
-        while (ucp_tag_recv_request_test(req, &info) == UCS_INPROGRESS) ucp_worker_progress(worker);
+    if (req != NULL) { /* recv_info is filled only on immediate completion: ask the request */
+        while (ucp_tag_recv_request_test(req, &info) == UCS_INPROGRESS)
+            ucp_worker_progress(worker);
         ucp_request_free(req);
     }
     return info.sender_tag;
@@ -104,12 +107,14 @@ static struct usage usage_now(void) {
     }
     f = fopen("/proc/self/maps", "r");
     if (f != NULL) {
-        while (fgets(line, sizeof(line), f) != NULL) ++u.maps;
+        while (fgets(line, sizeof(line), f) != NULL)
+            ++u.maps;
         fclose(f);
     }
     DIR* d = opendir("/proc/self/fd");
     if (d != NULL) {
-        while (readdir(d) != NULL) ++u.fds;
+        while (readdir(d) != NULL)
+            ++u.fds;
         closedir(d);
     }
     u.heap = mallinfo2().uordblks;
@@ -139,7 +144,8 @@ static void target(int wfd, int rfd) {
     for (;;) {
         uint64_t count = 0, x;
         if (recv_tag(&count, sizeof(count), 0, 0) == QUIT_TAG) break;
-        for (uint64_t i = 1; i < count; ++i) recv_tag(&x, sizeof(x), FIRST_TAG, ~0ull);
+        for (uint64_t i = 1; i < count; ++i)
+            recv_tag(&x, sizeof(x), FIRST_TAG, ~0ull);
         if (wait_req(send_tag(back, &count, sizeof(count), DONE_TAG)) != UCS_OK) exit(1);
     }
     close_ep(back);
@@ -151,7 +157,8 @@ static void target(int wfd, int rfd) {
 static void round_trip(ucp_ep_h* eps, size_t n) {
     void** reqs = calloc(n, sizeof(void*));
     uint64_t count = n, done = 0;
-    for (size_t i = 0; i < n; ++i) reqs[i] = send_tag(eps[i], &count, sizeof(count), FIRST_TAG);
+    for (size_t i = 0; i < n; ++i)
+        reqs[i] = send_tag(eps[i], &count, sizeof(count), FIRST_TAG);
     recv_tag(&done, sizeof(done), DONE_TAG, ~0ull);
     for (size_t i = 0; i < n; ++i)
         if (wait_req(reqs[i]) != UCS_OK) fail("first message", UCS_ERR_IO_ERROR);
@@ -178,31 +185,37 @@ int main(int argc, char** argv) {
     ucp_ep_h* eps = calloc((size_t)(n > 1024 ? n : 1024), sizeof(ucp_ep_h));
     struct usage before = usage_now();
     double t0 = now();
-    for (int i = 0; i < n; ++i) eps[i] = connect_to(taddr);
+    for (int i = 0; i < n; ++i)
+        eps[i] = connect_to(taddr);
     double us = (now() - t0) * 1e6;
-    for (int i = 0; i < 100; ++i) ucp_worker_progress(worker);
+    for (int i = 0; i < 100; ++i)
+        ucp_worker_progress(worker);
     struct usage after = usage_now();
     printf("  %8d %12.0f %12.0f %10.3f %10.3f %12.2f   (UCX %s)\n", n,
            (double)(after.rss_kib - before.rss_kib) * 1024.0 / n,
            ((double)after.heap - (double)before.heap) / n, (double)(after.fds - before.fds) / n,
            (double)(after.maps - before.maps) / n, us / n,
            getenv("UCX_TLS") ? getenv("UCX_TLS") : "default");
-    for (int i = 0; i < n; ++i) close_ep(eps[i]);
+    for (int i = 0; i < n; ++i)
+        close_ep(eps[i]);
     double best = 1e30;
     for (int rep = 0; rep < 3; ++rep) {
         t0 = now();
-        for (int i = 0; i < 1024; ++i) eps[i] = connect_to(taddr);
+        for (int i = 0; i < 1024; ++i)
+            eps[i] = connect_to(taddr);
         round_trip(eps, 1024);
         double s = now() - t0;
         if (s < best) best = s;
-        for (int i = 0; i < 1024; ++i) close_ep(eps[i]);
+        for (int i = 0; i < 1024; ++i)
+            close_ep(eps[i]);
     }
     printf("# 1024 endpoints wired up (created + first message answered): %.3f s (best of 3)\n",
            best);
     uint64_t zero = 0;
     (void)wait_req(send_tag(keep, &zero, sizeof(zero), QUIT_TAG));
     int status = 0;
-    while (waitpid(child, &status, WNOHANG) == 0) ucp_worker_progress(worker);
+    while (waitpid(child, &status, WNOHANG) == 0)
+        ucp_worker_progress(worker);
     close_ep(keep);
     free(eps);
     free(taddr);

@@ -104,11 +104,7 @@ void ShmEndpoint::use_pio_ring(uint32_t pio_slot) {
 
 ShmEndpoint::~ShmEndpoint() { disconnect(); }
 
-void ShmEndpoint::wake_peer() {
-    char byte = 1;
-    // Non-blocking and best effort: a full pipe already means a pending wake-up.
-    if (remote_->wake_fd) (void)!write(remote_->wake_fd.get(), &byte, 1);
-}
+void ShmEndpoint::wake_peer() { iface_->wake(*remote_); }
 
 inline CellHeader* ShmEndpoint::claim(size_t payload, uint64_t* pos) {
     if (pio_slot_ == kNoPioSlot) {
@@ -394,17 +390,34 @@ Status ShmInterface::map_remote(uint64_t uid, const ShmAddress& a,
         return Status::kMalformed;
     }
     remote->max_senders = g.max_senders;
-    std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, a.wake_fd);
-    remote->wake_fd.reset(::open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC));
-    struct stat wst {};
-    if (!remote->wake_fd || fstat(remote->wake_fd.get(), &wst) != 0 || !S_ISFIFO(wst.st_mode)) {
-        *why = std::string("shm: the peer's wake-up pipe ") + path + " is not a pipe we may open";
-        return Status::kUnreachable;
-    }
+    remote->wake_fd_number = a.wake_fd;  // opened on the first wake-up (wake())
     remotes_[uid] = remote;
     watch(uid, pid);
     *out = std::move(remote);
     return Status::kOk;
+}
+
+void ShmInterface::wake(RemoteSegment& remote) {
+    if (!remote.wake_fd && !remote.wake_unavailable) {
+        char path[64];
+        std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", remote.pid, remote.wake_fd_number);
+        remote.wake_fd.reset(::open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC));
+        struct stat st {};
+        // Alive after the open: the pid was not reused under us, the pipe is the peer's.
+        if (!remote.wake_fd || fstat(remote.wake_fd.get(), &st) != 0 || !S_ISFIFO(st.st_mode) ||
+            !process_alive(remote.uid, remote.pid)) {
+            remote.wake_fd.reset();
+            remote.wake_unavailable = true;
+            log_printf(LogLevel::kWarn,
+                       "shm: the wake-up pipe %s of peer %016llx is not a pipe we may open: it "
+                       "cannot be woken from a blocking wait",
+                       path, static_cast<unsigned long long>(remote.uid));
+            return;
+        }
+    }
+    char byte = 1;
+    // Non-blocking and best effort: a full pipe already means a pending wake-up.
+    if (remote.wake_fd) (void)!write(remote.wake_fd.get(), &byte, 1);
 }
 
 uint32_t ShmInterface::claim_sender_slot(RemoteSegment& remote) {

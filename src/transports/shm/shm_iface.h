@@ -54,7 +54,11 @@ struct RemoteSegment {
     bool failed = false;
     /// The peer's wake-up pipe, opened read-write through /proc/PID/fd: holding a read end
     /// ourselves means a write never raises SIGPIPE, even after the peer died (none: not open).
+    /// Opened the first time the peer must be woken (a peer that never sleeps costs no
+    /// descriptor); wake_fd_number is its number in the peer, wake_unavailable says we tried.
     common::UniqueFd wake_fd;
+    int wake_fd_number = -1;
+    bool wake_unavailable = false;
     /// Our sender slots in its table (one per lane we opened), checked for a refusal.
     std::vector<uint16_t> our_slots;
     ~RemoteSegment();
@@ -221,6 +225,8 @@ private:
     /// Fail the lanes a peer refused to answer on (SenderSlot::refused), once each.
     void check_refusals();
     void test_claim_hook();
+    /// Write one byte to @p remote's wake-up pipe, opening it first if need be.
+    void wake(RemoteSegment& remote);
 
     ShmConfig config_;
     uint64_t uid_;

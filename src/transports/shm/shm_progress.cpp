@@ -214,10 +214,7 @@ Status ShmInterface::map_and_reply_ep(uint16_t sender, Endpoint** out) {
         if (s == Status::kNoResource) {
             // Its table is full: what waits for our replies must fail, not wait forever.
             refuse_sender(sender, s);
-            if (remote != nullptr && remote->wake_fd) {
-                char byte = 1;
-                (void)!write(remote->wake_fd.get(), &byte, 1);
-            }
+            if (remote != nullptr) wake(*remote);
         }
         return s;
     }
