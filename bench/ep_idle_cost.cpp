@@ -3,14 +3,17 @@
 //   swy_ep_idle_cost [shm|tcp] [N...]      (default: shm 1 100 1000 10000)
 //
 // One process (the origin) creates N endpoints to one worker in another process (the
-// target), all from one worker: the representative case of a rank talking to many peers is
-// N peers, but N processes per measurement do not fit a test machine, and what an endpoint
-// costs beyond its peer is what grows with N once peers are connected (the per-peer cost of
-// shm — one mapping and two descriptors per peer process — is reported by docs/shm.md's
-// MPI_Init figures). Printed per endpoint: host memory (RSS and heap growth), descriptors and
-// mappings, after creating them and before any message; then the time to create 1 024
-// endpoints and exchange a first message on each (each sends 8 bytes, the target answers
-// once it has all of them). bench/ucx_ep_idle_cost.c measures ucp_ep_create the same way.
+// target), all from one worker. The representative case of a rank talking to many peers is N
+// peers, but N processes per measurement do not fit a test machine; what grows with N once
+// the peer is connected is what an endpoint costs beyond its peer (the per-peer cost of shm
+// — one mapping and one pidfd per peer worker, the wake-up pipe only once the peer had to be
+// woken — shows in swy_mpi_init_cost's descriptors and mappings, bench/ep-scale.sh). Each
+// measurement should run in a process of its own (ep-scale.sh does): endpoints closed by an
+// earlier one may still be releasing. Printed per endpoint: host memory (RSS and heap
+// growth), descriptors and mappings, after creating them and before any message; then the
+// time to create 1 024 endpoints and exchange a first message on each (each sends 8 bytes,
+// the target answers once it has all of them), best of 3. bench/ucx_ep_idle_cost.c measures
+// ucp_ep_create the same way.
 #include <dirent.h>
 #include <malloc.h>
 #include <sys/resource.h>
