@@ -439,4 +439,30 @@ Status Topology::bind_to_numa_node(void* addr, size_t len, int node) const {
 
 #endif  // SWY_HAVE_HWLOC
 
+int Topology::online_numa_nodes() {
+    // A list of ranges: "0", "0-3", "0-1,4,6-7".
+    FILE* f = std::fopen("/sys/devices/system/node/online", "re");
+    if (f == nullptr) return 0;
+    char line[256] = {};
+    const bool read = std::fgets(line, sizeof(line), f) != nullptr;
+    std::fclose(f);
+    if (!read) return 0;
+    int count = 0;
+    for (char* p = line; *p != '\0' && *p != '\n';) {
+        char* end = nullptr;
+        const long first = std::strtol(p, &end, 10);
+        if (end == p || first < 0) return 0;
+        long last = first;
+        p = end;
+        if (*p == '-') {
+            last = std::strtol(p + 1, &end, 10);
+            if (end == p + 1 || last < first) return 0;
+            p = end;
+        }
+        count += static_cast<int>(last - first + 1);
+        if (*p == ',') ++p;
+    }
+    return count;
+}
+
 }  // namespace swy::core

@@ -55,6 +55,11 @@ public:
     /// Number of NUMA nodes (1 on a machine without NUMA; 0 when unknown).
     int numa_node_count() const;
 
+    /// NUMA nodes the kernel has online (/sys/devices/system/node/online), without loading
+    /// a topology: lets callers skip hwloc (tens of milliseconds) on a single-node host.
+    /// 0 when unknown (no such file, or one that does not parse).
+    static int online_numa_nodes();
+
     /// Bind the pages covering [addr, addr+len) to NUMA node @p node (OS index), with
     /// HWLOC_MEMBIND_BIND. Pages already touched may stay where they are; bind before first
     /// touch.

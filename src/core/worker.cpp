@@ -74,7 +74,9 @@ Status Worker::open_interfaces(std::string* why) {
         }
     }
     std::function<void(void*, size_t)> place_local_memory;
-    if (cfg.get_bool("NUMA_PLACEMENT")) {
+    // With one NUMA node there is nothing to place, and asking hwloc costs tens of
+    // milliseconds per context: look at the kernel's node list first.
+    if (cfg.get_bool("NUMA_PLACEMENT") && Topology::online_numa_nodes() != 1) {
         place_local_memory = [ctx = context_](void* base, size_t size) {
             const Topology* topo = ctx->topology();
             if (topo == nullptr || topo->numa_node_count() < 2) return;

@@ -61,23 +61,40 @@ public:
     // ---- producers ----
 
     /// Multi-producer claim: CAS on the shared @p head. nullptr when the ring is full.
-    CellHeader* claim_shared(std::atomic<uint64_t>& head, uint64_t* pos_out) const {
+    /// @p claiming (the sender's word in the receiver's segment) names the position this
+    /// producer tries before it tries it, and keeps naming it until its next claim: the
+    /// receiver can then tell whose claimed-but-unpublished cell blocks the ring. The release
+    /// CAS orders that store before the claim for whoever sees the head moved (one plain
+    /// store more per message; the lock-prefixed CAS already orders it on x86).
+    CellHeader* claim_shared(std::atomic<uint64_t>& head, uint64_t* pos_out,
+                             std::atomic<uint64_t>& claiming) const {
         uint64_t pos = head.load(std::memory_order_relaxed);
         for (;;) {
             CellHeader* c = cell(pos);
             const uint64_t seq = c->seq.load(std::memory_order_acquire);
             const int64_t diff = static_cast<int64_t>(seq - pos);
             if (diff == 0) {
-                if (head.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+                claiming.store(pos, std::memory_order_relaxed);
+                if (head.compare_exchange_weak(pos, pos + 1, std::memory_order_release,
+                                               std::memory_order_relaxed)) {
                     *pos_out = pos;
                     return c;
                 }
             } else if (diff < 0) {
+                // Full. A failed CAS may have left the word naming a cell someone else
+                // claimed: clear it, so it cannot pass for that cell's owner.
+                claiming.store(UINT64_MAX, std::memory_order_relaxed);  // kNoClaim
                 return nullptr;  // the consumer has not released this cell yet: full
             } else {
                 pos = head.load(std::memory_order_relaxed);
             }
         }
+    }
+
+    /// claim_shared without an owner word: for the ring alone (unit tests, benchmarks).
+    CellHeader* claim_shared(std::atomic<uint64_t>& head, uint64_t* pos_out) const {
+        std::atomic<uint64_t> unowned{UINT64_MAX};
+        return claim_shared(head, pos_out, unowned);
     }
 
     /// Single-producer claim at the caller's private head. nullptr when full.

@@ -39,6 +39,10 @@ bool geometry_within_bounds(const SegmentGeometry& g, std::string* why) {
         fail("SWY_SHM_PIO_CELL_SIZE=" + n(g.pio_cell_size) + " is larger than SWY_SHM_CELL_SIZE=" +
              n(g.fifo_cell_size) + " (a fragment must fit either lane)");
     }
+    if (g.max_senders < kMinMaxSenders || g.max_senders > kMaxMaxSenders) {
+        fail("SWY_SHM_MAX_SENDERS=" + n(g.max_senders) + " must be from " + n(kMinMaxSenders) +
+             " to " + n(kMaxMaxSenders));
+    }
     if (g.pio_slots > kMaxPioSlots) {
         fail("SWY_SHM_PIO_SLOTS=" + n(g.pio_slots) + " is more than " + n(kMaxPioSlots));
     }

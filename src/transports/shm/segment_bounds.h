@@ -30,6 +30,9 @@ inline constexpr uint64_t kMaxPioCredits = 65536;
 /// is committed then); the rings are touched only where senders write.
 inline constexpr uint64_t kMaxFifoBytes = 64u << 20;
 inline constexpr uint64_t kMaxPioRingBytes = 16u << 20;
+/// Sender slots (SWY_SHM_MAX_SENDERS): a cell names its sender in 16 bits.
+inline constexpr uint64_t kMinMaxSenders = 1;
+inline constexpr uint64_t kMaxMaxSenders = kSenderIndexLimit;
 /// Every sender maps the whole segment of every receiver it talks to.
 inline constexpr uint64_t kMaxSegmentBytes = 256u << 20;
 

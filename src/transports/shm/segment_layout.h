@@ -16,8 +16,15 @@
 namespace swy::tl::shm {
 
 inline constexpr uint64_t kSegmentMagic = 0x5357595348'4d3031ull;  // "SWYSHM01"
-inline constexpr uint32_t kSegmentVersion = 3;
-inline constexpr uint32_t kMaxSenders = 1024;
+inline constexpr uint32_t kSegmentVersion = 4;
+/// Sender slots a segment offers unless SWY_SHM_MAX_SENDERS says otherwise. A slot is one
+/// cache line of the segment, committed only once a sender claims it (the table is not
+/// initialised: zero bytes are a free slot).
+inline constexpr uint32_t kDefaultMaxSenders = 16384;
+/// CellHeader::sender is 16 bits wide.
+inline constexpr uint32_t kSenderIndexLimit = 65536;
+/// SenderSlot::claiming of a sender that holds no claimed FIFO cell it has not published.
+inline constexpr uint64_t kNoClaim = UINT64_MAX;
 
 /// State of a sender slot or PIO slot.
 enum SlotState : uint32_t { kSlotFree = 0, kSlotClaimed = 1, kSlotActive = 2, kSlotClosed = 3 };
@@ -32,7 +39,18 @@ struct alignas(kCacheLine) SenderSlot {
     uint64_t uid;       ///< sender worker's unique id
     uint64_t segment_size;
     int32_t wake_fd;  ///< sender's wake-up pipe (for the reverse lane)
+    /// Set by the receiver (to a Status) when it cannot open its reply lane to this sender
+    /// (the sender's own table is full): the sender fails its lane with it instead of
+    /// waiting for replies that cannot come.
+    std::atomic<int32_t> refused;
+    /// The shared-FIFO position this sender last tried to claim, stored before its CAS on
+    /// the head and left there until its next claim (kNoClaim: none). A cell that stays
+    /// claimed but unpublished belongs to the sender whose word names its position: if that
+    /// process is dead, the receiver skips the cell instead of waiting for it forever.
+    std::atomic<uint64_t> claiming;
 };
+static_assert(sizeof(SenderSlot) == kCacheLine);
+static_assert(kSlotFree == 0, "an untouched (zero) sender slot must read as free");
 inline constexpr uint32_t kNoPioSlot = UINT32_MAX;
 
 /// One dedicated PIO ring of the receive window: a byte ring of variable-size records.
@@ -71,7 +89,7 @@ struct alignas(kCacheLine) SegmentHeader {
     uint32_t pio_slots;
     uint32_t pio_credits;
     uint32_t pio_cell_size;
-    uint32_t reserved0;
+    uint32_t max_senders;  ///< slots in the sender table
     uint64_t sender_table_offset;
     uint64_t pio_table_offset;
     uint64_t fifo_offset;
@@ -88,6 +106,11 @@ struct alignas(kCacheLine) SegmentHeader {
     uint32_t publish_fence;
     /// Shared FIFO head (multi-producer position counter), alone on its cache line.
     alignas(kCacheLine) std::atomic<uint64_t> fifo_head;
+    /// Where senders start looking for a free slot (the one after the last claimed), and one
+    /// past the highest slot ever claimed (what the receiver scans): on a line of their own,
+    /// written only when an endpoint is created.
+    alignas(kCacheLine) std::atomic<uint32_t> sender_hint;
+    std::atomic<uint32_t> sender_high;
 };
 
 /// Sizes of a segment, computed from the configuration (owner) or read from the header (peer).
@@ -97,10 +120,11 @@ struct SegmentGeometry {
     uint32_t pio_slots;
     uint32_t pio_credits;
     uint32_t pio_cell_size;
+    uint32_t max_senders = kDefaultMaxSenders;
 
     uint64_t sender_table_offset() const { return sizeof(SegmentHeader); }
     uint64_t pio_table_offset() const {
-        return sender_table_offset() + uint64_t{kMaxSenders} * sizeof(SenderSlot);
+        return sender_table_offset() + uint64_t{max_senders} * sizeof(SenderSlot);
     }
     uint64_t fifo_offset() const {
         uint64_t end = pio_table_offset() + uint64_t{pio_slots} * sizeof(PioSlot);

@@ -75,6 +75,9 @@ ShmEndpoint::ShmEndpoint(ShmInterface* iface, std::shared_ptr<RemoteSegment> rem
     : iface_(iface), remote_(std::move(remote)), sender_slot_(sender_slot), pio_slot_(kNoPioSlot) {
     SegmentHeader* h = remote_->header;
     ring_ = RingView(remote_->base + h->fifo_offset, h->fifo_cells, h->fifo_cell_size);
+    claiming_ = &reinterpret_cast<SenderSlot*>(remote_->base + h->sender_table_offset)[sender_slot]
+                     .claiming;
+    die_after_claim_ = iface_->config_.test_die_after_claim;
     attr_ = lane_attr(geometry_of(*h), false, iface_->config_.costs);
     if (pio_slot != kNoPioSlot) use_pio_ring(pio_slot);
 }
@@ -102,14 +105,14 @@ void ShmEndpoint::use_pio_ring(uint32_t pio_slot) {
 
 ShmEndpoint::~ShmEndpoint() { disconnect(); }
 
-void ShmEndpoint::wake_peer() {
-    char byte = 1;
-    // Non-blocking and best effort: a full pipe already means a pending wake-up.
-    if (remote_->wake_fd) (void)!write(remote_->wake_fd.get(), &byte, 1);
-}
+void ShmEndpoint::wake_peer() { iface_->wake(*remote_); }
 
 inline CellHeader* ShmEndpoint::claim(size_t payload, uint64_t* pos) {
-    if (pio_slot_ == kNoPioSlot) return ring_.claim_shared(remote_->header->fifo_head, pos);
+    if (pio_slot_ == kNoPioSlot) {
+        CellHeader* c = ring_.claim_shared(remote_->header->fifo_head, pos, *claiming_);
+        if (__builtin_expect(die_after_claim_ != 0, 0) && c != nullptr) iface_->test_claim_hook();
+        return c;
+    }
     const uint64_t need = pio_record_bytes(payload);
     const uint64_t offset = private_head_ % pio_bytes_;
     const uint64_t skip = offset + need > pio_bytes_ ? pio_bytes_ - offset : 0;
@@ -207,6 +210,7 @@ void ShmEndpoint::disconnect() {
         }
     }
     disconnected_ = true;
+    std::erase(remote_->our_slots, sender_slot_);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -214,12 +218,7 @@ void ShmEndpoint::disconnect() {
 // ------------------------------------------------------------------------------------------
 
 ShmInterface::ShmInterface(const ShmConfig& config, uint64_t uid, uint16_t index, AmSink* sink)
-    : config_(config),
-      uid_(uid),
-      index_(index),
-      sink_(sink),
-      senders_(kMaxSenders),
-      cma_probe_value_(uid) {}
+    : config_(config), uid_(uid), index_(index), sink_(sink), cma_probe_value_(uid) {}
 
 Status ShmInterface::open(const ShmConfig& config, uint64_t worker_uid, uint16_t iface_index,
                           AmSink* sink, std::unique_ptr<ShmInterface>* out, std::string* why) {
@@ -264,6 +263,7 @@ Status ShmInterface::create_segment(std::string* why) {
     header_->pio_slots = g.pio_slots;
     header_->pio_credits = g.pio_credits;
     header_->pio_cell_size = g.pio_cell_size;
+    header_->max_senders = g.max_senders;
     header_->sender_table_offset = g.sender_table_offset();
     header_->pio_table_offset = g.pio_table_offset();
     header_->fifo_offset = g.fifo_offset();
@@ -275,9 +275,8 @@ Status ShmInterface::create_segment(std::string* why) {
     membarrier_works_ = membarrier_registered_ &&
                         syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) == 0;
     header_->publish_fence = membarrier_works_ ? 0 : 1;
-    auto* senders = reinterpret_cast<SenderSlot*>(base_ + g.sender_table_offset());
-    for (uint32_t i = 0; i < kMaxSenders; ++i)
-        new (&senders[i]) SenderSlot{};
+    // The sender table is left as the memfd made it: zero bytes are a free slot, and its
+    // pages are committed only as senders claim slots (the table may be megabytes).
     auto* pio = reinterpret_cast<PioSlot*>(base_ + g.pio_table_offset());
     for (uint32_t i = 0; i < g.pio_slots; ++i)
         new (&pio[i]) PioSlot{};
@@ -376,31 +375,72 @@ Status ShmInterface::map_remote(uint64_t uid, const ShmAddress& a,
     remote->size = size;
     remote->header = reinterpret_cast<SegmentHeader*>(p);
     const SegmentHeader* h = remote->header;
-    SegmentGeometry g{h->fifo_cells, h->fifo_cell_size, h->pio_slots, h->pio_credits,
-                      h->pio_cell_size};
+    SegmentGeometry g{h->fifo_cells,  h->fifo_cell_size, h->pio_slots,
+                      h->pio_credits, h->pio_cell_size,  h->max_senders};
     // The kernel vouches that the file is one of process `pid`'s; its header must name that
     // very pid and uid, so a sender slot or an address cannot borrow another process.
     if (h->magic != kSegmentMagic || h->version != kSegmentVersion || h->owner_uid != uid ||
         h->owner_pid != pid || h->total_size != size || g.total_size() != size ||
-        !is_power_of_two(g.fifo_cells) || !is_power_of_two(g.pio_credits) ||
-        h->fifo_offset != g.fifo_offset() || h->pio_rings_offset != g.pio_rings_offset() ||
+        !is_power_of_two(g.fifo_cells) || !is_power_of_two(g.pio_credits) || g.max_senders < 1 ||
+        g.max_senders > kSenderIndexLimit || h->fifo_offset != g.fifo_offset() ||
+        h->pio_rings_offset != g.pio_rings_offset() ||
         h->sender_table_offset != g.sender_table_offset() ||
         h->pio_table_offset != g.pio_table_offset() || g.fifo_cell_size < 128 ||
         g.pio_cell_size < 128) {
         *why = "shm: peer segment header failed validation";
         return Status::kMalformed;
     }
-    std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, a.wake_fd);
-    remote->wake_fd.reset(::open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC));
-    struct stat wst {};
-    if (!remote->wake_fd || fstat(remote->wake_fd.get(), &wst) != 0 || !S_ISFIFO(wst.st_mode)) {
-        *why = std::string("shm: the peer's wake-up pipe ") + path + " is not a pipe we may open";
-        return Status::kUnreachable;
-    }
+    remote->max_senders = g.max_senders;
+    remote->wake_fd_number = a.wake_fd;  // opened on the first wake-up (wake())
     remotes_[uid] = remote;
     watch(uid, pid);
     *out = std::move(remote);
     return Status::kOk;
+}
+
+void ShmInterface::wake(RemoteSegment& remote) {
+    if (!remote.wake_fd && !remote.wake_unavailable) {
+        char path[64];
+        std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", remote.pid, remote.wake_fd_number);
+        remote.wake_fd.reset(::open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC));
+        struct stat st {};
+        // Alive after the open: the pid was not reused under us, the pipe is the peer's.
+        if (!remote.wake_fd || fstat(remote.wake_fd.get(), &st) != 0 || !S_ISFIFO(st.st_mode) ||
+            !process_alive(remote.uid, remote.pid)) {
+            remote.wake_fd.reset();
+            remote.wake_unavailable = true;
+            log_printf(LogLevel::kWarn,
+                       "shm: the wake-up pipe %s of peer %016llx is not a pipe we may open: it "
+                       "cannot be woken from a blocking wait",
+                       path, static_cast<unsigned long long>(remote.uid));
+            return;
+        }
+    }
+    char byte = 1;
+    // Non-blocking and best effort: a full pipe already means a pending wake-up.
+    if (remote.wake_fd) (void)!write(remote.wake_fd.get(), &byte, 1);
+}
+
+uint32_t ShmInterface::claim_sender_slot(RemoteSegment& remote) {
+    SegmentHeader* h = remote.header;
+    auto* slots = reinterpret_cast<SenderSlot*>(remote.base + h->sender_table_offset);
+    const uint32_t n = remote.max_senders;
+    // From the slot after the last one claimed: slots are taken in order and those freed
+    // behind are found after the wrap, so creating k endpoints costs k CAS, not k^2/2.
+    const uint32_t start = h->sender_hint.load(std::memory_order_relaxed) % n;
+    for (uint32_t k = 0; k < n; ++k) {
+        const uint32_t i = (start + k) % n;
+        uint32_t expected = kSlotFree;
+        if (slots[i].state.load(std::memory_order_relaxed) == kSlotFree &&
+            slots[i].state.compare_exchange_strong(expected, kSlotClaimed)) {
+            h->sender_hint.store(i + 1, std::memory_order_relaxed);
+            uint32_t high = h->sender_high.load(std::memory_order_relaxed);
+            while (high < i + 1 &&
+                   !h->sender_high.compare_exchange_weak(high, i + 1, std::memory_order_release)) {}
+            return i;
+        }
+    }
+    return kSenderIndexLimit;
 }
 
 Status ShmInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t length,
@@ -416,16 +456,11 @@ Status ShmInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t
 
     // Register as a sender in the peer's table.
     auto* slots = reinterpret_cast<SenderSlot*>(remote->base + remote->header->sender_table_offset);
-    uint32_t slot = kMaxSenders;
-    for (uint32_t i = 0; i < kMaxSenders; ++i) {
-        uint32_t expected = kSlotFree;
-        if (slots[i].state.compare_exchange_strong(expected, kSlotClaimed)) {
-            slot = i;
-            break;
-        }
-    }
-    if (slot == kMaxSenders) {
-        *why = "shm: the peer's sender table is full";
+    const uint32_t slot = claim_sender_slot(*remote);
+    if (slot == kSenderIndexLimit) {
+        *why = "shm: the peer's sender table is full (" + std::to_string(remote->max_senders) +
+               " slots, its SWY_SHM_MAX_SENDERS; each endpoint takes one, and each peer that "
+               "answers it one in the other direction)";
         return Status::kNoResource;
     }
     uint32_t pio_slot = kNoPioSlot;
@@ -454,7 +489,10 @@ Status ShmInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t
     slots[slot].segment_size = config_.geometry.total_size();
     slots[slot].wake_fd = wake_pipe_[0].get();
     slots[slot].pio_slot = pio_slot;
+    slots[slot].refused.store(0, std::memory_order_relaxed);
+    slots[slot].claiming.store(kNoClaim, std::memory_order_relaxed);
     slots[slot].state.store(kSlotActive, std::memory_order_release);
+    remote->our_slots.push_back(static_cast<uint16_t>(slot));
 
     auto ep = std::make_unique<ShmEndpoint>(this, remote, static_cast<uint16_t>(slot), kNoPioSlot);
     if (pio_slot != kNoPioSlot) {

@@ -32,6 +32,9 @@ struct ShmConfig {
     /// Costs every lane reports (the worker fills them from the context's cost figures:
     /// shm_lane_costs(), shm_costs.h).
     LaneCosts costs;
+    /// Test hook (SWY_SHM_TEST_DIE_AFTER_CLAIM): the process SIGKILLs itself after claiming
+    /// its N-th shared-FIFO cell, before publishing it. 0: off.
+    uint32_t test_die_after_claim = 0;
 };
 
 /// The attributes of a lane into a segment of geometry @p peer: on a dedicated PIO ring
@@ -47,10 +50,17 @@ struct RemoteSegment {
     uint8_t* base = nullptr;
     uint64_t size = 0;
     SegmentHeader* header = nullptr;
+    uint32_t max_senders = 0;  ///< as validated when mapped (the header is the peer's to change)
     bool failed = false;
     /// The peer's wake-up pipe, opened read-write through /proc/PID/fd: holding a read end
     /// ourselves means a write never raises SIGPIPE, even after the peer died (none: not open).
+    /// Opened the first time the peer must be woken (a peer that never sleeps costs no
+    /// descriptor); wake_fd_number is its number in the peer, wake_unavailable says we tried.
     common::UniqueFd wake_fd;
+    int wake_fd_number = -1;
+    bool wake_unavailable = false;
+    /// Our sender slots in its table (one per lane we opened), checked for a refusal.
+    std::vector<uint16_t> our_slots;
     ~RemoteSegment();
 };
 
@@ -104,6 +114,8 @@ private:
     uint64_t pio_bytes_ = 0;
     uint64_t pio_key_ = 0;
     std::atomic<uint64_t>* consumed_ = nullptr;
+    std::atomic<uint64_t>* claiming_ = nullptr;  // our SenderSlot::claiming in the peer
+    uint32_t die_after_claim_ = 0;               // test hook, 0: off
     bool publish_fence_ = true;  // publish with seq_cst (the receiver cannot flush us)
     bool disconnected_ = false;
     LaneAttr attr_;
@@ -152,7 +164,8 @@ private:
         uint64_t segment_size = 0;
         int wake_fd = -1;
         uint32_t pio_slot = kNoPioSlot;
-        int verified_pid = -1;  ///< sender_pid(): -1 not checked yet, 0 failed
+        int verified_pid = -1;       ///< sender_pid(): -1 not checked yet, 0 failed
+        bool reply_refused = false;  ///< its table had no slot for our reply lane
     };
     struct ActiveRing {
         uint8_t* base;
@@ -183,10 +196,37 @@ private:
     void check_peers();
     void report_pending_failures();
     std::vector<uint64_t> pending_failures_;  // found dead outside progress; reported there
+    // Peers we cannot answer (no reply lane): reported from progress as failures with this
+    // status, once each (refused_by_ remembers both directions).
+    std::vector<std::pair<uint64_t, Status>> pending_refusals_;
     bool rings_released_ = false;
     void fail_remote(uint64_t uid);
     void release_sender(uint16_t sender);
     Status map_and_reply_ep(uint16_t sender, Endpoint** out);
+    SenderSlot* sender_table() const {
+        return reinterpret_cast<SenderSlot*>(base_ + config_.geometry.sender_table_offset());
+    }
+    bool sender_known(uint16_t sender) const {
+        return sender < senders_.size() && senders_[sender].known;
+    }
+    /// Claim a free slot in @p remote's sender table (kSenderIndexLimit: the table is full).
+    static uint32_t claim_sender_slot(RemoteSegment& remote);
+    // ---- a FIFO cell claimed by a process that died before publishing it ----
+    /// If the cell at the FIFO tail is claimed but unpublished and only dead processes
+    /// claimed that position, hand it back and move on. True if a cell was skipped.
+    bool skip_dead_claim();
+    /// The periodic check: skip_dead_claim() once the tail has not moved for an interval.
+    void check_stuck_fifo();
+    bool process_alive(uint64_t uid, int pid);
+    // ---- reply lanes the peer's table had no room for ----
+    /// Tell @p sender (through its slot) and our own endpoints to it that no reply lane could
+    /// be opened: requests waiting for replies fail with @p why instead of waiting forever.
+    void refuse_sender(uint16_t sender, Status why);
+    /// Fail the lanes a peer refused to answer on (SenderSlot::refused), once each.
+    void check_refusals();
+    void test_claim_hook();
+    /// Write one byte to @p remote's wake-up pipe, opening it first if need be.
+    void wake(RemoteSegment& remote);
 
     ShmConfig config_;
     uint64_t uid_;
@@ -198,7 +238,13 @@ private:
     RingView fifo_;
     uint64_t fifo_tail_ = 0;
     std::vector<ActiveRing> active_rings_;
-    std::vector<SenderInfo> senders_;
+    std::vector<SenderInfo> senders_;  // grows with the highest slot heard from
+    // FIFO positions claimed by senders that died (remembered before their slots are freed
+    // for others): a cell at one of them that stays unpublished is skipped.
+    std::vector<uint64_t> orphan_claims_;
+    uint64_t stuck_tail_ = UINT64_MAX;  // the tail the last periodic check found blocked
+    uint32_t test_claims_ = 0;
+    std::vector<uint64_t> refused_by_;  // peers whose refusal was already reported
     std::unordered_map<uint64_t, std::weak_ptr<RemoteSegment>> remotes_;
     std::unordered_map<uint64_t, std::unique_ptr<ShmEndpoint>> reply_eps_;
     std::unordered_map<uint64_t, Watched> watched_;

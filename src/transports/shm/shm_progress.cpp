@@ -6,7 +6,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 
 #include "common/clock.h"
@@ -105,12 +107,12 @@ void ShmInterface::dispatch(CellHeader* cell) {
     const uint8_t am_id = cell->am_id;
     const uint8_t* data = reinterpret_cast<const uint8_t*>(cell + 1);
     // Cells come from other processes: never trust a length or an index.
-    if (sender >= kMaxSenders || length > fifo_.cell_size() - sizeof(CellHeader)) {
+    if (sender >= config_.geometry.max_senders || length > fifo_.cell_size() - sizeof(CellHeader)) {
         log_printf(LogLevel::kError, "shm: dropping malformed cell (sender %u, length %u)", sender,
                    length);
         return;
     }
-    if (!senders_[sender].known && !resolve_sender(sender)) {
+    if (!sender_known(sender) && !resolve_sender(sender)) {
         log_printf(LogLevel::kError, "shm: dropping cell from unregistered sender slot %u", sender);
         return;
     }
@@ -125,6 +127,7 @@ bool ShmInterface::resolve_sender(uint16_t sender) {
     auto* slots = reinterpret_cast<SenderSlot*>(base_ + config_.geometry.sender_table_offset());
     SenderSlot& slot = slots[sender];
     if (slot.state.load(std::memory_order_acquire) != kSlotActive) return false;
+    if (sender >= senders_.size()) senders_.resize(size_t{sender} + 1);
     SenderInfo& info = senders_[sender];
     info.known = true;
     info.uid = slot.uid;
@@ -191,20 +194,30 @@ void ShmInterface::release_sender(uint16_t sender) {
 
 Status ShmInterface::map_and_reply_ep(uint16_t sender, Endpoint** out) {
     *out = nullptr;
-    if (sender >= kMaxSenders || !senders_[sender].known) return Status::kNotFound;
+    if (!sender_known(sender)) return Status::kNotFound;
     const SenderInfo& info = senders_[sender];
     auto it = reply_eps_.find(info.uid);
     if (it != reply_eps_.end()) {
         *out = it->second.get();
         return Status::kOk;
     }
+    if (info.reply_refused) return Status::kNoResource;
     ShmAddress a{info.pid, info.memfd, info.segment_size, info.wake_fd, 0};
     std::vector<uint8_t> section = encode_shm_address(a);
     std::unique_ptr<Endpoint> ep;
     std::string why;
+    // Held across connect(), so that a refusal can still wake the sender through it.
+    std::shared_ptr<RemoteSegment> remote;
+    std::string map_why;
+    (void)map_remote(info.uid, a, &remote, &map_why);
     Status s = connect(info.uid, section.data(), section.size(), false, &ep, &why);
     if (s != Status::kOk) {
         log_printf(LogLevel::kWarn, "shm: no reply lane to sender %u: %s", sender, why.c_str());
+        if (s == Status::kNoResource) {
+            // Its table is full: what waits for our replies must fail, not wait forever.
+            refuse_sender(sender, s);
+            if (remote != nullptr) wake(*remote);
+        }
         return s;
     }
     auto* raw = static_cast<ShmEndpoint*>(ep.release());
@@ -220,11 +233,11 @@ Endpoint* ShmInterface::reply_endpoint(uint16_t sender) {
 }
 
 uint64_t ShmInterface::sender_uid(uint16_t sender) const {
-    return sender < kMaxSenders && senders_[sender].known ? senders_[sender].uid : 0;
+    return sender_known(sender) ? senders_[sender].uid : 0;
 }
 
 int ShmInterface::sender_pid(uint16_t sender) {
-    if (sender >= kMaxSenders || !senders_[sender].known) return 0;
+    if (!sender_known(sender)) return 0;
     SenderInfo& info = senders_[sender];
     if (info.verified_pid < 0) {
         // What the slot says is the sender's claim; mapping its segment checks it.
@@ -272,6 +285,15 @@ void ShmInterface::report_pending_failures() {
     uids.swap(pending_failures_);
     for (uint64_t uid : uids)
         fail_remote(uid);
+    std::vector<std::pair<uint64_t, Status>> refusals;
+    refusals.swap(pending_refusals_);
+    for (const auto& [uid, why] : refusals) {
+        log_printf(LogLevel::kError,
+                   "shm: no reply lane between us and peer %016llx (a sender table is full): "
+                   "its requests fail with %s",
+                   static_cast<unsigned long long>(uid), status_text(why));
+        sink_->on_remote_failure(index_, uid, why);
+    }
 }
 
 void ShmInterface::check_peers() {
@@ -283,6 +305,9 @@ void ShmInterface::check_peers() {
     }
     for (uint64_t uid : dead)
         fail_remote(uid);
+    check_stuck_fifo();
+    check_refusals();
+    if (!pending_failures_.empty() || !pending_refusals_.empty()) report_pending_failures();
 }
 
 void ShmInterface::fail_remote(uint64_t uid) {
@@ -294,13 +319,22 @@ void ShmInterface::fail_remote(uint64_t uid) {
     if (w.reported) return;
     w.failed = true;
     w.reported = true;
-    // Drain what it managed to publish before dying, then forget its slots.
+    // Drain what it managed to publish before dying, then forget its slots; a FIFO cell it
+    // claimed but never published is remembered first (its slot may go to someone else),
+    // then skipped so that the other senders' messages behind it flow again.
     drain(fifo_, fifo_tail_);
     for (size_t i = 0; i < active_rings_.size(); ++i)
         drain_private(active_rings_[i]);
-    for (uint32_t s = 0; s < kMaxSenders; ++s) {
-        if (senders_[s].known && senders_[s].uid == uid) release_sender(static_cast<uint16_t>(s));
+    SenderSlot* slots = sender_table();
+    for (uint32_t s = 0; s < senders_.size(); ++s) {
+        if (senders_[s].known && senders_[s].uid == uid) {
+            const uint64_t pos = slots[s].claiming.load(std::memory_order_acquire);
+            if (pos != kNoClaim && pos >= fifo_tail_) orphan_claims_.push_back(pos);
+            release_sender(static_cast<uint16_t>(s));
+        }
     }
+    while (skip_dead_claim())
+        drain(fifo_, fifo_tail_);
     auto rit = remotes_.find(uid);
     if (rit != remotes_.end()) {
         if (auto remote = rit->second.lock()) remote->failed = true;
@@ -309,6 +343,122 @@ void ShmInterface::fail_remote(uint64_t uid) {
     log_printf(LogLevel::kInfo, "shm: peer %016llx (pid %d) is gone",
                static_cast<unsigned long long>(uid), w.pid);
     sink_->on_remote_failure(index_, uid, Status::kConnectionReset);
+}
+
+// ------------------------------------------------------------------------------------------
+// A FIFO cell claimed by a sender that died before publishing it
+// ------------------------------------------------------------------------------------------
+
+bool ShmInterface::process_alive(uint64_t uid, int pid) {
+    auto it = watched_.find(uid);
+    if (it != watched_.end()) {
+        if (it->second.failed) return false;
+        if (it->second.pidfd) {
+            pollfd pfd{it->second.pidfd.get(), POLLIN, 0};
+            return poll(&pfd, 1, 0) <= 0;
+        }
+    }
+    if (pid <= 0) return false;
+    common::UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+    if (!pidfd) return errno != ESRCH;  // cannot tell: assume alive (the safe side)
+    pollfd pfd{pidfd.get(), POLLIN, 0};
+    return poll(&pfd, 1, 0) <= 0;
+}
+
+bool ShmInterface::skip_dead_claim() {
+    const uint64_t tail = fifo_tail_;
+    CellHeader* cell = fifo_.cell(tail);
+    // Published (drain takes it), or claimed by nobody yet: nothing to judge.
+    if (cell->seq.load(std::memory_order_acquire) != tail) return false;
+    if (header_->fifo_head.load(std::memory_order_acquire) <= tail) return false;
+    // Claimed and unpublished. Its owner stored `claiming = tail` before its CAS and keeps it
+    // until after it publishes: if a live sender's word names the cell, wait for it. A dead
+    // one naming it may also have lost the CAS to someone, so it must be dead ones only.
+    std::erase_if(orphan_claims_, [tail](uint64_t pos) { return pos < tail; });
+    bool dead_claimer =
+        std::find(orphan_claims_.begin(), orphan_claims_.end(), tail) != orphan_claims_.end();
+    std::vector<uint32_t> dead_slots;
+    SenderSlot* slots = sender_table();
+    const uint32_t high = std::min(header_->sender_high.load(std::memory_order_acquire),
+                                   config_.geometry.max_senders);
+    for (uint32_t i = 0; i < high; ++i) {
+        SenderSlot& slot = slots[i];
+        if (slot.state.load(std::memory_order_acquire) != kSlotActive ||
+            slot.claiming.load(std::memory_order_acquire) != tail) {
+            continue;
+        }
+        if (process_alive(slot.uid, slot.pid)) return false;
+        dead_claimer = true;
+        dead_slots.push_back(i);
+    }
+    // A live owner whose word moved on has published: the cell is no longer ours to skip.
+    if (!dead_claimer || cell->seq.load(std::memory_order_acquire) != tail) return false;
+    log_printf(LogLevel::kWarn,
+               "shm: skipping FIFO cell %llu, claimed by a sender that died before publishing it",
+               static_cast<unsigned long long>(tail));
+    fifo_.release(cell, tail);
+    ++fifo_tail_;
+    for (uint32_t i : dead_slots) {
+        if (sender_known(static_cast<uint16_t>(i))) {
+            pending_failures_.push_back(senders_[i].uid);  // reported from progress
+        } else {
+            // It died on its first message: nobody here knows it; free its slot.
+            slots[i].state.store(kSlotFree, std::memory_order_release);
+        }
+    }
+    return true;
+}
+
+void ShmInterface::check_stuck_fifo() {
+    if (fifo_.peek(fifo_tail_) != nullptr) {
+        stuck_tail_ = UINT64_MAX;
+        return;
+    }
+    // Empty, or blocked: judged only once the tail has not moved for a whole interval, so a
+    // sender preempted between claim and publish is simply waited for.
+    if (stuck_tail_ != fifo_tail_) {
+        stuck_tail_ = fifo_tail_;
+        return;
+    }
+    while (skip_dead_claim())
+        drain(fifo_, fifo_tail_);
+}
+
+void ShmInterface::test_claim_hook() {
+    if (++test_claims_ == config_.test_die_after_claim) raise(SIGKILL);
+}
+
+// ------------------------------------------------------------------------------------------
+// Reply lanes a sender table had no room for
+// ------------------------------------------------------------------------------------------
+
+void ShmInterface::refuse_sender(uint16_t sender, Status why) {
+    SenderInfo& info = senders_[sender];
+    info.reply_refused = true;
+    sender_table()[sender].refused.store(static_cast<int32_t>(why), std::memory_order_release);
+    if (std::find(refused_by_.begin(), refused_by_.end(), info.uid) == refused_by_.end()) {
+        refused_by_.push_back(info.uid);
+        pending_refusals_.push_back({info.uid, why});
+    }
+}
+
+void ShmInterface::check_refusals() {
+    for (auto& [uid, weak] : remotes_) {
+        std::shared_ptr<RemoteSegment> remote = weak.lock();
+        if (remote == nullptr || remote->failed) continue;
+        auto* slots =
+            reinterpret_cast<SenderSlot*>(remote->base + remote->header->sender_table_offset);
+        for (uint16_t slot : remote->our_slots) {
+            const int32_t refused = slots[slot].refused.load(std::memory_order_acquire);
+            if (refused == 0) continue;
+            if (std::find(refused_by_.begin(), refused_by_.end(), uid) == refused_by_.end()) {
+                refused_by_.push_back(uid);
+                // Only a refusal it may report: nothing the peer writes becomes a success.
+                pending_refusals_.push_back({uid, Status::kNoResource});
+            }
+            break;
+        }
+    }
 }
 
 // ------------------------------------------------------------------------------------------

@@ -56,6 +56,27 @@ constexpr common::ConfigVar kVars[] = {
      {},
      kMinCellSize,
      kMaxCellSize},
+    {"SHM_MAX_SENDERS",
+     kUnsigned,
+     "16384",
+     "Sender slots in each worker's receive segment: every shm endpoint to the worker takes "
+     "one, and so does the worker's reply lane to each process that sends to it (an MPI "
+     "peer takes two). A slot is one cache line, committed only once claimed; slots of "
+     "closed endpoints and dead processes are reused. With the table full, creating an "
+     "endpoint fails with SWY_ERR_NO_RESOURCE, and so do the requests of a peer that cannot "
+     "be answered.",
+     {},
+     kMinMaxSenders,
+     kMaxMaxSenders},
+    {"SHM_TEST_DIE_AFTER_CLAIM",
+     kUnsigned,
+     "0",
+     "Test hook, not for production: the process kills itself (SIGKILL) after claiming its "
+     "N-th shared-FIFO cell and before publishing it, to test that receivers skip a dead "
+     "sender's cell. 0: off.",
+     {},
+     0,
+     UINT32_MAX},
 };
 
 Status open_shm(const OpenParams& p, std::unique_ptr<Interface>* out, std::string* why) {
@@ -114,6 +135,10 @@ Status read_settings(const common::Config& config, ShmConfig* out, std::string* 
         static_cast<uint32_t>(r.get_unsigned("SHM_PIO_CREDITS", kMinPioCredits, kMaxPioCredits));
     g.pio_cell_size =
         static_cast<uint32_t>(r.get_size("SHM_PIO_CELL_SIZE", kMinCellSize, kMaxCellSize));
+    g.max_senders =
+        static_cast<uint32_t>(r.get_unsigned("SHM_MAX_SENDERS", kMinMaxSenders, kMaxMaxSenders));
+    out->test_die_after_claim =
+        static_cast<uint32_t>(r.get_unsigned("SHM_TEST_DIE_AFTER_CLAIM", 0, UINT32_MAX));
     out->keepalive_ns = r.get_time_ns("KEEPALIVE_INTERVAL");
     if (!r.ok()) {
         *why = r.error();
