@@ -131,6 +131,20 @@ constexpr ConfigVar kTable[] = {
      "refused. Empty: no authentication (a PMIx bootstrap installs a per-job key itself). "
      "An invalid value fails worker creation."},
 
+    // --- Oversubscription (docs/protocols.md, "When the peer's CPU is busy") -----------------
+    {"OVERSUBSCRIBED", kString, "auto",
+     "Whether this host runs as many processes of the job as it has cores (or more), so a "
+     "peer is often descheduled: then rendezvous uses GET without a split (the receiver "
+     "copies alone; no protocol waits for the sender's CPU). \"auto\": LOCAL_PROCS (or the "
+     "launcher's local rank count) >= usable cores. SWY_RNDV_SCHEME still overrides.",
+     "auto|yes|no"},
+    {"LOCAL_PROCS", kUnsigned, "0",
+     "Processes of the job on this host, for OVERSUBSCRIBED=auto. 0: the launcher's "
+     "OMPI_COMM_WORLD_LOCAL_SIZE or MPI_LOCALNRANKS, else unknown (not oversubscribed).",
+     {},
+     0,
+     1u << 20},
+
 };
 
 }  // namespace
