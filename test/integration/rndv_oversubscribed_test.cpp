@@ -93,8 +93,8 @@ TEST(RndvOversubscribed, GetFromTheThresholdCarriesEverySize) {
                 w.barrier(wk);
                 ICHECK_OK(finish_recv(wk, r));
                 ICHECK(r.info.length == size);
-                ICHECK_MSG(verify_pattern(buf.data(), size, seed) == size,
-                           "%zu bytes corrupted", size);
+                ICHECK_MSG(verify_pattern(buf.data(), size, seed) == size, "%zu bytes corrupted",
+                           size);
                 ICHECK(guard_intact(buf.data() + size));
             }
         }

@@ -79,11 +79,12 @@ TEST(SelectOversubscribed, GetAloneFromTheAutomaticThreshold) {
     // The idle host uses protocols that need the sender after the match (the pipeline and
     // the split GET): otherwise this test proves nothing.
     bool needs_sender = false;
-    for (const ProtoRange& r : idle.ranges()) needs_sender |= r.proto == ProtoId::kRndvPipeline;
+    for (const ProtoRange& r : idle.ranges())
+        needs_sender |= r.proto == ProtoId::kRndvPipeline;
     ASSERT_TRUE(needs_sender) << idle.print();
     EXPECT_EQ(rndv_threshold(busy), thresh) << busy.print();
-    for (size_t n : {thresh - 1, thresh, thresh + 1, size_t{64} << 10, size_t{1} << 20,
-                     size_t{256} << 20}) {
+    for (size_t n :
+         {thresh - 1, thresh, thresh + 1, size_t{64} << 10, size_t{1} << 20, size_t{256} << 20}) {
         const ProtoId expected = n < thresh ? idle.lookup(n) : ProtoId::kRndvGetCma;
         EXPECT_EQ(busy.lookup(n), expected) << n << " B:\n" << busy.print();
     }

@@ -13,8 +13,8 @@
 #include "args.h"
 #include "cma_probe.h"
 #include "introspect/introspect.h"
-#include "protocols/oversubscription.h"
 #include "proto_tables.h"
+#include "protocols/oversubscription.h"
 #include "sections.h"
 #include "text.h"
 
