@@ -133,12 +133,14 @@ constexpr ConfigVar kTable[] = {
 
     // --- Oversubscription (docs/protocols.md, "When the peer's CPU is busy") -----------------
     {"OVERSUBSCRIBED", kString, "auto",
-     "Whether this host runs as many processes of the job as it has cores (or more), so a "
+     "Whether this host runs more processes of the job than it has cores, so a "
      "peer is often descheduled: then rendezvous uses GET without a split (the receiver "
      "copies alone; no protocol waits for the sender's CPU). \"auto\": LOCAL_PROCS (or the "
-     "launcher's local rank count) >= usable cores. SWY_RNDV_SCHEME still overrides.",
+     "launcher's local rank count) > usable cores. SWY_RNDV_SCHEME still overrides.",
      "auto|yes|no"},
-    {"LOCAL_PROCS", kUnsigned, "0",
+    {"LOCAL_PROCS",
+     kUnsigned,
+     "0",
      "Processes of the job on this host, for OVERSUBSCRIBED=auto. 0: the launcher's "
      "OMPI_COMM_WORLD_LOCAL_SIZE or MPI_LOCALNRANKS, else unknown (not oversubscribed).",
      {},

@@ -49,7 +49,7 @@ Oversubscription detect_oversubscription(const common::Config& config) {
     const unsigned procs = local_processes(config);
     const unsigned cores = usable_cores();
     if (procs == 0) return {false, "local process count unknown"};
-    return {procs >= cores,
+    return {procs > cores,
             std::to_string(procs) + " local processes on " + std::to_string(cores) + " cores"};
 }
 

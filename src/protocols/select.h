@@ -48,7 +48,7 @@ struct SelectOverrides {
     size_t split_min = 0;              ///< SWY_RNDV_SPLIT_MIN (lanes without keys; 0: never)
     std::string rndv_scheme = "auto";  ///< auto | get | put | pipeline
     std::vector<std::string> allow;    ///< SWY_PROTO; empty or {"all"}: every protocol
-    /// The host runs as many processes as cores or more (SWY_OVERSUBSCRIBED,
+    /// The host runs more processes than cores (SWY_OVERSUBSCRIBED,
     /// protocols/oversubscription.h): with rndv_scheme "auto", a lane that reaches its peer
     /// by CMA takes plain GET from the automatic rendezvous threshold on (the receiver copies
     /// alone; the pipeline, PUT and a split GET wait for the sender's CPU). The ranges say

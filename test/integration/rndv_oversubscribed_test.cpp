@@ -1,4 +1,4 @@
-// An oversubscribed host (SWY_OVERSUBSCRIBED=yes, or auto with SWY_LOCAL_PROCS at least the
+// An oversubscribed host (SWY_OVERSUBSCRIBED=yes, or auto with SWY_LOCAL_PROCS above the
 // cores): every rendezvous over shm is a plain GET, from the threshold the automatic choice
 // gives; the printed table says so and why; messages at threshold-1, threshold and
 // threshold+1 arrive intact; and a large receive completes while its sender sleeps (no

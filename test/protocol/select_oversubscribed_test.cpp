@@ -140,11 +140,10 @@ common::Config config_with(const char* mode, const std::string& procs) {
 TEST(SelectOversubscribed, DetectedFromTheLocalProcessCount) {
     const unsigned cores = usable_cores();
     ASSERT_GE(cores, 1u);
-    EXPECT_TRUE(detect_oversubscription(config_with("auto", std::to_string(cores))).busy);
+    // One process per core is not oversubscribed; one more is.
+    EXPECT_FALSE(detect_oversubscription(config_with("auto", std::to_string(cores))).busy);
     EXPECT_TRUE(detect_oversubscription(config_with("auto", std::to_string(cores + 1))).busy);
-    if (cores > 1) {
-        EXPECT_FALSE(detect_oversubscription(config_with("auto", std::to_string(cores - 1))).busy);
-    }
+    EXPECT_FALSE(detect_oversubscription(config_with("auto", "0")).busy);  // unknown
     const Oversubscription o = detect_oversubscription(config_with("auto", "64"));
     EXPECT_NE(o.why.find("64 local processes on " + std::to_string(cores) + " cores"),
               std::string::npos)
