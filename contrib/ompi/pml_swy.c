@@ -4,9 +4,11 @@
  */
 #include "pml_swy.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "opal/mca/pmix/pmix.h"
+#include "opal/util/proc.h"
 
 #include "pml_swy_datatype.h"
 #include "pml_swy_request.h"
@@ -67,11 +69,39 @@ static int mca_pml_swy_publish_address(void) {
     return OMPI_SUCCESS;
 }
 
+/* The configuration from the environment, told how many processes of the job share this
+ * host (SWY_LOCAL_PROCS, unless the user set it): Switchyard's SWY_OVERSUBSCRIBED=auto compares
+ * it with the cores, whatever launcher started us. */
+static swy_status_t mca_pml_swy_read_config(swy_config_h* config) {
+    swy_status_t s = swy_config_read(config);
+    if (s != SWY_OK || getenv("SWY_LOCAL_PROCS") != NULL) {
+        return s;
+    }
+    char local[16];
+    snprintf(local, sizeof(local), "%d", (int)opal_process_info.num_local_peers + 1);
+    s = swy_config_set(*config, "LOCAL_PROCS", local);
+    if (s != SWY_OK) {
+        swy_config_release(*config);
+        *config = NULL;
+    }
+    return s;
+}
+
 int mca_pml_swy_init(int enable_mpi_threads) {
     swy_worker_params_t wparams = {
         .field_mask = SWY_WORKER_PARAM_FIELD_THREAD_MODE,
         .thread_mode = enable_mpi_threads ? SWY_THREAD_MODE_MULTI : SWY_THREAD_MODE_SINGLE};
-    swy_status_t s = swy_context_create(NULL, &ompi_pml_swy.context);
+    swy_config_h config = NULL;
+    swy_status_t s = mca_pml_swy_read_config(&config);
+    if (s != SWY_OK) {
+        opal_output(0, "pml swy: reading the Switchyard configuration failed: %s",
+                    swy_status_string(s));
+        return OMPI_ERROR;
+    }
+    const swy_context_params_t cparams = {.field_mask = SWY_CONTEXT_PARAM_FIELD_CONFIG,
+                                          .config = config};
+    s = swy_context_create(&cparams, &ompi_pml_swy.context);
+    swy_config_release(config);
     if (s != SWY_OK) {
         opal_output(0, "pml swy: swy_context_create failed: %s", swy_status_string(s));
         return OMPI_ERROR;

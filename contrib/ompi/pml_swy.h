@@ -26,6 +26,7 @@
 #include "opal/threads/mutex.h"
 #include "opal/util/output.h"
 
+#include <sched.h>
 #include <switchyard/switchyard.h>
 
 #include "pml_swy_tag.h"
@@ -157,11 +158,17 @@ static inline swy_ep_h mca_pml_swy_get_ep(ompi_communicator_t* comm, int rank) {
  * pml_swy_progress_iterations-th step a full opal_progress() so that the rest of Open MPI
  * (runtime events, other frameworks) is not starved while we spin. @p countdown is the
  * caller's counter: start it at pml_swy_progress_iterations (0 runs opal_progress first).
+ * When Open MPI yields when idle (mpirun sets it on an oversubscribed node), a pass that
+ * found nothing gives the core away, as opal_progress() does: the peer this wait needs may
+ * be the process waiting for this core.
  */
 static inline void mca_pml_swy_wait_step(unsigned* countdown) {
     if (OPAL_LIKELY(*countdown > 1)) {
         --*countdown;
-        (void)swy_worker_progress(ompi_pml_swy.worker);
+        if (swy_worker_progress(ompi_pml_swy.worker) == 0 &&
+            OPAL_UNLIKELY(opal_progress_yield_when_idle)) {
+            sched_yield();
+        }
     } else {
         *countdown = (unsigned)ompi_pml_swy.progress_iterations;
         opal_progress();

@@ -131,6 +131,22 @@ constexpr ConfigVar kTable[] = {
      "refused. Empty: no authentication (a PMIx bootstrap installs a per-job key itself). "
      "An invalid value fails context creation."},
 
+    // --- Oversubscription (docs/protocols.md, "When the peer's CPU is busy") -----------------
+    {"OVERSUBSCRIBED", kString, "auto",
+     "Whether this host runs more processes of the job than it has cores, so a "
+     "peer is often descheduled: then rendezvous uses GET without a split (the receiver "
+     "copies alone; no protocol waits for the sender's CPU). \"auto\": LOCAL_PROCS (or the "
+     "launcher's local rank count) > usable cores. SWY_RNDV_SCHEME still overrides.",
+     "auto|yes|no"},
+    {"LOCAL_PROCS",
+     kUnsigned,
+     "0",
+     "Processes of the job on this host, for OVERSUBSCRIBED=auto. 0: the launcher's "
+     "OMPI_COMM_WORLD_LOCAL_SIZE or MPI_LOCALNRANKS, else unknown (not oversubscribed).",
+     {},
+     0,
+     1u << 20},
+
 };
 
 }  // namespace

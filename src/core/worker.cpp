@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "core/listener.h"
 #include "core/topology.h"
+#include "protocols/oversubscription.h"
 #include "protocols/wire.h"
 #include "transports/registry.h"
 
@@ -39,8 +40,11 @@ Status Worker::create(Context* context, const swy_worker_params_t* params, Worke
     w->pio_max_eps_ = cfg.get_unsigned("PIO_MAX_EPS");
     w->pio_reserved_ = std::min<size_t>(cfg.get_unsigned("PIO_RESERVED"), w->pio_max_eps_);
     // SWY_RNDV_SCHEME=get promises a receiver that needs nothing from the sender: no split
-    // (its tail is pushed by the sender, from the sender's progress).
-    w->rndv_.set_split_min(cfg.get_string("RNDV_SCHEME") == "get"
+    // (its tail is pushed by the sender, from the sender's progress). So does an
+    // oversubscribed host, where the sender is likely descheduled and no other core is free
+    // to copy at once anyway.
+    w->rndv_.set_split_min(cfg.get_string("RNDV_SCHEME") == "get" ||
+                                   proto::detect_oversubscription(cfg).busy
                                ? SIZE_MAX
                                : std::max<size_t>(cfg.get_size("RNDV_SPLIT_MIN"), 8192));
     w->rndv_.set_get_chunk(std::max<size_t>(cfg.get_size("RNDV_FRAG_SIZE"), 4096));

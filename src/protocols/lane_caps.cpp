@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/config.h"
+#include "protocols/oversubscription.h"
 #include "protocols/wire.h"
 
 namespace swy::proto {
@@ -31,6 +32,9 @@ SelectOverrides overrides_from(const common::Config& cfg) {
     o.split_min = cfg.get_size("RNDV_SPLIT_MIN");
     o.rndv_scheme = cfg.get_string("RNDV_SCHEME");
     o.allow = cfg.get_list("PROTO");
+    const Oversubscription busy = detect_oversubscription(cfg);
+    o.oversubscribed = busy.busy;
+    o.oversubscribed_why = busy.why;
     return o;
 }
 

@@ -34,7 +34,8 @@ struct EagerLimits {
 EagerLimits eager_limits(const tl::LaneAttr& lane, size_t pio_max_setting);
 
 /// The selection overrides of a configuration: SWY_RNDV_THRESH, SWY_ZCOPY_THRESH, SWY_PIO_MAX,
-/// SWY_RNDV_SPLIT_MIN, SWY_RNDV_SCHEME, SWY_PROTO.
+/// SWY_RNDV_SPLIT_MIN, SWY_RNDV_SCHEME, SWY_PROTO, and whether the host is oversubscribed
+/// (SWY_OVERSUBSCRIBED, protocols/oversubscription.h).
 SelectOverrides overrides_from(const common::Config& config);
 
 /// How memory the CPU must not touch (device memory) travels on a lane.

@@ -200,7 +200,11 @@ ProtoTable envelope(const std::vector<Candidate>& all, const SelectOverrides& o,
             (is_rndv(best->proto) ? lo == o.rndv_thresh : hi + 1 == o.rndv_thresh)) {
             reason += " [SWY_RNDV_THRESH]";
         }
-        if (forced && is_rndv(best->proto)) reason += " [SWY_RNDV_SCHEME=" + o.rndv_scheme + "]";
+        if (forced && is_rndv(best->proto)) {
+            reason += o.rndv_scheme == "auto"
+                          ? " [oversubscribed: " + o.oversubscribed_why + "; GET needs no peer CPU]"
+                          : " [SWY_RNDV_SCHEME=" + o.rndv_scheme + "]";
+        }
         table.add(hi, best->proto, reason);
     }
     return table;
@@ -228,12 +232,21 @@ const Candidate* forced_candidate(const std::vector<Candidate>& all, const std::
 // automatic choice (or SWY_RNDV_THRESH) gives, and from it on every size takes the forced
 // scheme. (Keeping the scheme's own cost line instead would leave a scheme whose line never
 // beats eager_bcopy, plain GET and PUT over CMA on shm, with no rendezvous at all.)
+//
+// Oversubscribed (and no scheme forced), a lane that reaches its peer with CMA (same host, no
+// keys) runs plain GET the same way: the automatic threshold, then GET alone, so no message
+// waits for a descheduled sender. RDMA lanes keep their choice: their peer may be on another,
+// idle host.
 ProtoTable select_protocols(const LaneCaps& lane, const SelectOverrides& o) {
     constexpr size_t kMax = std::numeric_limits<size_t>::max();
     const std::vector<Candidate> all = candidates(lane);
     const bool thresh_set = o.rndv_thresh != 0;
-    if (o.rndv_scheme == "auto" || o.rndv_thresh == kMax) return envelope(all, o, false, true);
-    const Candidate* forced = forced_candidate(all, o.rndv_scheme);
+    const bool prefer_get =
+        o.rndv_scheme == "auto" && o.oversubscribed && lane.zcopy && !lane.remote_keys;
+    if ((o.rndv_scheme == "auto" && !prefer_get) || o.rndv_thresh == kMax) {
+        return envelope(all, o, false, true);
+    }
+    const Candidate* forced = forced_candidate(all, prefer_get ? "get" : o.rndv_scheme);
     if (forced == nullptr || !allowed(o, forced->proto)) {
         // The lane has no such scheme (tcp has no zero-copy, self no rendezvous), or
         // SWY_PROTO excludes it: the automatic choice among what is left.

@@ -48,6 +48,13 @@ struct SelectOverrides {
     size_t split_min = 0;              ///< SWY_RNDV_SPLIT_MIN (lanes without keys; 0: never)
     std::string rndv_scheme = "auto";  ///< auto | get | put | pipeline
     std::vector<std::string> allow;    ///< SWY_PROTO; empty or {"all"}: every protocol
+    /// The host runs more processes than cores (SWY_OVERSUBSCRIBED,
+    /// protocols/oversubscription.h): with rndv_scheme "auto", a lane that reaches its peer
+    /// by CMA takes plain GET from the automatic rendezvous threshold on (the receiver copies
+    /// alone; the pipeline, PUT and a split GET wait for the sender's CPU). The ranges say
+    /// so, with oversubscribed_why.
+    bool oversubscribed = false;
+    std::string oversubscribed_why;
 };
 
 /// A candidate's linear cost over its valid size range.

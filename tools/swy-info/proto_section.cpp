@@ -14,6 +14,7 @@
 #include "cma_probe.h"
 #include "introspect/introspect.h"
 #include "proto_tables.h"
+#include "protocols/oversubscription.h"
 #include "sections.h"
 #include "text.h"
 
@@ -351,6 +352,9 @@ int print_proto(const Args& args) {
                 costs.from_file ? "" : " (no calibration file; run swy-info --calibrate)");
     print_cost_figures(costs);
     std::printf("  overrides: %s\n", overrides_text(config).c_str());
+    const proto::Oversubscription busy = proto::detect_oversubscription(config);
+    std::printf("  oversubscribed: %s (%s)%s\n", busy.busy ? "yes" : "no", busy.why.c_str(),
+                busy.busy ? ": rendezvous on shm is GET alone, never split" : "");
 
     int rc = 0;
     if (tls == nullptr || *tls == "shm") rc |= print_lane_tables(*context, "shm");

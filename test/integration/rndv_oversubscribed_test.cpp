@@ -1,0 +1,141 @@
+// An oversubscribed host (SWY_OVERSUBSCRIBED=yes, or auto with SWY_LOCAL_PROCS above the
+// cores): every rendezvous over shm is a plain GET, from the threshold the automatic choice
+// gives; the printed table says so and why; messages at threshold-1, threshold and
+// threshold+1 arrive intact; and a large receive completes while its sender sleeps (no
+// pipeline fragments, no split tail to wait for), with the default SWY_RNDV_SCHEME=auto.
+#include <string>
+#include <vector>
+
+#include "multiproc.h"
+
+namespace swy_itest {
+namespace {
+
+constexpr swy_tag_t kTag = 0x5300000000000000ull;
+
+struct Row {
+    size_t lo;
+    size_t hi;  // SIZE_MAX for "inf"
+    std::string proto;
+    std::string line;
+};
+
+/// swy_ep_print_protocols() parsed: "<lo>..<hi> <protocol>  <reason>" per line.
+std::vector<Row> host_table(swy_ep_h ep, std::string* text) {
+    std::vector<char> buf(32768);
+    ICHECK_OK(swy_ep_print_protocols(ep, SWY_MEMTYPE_HOST, buf.data(), buf.size()));
+    *text = buf.data();
+    std::vector<Row> rows;
+    for (const char* p = buf.data(); *p != '\0';) {
+        unsigned long long lo = 0;
+        char hi[32] = {0}, proto[64] = {0};
+        ICHECK_MSG(sscanf(p, "%llu..%31s %63s", &lo, hi, proto) == 3, "cannot parse:\n%s", p);
+        const char* eol = strchr(p, '\n');
+        rows.push_back({lo, strcmp(hi, "inf") == 0 ? SIZE_MAX : strtoull(hi, nullptr, 10), proto,
+                        std::string(p, eol != nullptr ? eol : p + strlen(p))});
+        if (eol == nullptr) break;
+        p = eol + 1;
+    }
+    ICHECK_MSG(!rows.empty() && rows.back().hi == SIZE_MAX, "table does not reach inf:\n%s",
+               text->c_str());
+    return rows;
+}
+
+NodeOptions busy_host(const char* mode, const char* local_procs) {
+    NodeOptions o;
+    o.config = {{"TLS", "shm,cma"},
+                {"RNDV_SCHEME", "auto"},
+                {"OVERSUBSCRIBED", mode},
+                {"LOCAL_PROCS", local_procs}};
+    return o;
+}
+
+/// The first rendezvous size of rank 0's table to rank 1, after checking that every
+/// rendezvous range is rndv_get_cma and says it is there for oversubscription.
+size_t get_threshold(Node& n, const char* why) {
+    std::string text;
+    const std::vector<Row> rows = host_table(n.ep(1), &text);
+    size_t thresh = SIZE_MAX;
+    for (const Row& r : rows) {
+        if (r.proto.rfind("rndv_", 0) != 0) continue;
+        if (thresh == SIZE_MAX) thresh = r.lo;
+        ICHECK_MSG(r.proto == "rndv_get_cma", "oversubscribed, yet %zu.. uses %s:\n%s", r.lo,
+                   r.proto.c_str(), text.c_str());
+        ICHECK_MSG(r.line.find("oversubscribed: ") != std::string::npos &&
+                       r.line.find(why) != std::string::npos,
+                   "the range does not say why (%s):\n%s", why, text.c_str());
+    }
+    ICHECK_MSG(thresh != SIZE_MAX && thresh > 1, "no rendezvous at all:\n%s", text.c_str());
+    return thresh;
+}
+
+// SWY_OVERSUBSCRIBED=auto with more local processes than any host has cores: the table
+// names the count, and sizes around the GET threshold arrive byte for byte.
+TEST(RndvOversubscribed, GetFromTheThresholdCarriesEverySize) {
+    EXPECT_TRUE(run_ranks(2, [&](World& w) {
+        Node n(w, busy_host("auto", "100000"));
+        n.connect_all();
+        swy_worker_h wk = n.worker();
+        std::atomic<uint64_t>& shared_thresh = w.scratch(0);
+        if (w.rank() == 0) shared_thresh.store(get_threshold(n, "100000 local processes on "));
+        w.barrier(wk);
+        const size_t thresh = shared_thresh.load();
+        for (size_t size : {thresh - 1, thresh, thresh + 1, size_t{1} << 20}) {
+            const uint64_t seed = pattern_seed(size, 0, 3);
+            if (w.rank() == 0) {
+                std::vector<unsigned char> buf(size);
+                fill_pattern(buf.data(), size, seed);
+                w.barrier(wk);
+                send_blocking(wk, n.ep(1), buf.data(), size, kTag | size);
+            } else {
+                std::vector<unsigned char> buf(size + kGuardBytes, kGuardByte);
+                Recv r = post_recv(wk, buf.data(), size, kTag | size);
+                w.barrier(wk);
+                ICHECK_OK(finish_recv(wk, r));
+                ICHECK(r.info.length == size);
+                ICHECK_MSG(verify_pattern(buf.data(), size, seed) == size, "%zu bytes corrupted",
+                           size);
+                ICHECK(guard_intact(buf.data() + size));
+            }
+        }
+        n.finish();
+    }));
+}
+
+// The receiver needs nothing from the sender once the RTS is out, even for a message far
+// above the split size (an idle host splits it: the sender would put the tail). Proven by
+// order, not by time: the sender raises "awake" only after its sleep.
+TEST(RndvOversubscribed, LargeReceiveCompletesWhileTheSenderSleeps) {
+    constexpr size_t kSize = 4 << 20;
+    EXPECT_TRUE(run_ranks(2, [&](World& w) {
+        Node n(w, busy_host("yes", "0"));
+        n.connect_all();
+        swy_worker_h wk = n.worker();
+        const uint64_t seed = pattern_seed(kSize, 0, 9);
+        std::atomic<uint64_t>& awake = w.scratch(1);
+        if (w.rank() == 0) {
+            ICHECK(get_threshold(n, "SWY_OVERSUBSCRIBED=yes") < kSize);
+            std::vector<unsigned char> buf(kSize);
+            fill_pattern(buf.data(), kSize, seed);
+            w.barrier(wk);
+            Send s = post_send(n.ep(1), buf.data(), kSize, kTag | 1);
+            ICHECK_MSG(!s.done, "a 4 MiB send completed before any receiver pulled it");
+            sleep(2);  // no progress: only the RTS is out
+            awake.store(1, std::memory_order_release);
+            ICHECK_OK(finish_send(wk, s));
+        } else {
+            std::vector<unsigned char> buf(kSize);
+            Recv r = post_recv(wk, buf.data(), kSize, kTag | 1);
+            w.barrier(wk);
+            ICHECK_OK(finish_recv(wk, r, 20.0));
+            ICHECK_MSG(awake.load(std::memory_order_acquire) == 0,
+                       "the receive completed only after the sender woke up");
+            ICHECK(r.info.length == kSize);
+            ICHECK_MSG(verify_pattern(buf.data(), kSize, seed) == kSize, "payload corrupted");
+        }
+        n.finish();
+    }));
+}
+
+}  // namespace
+}  // namespace swy_itest
