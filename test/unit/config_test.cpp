@@ -64,6 +64,7 @@ TEST(ConfigTable, DeclaresEveryDocumentedVariableWithItsTypeAndDefault) {
         {"TCP_KEEPALIVE", ConfigType::kTime, "2s"},
         {"TCP_CONNECT_TIMEOUT", ConfigType::kTime, "10s"},
         {"AUTH_KEY", ConfigType::kString, ""},
+        {"UCP_VERBOSE", ConfigType::kBool, "n"},
         {"VERBS_SEG_SIZE", ConfigType::kSize, "8K"},
         {"VERBS_RX_CREDITS", ConfigType::kUnsigned, "64"},
         {"VERBS_MAX_INLINE", ConfigType::kSize, "256"},
