@@ -147,6 +147,11 @@ constexpr ConfigVar kTable[] = {
      0,
      1u << 20},
 
+    // --- UCP compatibility library (contrib/ucp, docs/ucp-compat.md) -----------------------
+    {"UCP_VERBOSE", kBool, "n",
+     "libucp.so.0 on Switchyard (swy-ucx-run): print one line per process saying that it runs "
+     "on Switchyard, with its pid, host and transports."},
+
 };
 
 }  // namespace

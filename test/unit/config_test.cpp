@@ -66,6 +66,7 @@ TEST(ConfigTable, DeclaresEveryDocumentedVariableWithItsTypeAndDefault) {
         {"TCP_CONNECT_ATTEMPT_TIMEOUT", ConfigType::kTime, "2s"},
         {"TCP_HANDSHAKE_TIMEOUT", ConfigType::kTime, "30s"},
         {"AUTH_KEY", ConfigType::kString, ""},
+        {"UCP_VERBOSE", ConfigType::kBool, "n"},
         {"VERBS_SEG_SIZE", ConfigType::kSize, "8K"},
         {"VERBS_RX_CREDITS", ConfigType::kUnsigned, "64"},
         {"VERBS_MAX_INLINE", ConfigType::kSize, "256"},
