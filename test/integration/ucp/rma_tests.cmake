@@ -1,0 +1,93 @@
+# The one-sided half of the UCP library's tests (label `ucp`; included by CMakeLists.txt here,
+# whose swy_ucp_add_test asserts every rank's SWY_UCP_VERBOSE line):
+#   - MPICH (ch4:ucx) running the MPI suite's one-sided programs (test/integration/mpi/rma_*.c)
+#     twice: with ucp_mem_map supported (MPI RMA on ucp_put/get) and with SWY_UCP_MEM_MAP=0
+#     (ucp_mem_map refused: MPICH runs MPI RMA over ucp_am_send_nb);
+#   - Open MPI's `osc ucx` (over `pml ucx`) running the same programs;
+#   - OpenSHMEM (Open MPI's `spml ucx`) running contrib/ucp/test/shmem_rma.c.
+#
+# What MPICH 4.0.2 and Open MPI 4.1.4 themselves make of these programs (over real UCX, so that
+# a failure is not mistaken for one of the library): MPICH passes every program but
+# rma_contention (a fetch_and_op counter fetched twice) and has no range checks (rma_errors);
+# osc ucx fails matrix dynamic and rma_edge (see mpi/rma_tests.cmake); oshmem's fetching
+# bitwise atomics and 32-bit compare_swap overrun its stack (shmem_rma.c leaves them out).
+
+set(rma_progs rma_matrix rma_ops rma_datatypes rma_flush rma_edge)
+
+# ---- MPICH --------------------------------------------------------------------------------
+if(SWY_MPICC_MPICH AND SWY_MPIRUN_MPICH)
+  set(outs)
+  foreach(p ${rma_progs})
+    set(out ${CMAKE_CURRENT_BINARY_DIR}/mpich_${p})
+    # No -Werror: MPICH's MPI_STATUSES_IGNORE trips gcc's -Wstringop-overflow in MPI_Waitall.
+    add_custom_command(
+      OUTPUT ${out}
+      COMMAND ${SWY_MPICC_MPICH} -O2 -std=gnu11 -Wall -o ${out} ${mpi_src}/${p}.c
+      DEPENDS ${mpi_src}/${p}.c ${mpi_src}/mpitest.h ${mpi_src}/rmatest.h
+      COMMENT "mpicc.mpich ${p}.c")
+    list(APPEND outs ${out})
+  endforeach()
+  add_custom_target(swy_ucp_mpich_rma_programs ALL DEPENDS ${outs})
+  set(run ${SWY_MPIRUN_MPICH})
+  set(d ${CMAKE_CURRENT_BINARY_DIR})
+
+  # mode "map": ucp_mem_map supported; "am": refused (SWY_UCP_MEM_MAP=0).
+  foreach(mode map am)
+    set(env)
+    if(mode STREQUAL "am")
+      set(env SWY_UCP_MEM_MAP=0)
+    endif()
+    foreach(np 2 4)
+      foreach(flavour create allocate shared dynamic)
+        swy_ucp_add_test(mpich.rma.${mode}.matrix.${flavour}.${np} ${np}
+                         CMD ${run} -np ${np} ${d}/mpich_rma_matrix ${flavour} ENV ${env})
+      endforeach()
+      foreach(p ops datatypes flush edge)
+        swy_ucp_add_test(mpich.rma.${mode}.${p}.${np} ${np}
+                         CMD ${run} -np ${np} ${d}/mpich_rma_${p} ENV ${env})
+      endforeach()
+    endforeach()
+  endforeach()
+  # Eight ranks on the paths with the most traffic between them.
+  swy_ucp_add_test(mpich.rma.map.matrix.allocate.8 8
+                   CMD ${run} -np 8 ${d}/mpich_rma_matrix allocate)
+  swy_ucp_add_test(mpich.rma.am.flush.8 8 CMD ${run} -np 8 ${d}/mpich_rma_flush
+                   ENV SWY_UCP_MEM_MAP=0)
+endif()
+
+# ---- Open MPI osc ucx -----------------------------------------------------------------------
+if(TARGET mpi_rma_matrix AND MPIEXEC_EXECUTABLE)
+  set(run ${MPIEXEC_EXECUTABLE} --oversubscribe --mca pml ucx --mca btl self --mca osc ucx,sm)
+  set(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
+  foreach(np 2 4)
+    foreach(flavour create allocate)
+      swy_ucp_add_test(ompi.osc.matrix.${flavour}.${np} ${np}
+                       CMD ${run} -np ${np} $<TARGET_FILE:mpi_rma_matrix> ${flavour} ENV ${env})
+    endforeach()
+    foreach(p ops datatypes contention flush)
+      swy_ucp_add_test(ompi.osc.${p}.${np} ${np}
+                       CMD ${run} -np ${np} $<TARGET_FILE:mpi_rma_${p}> ENV ${env})
+    endforeach()
+  endforeach()
+  swy_ucp_add_test(ompi.osc.contention.8 8
+                   CMD ${run} -np 8 $<TARGET_FILE:mpi_rma_contention> ENV ${env})
+endif()
+
+# ---- OpenSHMEM spml ucx ---------------------------------------------------------------------
+find_program(SWY_OSHCC oshcc)
+find_program(SWY_OSHRUN oshrun)
+if(SWY_OSHCC AND SWY_OSHRUN)
+  set(src ${CMAKE_SOURCE_DIR}/contrib/ucp/test/shmem_rma.c)
+  set(out ${CMAKE_CURRENT_BINARY_DIR}/shmem_rma)
+  add_custom_command(OUTPUT ${out}
+                     COMMAND ${SWY_OSHCC} -O2 -std=gnu11 -Wall -Wextra -Werror -o ${out} ${src}
+                     DEPENDS ${src} COMMENT "oshcc shmem_rma.c")
+  add_custom_target(swy_ucp_shmem_rma ALL DEPENDS ${out})
+  set(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
+  foreach(np 2 4)
+    swy_ucp_add_test(shmem.rma.${np} ${np}
+                     CMD ${SWY_OSHRUN} --oversubscribe -np ${np} --mca spml ucx ${out} ENV ${env})
+  endforeach()
+else()
+  message(STATUS "ucp tests: OpenSHMEM (oshcc, oshrun) not found; OpenSHMEM part skipped")
+endif()
