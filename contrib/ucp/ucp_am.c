@@ -45,7 +45,8 @@ void ucp_shim_rma_worker_cleanup(struct ucp_worker* worker) {
     ucp_shim_rma_worker_t* rw = worker->rma;
     if (rw == NULL) return;
     for (size_t i = 0; i < rw->num_entries; ++i) {
-        if (rw->entries[i] != NULL) swy_worker_set_am_handler(worker->swy, (uint16_t)i, NULL, NULL, 0);
+        if (rw->entries[i] != NULL)
+            swy_worker_set_am_handler(worker->swy, (uint16_t)i, NULL, NULL, 0);
         free(rw->entries[i]);
     }
     free(rw->entries);
@@ -68,7 +69,8 @@ static ucp_ep_h ep_of(struct ucp_worker* w, swy_ep_h swy) {
     if (swy == NULL) return NULL;
     ucp_shim_worker_lock(w);
     struct ucp_ep* ep = w->eps;
-    while (ep != NULL && ep->swy != swy) ep = ep->next;
+    while (ep != NULL && ep->swy != swy)
+        ep = ep->next;
     ucp_shim_worker_unlock(w);
     return ep;
 }
@@ -76,7 +78,8 @@ static ucp_ep_h ep_of(struct ucp_worker* w, swy_ep_h swy) {
 /* Hands pulled rendezvous data to the handler; keeps it if the handler does. */
 static void deliver_held(am_held_t* held) {
     am_entry_t* e = held->entry;
-    ucs_status_t r = e->cb(e->arg, held->data, held->length, held->reply_ep, UCP_CB_PARAM_FLAG_DATA);
+    ucs_status_t r =
+        e->cb(e->arg, held->data, held->length, held->reply_ep, UCP_CB_PARAM_FLAG_DATA);
     if (r != UCS_INPROGRESS) {
         free(held);
         return;

@@ -188,7 +188,8 @@ ucs_status_t ucp_mem_advise(ucp_context_h context, ucp_mem_h memh,
         return UCS_ERR_INVALID_PARAM;
     }
     const uintptr_t start = (uintptr_t)params->address, base = (uintptr_t)mem->address;
-    if (start < base || params->length > mem->length || start - base > mem->length - params->length) {
+    if (start < base || params->length > mem->length ||
+        start - base > mem->length - params->length) {
         ucp_shim_error(call, "the range is not inside the mapping");
         return UCS_ERR_INVALID_PARAM;
     }

@@ -1,6 +1,6 @@
 /* UCP one-sided operations on Switchyard (swy_put_nb, swy_get_nb, swy_atomic_nb): ucp_put,
  * ucp_get, ucp_put_nb/nbi/nbx, ucp_get_nb/nbi/nbx, ucp_atomic_post, ucp_atomic_fetch_nb,
- * ucp_atomic_op_nbx and ucp_worker_fence. Remote completion is Switchyard's flush, which the
+ * ucp_atomic_op_nbx (ucp_worker_fence, in ucp_worker.c, is swy_worker_fence). Remote completion is Switchyard's flush, which the
  * core's ucp_ep_flush* and ucp_worker_flush* call: it covers every operation started here,
  * the implicit (_nbi) ones included. */
 #include <string.h>
@@ -121,9 +121,8 @@ ucs_status_ptr_t ucp_get_nbx(ucp_ep_h ep, void* buffer, size_t count, uint64_t r
 ucs_status_t ucp_put(ucp_ep_h ep, const void* buffer, size_t length, uint64_t remote_addr,
                      ucp_rkey_h rkey) {
     if (ep == NULL) return UCS_ERR_INVALID_PARAM;
-    return ucp_shim_wait_blocking(
-        ep->worker, rma_request(ep, (void*)buffer, length, remote_addr, rkey, NULL, NULL, 1,
-                                "ucp_put"));
+    return ucp_shim_wait_blocking(ep->worker, rma_request(ep, (void*)buffer, length, remote_addr,
+                                                          rkey, NULL, NULL, 1, "ucp_put"));
 }
 
 ucs_status_t ucp_get(ucp_ep_h ep, void* buffer, size_t length, uint64_t remote_addr,
@@ -184,7 +183,9 @@ ucs_status_t ucp_atomic_post(ucp_ep_h ep, ucp_atomic_post_op_t opcode, uint64_t 
         case UCP_ATOMIC_POST_OP_AND: op = SWY_ATOMIC_OP_AND; break;
         case UCP_ATOMIC_POST_OP_OR: op = SWY_ATOMIC_OP_OR; break;
         case UCP_ATOMIC_POST_OP_XOR: op = SWY_ATOMIC_OP_XOR; break;
-        default: ucp_shim_error(call, "unknown opcode %d", (int)opcode); return UCS_ERR_INVALID_PARAM;
+        default:
+            ucp_shim_error(call, "unknown opcode %d", (int)opcode);
+            return UCS_ERR_INVALID_PARAM;
     }
     if (!size_ok(op_size, call)) return UCS_ERR_INVALID_PARAM;
     const uint32_t v32 = (uint32_t)value;
@@ -259,8 +260,8 @@ ucs_status_ptr_t ucp_atomic_op_nbx(ucp_ep_h ep, ucp_atomic_op_t opcode, const vo
     }
     const size_t size = (size_t)(dt >> UCP_DATATYPE_SHIFT);
     if (!size_ok(size, call)) return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
-    void* reply = (param->op_attr_mask & UCP_OP_ATTR_FIELD_REPLY_BUFFER) ? param->reply_buffer
-                                                                         : NULL;
+    void* reply =
+        (param->op_attr_mask & UCP_OP_ATTR_FIELD_REPLY_BUFFER) ? param->reply_buffer : NULL;
     swy_atomic_op_t op;
     switch (opcode) {
         case UCP_ATOMIC_OP_ADD: op = SWY_ATOMIC_OP_ADD; break;
@@ -290,9 +291,4 @@ ucs_status_ptr_t ucp_atomic_op_nbx(ucp_ep_h ep, ucp_atomic_op_t opcode, const vo
     if (req == NULL) return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
     return atomic_post(ep, op, size, operand, compare, reply, remote_addr, rkey, req,
                        ucp_shim_no_imm(param), call);
-}
-
-ucs_status_t ucp_worker_fence(ucp_worker_h worker) {
-    if (worker == NULL) return UCS_ERR_INVALID_PARAM;
-    return ucp_shim_status(swy_worker_fence(worker->swy));
 }

@@ -34,10 +34,10 @@ struct ucp_mem {
 
 /** ucp_rkey_h: a Switchyard key unpacked on one endpoint. */
 struct ucp_rkey {
-    uint32_t magic;        /**< UCP_SHIM_RKEY_MAGIC until destroyed */
-    swy_rkey_h swy;        /**< NULL: zero-length key, or its endpoint was closed */
-    struct ucp_ep* ep;     /**< NULL once the endpoint was closed (key is dead) */
-    uint64_t address;      /**< the owner's range, for messages */
+    uint32_t magic;    /**< UCP_SHIM_RKEY_MAGIC until destroyed */
+    swy_rkey_h swy;    /**< NULL: zero-length key, or its endpoint was closed */
+    struct ucp_ep* ep; /**< NULL once the endpoint was closed (key is dead) */
+    uint64_t address;  /**< the owner's range, for messages */
     uint64_t length;
     struct ucp_rkey* prev; /**< the endpoint's key list (ep->rma) */
     struct ucp_rkey* next;
@@ -51,10 +51,10 @@ struct ucp_rkey {
  * UCX one (refused with a clear error).
  */
 typedef struct ucp_shim_packed_rkey {
-    uint32_t magic;      /**< UCP_SHIM_PACKED_MAGIC */
-    uint16_t version;    /**< UCP_SHIM_PACKED_VERSION */
-    uint16_t flags;      /**< UCP_SHIM_PACKED_EMPTY: a zero-length mapping, no Switchyard key */
-    uint64_t address;    /**< the mapped range */
+    uint32_t magic;   /**< UCP_SHIM_PACKED_MAGIC */
+    uint16_t version; /**< UCP_SHIM_PACKED_VERSION */
+    uint16_t flags;   /**< UCP_SHIM_PACKED_EMPTY: a zero-length mapping, no Switchyard key */
+    uint64_t address; /**< the mapped range */
     uint64_t length;
     uint32_t swy_length; /**< bytes of Switchyard key that follow (at most UCP_SHIM_PACKED_MAX) */
     uint32_t reserved;

@@ -84,9 +84,13 @@ if(SWY_OSHCC AND SWY_OSHRUN)
                      DEPENDS ${src} COMMENT "oshcc shmem_rma.c")
   add_custom_target(swy_ucp_shmem_rma ALL DEPENDS ${out})
   set(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
+  # osc rdma is left out: at finalize it frees memory through a release hook that a UCX
+  # component registered and whose library is already unloaded (SIGSEGV at exit over real UCX
+  # as well, even for a program that only calls shmem_init and shmem_finalize).
   foreach(np 2 4)
     swy_ucp_add_test(shmem.rma.${np} ${np}
-                     CMD ${SWY_OSHRUN} --oversubscribe -np ${np} --mca spml ucx ${out} ENV ${env})
+                     CMD ${SWY_OSHRUN} --oversubscribe -np ${np} --mca spml ucx --mca osc ^rdma
+                         ${out} ENV ${env})
   endforeach()
 else()
   message(STATUS "ucp tests: OpenSHMEM (oshcc, oshrun) not found; OpenSHMEM part skipped")
