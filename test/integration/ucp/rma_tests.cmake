@@ -14,6 +14,26 @@
 
 set(rma_progs rma_matrix rma_ops rma_datatypes rma_flush rma_edge)
 
+# ---- The UCP calls themselves (two forked processes; contrib/ucp/test/ucp_rma_test.c) -------
+# Not through swy_ucp_add_test: the program provokes the library's error lines on purpose
+# (bad keys, ranges, flags); it checks every status itself. run_check.cmake still asserts both
+# processes' SWY_UCP_VERBOSE line.
+add_executable(ucp_rma_test ${CMAKE_SOURCE_DIR}/contrib/ucp/test/ucp_rma_test.c)
+target_link_libraries(ucp_rma_test PRIVATE swy_ucp swy_ucs)
+target_include_directories(ucp_rma_test SYSTEM PRIVATE ${SWY_UCX_INCLUDE_DIR})
+target_compile_options(ucp_rma_test PRIVATE ${SWY_WARNINGS})
+set_target_properties(ucp_rma_test PROPERTIES C_STANDARD 11 C_EXTENSIONS ON)
+foreach(variant shm tcp)
+  set(env SWY_UCP_VERBOSE=1)
+  if(variant STREQUAL "tcp")
+    list(APPEND env SWY_TLS=tcp,self UCP_RMA_TEST_TCP=1)
+  endif()
+  add_test(NAME ucp.rma_calls.${variant}
+           COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:ucp_rma_test>" -DNP=2 -P ${check})
+  set_tests_properties(ucp.rma_calls.${variant} PROPERTIES LABELS ucp TIMEOUT 60 PROCESSORS 2
+                       ENVIRONMENT "${env}")
+endforeach()
+
 # ---- MPICH --------------------------------------------------------------------------------
 if(SWY_MPICC_MPICH AND SWY_MPIRUN_MPICH)
   set(outs)
