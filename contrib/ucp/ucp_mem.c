@@ -261,8 +261,23 @@ ucs_status_t ucp_ep_rkey_unpack(ucp_ep_h ep, const void* rkey_buffer, ucp_rkey_h
     }
     ucp_shim_packed_rkey_t header;
     memcpy(&header, rkey_buffer, sizeof(header));
+    uint64_t md_map = 0;
+    memcpy(&md_map, rkey_buffer, sizeof(md_map));
+    if (md_map == 0) {
+        /* What UCX makes of a key whose memory-domain map is empty: a key that reaches no
+           memory (every access with it fails). Open MPI 4.1's osc ucx unpacks such bytes (a
+           slot in front of its dynamic-window table) for MPI_Rput/MPI_Rget on dynamic
+           windows and never uses the key, so refusing it would fail those calls. */
+        memset(&header, 0, sizeof(header));
+        header.magic = UCP_SHIM_PACKED_MAGIC;
+        header.version = UCP_SHIM_PACKED_VERSION;
+        header.flags = UCP_SHIM_PACKED_EMPTY;
+    }
     if (header.magic != UCP_SHIM_PACKED_MAGIC || header.version != UCP_SHIM_PACKED_VERSION) {
-        ucp_shim_error(call, "not a key packed by this library (a key from UCX itself?)");
+        ucp_shim_error(call,
+                       "not a key packed by this library (a key from UCX itself?): starts with "
+                       "%08x %04x",
+                       header.magic, header.version);
         return UCS_ERR_INVALID_PARAM;
     }
     const int empty = (header.flags & UCP_SHIM_PACKED_EMPTY) != 0;
