@@ -4,6 +4,7 @@
  * the one-sided half (SWY_UCP_MEM_MAP, keys of a closing endpoint). */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -16,11 +17,12 @@
 ucs_status_t ucp_shim_rma_context_init(struct ucp_context* context) {
     ucp_shim_rma_context_t* rc = calloc(1, sizeof(*rc));
     if (rc == NULL) return UCS_ERR_NO_MEMORY;
+    /* SWY_UCP_MEM_MAP (a bool of the config table: the values Switchyard reads as false). */
     const char* v = getenv("SWY_UCP_MEM_MAP");
     rc->mem_map_enabled = 1;
-    if (v != NULL && (strcmp(v, "0") == 0 || strcmp(v, "n") == 0 || strcmp(v, "no") == 0 ||
-                      strcmp(v, "off") == 0)) {
-        rc->mem_map_enabled = 0;
+    static const char* const kFalse[] = {"n", "no", "0", "off", "false"};
+    for (size_t i = 0; v != NULL && i < sizeof(kFalse) / sizeof(kFalse[0]); ++i) {
+        if (strcasecmp(v, kFalse[i]) == 0) rc->mem_map_enabled = 0;
     }
     context->rma = rc;
     return UCS_OK;
