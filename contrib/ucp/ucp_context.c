@@ -23,8 +23,17 @@ ucs_status_t ucp_lib_query(ucp_lib_attr_t* attr) {
 
 static atomic_int announced; /* the SWY_UCP_VERBOSE line is printed once per process */
 
+/* SWY_UCP_VERBOSE through the configuration (its bool syntax), or the environment when the
+ * Switchyard library is older than the variable. */
+static int verbose(const ucp_config_t* config) {
+    char v[16];
+    if (config != NULL && swy_config_get(config->swy, "UCP_VERBOSE", v, sizeof(v)) == SWY_OK)
+        return v[0] == 'y' || v[0] == 'Y' || v[0] == '1' || v[0] == 't' || v[0] == 'T';
+    return ucp_shim_verbose();
+}
+
 static void announce(const struct ucp_context* c, const ucp_config_t* config) {
-    if (!ucp_shim_verbose() || atomic_exchange(&announced, 1) != 0) return;
+    if (!verbose(config) || atomic_exchange(&announced, 1) != 0) return;
     char host[64] = "?";
     gethostname(host, sizeof(host) - 1);
     char tls[128] = "all";
@@ -108,7 +117,8 @@ ucs_status_t ucp_context_query(ucp_context_h context, ucp_context_attr_t* attr) 
     if (attr->field_mask & UCP_ATTR_FIELD_MEMORY_TYPES)
         attr->memory_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     if (attr->field_mask & UCP_ATTR_FIELD_NAME)
-        snprintf(attr->name, sizeof(attr->name), "%s", context->name);
+        snprintf(attr->name, sizeof(attr->name), "%.*s", (int)sizeof(attr->name) - 1,
+                 context->name);
     return UCS_OK;
 }
 

@@ -17,7 +17,7 @@ ucs_status_t ucp_worker_create(ucp_context_h context, const ucp_worker_params_t*
     if (w == NULL) return UCS_ERR_NO_MEMORY;
     w->context = context;
     w->thread_mode = UCS_THREAD_MODE_SINGLE;
-    snprintf(w->name, sizeof(w->name), "%s:%d", context->name, (int)getpid());
+    snprintf(w->name, sizeof(w->name), "%.40s:%d", context->name, (int)getpid());
     if (params != NULL) {
         if (params->field_mask & UCP_WORKER_PARAM_FIELD_THREAD_MODE)
             w->thread_mode = params->thread_mode;
@@ -84,7 +84,7 @@ ucs_status_t ucp_worker_query(ucp_worker_h w, ucp_worker_attr_t* attr) {
     }
     if (attr->field_mask & UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER) attr->max_am_header = 4096;
     if (attr->field_mask & UCP_WORKER_ATTR_FIELD_NAME)
-        snprintf(attr->name, sizeof(attr->name), "%s", w->name);
+        snprintf(attr->name, sizeof(attr->name), "%.*s", (int)sizeof(attr->name) - 1, w->name);
     if (attr->field_mask & UCP_WORKER_ATTR_FIELD_MAX_INFO_STRING) attr->max_debug_string = 128;
     /* ADDRESS_FLAGS only qualifies ADDRESS: the address is always the full one. */
     return UCS_OK;

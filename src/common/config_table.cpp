@@ -135,6 +135,11 @@ constexpr ConfigVar kTable[] = {
      "refused. Empty: no authentication (a PMIx bootstrap installs a per-job key itself). "
      "An invalid value fails worker creation."},
 
+    // --- UCP compatibility library (contrib/ucp, docs/ucp-compat.md) -----------------------
+    {"UCP_VERBOSE", kBool, "n",
+     "libucp.so.0 on Switchyard (swy-ucx-run): print one line per process saying that it runs "
+     "on Switchyard, with its pid, host and transports."},
+
 };
 
 }  // namespace

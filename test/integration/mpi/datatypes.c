@@ -2,6 +2,8 @@
  * and received contiguous and the other way round, small (eager) and large (rendezvous,
  * where a PML must pack or unpack non-contiguous memory in pieces). Elements the type
  * skips must stay untouched on the receiver. */
+#include <stddef.h>
+
 #include "mpitest.h"
 
 /* Distinct for every position and salt; unsigned, so the multiplication wraps instead of
