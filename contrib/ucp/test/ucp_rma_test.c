@@ -4,8 +4,8 @@
  * (pack/unpack, a foreign key refused, ucp_rkey_ptr), put/get in every call form across sizes
  * (each byte checked, guard bytes untouched), atomics ADD/AND/OR/XOR/SWAP/CSWAP at 32 and 64
  * bits through ucp_atomic_op_nbx, ucp_atomic_post and ucp_atomic_fetch_nb on allocated and
- * registered memory (results checked step by step), and old-API active messages (contig, a
- * 2-entry iov, eager and rendezvous sizes, data kept and released). Exit status 0 = pass.
+ * registered memory (results checked step by step), and active messages of both APIs (contig,
+ * a 2-entry iov, eager and rendezvous sizes, data kept and released, ucp_am_recv_data_nbx). Exit status 0 = pass.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -450,6 +450,94 @@ static void active_messages(void) {
     CHECK(ucp_worker_set_am_handler(worker, kAmId, NULL, NULL, 0) == UCS_OK, "clear handler");
 }
 
+/* ---- active messages, new API (ucp_am_send_nbx, ucp_worker_set_am_recv_handler) ---- */
+
+enum { kAmNbxId = 9, kAmNbxMessages = 3 };
+static int nbx_received;
+
+/* One rendezvous message being received (several may be in flight: a completion is delivered
+ * from ucp_worker_progress, possibly after the next message's handler ran). */
+typedef struct {
+    uint32_t seq;
+    size_t length;
+    unsigned char data[];
+} nbx_rndv_t;
+
+static void nbx_check(uint32_t seq, const unsigned char* p, size_t n) {
+    size_t bad = 0;
+    for (size_t i = 0; i < n; ++i)
+        bad += p[i] != pattern(1 - me, n, i);
+    CHECK(bad == 0, "nbx AM %u: %zu of %zu bytes wrong", seq, bad, n);
+}
+
+static void nbx_rndv_done(void* req, ucs_status_t status, size_t length, void* user) {
+    (void)req;
+    nbx_rndv_t* m = user;
+    CHECK(status == UCS_OK && length == m->length, "recv_data_nbx: %s, %zu bytes",
+          ucs_status_string(status), length);
+    nbx_check(m->seq, m->data, m->length);
+    free(m);
+    ++nbx_received;
+}
+
+static ucs_status_t nbx_cb(void* arg, const void* header, size_t header_length, void* data,
+                           size_t length, const ucp_am_recv_param_t* param) {
+    CHECK(arg == &nbx_received && header_length == sizeof(uint32_t), "nbx handler arguments");
+    uint32_t seq;
+    memcpy(&seq, header, sizeof seq);
+    if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+        nbx_check(seq, data, length);
+        ++nbx_received;
+        return UCS_OK;
+    }
+    nbx_rndv_t* m = malloc(sizeof(*m) + length);
+    m->seq = seq;
+    m->length = length;
+    ucp_request_param_t p = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+        .cb.recv_am = nbx_rndv_done,
+        .user_data = m};
+    ucs_status_ptr_t r = ucp_am_recv_data_nbx(worker, data, m->data, length, &p);
+    CHECK(!UCS_PTR_IS_ERR(r), "ucp_am_recv_data_nbx failed");
+    if (r == NULL) {
+        nbx_rndv_done(NULL, UCS_OK, length, m);
+    } else if (!UCS_PTR_IS_ERR(r)) {
+        ucp_request_free(r); /* its callback still runs */
+    }
+    return UCS_OK;
+}
+
+static void active_messages_nbx(void) {
+    ucp_am_handler_param_t hp = {
+        .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                      UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS,
+        .id = kAmNbxId,
+        .flags = UCP_AM_FLAG_WHOLE_MSG,
+        .cb = nbx_cb,
+        .arg = &nbx_received};
+    CHECK(ucp_worker_set_am_recv_handler(worker, &hp) == UCS_OK, "set_am_recv_handler");
+    barrier();
+    static const size_t lengths[kAmNbxMessages] = {64, 1 << 20, 300000};
+    for (uint32_t k = 0; k < kAmNbxMessages; ++k) {
+        const size_t n = lengths[k];
+        unsigned char* payload = malloc(n);
+        for (size_t i = 0; i < n; ++i)
+            payload[i] = pattern(me, n, i);
+        ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                                 UCP_OP_ATTR_FIELD_USER_DATA |
+                                                 UCP_OP_ATTR_FIELD_FLAGS,
+                                 .flags = k == 2 ? UCP_AM_SEND_FLAG_RNDV : 0,
+                                 .cb.send = send_nbx_cb,
+                                 .user_data = &cb_count};
+        CHECK(wait_req(ucp_am_send_nbx(ep, kAmNbxId, &k, sizeof k, payload, n, &p)) == UCS_OK,
+              "am_send_nbx %u", k);
+        free(payload);
+    }
+    while (nbx_received < kAmNbxMessages)
+        ucp_worker_progress(worker);
+    barrier();
+}
+
 /* ---- main ---- */
 
 static ucp_context_h init_context(void) {
@@ -501,6 +589,7 @@ static int run(void) {
     atomics(&alloc_region, "allocated");
     atomics(&reg_region, "registered");
     active_messages();
+    active_messages_nbx();
 
     /* SWY_UCP_MEM_MAP=0: every mapping refused as MPICH expects to fall back. */
     setenv("SWY_UCP_MEM_MAP", "0", 1);
