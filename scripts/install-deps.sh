@@ -17,7 +17,25 @@ PACKAGES=(
   librdmacm-dev ibverbs-utils
   ucx-utils libucx-dev
   python3
+  mpich libmpich-dev
 )
+
+# MPICH (for the UCP compatibility library's tests, contrib/ucp) installs beside Open MPI;
+# Open MPI stays what `mpicc`/`mpirun` name (MPICH is `mpicc.mpich`/`mpirun.mpich`).
+# Debian's alternatives already prefer Open MPI; pin them so an MPICH install cannot switch.
+prefer_openmpi() {
+  local name target sudo=()
+  [[ $(id -u) -ne 0 ]] && sudo=(sudo)
+  for name in mpi mpirun; do
+    target=/usr/bin/mpicc.openmpi
+    [[ $name == mpirun ]] && target=/usr/bin/mpirun.openmpi
+    [[ -x $target ]] || continue
+    if [[ $(readlink -f "/etc/alternatives/$name" 2>/dev/null) != "$target" ]] ||
+       update-alternatives --query "$name" 2>/dev/null | grep -q '^Status: auto'; then
+      "${sudo[@]}" update-alternatives --quiet --set "$name" "$target" || true
+    fi
+  done
+}
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
   echo "install-deps: this script needs a Debian/Ubuntu system (dpkg and apt-get)" >&2
@@ -34,6 +52,7 @@ done
 
 if (( ${#missing[@]} == 0 )); then
   echo "install-deps: all ${#PACKAGES[@]} packages already installed"
+  prefer_openmpi
   exit 0
 fi
 
@@ -51,4 +70,5 @@ echo "install-deps: installing ${missing[*]}"
 "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
 "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
   apt-get install -y -q --no-install-recommends "${missing[@]}"
+prefer_openmpi
 echo "install-deps: done"

@@ -101,6 +101,10 @@ static ucs_status_t apply(swy_config_h cfg, const char* name, const char* value)
         if (mapped[0] == '\0') return UCS_OK;
         return swy_config_set(cfg, "TLS", mapped) == SWY_OK ? UCS_OK : UCS_ERR_INVALID_PARAM;
     }
+    if (strcmp(name, "RNDV_SCHEME") == 0) { /* UCX's names of the zero-copy schemes */
+        if (strcmp(value, "get_zcopy") == 0) value = "get";
+        if (strcmp(value, "put_zcopy") == 0) value = "put";
+    }
     for (size_t i = 0; i < sizeof(same_name) / sizeof(same_name[0]); ++i) {
         if (strcmp(name, same_name[i]) != 0) continue;
         if (getenv(swy_name) != NULL) return UCS_OK;

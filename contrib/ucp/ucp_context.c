@@ -129,7 +129,8 @@ void ucp_context_print_info(const ucp_context_h context, FILE* stream) {
     fprintf(stream, "#            name: %s\n", context->name);
     /* One "# resource" line per Switchyard transport, in UCX's format (Open MPI's
      * opal_common_ucx_support_level parses "<tl>/<device>" from them). Switchyard opens its
-     * transports per worker, so the list is what SWY_TLS allows here. */
+     * transports per worker (those SWY_TLS enables and this host has), so the list names the
+     * transports it has, not which ones a worker will open. */
     static const char* const tls[] = {"self/memory", "shm/memory", "cma/memory", "tcp/network",
                                       "verbs/rdma"};
     for (int i = 0; i < (int)(sizeof(tls) / sizeof(tls[0])); ++i)
