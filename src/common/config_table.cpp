@@ -105,6 +105,10 @@ constexpr ConfigVar kTable[] = {
      "atomic is a CPU atomic instruction, the initiator's on memory it has mapped (same host, "
      "allocated by swy_mem_map) or the target's from its progress, so atomics on one word are "
      "atomic with each other whichever lane carries them. Anything else is refused."},
+    {"UCP_MEM_MAP", kBool, "y",
+     "UCP compatibility library (contrib/ucp) only: \"n\" makes ucp_mem_map refuse all memory "
+     "with UCS_ERR_UNSUPPORTED, so that MPICH runs MPI one-sided communication over active "
+     "messages instead of ucp_put/ucp_get (docs/ucp-compat.md)."},
 
     // --- Memory types ------------------------------------------------------------------------
     {"SIMDEV_BW", kDouble, "5e9",

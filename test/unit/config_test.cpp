@@ -50,6 +50,7 @@ TEST(ConfigTable, DeclaresEveryDocumentedVariableWithItsTypeAndDefault) {
         {"CMA", ConfigType::kString, "auto"},
         {"KEEPALIVE_INTERVAL", ConfigType::kTime, "200ms"},
         {"ATOMIC_MODE", ConfigType::kString, "cpu"},
+        {"UCP_MEM_MAP", ConfigType::kBool, "y"},
         {"SIMDEV_BW", ConfigType::kDouble, "5e9"},
         {"SIMDEV_LATENCY", ConfigType::kTime, "2us"},
         {"SIMDEV_THROTTLE", ConfigType::kBool, "n"},
