@@ -23,7 +23,9 @@
 //   - tl::cma::parse_cma_mode: swy-info --proto reads SWY_CMA the way a worker does, to show
 //     whether the CPU-copy zero-copy rows are in the table;
 //   - tl::tcp wire constants (kMaxFrameBody): --calibrate splits loopback tcp time into
-//     per-fragment overhead and wire time with the frame size the transport really uses.
+//     per-fragment overhead and wire time with the frame size the transport really uses;
+//   - proto::detect_oversubscription: swy-info --proto says whether the selector treats the
+//     host as oversubscribed (GET without a split), with the same detection a worker runs.
 //
 // Everything here is internal and may change between versions; applications use the public
 // API only. Additive: a tool that needs more adds it here, with a line above saying why.
@@ -35,6 +37,7 @@
 #include "core/context.h"
 #include "core/topology.h"
 #include "protocols/lane_caps.h"
+#include "protocols/oversubscription.h"
 #include "protocols/select.h"
 #include "protocols/wire.h"
 #include "transports/cma/cma.h"

@@ -62,12 +62,17 @@ TEST(ConfigTable, DeclaresEveryDocumentedVariableWithItsTypeAndDefault) {
         {"NUMA_PLACEMENT", ConfigType::kBool, "y"},
         {"NET_DEVICES", ConfigType::kList, "all"},
         {"TCP_SNDBUF_LIMIT", ConfigType::kSize, "4M"},
-        {"TCP_KEEPALIVE", ConfigType::kTime, "2s"},
+        {"TCP_KEEPALIVE", ConfigType::kTime, "10s"},
+        {"TCP_USER_TIMEOUT", ConfigType::kTime, "30s"},
         {"TCP_CONNECT_TIMEOUT", ConfigType::kTime, "10s"},
         {"TCP_CONNECT_ATTEMPT_TIMEOUT", ConfigType::kTime, "2s"},
         {"TCP_HANDSHAKE_TIMEOUT", ConfigType::kTime, "30s"},
         {"AUTH_KEY", ConfigType::kString, ""},
         {"UCP_VERBOSE", ConfigType::kBool, "n"},
+        {"OVERSUBSCRIBED", ConfigType::kString, "auto"},
+        {"LOCAL_PROCS", ConfigType::kUnsigned, "0"},
+        {"SHM_MAX_SENDERS", ConfigType::kUnsigned, "16384"},
+        {"SHM_TEST_DIE_AFTER_CLAIM", ConfigType::kUnsigned, "0"},
         {"VERBS_SEG_SIZE", ConfigType::kSize, "8K"},
         {"VERBS_RX_CREDITS", ConfigType::kUnsigned, "64"},
         {"VERBS_MAX_INLINE", ConfigType::kSize, "256"},
@@ -194,7 +199,7 @@ TEST(ConfigReader, ValuesInRangeAndChoicesReadAsDeclared) {
     ConfigReader r(cfg);
     EXPECT_EQ(r.get_unsigned("SHM_FIFO_CELLS", 1, 1024), 256u);
     EXPECT_EQ(r.get_size("SHM_CELL_SIZE", 64), 8192u);
-    EXPECT_EQ(r.get_time_ns("TCP_KEEPALIVE"), 2'000'000'000u);
+    EXPECT_EQ(r.get_time_ns("TCP_KEEPALIVE"), 10'000'000'000u);
     EXPECT_EQ(r.get_choice("VERBS_RCACHE", {"auto", "off"}), "off");
     EXPECT_TRUE(r.ok()) << r.error();
     EXPECT_EQ(r.get_choice("RNDV_SCHEME", {"get", "put"}), "");

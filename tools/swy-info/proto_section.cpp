@@ -14,7 +14,6 @@
 #include "cma_probe.h"
 #include "introspect/introspect.h"
 #include "proto_tables.h"
-#include "protocols/oversubscription.h"
 #include "sections.h"
 #include "text.h"
 

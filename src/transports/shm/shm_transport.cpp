@@ -61,8 +61,8 @@ constexpr common::ConfigVar kVars[] = {
      "16384",
      "Sender slots in each worker's receive segment: every shm endpoint to the worker takes "
      "one, and so does the worker's reply lane to each process that sends to it (an MPI "
-     "peer takes two). A slot is one cache line, committed only once claimed; slots of "
-     "closed endpoints and dead processes are reused. With the table full, creating an "
+     "peer takes two). Slots of closed endpoints and dead processes are "
+     "reused. With the table full, creating an "
      "endpoint fails with SWY_ERR_NO_RESOURCE, and so do the requests of a peer that cannot "
      "be answered.",
      {},
