@@ -342,12 +342,16 @@ unsigned ConnManager::decide_held() {
 }
 
 ConnRequest* ConnManager::offered_request(const void* handle) const {
-    const ConnRequest* named = SlotArena<ConnRequest>::resolve(reinterpret_cast<uintptr_t>(handle));
-    if (named == nullptr) return nullptr;  // finished (or never a request): not followed
+    // The handle may be anything the application passed: nothing it points at is read until
+    // its address is known to be one of this worker's requests (then its generation says
+    // whether the handle is still current).
+    const auto h = reinterpret_cast<uintptr_t>(handle);
+    const ConnRequest* named = handle::address<ConnRequest>(h);
+    if (named == nullptr) return nullptr;
     for (const auto& r : requests_) {
-        if (r.get() == named) {
-            return r->state == ConnRequest::State::kOffered ? r.get() : nullptr;
-        }
+        if (r.get() != named) continue;
+        if (SlotArena<ConnRequest>::resolve(h) == nullptr) return nullptr;  // finished, reused
+        return r->state == ConnRequest::State::kOffered ? r.get() : nullptr;
     }
     return nullptr;
 }
