@@ -26,7 +26,10 @@ NETNS_RANK_PIDS=()
 for r in 0 1 2; do
   key=$key_a
   (( r == odd )) && key=$key_b
-  netns_spawn "$r" "$NETNS_TMP/mixed.rank$r.log" env SWY_AUTH_KEY="$key" \
+  # A short connect timeout: when the odd rank's connect crosses a peer's, the peer may
+  # redirect it to the peer's own connection, which then fails authentication on the peer's
+  # side; the odd rank learns it when that wait times out (SWY_TCP_CONNECT_TIMEOUT).
+  netns_spawn "$r" "$NETNS_TMP/mixed.rank$r.log" env SWY_AUTH_KEY="$key" SWY_TCP_CONNECT_TIMEOUT=3s \
     "$NETNS_BIN/swy_exchange" --rank "$r" --size 3 --dir "$NETNS_TMP/mixed.addr" \
     --wait-for "$NETNS_TMP/mixed.go" --pattern alltoall --sizes 0:64K --iters 3 \
     --tolerate-failures --timeout 20
@@ -35,6 +38,8 @@ done
 netns_exchange_go mixed
 netns_exchange_wait mixed 60 "$odd"
 netns_assert_only_failure mixed 3 "$odd"
+# The odd rank finishes too (it tolerates the failures), having blamed both others.
+netns_wait_pid "${NETNS_RANK_PIDS[$odd]}" 60 || true
 grep -qE "^rank $odd: ep to rank 0 failed" "$NETNS_TMP/mixed.rank$odd.log" ||
   netns_fail "rank $odd did not blame rank 0"
 grep -qE "^rank $odd: ep to rank 1 failed" "$NETNS_TMP/mixed.rank$odd.log" ||
