@@ -79,7 +79,11 @@ void TcpInterface::check_liveness() {
         int outq = 0;
         const bool waiting = info.tcpi_unacked != 0 || c->has_output() ||
                              (ioctl(c->fd.get(), SIOCOUTQ, &outq) == 0 && outq > 0);
-        if (!waiting || info.tcpi_last_ack_recv < limit_ms) continue;
+        // And something of ours goes unanswered: data in flight, or two window probes in a row.
+        // A peer that answers every probe of its closed window is alive but not reading; the
+        // kernel backs those probes off to minutes apart, so their answers cannot be timed.
+        const bool unanswered = info.tcpi_unacked != 0 || info.tcpi_probes >= 2;
+        if (!waiting || !unanswered || info.tcpi_last_ack_recv < limit_ms) continue;
         log_printf(LogLevel::kWarn,
                    "tcp: connection %u to %016llx: nothing heard from the peer for %u ms with "
                    "data waiting (SWY_TCP_USER_TIMEOUT %llu ms): timed out",
