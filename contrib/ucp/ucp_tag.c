@@ -100,18 +100,27 @@ ucs_status_t ucp_tag_send_nbr(ucp_ep_h ep, const void* buffer, size_t count,
 /* Receives                                                                                  */
 /* ---------------------------------------------------------------------------------------- */
 
+/* Switchyard parameters for receive @p req (tag or matched message). On failure @p req goes
+ * back to its pool and the status is the caller's result. */
+static ucs_status_t recv_params(ucp_shim_request_t* req, const ucp_request_param_t* param,
+                                size_t count, swy_request_params_t* p, size_t* swy_count) {
+    ucs_status_t s =
+        ucp_shim_swy_params(req, param, count, NULL, ucp_shim_swy_recv_cb, p, swy_count);
+    if (s != UCS_OK) {
+        ucp_shim_req_put(req);
+        return s;
+    }
+    req->flags |= UCP_SHIM_REQ_RECV;
+    return UCS_OK;
+}
+
 static ucs_status_ptr_t tag_recv(ucp_worker_h w, void* buffer, size_t count, ucp_tag_t tag,
                                  ucp_tag_t tag_mask, const ucp_request_param_t* param,
                                  ucp_shim_request_t* req, int no_imm) {
     swy_request_params_t p;
     size_t swy_count;
-    ucs_status_t s =
-        ucp_shim_swy_params(req, param, count, NULL, ucp_shim_swy_recv_cb, &p, &swy_count);
-    if (s != UCS_OK) {
-        ucp_shim_req_put(req);
-        return UCS_STATUS_PTR(s);
-    }
-    req->flags |= UCP_SHIM_REQ_RECV;
+    ucs_status_t s = recv_params(req, param, count, &p, &swy_count);
+    if (s != UCS_OK) return UCS_STATUS_PTR(s);
     swy_request_h sreq = NULL;
     swy_status_t st = swy_tag_recv_nb(w->swy, buffer, swy_count, tag, tag_mask, &p, &sreq);
     return ucp_shim_req_post_result(req, st, sreq, no_imm);
@@ -178,13 +187,8 @@ static ucs_status_ptr_t msg_recv(ucp_worker_h w, void* buffer, size_t count,
     }
     swy_request_params_t p;
     size_t swy_count;
-    ucs_status_t s =
-        ucp_shim_swy_params(req, param, count, NULL, ucp_shim_swy_recv_cb, &p, &swy_count);
-    if (s != UCS_OK) {
-        ucp_shim_req_put(req);
-        return UCS_STATUS_PTR(s);
-    }
-    req->flags |= UCP_SHIM_REQ_RECV;
+    ucs_status_t s = recv_params(req, param, count, &p, &swy_count);
+    if (s != UCS_OK) return UCS_STATUS_PTR(s);
     swy_request_h sreq = NULL;
     swy_status_t st =
         swy_tag_msg_recv_nb(w->swy, buffer, swy_count, (swy_message_h)message, &p, &sreq);
