@@ -84,7 +84,6 @@ bool Exchange::setup() {
         return false;
     }
 
-    const size_t max_size = *std::max_element(opts_.sizes.begin(), opts_.sizes.end());
     peers_.resize(static_cast<size_t>(opts_.size));
     std::string transports;
     for (int r = 0; r < opts_.size; ++r) {
@@ -110,8 +109,6 @@ bool Exchange::setup() {
             // Appends, not operator+: GCC 12 -O3 warns falsely (-Wrestrict) on " " + string.
             transports.append(" ").append(std::to_string(r)).append("=").append(attr.transport);
         }
-        p.send_buf.resize(max_size);
-        p.recv_buf.resize(max_size);
     }
     std::printf("rank %d: connected to %d ranks, transports:%s\n", me, opts_.size - 1,
                 transports.c_str());
@@ -277,35 +274,54 @@ bool Exchange::judge(const std::vector<Op>& ops, const char* what) {
 
 bool Exchange::run_round(unsigned iter, unsigned size_index) {
     const int me = opts_.rank, n = opts_.size;
-    const size_t length = opts_.sizes[size_index];
-    std::vector<int> sources, targets;
+    // Peers in shift order: at step k, send to rank me+k and receive from me-k, so that every
+    // rank's window of steps pairs with the same window on its peers (a pairwise exchange).
+    std::vector<std::pair<int, int>> steps;  // (source, target)
     if (opts_.pattern == Pattern::kRing) {
-        sources.push_back((me + n - 1) % n);
-        targets.push_back((me + 1) % n);
+        steps.emplace_back((me + n - 1) % n, (me + 1) % n);
     } else {
-        for (int r = 0; r < n; ++r) {
-            if (r != me) sources.push_back(r), targets.push_back(r);
-        }
+        for (int k = 1; k < n; ++k)
+            steps.emplace_back((me + n - k) % n, (me + k) % n);
     }
+    // A window bounds the buffers in flight (every rank of a 128-rank all-to-all of 1 MiB
+    // messages would otherwise hold 254 MiB); 0 posts every step at once.
+    const size_t window = opts_.window == 0 ? steps.size() : opts_.window;
+    bool ok = true;
+    for (size_t first = 0; first < steps.size(); first += window) {
+        const size_t last = std::min(steps.size(), first + window);
+        ok = run_steps(iter, size_index, steps.data() + first, last - first) && ok;
+        if (!ok && !opts_.tolerate_failures) return false;
+    }
+    return ok;
+}
+
+bool Exchange::run_steps(unsigned iter, unsigned size_index, const std::pair<int, int>* steps,
+                         size_t count) {
+    const int me = opts_.rank;
+    const size_t length = opts_.sizes[size_index];
     std::vector<Op> ops;
-    ops.reserve(sources.size() + targets.size());  // post_recv keeps &op->info
+    ops.reserve(2 * count);  // post_recv keeps &op->info
     // Receives first, so that most messages land in a posted buffer.
-    for (int src : sources) {
+    for (size_t i = 0; i < count; ++i) {
+        const int src = steps[i].first;
         if (!live(src) && opts_.tolerate_failures) continue;
         Op& op = ops.emplace_back();
         op.peer = src;
         op.is_recv = true;
-        op.buf = peers_[static_cast<size_t>(src)].recv_buf.data();
+        op.storage.resize(std::max<size_t>(length, 1));
+        op.buf = op.storage.data();
         op.length = length;
         op.tag = data_tag(iter, size_index, src);
         op.seed = payload_seed(src, me, iter, size_index);
         post_recv(&op);
     }
-    for (int dst : targets) {
+    for (size_t i = 0; i < count; ++i) {
+        const int dst = steps[i].second;
         if (!live(dst) && opts_.tolerate_failures) continue;
         Op& op = ops.emplace_back();
         op.peer = dst;
-        op.buf = peers_[static_cast<size_t>(dst)].send_buf.data();
+        op.storage.resize(std::max<size_t>(length, 1));
+        op.buf = op.storage.data();
         op.length = length;
         op.tag = data_tag(iter, size_index, me);
         op.seed = payload_seed(me, dst, iter, size_index);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "exchange_options.h"
@@ -38,13 +39,13 @@ private:
         bool failed = false;    // its endpoint reported an error
         bool finished = false;  // its first barrier message arrived: it is done with the rounds
         swy_status_t failure = SWY_OK;
-        std::vector<uint8_t> send_buf, recv_buf;
     };
     /// One posted send or receive of a round.
     struct Op {
         int peer = -1;
         bool is_recv = false;
         swy_request_h req = nullptr;
+        std::vector<uint8_t> storage;  // the op's own buffer: only a window's worth lives at once
         uint8_t* buf = nullptr;
         size_t length = 0;
         swy_tag_t tag = 0;
@@ -70,6 +71,9 @@ private:
     /// Checks the outcome of every op; counts and prints errors. Returns false on any error.
     bool judge(const std::vector<Op>& ops, const char* what);
     bool run_round(unsigned iter, unsigned size_index);
+    /// One window of a round: @p count (source, target) pairs posted together and completed.
+    bool run_steps(unsigned iter, unsigned size_index, const std::pair<int, int>* steps,
+                   size_t count);
     bool barrier_phase(unsigned phase);
     double seconds() const;
 

@@ -20,6 +20,7 @@ constexpr const char* kUsage =
     "  --tolerate-failures     when an endpoint fails, keep exchanging with the live ranks\n"
     "  --timeout S             seconds to wait for addresses or for one round (default 30)\n"
     "  --progress-every N      print a progress line every N iterations (default 1)\n"
+    "  --window N              alltoall: exchange with N peers at a time (default 0: all)\n"
     "  --wait-for FILE         once connected, wait until FILE exists before the first round\n"
     "                          (lets a test inject a fault after connection set-up)\n";
 
@@ -125,6 +126,8 @@ ExchangeOptions parse_exchange_options(int argc, char** argv) {
             o.timeout_s = parse_unsigned("bad --timeout", v);
         } else if (flag == "--wait-for") {
             o.wait_for = v;
+        } else if (flag == "--window") {
+            o.window = parse_unsigned("bad --window", v);
         } else if (flag == "--progress-every") {
             o.progress_every = parse_unsigned("bad --progress-every", v);
             if (o.progress_every == 0) usage_error("bad --progress-every", v);

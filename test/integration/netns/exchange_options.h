@@ -19,6 +19,7 @@ struct ExchangeOptions {
     bool tolerate_failures = false;  // carry on with the live ranks when a peer fails
     unsigned timeout_s = 30;         // longest wait for addresses, or for one round
     unsigned progress_every = 1;     // print a line every this many iterations
+    unsigned window = 0;             // all-to-all peers in flight at once (0: all)
     std::string wait_for;            // start the rounds only once this file exists
 };
 

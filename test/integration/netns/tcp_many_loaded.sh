@@ -5,7 +5,9 @@
 # Slow peers are not dead peers: no endpoint may fail, and every rank must receive every
 # message of every round intact (swy_exchange checks each byte; a send that completed must
 # have been received). Default settings (SWY_TCP_KEEPALIVE / SWY_TCP_USER_TIMEOUT) unless the
-# environment sets them. Heavy: CTest labels netns and heavy.
+# environment sets them. Peers are exchanged with 16 at a time (--window), so that a rank holds
+# at most 32 message buffers (128 ranks x 127 peers x 2 x 1 MiB would not fit in memory).
+# Heavy: CTest labels netns and heavy.
 # usage: tcp_many_loaded.sh BUILD_BIN_DIR [RANKS] [ITERS]
 set -uo pipefail
 source "$(dirname "$0")/netns_lib.sh"
@@ -28,7 +30,7 @@ netns_log "$ranks ranks on $hosts hosts, all pairs over tcp, $spinners spinning 
   "sizes 8,4K,64K,1M, $iters iterations, keepalive ${SWY_TCP_KEEPALIVE:-default}," \
   "user timeout ${SWY_TCP_USER_TIMEOUT:-default}"
 netns_exchange many "$ranks" --pattern alltoall --sizes 8,4K,64K,1M --iters "$iters" \
-  --timeout 300 --progress-every 1000
+  --window 16 --timeout 300 --progress-every 1000
 for (( r = 0; r < ranks; r++ )); do
   netns_wait_line "$NETNS_TMP/many.rank$r.log" "^rank $r: connected" 600 ||
     netns_fail "many: rank $r did not connect"
