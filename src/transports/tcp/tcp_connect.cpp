@@ -182,16 +182,21 @@ void TcpInterface::next_attempt(Connection* c) {
 void TcpInterface::connect_event(Connection* c) {
     // An event of an attempt that ended earlier in the same epoll batch carries the same tag
     // as the current one: act only if this socket really is done.
-    if (!c->fd) return;
+    (void)connect_settled(c);
+}
+
+bool TcpInterface::connect_settled(Connection* c) {
+    if (!c->fd) return false;
     int err = 0;
     std::string error;
     const Status s = common::connect_result(c->fd.get(), &err, &error);
-    if (s == Status::kInProgress) return;
+    if (s == Status::kInProgress) return false;
     if (s == Status::kOk) {
         connected(c);
     } else {
         end_attempt(c, error.c_str());
     }
+    return true;
 }
 
 void TcpInterface::connected(Connection* c) {
@@ -221,6 +226,11 @@ void TcpInterface::check_connecting() {
             fail(c, Status::kTimedOut);
         } else if (c->retry_wait) {
             next_attempt(c);  // the pause between two rounds is over
+        } else if (connect_settled(c)) {
+            // The connection was made (or refused) while we were not looking: a process that
+            // was not scheduled for a while (many ranks on few cores) must not take its own
+            // lateness for the peer's silence.
+            continue;
         } else {
             c->round_timed_out = true;
             end_attempt(c, "timed out");

@@ -236,6 +236,9 @@ private:
     void check_connecting();
     void next_attempt(Connection* c);
     void connect_event(Connection* c);
+    /// The attempt's socket finished connecting (connected() or end_attempt() done): true;
+    /// still in progress: false.
+    bool connect_settled(Connection* c);
     // one connection per pair (tcp_pairing.cpp)
     Connection* reusable_connection(uint64_t uid) const;
     Connection* own_connection_to(uint64_t uid) const;

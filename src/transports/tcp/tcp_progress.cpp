@@ -479,7 +479,8 @@ void TcpInterface::fail(Connection* c, Status why) {
     if (c->peer_uid == 0) {
         // Nobody we know (no hello yet): nothing to report upward. A connection closed before
         // it said anything is routine (the peer dropped a duplicate connection to us).
-        log_printf(c->hello_received ? LogLevel::kWarn : LogLevel::kDebug,
+        // One we redirected to our own connection (goodbye_sent) may be reset by its peer.
+        log_printf(c->hello_received && !c->goodbye_sent ? LogLevel::kWarn : LogLevel::kDebug,
                    "tcp: closed unidentified connection %u: %s", c->index, status_text(why));
         return;
     }

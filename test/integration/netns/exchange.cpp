@@ -127,8 +127,11 @@ bool Exchange::wait_for_go() {
                         opts_.wait_for.c_str(), opts_.timeout_s);
             return false;
         }
-        for (int i = 0; i < 1000; ++i)
-            progress_or_wait();
+        // Nothing to do but serve connections: sleep on the event fd between progress calls
+        // rather than poll (128 ranks polling on two cores starve the launcher).
+        for (int i = 0; i < 16; ++i) {
+            if (swy_worker_progress(worker_) == 0) (void)swy_worker_wait(worker_, 20);
+        }
     }
     std::printf("rank %d: %s is there, starting the rounds\n", opts_.rank, opts_.wait_for.c_str());
     return true;

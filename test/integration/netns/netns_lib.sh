@@ -287,6 +287,20 @@ netns_exchange() {
   done
 }
 
+# netns_wait_all_connected PREFIX COUNT SECONDS: wait until PREFIX.rank<r>.log has a line
+# "rank <r>: connected" for every r < COUNT (one grep over all the logs per look: a loop of
+# one grep per rank crawls on a machine that many ranks keep busy).
+netns_wait_all_connected() {
+  local prefix=$1 count=$2 deadline=$(( $(date +%s) + $3 ))
+  while :; do
+    local have
+    have=$(grep -l -E "^rank [0-9]+: connected" "$prefix".rank*.log 2>/dev/null | wc -l)
+    (( have >= count )) && return 0
+    (( $(date +%s) < deadline )) || return 1
+    sleep 1
+  done
+}
+
 # netns_exchange_connected NAME: wait until every rank has connected to every other.
 netns_exchange_connected() {
   local name=$1 r

@@ -31,10 +31,9 @@ netns_log "$ranks ranks on $hosts hosts, all pairs over tcp, $spinners spinning 
   "user timeout ${SWY_TCP_USER_TIMEOUT:-default}"
 netns_exchange many "$ranks" --pattern alltoall --sizes 8,4K,64K,1M --iters "$iters" \
   --window 16 --timeout 300 --progress-every 1000
-for (( r = 0; r < ranks; r++ )); do
-  netns_wait_line "$NETNS_TMP/many.rank$r.log" "^rank $r: connected" 600 ||
-    netns_fail "many: rank $r did not connect"
-done
+netns_wait_all_connected "$NETNS_TMP/many" "$ranks" 600 ||
+  netns_fail "many: not every rank connected within 600 s"
+
 touch "$NETNS_TMP/many.go"
 netns_log "all connected"
 failed=0
