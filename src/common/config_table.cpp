@@ -151,6 +151,34 @@ constexpr ConfigVar kTable[] = {
      0,
      1u << 20},
 
+    // --- Client-server connection set-up (listeners, endpoints from a sockaddr) -------------
+    {"SOCKADDR_CONNECT_TIMEOUT",
+     kTime,
+     "30s",
+     "An endpoint created from a sockaddr whose handshake with the listener (connect "
+     "included) has not ended in an accept or a reject within this long fails with "
+     "SWY_ERR_TIMED_OUT. From 10 ms to 1 hour.",
+     {},
+     10'000'000,
+     3600'000'000'000},
+    {"LISTENER_HELLO_TIMEOUT",
+     kTime,
+     "10s",
+     "A listener closes a connection whose client has not sent its hello, proof and address "
+     "within this long (a client that connects and says nothing holds nothing for ever). From "
+     "10 ms to 1 hour.",
+     {},
+     10'000'000,
+     3600'000'000'000},
+    {"LISTENER_LINGER_TIMEOUT",
+     kTime,
+     "5s",
+     "After its verdict (accept or reject) a listener waits this long for the client to close "
+     "the handshake connection before closing it itself. From 10 ms to 1 hour.",
+     {},
+     10'000'000,
+     3600'000'000'000},
+
     // --- UCP compatibility library (contrib/ucp, docs/ucp-compat.md) -----------------------
     {"UCP_VERBOSE", kBool, "n",
      "libucp.so.0 on Switchyard (swy-ucx-run): print one line per process saying that it runs "

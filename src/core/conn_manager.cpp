@@ -23,6 +23,10 @@ Status ConnManager::create(Worker* worker, std::unique_ptr<ConnManager>* out, st
         *why = std::string("connection manager: ") + std::strerror(errno);
         return Status::kIoError;
     }
+    const common::Config& cfg = worker->context()->config();
+    m->connect_timeout_ = std::chrono::nanoseconds(cfg.get_time_ns("SOCKADDR_CONNECT_TIMEOUT"));
+    m->hello_timeout_ = std::chrono::nanoseconds(cfg.get_time_ns("LISTENER_HELLO_TIMEOUT"));
+    m->linger_timeout_ = std::chrono::nanoseconds(cfg.get_time_ns("LISTENER_LINGER_TIMEOUT"));
     bool unused = false;
     m->watch(m->timer_fd_.get(), false, &unused, true);
     *out = std::move(m);

@@ -54,7 +54,7 @@ Status ConnManager::connect(const swy_ep_params_t& params, Endpoint** out, std::
     c->ep_flags = params.flags & ~uint32_t{SWY_EP_FLAG_SOCKADDR | SWY_EP_FLAG_AUTH_KEY};
     c->key = std::move(key);
     std::memcpy(c->nonce, nonce, kConnNonceSize);
-    c->deadline = ConnClock::now() + kConnectTimeout;
+    c->deadline = ConnClock::now() + connect_timeout_;
     std::string failure;
     if (is_error(common::connect_start(raw, to, &failure))) {
         // Reported through the endpoint from progress, like a refusal that takes a round trip.
@@ -111,7 +111,11 @@ unsigned ConnManager::progress_connector(Connector* c, ConnClock::time_point now
     }
     if (now >= c->deadline) {
         fail_connector(c, Status::kTimedOut,
-                       "no answer in " + std::to_string(kConnectTimeout.count()) + " s");
+                       "no answer in " +
+                           std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                              connect_timeout_)
+                                              .count()) +
+                           " ms (SWY_SOCKADDR_CONNECT_TIMEOUT)");
         return 1;
     }
     if (c->state == State::kConnecting) {

@@ -106,7 +106,7 @@ unsigned ConnManager::accept_all(Listener* l) {
         r->sock.adopt(std::move(fd), peer.text());
         r->peer = peer.storage;
         r->peer_length = peer.length;
-        r->deadline = ConnClock::now() + kHelloTimeout;
+        r->deadline = ConnClock::now() + hello_timeout_;
         // Nothing is sent before the client's hello: it gets our challenge, never our address,
         // until its request is accepted.
         watch(raw, false, &r->watching_out, true);
@@ -129,7 +129,7 @@ void ConnManager::send_verdict(ConnRequest* r, bool accept) {
         r->sock.queue(encode_conn_frame(ConnFrameType::kReject, nullptr, 0));
     }
     r->state = ConnRequest::State::kClosing;
-    r->deadline = ConnClock::now() + kLingerTimeout;
+    r->deadline = ConnClock::now() + linger_timeout_;
     watch(r->sock.fd(), true, &r->watching_out, false);
 }
 
@@ -267,10 +267,13 @@ unsigned ConnManager::progress_request(ConnRequest* r, ConnClock::time_point now
                        r->sock.peer().c_str(), status_text(rs));
             close_request(r);
         } else if (now >= r->deadline) {
-            log_printf(LogLevel::kError,
-                       "listener: no complete hello and address from %s in "
-                       "%lld s; closing it",
-                       r->sock.peer().c_str(), static_cast<long long>(kHelloTimeout.count()));
+            log_printf(
+                LogLevel::kError,
+                "listener: no complete hello and address from %s in "
+                "%lld ms (SWY_LISTENER_HELLO_TIMEOUT); closing it",
+                r->sock.peer().c_str(),
+                static_cast<long long>(
+                    std::chrono::duration_cast<std::chrono::milliseconds>(hello_timeout_).count()));
             close_request(r);
         } else {
             watch(r->sock.fd(), r->sock.send_pending(), &r->watching_out, false);

@@ -119,13 +119,6 @@ struct Connector {
 
 class ConnManager {
 public:
-    /// Handshake deadlines: a client gives up (SWY_ERR_TIMED_OUT) when the whole handshake,
-    /// connect included, took longer than this; a listener closes a connection that did not
-    /// complete its hello and address in kHelloTimeout, and waits at most kLingerTimeout for
-    /// a client to close after the verdict.
-    static constexpr std::chrono::seconds kConnectTimeout{30};
-    static constexpr std::chrono::seconds kHelloTimeout{10};
-    static constexpr std::chrono::seconds kLingerTimeout{5};
     /// Listener-only workers look at their sockets every this many progress calls (a power of
     /// two); while a handshake is in flight, on every call.
     static constexpr uint32_t kIdlePollEvery = 64;
@@ -206,6 +199,14 @@ private:
     common::UniqueFd epoll_fd_;
     common::UniqueFd timer_fd_;
     uint32_t tick_ = 0;
+    /// Handshake deadlines (settings, read at create()): a client gives up
+    /// (SWY_ERR_TIMED_OUT) when the whole handshake, connect included, took longer than
+    /// SWY_SOCKADDR_CONNECT_TIMEOUT; a listener closes a connection that did not complete its
+    /// hello and address within SWY_LISTENER_HELLO_TIMEOUT, and waits at most
+    /// SWY_LISTENER_LINGER_TIMEOUT for a client to close after the verdict.
+    ConnClock::duration connect_timeout_ = std::chrono::seconds(30);
+    ConnClock::duration hello_timeout_ = std::chrono::seconds(10);
+    ConnClock::duration linger_timeout_ = std::chrono::seconds(5);
     /// Listeners and requests live in slot arenas (core/slot_arena.h): their handles carry a
     /// generation, so a handle to a destroyed listener or a finished request is refused
     /// (swy_listener_query & co.) instead of followed into freed memory. Declared before the

@@ -313,6 +313,38 @@ TEST(ListenerAuth, KeyedClientNeverSendsItsAddressToAServerWithoutTheKey) {
 namespace swy_itest {
 namespace {
 
+TEST(ListenerSettings, HandshakeTimeoutsAreSettings) {
+    // SWY_SOCKADDR_CONNECT_TIMEOUT and SWY_LISTENER_HELLO_TIMEOUT were constants (30 s and
+    // 10 s). Set to 300 ms, a silent server fails the client's endpoint with TIMED_OUT, and a
+    // silent client is closed by the listener, both while this test's own bounded waits (5 s)
+    // run; the defaults would outlast them.
+    EXPECT_TRUE(run_ranks(1, [](World& w) {
+        NodeOptions opts;
+        opts.config.push_back({"SOCKADDR_CONNECT_TIMEOUT", "300ms"});
+        opts.config.push_back({"LISTENER_HELLO_TIMEOUT", "300ms"});
+        Node n(w, opts);
+        {
+            RawServer server;  // accepts, then says nothing
+            ErrorCount errors;
+            swy_ep_h ep = connect_sockaddr(n.worker(), loopback(Family::kV4, server.port), &errors);
+            uint64_t v = 5;
+            Send snd = post_send(ep, &v, sizeof(v), kDataTag);
+            int fd = server.accept_one(n.worker());
+            ICHECK_STATUS(finish_send(n.worker(), snd, 5.0), SWY_ERR_TIMED_OUT);
+            ICHECK(errors.calls == 1 && errors.last == SWY_ERR_TIMED_OUT);
+            close(fd);
+            close_ep(n.worker(), ep);
+        }
+        Server s;
+        const uint16_t port = s.listen(n.worker(), Family::kV4);
+        int fd = raw_connect(port);  // connects, then says nothing
+        (void)read_all_until_closed(fd, n.worker(), 5.0);
+        close(fd);
+        ICHECK(s.offered == 0);
+        swy_listener_destroy(s.listener);
+    }));
+}
+
 TEST(ListenerAuth, KeysOfABadLengthAndMisusedFlagsAreRefused) {
     EXPECT_TRUE(run_ranks(1, [](World& w) {
         Node n(w);

@@ -347,6 +347,254 @@ TEST_F(TcpSetup, DifferentKeysFailTheEndpointAndDeliverNothing) {
     }
 }
 
+// ---- Crossed connects under a key (one connection per pair, tcp_pairing.cpp) ---------------
+
+/// A listening socket on 127.0.0.1 that plays a peer answering by hand.
+class FakeAcceptor {
+public:
+    FakeAcceptor() {
+        listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        sockaddr_in sin{};
+        sin.sin_family = AF_INET;
+        sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof(sin);
+        if (listen_fd_ < 0 ||
+            bind(listen_fd_, reinterpret_cast<sockaddr*>(&sin), sizeof(sin)) != 0 ||
+            listen(listen_fd_, 4) != 0 ||
+            getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&sin), &len) != 0) {
+            return;
+        }
+        TcpAddressEntry e;
+        e.family = 4;
+        e.port = ntohs(sin.sin_port);
+        std::memcpy(e.ip, &sin.sin_addr, 4);
+        section_ = encode_tcp_address({e});
+    }
+    ~FakeAcceptor() {
+        if (fd_ >= 0) close(fd_);
+        if (listen_fd_ >= 0) close(listen_fd_);
+    }
+    FakeAcceptor(const FakeAcceptor&) = delete;
+    FakeAcceptor& operator=(const FakeAcceptor&) = delete;
+    const std::vector<uint8_t>& section() const { return section_; }
+    int fd() const { return fd_; }
+    /// One step of: accept, then read a whole hello frame. True once the hello is in.
+    bool hello_arrived() {
+        if (fd_ < 0) fd_ = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd_ < 0) return false;
+        const ssize_t n = recv(fd_, hello_ + got_, sizeof(hello_) - got_, MSG_DONTWAIT);
+        if (n > 0) got_ += static_cast<size_t>(n);
+        return got_ == sizeof(hello_);
+    }
+
+private:
+    int listen_fd_ = -1;
+    int fd_ = -1;
+    uint8_t hello_[kFrameHeaderSize + kHelloSize] = {};
+    size_t got_ = 0;
+    std::vector<uint8_t> section_;
+};
+
+TEST_F(TcpSetup, APeerWithAnotherKeyCrossingOurConnectFailsBothSidesAtOnce) {
+    // Both connect to each other at once, with different keys. Each side's own connection
+    // fails authentication and must be reported now, not after SWY_TCP_CONNECT_TIMEOUT (60 s
+    // here, far beyond progress_until's 10 s): before the fix, the worker with the higher uid
+    // had been redirected (on an unproven hello) to the other's connection and waited for it.
+    constexpr uint64_t kMinute = 60'000'000'000;
+    for (bool a_first : {true, false}) {
+        SCOPED_TRACE(a_first ? "A connects first" : "B connects first");
+        sink_a_ = Sink{};
+        sink_b_ = Sink{};
+        open(&a_, &sink_a_, kUidA, config(kKey1, kMinute));
+        open(&b_, &sink_b_, kUidB, config(kKey2, kMinute));
+        std::unique_ptr<Endpoint> ab, ba;
+        if (a_first) {
+            ab = connect(a_.get(), kUidB, b_->address());
+            ba = connect(b_.get(), kUidA, a_->address());
+        } else {
+            ba = connect(b_.get(), kUidA, a_->address());
+            ab = connect(a_.get(), kUidB, b_->address());
+        }
+        ASSERT_TRUE(ab && ba);
+        const uint8_t x = 7;
+        ASSERT_EQ(ab->am_send(1, &x, 1, nullptr, 0), Status::kOk);
+        ASSERT_EQ(ba->am_send(1, &x, 1, nullptr, 0), Status::kOk);
+        ASSERT_TRUE(
+            progress_until({a_.get(), b_.get()},
+                           [&] { return !sink_a_.failures.empty() && !sink_b_.failures.empty(); }))
+            << "A failed: " << sink_a_.failures.size() << ", B failed: " << sink_b_.failures.size();
+        ASSERT_EQ(sink_a_.failures.size(), 1u);
+        ASSERT_EQ(sink_b_.failures.size(), 1u);
+        EXPECT_EQ(sink_a_.failures[0].first, ab->peer_key());
+        EXPECT_EQ(sink_b_.failures[0].first, ba->peer_key());
+        EXPECT_EQ(sink_a_.failures[0].second, Status::kUnreachable) << "authentication failed";
+        EXPECT_EQ(sink_b_.failures[0].second, Status::kUnreachable) << "authentication failed";
+        EXPECT_TRUE(sink_a_.msgs.empty());
+        EXPECT_TRUE(sink_b_.msgs.empty());
+        EXPECT_EQ(ab->am_send(1, &x, 1, nullptr, 0), Status::kConnectionReset);
+        EXPECT_EQ(ba->am_send(1, &x, 1, nullptr, 0), Status::kConnectionReset);
+        ab.reset();
+        ba.reset();
+        a_.reset();
+        b_.reset();
+    }
+}
+
+TEST_F(TcpSetup, CrossedConnectsWithOneKeyEndWithOneConnectionByteExact) {
+    // The held handshake (kHelloAckHold, verdict after the proof) keeps one connection per
+    // pair under a key, whichever side connects first; every byte arrives, in order.
+    for (bool a_first : {true, false}) {
+        SCOPED_TRACE(a_first ? "A connects first" : "B connects first");
+        sink_a_ = Sink{};
+        sink_b_ = Sink{};
+        open(&a_, &sink_a_, kUidA, config(kKey1));
+        open(&b_, &sink_b_, kUidB, config(kKey1));
+        std::unique_ptr<Endpoint> ab, ba;
+        if (a_first) {
+            ab = connect(a_.get(), kUidB, b_->address());
+            ba = connect(b_.get(), kUidA, a_->address());
+        } else {
+            ba = connect(b_.get(), kUidA, a_->address());
+            ab = connect(a_.get(), kUidB, b_->address());
+        }
+        ASSERT_TRUE(ab && ba);
+        constexpr uint32_t kCount = 50;
+        for (uint32_t i = 0; i < kCount; ++i) {
+            const std::vector<uint8_t> p = pattern(100 + i * 37, i);
+            ASSERT_EQ(ab->am_send(1, &i, 4, p.data(), p.size()), Status::kOk);
+            const std::vector<uint8_t> q = pattern(100 + i * 37, i + 1000);
+            ASSERT_EQ(ba->am_send(1, &i, 4, q.data(), q.size()), Status::kOk);
+        }
+        ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] {
+            return sink_a_.msgs.size() == kCount && sink_b_.msgs.size() == kCount;
+        }));
+        for (uint32_t i = 0; i < kCount; ++i) {
+            std::vector<uint8_t> want_b(4), want_a(4);
+            std::memcpy(want_b.data(), &i, 4);
+            want_a = want_b;
+            const std::vector<uint8_t> p = pattern(100 + i * 37, i);
+            const std::vector<uint8_t> q = pattern(100 + i * 37, i + 1000);
+            want_b.insert(want_b.end(), p.begin(), p.end());
+            want_a.insert(want_a.end(), q.begin(), q.end());
+            ASSERT_EQ(sink_b_.msgs[i], want_b) << i;
+            ASSERT_EQ(sink_a_.msgs[i], want_a) << i;
+        }
+        ASSERT_TRUE(progress_until(
+            {a_.get(), b_.get()},
+            [&] { return a_->open_connections() == 1 && b_->open_connections() == 1; }))
+            << a_->open_connections() << " and " << b_->open_connections() << " connections";
+        ab->disconnect();
+        ba->disconnect();
+        ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] {
+            return a_->open_connections() == 0 && b_->open_connections() == 0;
+        }));
+        EXPECT_TRUE(sink_a_.failures.empty());
+        EXPECT_TRUE(sink_b_.failures.empty());
+        ab.reset();
+        ba.reset();
+        a_.reset();
+        b_.reset();
+    }
+}
+
+TEST_F(TcpSetup, AForgedPairingAnswerIsRefusedAndTheRealConnectionWorks) {
+    // B (higher uid) connects to "A" at an address where an impostor without the key answers
+    // the hello with a pairing frame instead of a proven hello answer. Before the fix a
+    // kRedirect made B wait for A's own connection and then moved B's endpoint onto whatever
+    // connection came from A: the impostor steered it. Now B's endpoint fails at once
+    // (authentication failed), and the real A and B still exchange every byte both ways.
+    constexpr uint64_t kMinute = 60'000'000'000;
+    const TcpControl forged[] = {TcpControl::kRedirect, TcpControl::kProceed, TcpControl::kAttach};
+    for (TcpControl kind : forged) {
+        SCOPED_TRACE(static_cast<int>(kind));
+        sink_a_ = Sink{};
+        sink_b_ = Sink{};
+        open(&a_, &sink_a_, kUidA, config(kKey1, kMinute));
+        open(&b_, &sink_b_, kUidB, config(kKey1, kMinute));
+        FakeAcceptor impostor;
+        ASSERT_FALSE(impostor.section().empty());
+        auto forged_ep = connect(b_.get(), kUidA, impostor.section());
+        ASSERT_TRUE(forged_ep);
+        const uint8_t early = 9;
+        ASSERT_EQ(forged_ep->am_send(1, &early, 1, nullptr, 0), Status::kOk);
+        ASSERT_TRUE(progress_until({b_.get()}, [&] { return impostor.hello_arrived(); }));
+        const uint8_t body = static_cast<uint8_t>(kind);
+        send_all(impostor.fd(), frame(kTcpControlAm, &body, 1));
+        ASSERT_TRUE(progress_until({b_.get()}, [&] { return !sink_b_.failures.empty(); }))
+            << "the forged answer was not refused";
+        ASSERT_EQ(sink_b_.failures.size(), 1u);
+        EXPECT_EQ(sink_b_.failures[0].first, forged_ep->peer_key());
+        EXPECT_EQ(sink_b_.failures[0].second, Status::kUnreachable);
+        EXPECT_TRUE(progress_until({b_.get()}, [&] { return closed(impostor.fd()); }));
+        EXPECT_EQ(forged_ep->am_send(1, &early, 1, nullptr, 0), Status::kConnectionReset);
+
+        // The real connection (what a redirect would have waited for): A -> B, and B's new
+        // endpoint to A rides on it; every byte.
+        auto ab = connect(a_.get(), kUidB, b_->address());
+        ASSERT_TRUE(ab);
+        const size_t sizes[] = {0, 1, 4095, 4096, 4097, 65536};
+        for (uint32_t i = 0; i < std::size(sizes); ++i) {
+            const std::vector<uint8_t> p = pattern(sizes[i], i);
+            ASSERT_EQ(ab->am_send(2, &i, 4, p.data(), p.size()), Status::kOk);
+        }
+        ASSERT_TRUE(progress_until({a_.get(), b_.get()},
+                                   [&] { return sink_b_.msgs.size() == std::size(sizes); }));
+        auto ba = connect(b_.get(), kUidA, a_->address());
+        ASSERT_TRUE(ba);
+        for (uint32_t i = 0; i < std::size(sizes); ++i) {
+            const std::vector<uint8_t> q = pattern(sizes[i], i + 100);
+            ASSERT_EQ(ba->am_send(2, &i, 4, q.data(), q.size()), Status::kOk);
+        }
+        ASSERT_TRUE(progress_until({a_.get(), b_.get()},
+                                   [&] { return sink_a_.msgs.size() == std::size(sizes); }));
+        for (uint32_t i = 0; i < std::size(sizes); ++i) {
+            std::vector<uint8_t> want(4);
+            std::memcpy(want.data(), &i, 4);
+            std::vector<uint8_t> want_a = want;
+            const std::vector<uint8_t> p = pattern(sizes[i], i);
+            const std::vector<uint8_t> q = pattern(sizes[i], i + 100);
+            want.insert(want.end(), p.begin(), p.end());
+            want_a.insert(want_a.end(), q.begin(), q.end());
+            ASSERT_EQ(sink_b_.msgs[i], want) << i;
+            ASSERT_EQ(sink_a_.msgs[i], want_a) << i;
+        }
+        EXPECT_EQ(b_->open_connections(), 1u) << "B's new endpoint shares A's connection";
+        EXPECT_TRUE(sink_a_.failures.empty());
+        EXPECT_EQ(sink_b_.failures.size(), 1u) << "only the forged connection failed";
+        ab.reset();
+        ba.reset();
+        forged_ep.reset();
+        a_.reset();
+        b_.reset();
+    }
+}
+
+TEST_F(TcpSetup, PairingFramesFromAnUnprovenConnectorAreRefused) {
+    // The acceptor side: a raw peer claims to be A (whose connection B would keep or share)
+    // and sends kAttach / kRedirect / kProceed instead of its proof. Nothing is delivered,
+    // nobody is blamed, the socket closes.
+    open(&b_, &sink_b_, kUidB, config(kKey1));
+    const TcpControl forged[] = {TcpControl::kRedirect, TcpControl::kProceed, TcpControl::kAttach};
+    for (TcpControl kind : forged) {
+        SCOPED_TRACE(static_cast<int>(kind));
+        int fd = raw_connect(*b_);
+        ASSERT_GE(fd, 0);
+        uint8_t nonce[kNonceSize] = {4, 5, 6};
+        uint8_t hello[kHelloSize];
+        encode_hello(hello, kUidA, nonce);
+        send_all(fd, frame(kTcpControlAm, hello, sizeof(hello)));
+        const uint8_t body = static_cast<uint8_t>(kind);
+        send_all(fd, frame(kTcpControlAm, &body, 1));
+        const uint8_t data[] = {1, 2, 3, 4};
+        send_all(fd, frame(1, data, sizeof(data)));
+        EXPECT_TRUE(progress_until({b_.get()}, [&] { return closed(fd); }));
+        close(fd);
+        EXPECT_TRUE(sink_b_.msgs.empty());
+        EXPECT_TRUE(sink_b_.failures.empty());
+        EXPECT_EQ(b_->open_connections(), 0u);
+    }
+}
+
 TEST_F(TcpSetup, SettingAKeyClosesConnectionsNotAuthenticatedWithIt) {
     open(&a_, &sink_a_, kUidA, config());
     open(&b_, &sink_b_, kUidB, config());

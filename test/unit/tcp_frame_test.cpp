@@ -178,6 +178,23 @@ TEST(TcpFrame, HelloAckRoundTripsWithAndWithoutProofAndRejectsEveryTruncation) {
         bad[0] = static_cast<uint8_t>(TcpControl::kHello);
         EXPECT_FALSE(decode_hello_ack(bad, n, &ack)) << "wrong kind";
     }
+    // The hold flag (crossed connects: wait for the verdict) round-trips with and without a
+    // proof, and is part of the proof's context.
+    for (bool with_proof : {false, true}) {
+        uint8_t buf[kHelloAckMaxSize] = {};
+        const size_t n = encode_hello_ack(buf, 7, nonce, with_proof ? proof : nullptr, true);
+        HelloAck ack;
+        ASSERT_TRUE(decode_hello_ack(buf, n, &ack));
+        EXPECT_TRUE(ack.hold);
+        EXPECT_EQ(ack.has_proof, with_proof);
+        encode_hello_ack(buf, 7, nonce, with_proof ? proof : nullptr, false);
+        ASSERT_TRUE(decode_hello_ack(buf, n, &ack));
+        EXPECT_FALSE(ack.hold);
+    }
+    uint8_t held[kHelloContextSize], plain[kHelloContextSize];
+    hello_context(1, 2, held, true);
+    hello_context(1, 2, plain, false);
+    EXPECT_NE(std::memcmp(held, plain, kHelloContextSize), 0);
     uint8_t zero[kHelloAckSize];
     encode_hello_ack(zero, 0, nonce, nullptr);
     HelloAck ack;

@@ -264,7 +264,7 @@ void TcpInterface::set_auth_key(const common::AuthKey& key) {
     for (auto& owned : conns_) {
         Connection* c = owned.get();
         if (c->state == Connection::State::kClosed) continue;
-        if (!c->handshake_done && !c->hello_received) continue;
+        if (!c->handshake_done && !c->hello_received && !c->held) continue;
         if (c->key_epoch == key_epoch_) continue;
         log_printf(LogLevel::kInfo,
                    "tcp: new authentication key: closing connection %u (worker %016llx)", c->index,

@@ -162,6 +162,13 @@ struct TcpInterface::Connection {
     /// lower): no socket; waits, until the connect deadline, for the peer's own connection,
     /// which the owner endpoint then moves to (adopt_accepted()).
     bool redirected = false;
+    /// Outgoing: the acceptor proved the key (if any) and our proof is out, but it asked us
+    /// (kHelloAckHold) to send no data before its verdict, kProceed or kRedirect: it is
+    /// connecting to us too. handshake_done stays false meanwhile (nothing is written).
+    bool held = false;
+    /// Accepted: we answered with kHelloAckHold; the verdict goes out once the connector's
+    /// proof checked out (tcp_pairing.cpp, peer_verified()).
+    bool verdict_owed = false;
     /// kConnecting between two rounds of attempts over the peer's addresses (no socket): the
     /// next round starts at attempt_deadline_ns.
     bool retry_wait = false;

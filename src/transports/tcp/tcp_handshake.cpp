@@ -58,7 +58,7 @@ Status TcpInterface::handle_control(Connection* c, const uint8_t* data, size_t l
             if (c->outgoing || c->hello_received) return Status::kMalformed;
             return handle_hello(c, data, length);
         case TcpControl::kHelloAck:
-            if (!c->outgoing || c->handshake_done) return Status::kMalformed;
+            if (!c->outgoing || c->handshake_done || c->held) return Status::kMalformed;
             return handle_hello_ack(c, data, length);
         case TcpControl::kProof:
             if (c->outgoing || !c->hello_received || c->handshake_done) return Status::kMalformed;
@@ -73,9 +73,9 @@ Status TcpInterface::handle_control(Connection* c, const uint8_t* data, size_t l
             if (c->goodbye_sent) (void)flush(c);
             return Status::kOk;
         case TcpControl::kAttach:
-            if (length != 1 || !c->handshake_done || c->goodbye_received) {
-                return Status::kMalformed;
-            }
+            if (length != 1) return Status::kMalformed;
+            if (!c->handshake_done) return unproven_pairing(c);
+            if (c->goodbye_received) return Status::kMalformed;
             c->remote_owner = true;
             if (c->write_shut) {
                 // We said goodbye and shut down before we heard of it: the peer's endpoint
@@ -86,8 +86,13 @@ Status TcpInterface::handle_control(Connection* c, const uint8_t* data, size_t l
             }
             return Status::kOk;
         case TcpControl::kRedirect:
+        case TcpControl::kProceed:
             if (length != 1) return Status::kMalformed;
-            return on_redirect(c);
+            // A verdict is only ever the answer to our proof on a connection the acceptor
+            // asked to hold, after its own proof checked out (handle_hello_ack).
+            if (!c->outgoing || !c->held) return unproven_pairing(c);
+            return data[0] == static_cast<uint8_t>(TcpControl::kRedirect) ? on_redirect(c)
+                                                                          : on_proceed(c);
     }
     return Status::kMalformed;
 }
@@ -97,8 +102,9 @@ Status TcpInterface::handle_hello(Connection* c, const uint8_t* data, size_t len
     if (!decode_hello(data, length, &uid, c->peer_nonce)) return Status::kMalformed;
     c->claimed_uid = uid;
     c->hello_received = true;
-    // Both of us connected at once, and ours is the connection to keep: "use mine".
-    if (redirect_hello(c, uid)) return Status::kOk;
+    // Both of us connect at once and ours may be the connection to keep: nothing is decided on
+    // an unproven hello; the connector waits for our verdict, which follows its proof.
+    c->verdict_owed = hold_hello(uid);
     if (common::auth_nonce(c->own_nonce) != Status::kOk) return Status::kIoError;
     c->remote_owner = true;  // the connector's endpoint owns what it connected
     c->key_epoch = key_epoch_;
@@ -107,21 +113,17 @@ Status TcpInterface::handle_hello(Connection* c, const uint8_t* data, size_t len
     if (authenticated()) {
         uint8_t ctx[kHelloContextSize];
         uint8_t proof[kProofSize];
-        hello_context(uid, uid_, ctx);
+        hello_context(uid, uid_, ctx, c->verdict_owed);
         common::auth_proof(config_.auth_key, kServerLabel, c->peer_nonce, c->own_nonce, ctx,
                            sizeof(ctx), proof);
-        n = encode_hello_ack(ack, uid_, c->own_nonce, proof);
+        n = encode_hello_ack(ack, uid_, c->own_nonce, proof, c->verdict_owed);
     } else {
-        // No key: the claimed uid is all there is (as with hello version 1).
-        n = encode_hello_ack(ack, uid_, c->own_nonce, nullptr);
-        c->peer_uid = uid;
-        c->handshake_done = true;
-        log_printf(LogLevel::kDebug, "tcp: connection %u accepted from worker %016llx", c->index,
-                   static_cast<unsigned long long>(uid));
+        n = encode_hello_ack(ack, uid_, c->own_nonce, nullptr, c->verdict_owed);
     }
     const Status s = send_handshake(c, ack, n);
-    if (s == Status::kOk && c->handshake_done) adopt_accepted(c);
-    return s;
+    if (s != Status::kOk || authenticated()) return s;
+    // No key: the claimed uid is all there is (as with hello version 1).
+    return peer_verified(c);
 }
 
 Status TcpInterface::handle_hello_ack(Connection* c, const uint8_t* data, size_t length) {
@@ -139,7 +141,7 @@ Status TcpInterface::handle_hello_ack(Connection* c, const uint8_t* data, size_t
     if (authenticated()) {
         if (!ack.has_proof) return auth_failure(c, "the peer sent no proof (it has no key)");
         uint8_t ctx[kHelloContextSize];
-        hello_context(uid_, c->peer_uid, ctx);
+        hello_context(uid_, c->peer_uid, ctx, ack.hold);
         if (!common::auth_proof_matches(config_.auth_key, kServerLabel, c->own_nonce, ack.nonce,
                                         ctx, sizeof(ctx), ack.proof)) {
             return auth_failure(c, "the peer's proof does not match our key");
@@ -154,6 +156,15 @@ Status TcpInterface::handle_hello_ack(Connection* c, const uint8_t* data, size_t
     } else if (ack.has_proof) {
         return auth_failure(c, "the peer requires a key (SWY_AUTH_KEY) and we have none");
     }
+    if (ack.hold) {
+        // The peer is connecting to us too: no data until its verdict (kProceed/kRedirect).
+        c->held = true;
+        log_printf(LogLevel::kDebug,
+                   "tcp: connection %u to worker %016llx: it connects to us too, waiting for "
+                   "its verdict",
+                   c->index, static_cast<unsigned long long>(c->peer_uid));
+        return Status::kOk;
+    }
     c->handshake_done = true;
     log_printf(LogLevel::kDebug, "tcp: connection %u to worker %016llx is up", c->index,
                static_cast<unsigned long long>(c->peer_uid));
@@ -165,15 +176,23 @@ Status TcpInterface::handle_proof(Connection* c, const uint8_t* data, size_t len
     uint8_t proof[kProofSize];
     if (!decode_proof(data, length, proof)) return auth_failure(c, "malformed proof");
     uint8_t ctx[kHelloContextSize];
-    hello_context(c->claimed_uid, uid_, ctx);
+    hello_context(c->claimed_uid, uid_, ctx, c->verdict_owed);
     if (!common::auth_proof_matches(config_.auth_key, kClientLabel, c->peer_nonce, c->own_nonce,
                                     ctx, sizeof(ctx), proof)) {
         return auth_failure(c, "the peer's proof does not match our key");
     }
-    c->peer_uid = c->claimed_uid;
-    c->handshake_done = true;
-    adopt_accepted(c);
-    return Status::kOk;
+    return peer_verified(c);
+}
+
+Status TcpInterface::unproven_pairing(Connection* c) {
+    // kAttach, kRedirect or kProceed where no proven peer can have sent it: before the
+    // handshake, or a verdict we did not wait for. Refused; nothing about pairing changes.
+    if (authenticated() && !c->handshake_done && !c->held) {
+        return auth_failure(c, "a pairing message before the handshake");
+    }
+    log_printf(LogLevel::kError, "tcp: unexpected pairing message on connection %u: closing",
+               c->index);
+    return Status::kMalformed;
 }
 
 Status TcpInterface::auth_failure(Connection* c, const char* what) {

@@ -13,8 +13,8 @@
 // connection to us is up (and carries no endpoint of ours yet) attaches the new endpoint to
 // it (kAttach) instead of opening a socket. Two workers that connect to each other at once
 // keep the connection of the one with the lower uid: it answers the other's hello with
-// kRedirect, and the other moves its endpoint (and the frames it queued, none of which was
-// written yet) onto that connection. A connection stays open until both sides' endpoints
+// kHelloAckHold and, once the other proved the key, with kRedirect, and the other moves its
+// endpoint (and the frames it queued, none of which was written yet) onto that connection. A connection stays open until both sides' endpoints
 // said goodbye. An attempt that gets no answer is retried in rounds over the peer's
 // addresses, with a pause that doubles between rounds, until connect_timeout_ns; a refused
 // address is an answer and is not retried.
@@ -146,6 +146,9 @@ public:
     /// that one blackholed address cannot use up the time of those after it.
     static constexpr uint64_t kMinAttemptNs = 250'000'000;
     /// Pause before the second round of attempts; doubles each round up to kMaxRetryPauseNs.
+    /// These three stay constants on purpose: they only divide the time the settings give
+    /// (SWY_TCP_CONNECT_TIMEOUT bounds everything, SWY_TCP_CONNECT_ATTEMPT_TIMEOUT each
+    /// attempt) and never extend it, so no deployment needs to change them.
     static constexpr uint64_t kRetryPauseNs = 100'000'000;
     static constexpr uint64_t kMaxRetryPauseNs = 2'000'000'000;
     static constexpr uint32_t kIdlePollEvery = 4096;  // powers of two
@@ -246,7 +249,14 @@ private:
     void move_owner(Connection* from, Connection* to);
     void adopt_accepted(Connection* accepted);
     Status on_redirect(Connection* c);
-    bool redirect_hello(Connection* c, uint64_t uid);
+    Status on_proceed(Connection* c);
+    /// Whether a hello claiming @p claimed_uid crosses a connection of ours that we would keep
+    /// (the acceptor then asks the connector to hold for its verdict).
+    bool hold_hello(uint64_t claimed_uid) const;
+    /// The accepted connection's peer proved the key (or there is none): identity known, the
+    /// verdict owed on a held connection goes out, pairing with our own connection follows.
+    Status peer_verified(Connection* c);
+    Status unproven_pairing(Connection* c);
     void watch_handshake(Connection* c);
     void check_handshakes();
     void connected(Connection* c);

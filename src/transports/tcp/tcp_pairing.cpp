@@ -2,6 +2,13 @@
 // that already connected to us rides on that connection; two workers that connect to each
 // other at once keep the connection made by the one with the lower uid; and the handshake
 // deadline of connections that never finish their hello.
+//
+// Every pairing decision (attach, redirect, dropping our own crossing connection) is taken
+// on a connection whose peer has proven the key, and names the peer by the uid that
+// connection verified: a hello alone only makes the acceptor ask the connector to hold
+// (kHelloAckHold), and the verdict waits for the connector's proof. So a peer with another
+// key fails the handshake on both of the crossing connections at once (each side's own
+// connection reports it), and a forged verdict cannot steer or stall a connection.
 #include <sys/epoll.h>
 
 #include <algorithm>
@@ -84,8 +91,47 @@ void TcpInterface::adopt_accepted(Connection* accepted) {
     move_owner(mine, accepted);
 }
 
+Status TcpInterface::peer_verified(Connection* c) {
+    c->peer_uid = c->claimed_uid;
+    c->handshake_done = true;
+    log_printf(LogLevel::kDebug, "tcp: connection %u accepted from worker %016llx", c->index,
+               static_cast<unsigned long long>(c->peer_uid));
+    if (c->verdict_owed) {
+        c->verdict_owed = false;
+        // We asked the connector to hold because we were connecting to it too. If we still
+        // are, ours is the connection to keep (lower uid): "use mine", and this one closes.
+        if (own_connection_to(c->peer_uid) != nullptr) {
+            log_printf(LogLevel::kDebug,
+                       "tcp: worker %016llx connected to us while we connect to it: redirecting "
+                       "it to our connection",
+                       static_cast<unsigned long long>(c->peer_uid));
+            c->remote_owner = false;
+            c->goodbye_sent = true;  // nobody owns it: it closes (orderly) once this is out
+            const uint8_t body = static_cast<uint8_t>(TcpControl::kRedirect);
+            return send_handshake(c, &body, 1);
+        }
+        const uint8_t body = static_cast<uint8_t>(TcpControl::kProceed);
+        const Status s = send_handshake(c, &body, 1);
+        if (s != Status::kOk) return s;
+    }
+    adopt_accepted(c);
+    return Status::kOk;
+}
+
+Status TcpInterface::on_proceed(Connection* c) {
+    c->held = false;
+    c->handshake_done = true;
+    log_printf(LogLevel::kDebug, "tcp: connection %u to worker %016llx is up", c->index,
+               static_cast<unsigned long long>(c->peer_uid));
+    // What the endpoint queued while we connected and waited leaves now.
+    return flush(c) ? Status::kOk : Status::kConnectionReset;
+}
+
 Status TcpInterface::on_redirect(Connection* c) {
-    if (!c->outgoing || c->handshake_done || !(c->peer_uid < uid_)) return Status::kMalformed;
+    // Only the worker with the lower uid keeps its connection; a verdict saying otherwise
+    // comes from a confused peer.
+    if (!(c->peer_uid < uid_)) return Status::kMalformed;
+    c->held = false;
     // The peer may already have connected to us and finished its handshake.
     for (uint16_t index : live_) {
         Connection* theirs = conns_[index].get();
@@ -120,17 +166,9 @@ Status TcpInterface::on_redirect(Connection* c) {
     return Status::kOk;
 }
 
-bool TcpInterface::redirect_hello(Connection* c, uint64_t uid) {
-    if (!(uid_ < uid) || own_connection_to(uid) == nullptr) return false;
-    log_printf(LogLevel::kDebug,
-               "tcp: worker %016llx connected to us while we connect to it: redirecting it to "
-               "our connection",
-               static_cast<unsigned long long>(uid));
-    // Nobody owns this connection: it closes (orderly) once the redirect is out.
-    c->goodbye_sent = true;
-    const uint8_t body = static_cast<uint8_t>(TcpControl::kRedirect);
-    (void)send_handshake(c, &body, 1);
-    return true;
+bool TcpInterface::hold_hello(uint64_t claimed_uid) const {
+    // Only a hint that a redirect may follow: the decision waits for the connector's proof.
+    return uid_ < claimed_uid && own_connection_to(claimed_uid) != nullptr;
 }
 
 void TcpInterface::watch_handshake(Connection* c) {

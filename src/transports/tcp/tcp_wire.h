@@ -31,16 +31,25 @@ inline constexpr uint32_t kMaxFrameBody = 256 * 1024;
 /// Internal control frames (never delivered to the sink). The worker's AM ids are small
 /// (protocols/wire.h), so the top id is free, as in the shm transport.
 ///
-/// Handshake (hello version 2), three control frames before anything else on a connection:
+/// Handshake (hello version 3), three control frames before anything else on a connection:
 ///   connector -> acceptor   kHello     {kind, version, uint64 uid, client nonce}
 ///   acceptor  -> connector  kHelloAck  {kind, version, flags, uint64 uid, server nonce,
 ///                                       [server proof: flags & kHelloAckProof]}
 ///   connector -> acceptor   kProof     {kind, version, client proof}   (keyed only)
+///   acceptor  -> connector  kProceed or kRedirect             (only if flags & kHelloAckHold)
 /// Proofs are common::auth_proof over both nonces with the context hello_context(client uid,
-/// server uid) and the labels kClientLabel / kServerLabel. With a key (SWY_AUTH_KEY or a
-/// bootstrap's per-job key) neither side delivers a frame or sends a data frame before the
-/// other's proof checked out; without one the nonces are still exchanged (one format), the
+/// server uid, hold flag) and the labels kClientLabel / kServerLabel. With a key (SWY_AUTH_KEY
+/// or a bootstrap's per-job key) neither side delivers a frame or sends a data frame before
+/// the other's proof checked out; without one the nonces are still exchanged (one format), the
 /// acceptor answers without a proof and the connector sends no kProof. docs/security-tcp.md.
+///
+/// Crossed connects (one connection per pair, tcp_pairing.cpp): an acceptor that is itself
+/// connecting to the connector, and has the lower uid, answers with kHelloAckHold ("wait for
+/// my verdict") instead of deciding anything on the strength of an unproven hello. Only once
+/// the connector's proof checked out does it send the verdict: kRedirect (use my connection to
+/// you; this one closes) or kProceed. A verdict on a connection that was not held, or before
+/// the acceptor's proof checked out, is refused: no pairing decision ever rests on an
+/// unauthenticated peer.
 inline constexpr AmId kTcpControlAm = 0xFF;
 enum class TcpControl : uint8_t {
     kHello = 1,     ///< connector's opening frame
@@ -52,22 +61,27 @@ enum class TcpControl : uint8_t {
     /// (one connection per pair of workers), so the connection stays open until both sides
     /// said goodbye.
     kAttach = 5,
-    /// Acceptor's answer to a hello instead of the ack, from the worker with the lower uid
-    /// when both connected to each other at once: "use the connection I made to you"; the
-    /// acceptor then closes this one.
+    /// Acceptor's verdict on a held connection (kHelloAckHold), sent once the connector
+    /// proved the key, from the worker with the lower uid when both connected to each other
+    /// at once: "use the connection I made to you"; the acceptor then closes this one.
     kRedirect = 6,
+    /// Acceptor's verdict on a held connection when it keeps it after all (its own connection
+    /// to the connector is gone by then): data may flow.
+    kProceed = 7,
 };
-inline constexpr uint8_t kHelloVersion = 2;
+inline constexpr uint8_t kHelloVersion = 3;
 inline constexpr size_t kNonceSize = 16;  ///< common::kAuthNonceSize
 inline constexpr size_t kProofSize = 32;  ///< common::kAuthProofSize
 inline constexpr size_t kHelloSize = 1 + 1 + 8 + kNonceSize;
 inline constexpr uint8_t kHelloAckProof = 1;  ///< flags bit: a server proof follows
+/// flags bit: send no data frame before the acceptor's verdict (kProceed or kRedirect)
+inline constexpr uint8_t kHelloAckHold = 2;
 inline constexpr size_t kHelloAckSize = 1 + 1 + 1 + 8 + kNonceSize;  ///< without the proof
 inline constexpr size_t kHelloAckMaxSize = kHelloAckSize + kProofSize;
 inline constexpr size_t kProofFrameSize = 1 + 1 + kProofSize;
 inline constexpr const char* kClientLabel = "swy-tcp-client";
 inline constexpr const char* kServerLabel = "swy-tcp-server";
-inline constexpr size_t kHelloContextSize = 16;
+inline constexpr size_t kHelloContextSize = 17;
 
 struct FrameHeader {
     uint16_t magic;
@@ -152,16 +166,18 @@ struct HelloAck {
     uint64_t uid = 0;
     uint8_t nonce[kNonceSize] = {};
     bool has_proof = false;
+    bool hold = false;  ///< kHelloAckHold: wait for the acceptor's verdict
     uint8_t proof[kProofSize] = {};
 };
 
-/// Body of a hello answer: kHelloAckSize bytes, or kHelloAckMaxSize with @p proof (non-null).
-/// Returns the length written.
+/// Body of a hello answer: kHelloAckSize bytes, or kHelloAckMaxSize with @p proof (non-null);
+/// @p hold sets kHelloAckHold. Returns the length written.
 inline size_t encode_hello_ack(uint8_t* out, uint64_t uid, const uint8_t* nonce,
-                               const uint8_t* proof) {
+                               const uint8_t* proof, bool hold = false) {
     out[0] = static_cast<uint8_t>(TcpControl::kHelloAck);
     out[1] = kHelloVersion;
-    out[2] = proof != nullptr ? kHelloAckProof : 0;
+    out[2] =
+        static_cast<uint8_t>((proof != nullptr ? kHelloAckProof : 0) | (hold ? kHelloAckHold : 0));
     wire_detail::put_u64(out + 3, uid);
     std::memcpy(out + 11, nonce, kNonceSize);
     if (proof == nullptr) return kHelloAckSize;
@@ -174,7 +190,7 @@ inline size_t encode_hello_ack(uint8_t* out, uint64_t uid, const uint8_t* nonce,
 inline bool decode_hello_ack(const uint8_t* data, size_t length, HelloAck* out) {
     if (data == nullptr || length < kHelloAckSize ||
         data[0] != static_cast<uint8_t>(TcpControl::kHelloAck) || data[1] != kHelloVersion ||
-        (data[2] & ~kHelloAckProof) != 0) {
+        (data[2] & ~(kHelloAckProof | kHelloAckHold)) != 0) {
         return false;
     }
     const bool has_proof = (data[2] & kHelloAckProof) != 0;
@@ -184,6 +200,7 @@ inline bool decode_hello_ack(const uint8_t* data, size_t length, HelloAck* out) 
     out->uid = v;
     std::memcpy(out->nonce, data + 11, kNonceSize);
     out->has_proof = has_proof;
+    out->hold = (data[2] & kHelloAckHold) != 0;
     if (has_proof) std::memcpy(out->proof, data + kHelloAckSize, kProofSize);
     return true;
 }
@@ -205,11 +222,14 @@ inline bool decode_proof(const uint8_t* data, size_t length, uint8_t* proof) {
     return true;
 }
 
-/// The context both proofs are bound to: {uint64 client uid, uint64 server uid}, so a proof
-/// made for one pair of workers is worthless for any other.
-inline void hello_context(uint64_t client_uid, uint64_t server_uid, uint8_t* out) {
+/// The context both proofs are bound to: {uint64 client uid, uint64 server uid, uint8 hold},
+/// so a proof made for one pair of workers is worthless for any other, and the acceptor's
+/// "wait for my verdict" (kHelloAckHold) cannot be added or stripped by anyone without the key.
+inline void hello_context(uint64_t client_uid, uint64_t server_uid, uint8_t* out,
+                          bool hold = false) {
     wire_detail::put_u64(out, client_uid);
     wire_detail::put_u64(out + 8, server_uid);
+    out[16] = hold ? 1 : 0;
 }
 
 // ---- Address section ------------------------------------------------------------------------

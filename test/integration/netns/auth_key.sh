@@ -26,10 +26,10 @@ NETNS_RANK_PIDS=()
 for r in 0 1 2; do
   key=$key_a
   (( r == odd )) && key=$key_b
-  # A short connect timeout: when the odd rank's connect crosses a peer's, the peer may
-  # redirect it to the peer's own connection, which then fails authentication on the peer's
-  # side; the odd rank learns it when that wait times out (SWY_TCP_CONNECT_TIMEOUT).
-  netns_spawn "$r" "$NETNS_TMP/mixed.rank$r.log" env SWY_AUTH_KEY="$key" SWY_TCP_CONNECT_TIMEOUT=3s \
+  # A connect timeout far beyond --timeout on purpose: where the odd rank's connect crosses a
+  # peer's, both connections fail their proof check at once (nothing is redirected before the
+  # proof), so every rank must learn of the wrong key without waiting for that timeout.
+  netns_spawn "$r" "$NETNS_TMP/mixed.rank$r.log" env SWY_AUTH_KEY="$key" SWY_TCP_CONNECT_TIMEOUT=60s \
     "$NETNS_BIN/swy_exchange" --rank "$r" --size 3 --dir "$NETNS_TMP/mixed.addr" \
     --wait-for "$NETNS_TMP/mixed.go" --pattern alltoall --sizes 0:64K --iters 3 \
     --tolerate-failures --timeout 20
