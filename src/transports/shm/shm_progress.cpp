@@ -2,6 +2,7 @@
 #include <linux/membarrier.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 
 #include "common/clock.h"
@@ -305,6 +307,7 @@ void ShmInterface::check_peers() {
     }
     for (uint64_t uid : dead)
         fail_remote(uid);
+    check_lazy_peers();
     check_stuck_fifo();
     check_refusals();
     if (!pending_failures_.empty() || !pending_refusals_.empty()) report_pending_failures();
@@ -312,6 +315,10 @@ void ShmInterface::check_peers() {
 
 void ShmInterface::fail_remote(uint64_t uid) {
     Watched& w = watched_[uid];
+    if (w.pid == 0) {  // never watched: a peer only unattached lanes led to
+        auto lazy = lazy_peers_.find(uid);
+        if (lazy != lazy_peers_.end()) w.pid = lazy->second.pid;
+    }
     if (w.pidfd) {
         epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, w.pidfd.get(), nullptr);
         w.pidfd.reset();
@@ -343,6 +350,49 @@ void ShmInterface::fail_remote(uint64_t uid) {
     log_printf(LogLevel::kInfo, "shm: peer %016llx (pid %d) is gone",
                static_cast<unsigned long long>(uid), w.pid);
     sink_->on_remote_failure(index_, uid, Status::kConnectionReset);
+}
+
+// ------------------------------------------------------------------------------------------
+// Peers only unattached lanes lead to: checked without holding anything of theirs
+// ------------------------------------------------------------------------------------------
+
+void ShmInterface::add_lazy_lane(const RemoteSegment& remote, int memfd_number) {
+    LazyPeer& p = lazy_peers_[remote.uid];
+    p.pid = remote.pid;
+    p.memfd_number = memfd_number;
+    p.file_dev = remote.file_dev;
+    p.file_ino = remote.file_ino;
+    ++p.lanes;
+}
+
+void ShmInterface::drop_lazy_lane(uint64_t uid) {
+    auto it = lazy_peers_.find(uid);
+    if (it != lazy_peers_.end() && --it->second.lanes == 0) lazy_peers_.erase(it);
+}
+
+void ShmInterface::check_lazy_peers() {
+    std::vector<uint64_t> dead;
+    for (const auto& [uid, p] : lazy_peers_) {
+        auto w = watched_.find(uid);
+        if (w != watched_.end() && (w->second.pidfd || w->second.reported)) continue;
+        // The kernel's link to the segment file exists exactly as long as the process that
+        // created it holds the file open: gone (or a reused pid with other files) means dead.
+        // A peer we may no longer reach is failed too: its lanes could not attach.
+        char path[64];
+        std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", p.pid, p.memfd_number);
+        struct stat st {};
+        if (stat(path, &st) == 0) {
+            if (static_cast<uint64_t>(st.st_dev) == p.file_dev &&
+                static_cast<uint64_t>(st.st_ino) == p.file_ino) {
+                continue;
+            }
+        } else if (errno == EINTR || errno == ENOMEM) {
+            continue;  // cannot tell now: the next check will
+        }
+        dead.push_back(uid);
+    }
+    for (uint64_t uid : dead)
+        fail_remote(uid);
 }
 
 // ------------------------------------------------------------------------------------------

@@ -1,0 +1,266 @@
+// An shm endpoint costs nothing per peer until its first message (issue #18, "Scale"): no
+// mapping of the peer's segment and no descriptor (pidfd) before it; after one message to one
+// peer, exactly that peer's segment is mapped and watched. A lazily connected lane still
+// delivers every byte at the eager/rendezvous boundaries, its first message being of any size;
+// a lane closed before its first message gives its slot (and PIO ring) back to the peer; and a
+// peer that dies before the first message is still reported to the endpoint's error callback.
+#include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "multiproc.h"
+
+namespace swy_itest {
+namespace {
+
+constexpr int kAttrBase = 0;         // publish_attr words of each rank
+constexpr int kInodeBase = 100;      // + rank: the inode of that rank's own segment
+constexpr int kConnectedWord = 120;  // rank 0 created its endpoints
+constexpr int kClosedWord = 140;     // rank 0 closed its never-used endpoint to rank 4
+constexpr int kDoneWord = 141;       // rank 0 finished its checks
+constexpr swy_tag_t kTag = 0x1A2E000000000000ull;
+
+/// Inodes of the shm segments mapped in this process (ours and peers').
+std::set<unsigned long> mapped_segments() {
+    std::set<unsigned long> inodes;
+    FILE* f = std::fopen("/proc/self/maps", "r");
+    ICHECK(f != nullptr);
+    char line[512];
+    while (std::fgets(line, sizeof(line), f) != nullptr) {
+        if (std::strstr(line, "memfd:swy-shm") == nullptr) continue;
+        unsigned long inode = 0;
+        char range[64], perms[8], offset[32], dev[16];
+        if (std::sscanf(line, "%63s %7s %31s %15s %lu", range, perms, offset, dev, &inode) == 5)
+            inodes.insert(inode);
+    }
+    std::fclose(f);
+    return inodes;
+}
+
+/// Process descriptors (pidfds) this process holds.
+int pidfds() {
+    int n = 0;
+    DIR* d = opendir("/proc/self/fd");
+    ICHECK(d != nullptr);
+    while (dirent* e = readdir(d)) {
+        char path[300], target[128] = {};
+        std::snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+        const ssize_t len = readlink(path, target, sizeof(target) - 1);
+        if (len <= 0) continue;
+        // "anon_inode:[pidfd]" before Linux 6.9, "pidfd:[ino]" since (pidfs).
+        if (std::strstr(target, "[pidfd]") != nullptr || std::strncmp(target, "pidfd:", 6) == 0)
+            ++n;
+    }
+    closedir(d);
+    return n;
+}
+
+unsigned pio_window_free(swy_worker_h worker) {
+    swy_worker_attr_t a{};
+    a.field_mask = SWY_WORKER_ATTR_FIELD_PIO;
+    ICHECK_OK(swy_worker_query(worker, &a));
+    return a.pio_window_free;
+}
+
+/// Rank 0 sends @p sizes to @p peer on one lane, in order; the first is the lane's first
+/// message ever. The receiver checks every byte.
+void send_sizes(Node& n, int peer, const std::vector<size_t>& sizes) {
+    for (size_t i = 0; i < sizes.size(); ++i) {
+        std::vector<unsigned char> buf(sizes[i]);
+        fill_pattern(buf.data(), buf.size(), pattern_seed(sizes[i], peer, i));
+        send_blocking(n.worker(), n.ep(peer), buf.data(), buf.size(), kTag | i);
+    }
+}
+
+void receive_sizes(Node& n, int me, const std::vector<size_t>& sizes) {
+    for (size_t i = 0; i < sizes.size(); ++i) {
+        std::vector<unsigned char> buf(sizes[i] + kGuardBytes, kGuardByte);
+        Recv r = post_recv(n.worker(), buf.data(), sizes[i], kTag | i);
+        const swy_status_t st = finish_recv(n.worker(), r);
+        ICHECK_MSG(st == SWY_OK, "rank %d: receive #%zu (%zu bytes) gave %d (%s)", me, i, sizes[i],
+                   (int)st, swy_status_string(st));
+        ICHECK_MSG(r.info.length == sizes[i], "rank %d: #%zu: %zu bytes, sent %zu", me, i,
+                   r.info.length, sizes[i]);
+        ICHECK_PATTERN(buf.data(), sizes[i], pattern_seed(sizes[i], me, i),
+                       "rank %d: message #%zu of %zu bytes on a lazily connected lane", me, i,
+                       sizes[i]);
+        ICHECK(guard_intact(buf.data() + sizes[i]));
+    }
+}
+
+/// Sizes rank 0 sends to @p peer; the first differs per peer, so that some lane's first
+/// message is at each boundary (PIO, one cell, two cells, rendezvous).
+std::vector<size_t> sizes_for(int peer, const swy_ep_attr_t& a) {
+    const size_t bc = a.bcopy_max_size;
+    std::vector<size_t> boundaries{0,          8,      bc - 1,     bc,      bc + 1,
+                                   2 * bc - 1, 2 * bc, 2 * bc + 1, 1u << 20};
+    if (a.pio_max_size > 0) {
+        boundaries.push_back(a.pio_max_size - 1);
+        boundaries.push_back(a.pio_max_size);
+        boundaries.push_back(a.pio_max_size + 1);
+    }
+    std::vector<size_t> out;
+    if (peer == 1) out.push_back(8);
+    if (peer == 2) out.push_back((1u << 20) + 3);  // rendezvous first
+    if (peer == 3) out.push_back(bc + 1);          // two cells first
+    out.insert(out.end(), boundaries.begin(), boundaries.end());
+    return out;
+}
+
+void origin(World& w) {
+    Node n(w);
+    n.publish();
+    const std::set<unsigned long> own = mapped_segments();
+    ICHECK_MSG(own.size() == 1, "%zu swy-shm segments mapped before any endpoint", own.size());
+    const int pidfds_before = pidfds();
+    n.connect(1);
+    n.connect(2);                      // default flags: a PIO ring, announced on first use
+    n.connect(3, SWY_EP_FLAG_NO_PIO);  // the shared FIFO only
+    n.connect(4);                      // never used
+    ICHECK_MSG(mapped_segments() == own,
+               "endpoints to 4 peers mapped %zu peer segments before any message",
+               mapped_segments().size() - 1);
+    ICHECK_MSG(pidfds() == pidfds_before,
+               "endpoints to 4 peers opened %d pidfds before any message",
+               pidfds() - pidfds_before);
+    for (int peer = 1; peer <= 4; ++peer) {  // each peer reads the sizes of our lane to it
+        const swy_ep_attr_t a = n.query(peer);
+        w.scratch(kAttrBase + 4 * peer + 0).store(a.pio_max_size);
+        w.scratch(kAttrBase + 4 * peer + 1).store(a.bcopy_max_size);
+        w.scratch(kAttrBase + 4 * peer + 3).store(1, std::memory_order_release);
+    }
+    w.scratch(kConnectedWord).store(1, std::memory_order_release);
+
+    // One message to rank 1: exactly its segment is mapped, exactly one pidfd more.
+    send_sizes(n, 1, {8});
+    std::set<unsigned long> now = mapped_segments();
+    w.wait_scratch_at_least(kInodeBase + 1, 1);
+    const unsigned long rank1 = w.scratch(kInodeBase + 1).load();
+    ICHECK_MSG(now.size() == 2 && now.count(rank1) == 1,
+               "after one message to rank 1: %zu segments mapped, rank 1's %s", now.size(),
+               now.count(rank1) ? "among them" : "not among them");
+    ICHECK_MSG(pidfds() == pidfds_before + 1, "after one message to rank 1: %d pidfds more",
+               pidfds() - pidfds_before);
+
+    // Every boundary, starting at a different one on each lane.
+    const swy_ep_attr_t a2 = n.query(2), a3 = n.query(3);
+    ICHECK(a2.bcopy_max_size > 0 && a3.bcopy_max_size > 0);
+    send_sizes(n, 2, sizes_for(2, a2));
+    send_sizes(n, 3, sizes_for(3, a3));
+    now = mapped_segments();
+    ICHECK_MSG(now.size() == 4, "after messages to ranks 1-3: %zu segments mapped, not 4",
+               now.size());
+    ICHECK_MSG(pidfds() == pidfds_before + 3, "after messages to ranks 1-3: %d pidfds more, not 3",
+               pidfds() - pidfds_before);
+
+    // The lane to rank 4 never sent: closing it gives its slot and PIO ring back.
+    n.close(4);
+    w.scratch(kClosedWord).store(1, std::memory_order_release);
+    w.wait_scratch_at_least(kDoneWord, 1, n.worker());
+    n.finish();
+}
+
+void target(World& w) {
+    Node n(w);
+    n.publish();
+    const std::set<unsigned long> own = mapped_segments();
+    ICHECK(own.size() == 1);
+    w.scratch(kInodeBase + w.rank()).store(*own.begin(), std::memory_order_release);
+    const unsigned window = pio_window_free(n.worker());
+    const int pidfds_before = pidfds();
+    w.wait_scratch_at_least(kConnectedWord, 1, n.worker());
+    if (w.rank() == 4) {
+        // Rank 0's endpoint holds a ring of our window, though it never sent.
+        ICHECK_MSG(pio_window_free(n.worker()) + 1 == window,
+                   "rank 0's unused endpoint: window free %u, was %u", pio_window_free(n.worker()),
+                   window);
+        ICHECK_MSG(mapped_segments() == own && pidfds() == pidfds_before,
+                   "rank 4 mapped or watched rank 0 though nothing was sent");
+        w.wait_scratch_at_least(kClosedWord, 1, n.worker());
+        const auto deadline = deadline_in(10);
+        while (pio_window_free(n.worker()) != window) {
+            swy_worker_progress(n.worker());
+            ICHECK_MSG(Clock::now() < deadline,
+                       "rank 0 closed its unused endpoint; our window has %u free, was %u",
+                       pio_window_free(n.worker()), window);
+        }
+        w.scratch(kDoneWord).store(1, std::memory_order_release);
+    } else {
+        // Sizes come from rank 0's view of its lane to us.
+        const swy_ep_attr_t lane = read_attr(w, kAttrBase, w.rank());
+        receive_sizes(n, w.rank(),
+                      w.rank() == 1 ? std::vector<size_t>{8} : sizes_for(w.rank(), lane));
+    }
+    n.finish();
+}
+
+TEST(ShmLazyLane, NothingPerPeerUntilTheFirstMessage) {
+    EXPECT_TRUE(run_ranks(5, [](World& w) { w.rank() == 0 ? origin(w) : target(w); }));
+}
+
+// ---- a peer that dies before the first message ----
+
+void on_error(void* arg, swy_ep_h, swy_status_t status) {
+    *static_cast<swy_status_t*>(arg) = status;
+}
+
+void survivor(World& w) {
+    NodeOptions o;
+    o.config = {{"TLS", "shm"}, {"KEEPALIVE_INTERVAL", "50ms"}};
+    Node n(w, o);
+    n.publish();
+    swy_status_t seen = SWY_OK;
+    n.connect(1, 0, on_error, &seen);
+    const int pidfds_before = pidfds();
+    w.scratch(kConnectedWord).store(1, std::memory_order_release);
+    // Never sent to, so unattached: the periodic check must still find it gone.
+    const auto deadline = deadline_in(10);
+    while (seen == SWY_OK) {
+        swy_worker_progress(n.worker());
+        ICHECK_MSG(Clock::now() < deadline,
+                   "10 s after rank 1 died before our first message to "
+                   "it: no error callback");
+    }
+    ICHECK_MSG(seen == SWY_ERR_CONNECTION_RESET || seen == SWY_ERR_ENDPOINT_CLOSED,
+               "error callback with %d (%s)", (int)seen, swy_status_string(seen));
+    ICHECK_MSG(pidfds() == pidfds_before, "a pidfd was opened for a peer never sent to");
+    unsigned char byte = 7;
+    Send s = post_send(n.ep(1), &byte, 1, kTag);
+    const swy_status_t st = finish_send(n.worker(), s, 10);
+    ICHECK_MSG(st == SWY_ERR_CONNECTION_RESET || st == SWY_ERR_ENDPOINT_CLOSED,
+               "send to dead rank 1 gave %d (%s)", (int)st, swy_status_string(st));
+    swy_request_h req = nullptr;
+    swy_status_t cst = swy_ep_close_nb(n.ep(1), SWY_EP_CLOSE_FORCE, &req);
+    n.forget(1);
+    if (cst == SWY_INPROGRESS) {
+        cst = wait_request(n.worker(), req, "force close", 5);
+        swy_request_free(req);
+    }
+}
+
+TEST(ShmLazyLane, PeerDeadBeforeTheFirstMessageIsReported) {
+    RunOptions opts;
+    opts.expected_signal[1] = SIGKILL;
+    EXPECT_TRUE(run_ranks(
+        2,
+        [](World& w) {
+            if (w.rank() == 0) {
+                survivor(w);
+                return;
+            }
+            Node n(w);
+            n.publish();
+            w.wait_scratch_at_least(kConnectedWord, 1, n.worker());
+            raise(SIGKILL);
+        },
+        opts));
+}
+
+}  // namespace
+}  // namespace swy_itest
