@@ -113,8 +113,17 @@ std::vector<size_t> sizes_for(int peer, const swy_ep_attr_t& a) {
     return out;
 }
 
-void origin(World& w) {
-    Node n(w);
+/// A node watching its peers in @p mode (SWY_SHM_PEER_WATCH).
+NodeOptions watch_mode(const char* mode) {
+    NodeOptions o;
+    o.config = {{"TLS", "shm"}, {"SHM_PEER_WATCH", mode}, {"KEEPALIVE_INTERVAL", "50ms"}};
+    return o;
+}
+
+void origin(World& w, const char* mode) {
+    Node n(w, watch_mode(mode));
+    // pidfd mode: one descriptor per peer messaged; poll mode: none.
+    const int per_peer = std::strcmp(mode, "pidfd") == 0 ? 1 : 0;
     n.publish();
     const std::set<unsigned long> own = mapped_segments();
     ICHECK_MSG(own.size() == 1, "%zu swy-shm segments mapped before any endpoint", own.size());
@@ -145,8 +154,8 @@ void origin(World& w) {
     ICHECK_MSG(now.size() == 2 && now.count(rank1) == 1,
                "after one message to rank 1: %zu segments mapped, rank 1's %s", now.size(),
                now.count(rank1) ? "among them" : "not among them");
-    ICHECK_MSG(pidfds() == pidfds_before + 1, "after one message to rank 1: %d pidfds more",
-               pidfds() - pidfds_before);
+    ICHECK_MSG(pidfds() == pidfds_before + per_peer,
+               "after one message to rank 1 (%s): %d pidfds more", mode, pidfds() - pidfds_before);
 
     // Every boundary, starting at a different one on each lane.
     const swy_ep_attr_t a2 = n.query(2), a3 = n.query(3);
@@ -156,8 +165,8 @@ void origin(World& w) {
     now = mapped_segments();
     ICHECK_MSG(now.size() == 4, "after messages to ranks 1-3: %zu segments mapped, not 4",
                now.size());
-    ICHECK_MSG(pidfds() == pidfds_before + 3, "after messages to ranks 1-3: %d pidfds more, not 3",
-               pidfds() - pidfds_before);
+    ICHECK_MSG(pidfds() == pidfds_before + 3 * per_peer,
+               "after messages to ranks 1-3 (%s): %d pidfds more", mode, pidfds() - pidfds_before);
 
     // The lane to rank 4 never sent: closing it gives its slot and PIO ring back.
     n.close(4);
@@ -166,8 +175,8 @@ void origin(World& w) {
     n.finish();
 }
 
-void target(World& w) {
-    Node n(w);
+void target(World& w, const char* mode) {
+    Node n(w, watch_mode(mode));
     n.publish();
     const std::set<unsigned long> own = mapped_segments();
     ICHECK(own.size() == 1);
@@ -201,40 +210,62 @@ void target(World& w) {
 }
 
 TEST(ShmLazyLane, NothingPerPeerUntilTheFirstMessage) {
-    EXPECT_TRUE(run_ranks(5, [](World& w) { w.rank() == 0 ? origin(w) : target(w); }));
+    EXPECT_TRUE(
+        run_ranks(5, [](World& w) { w.rank() == 0 ? origin(w, "pidfd") : target(w, "pidfd"); }));
 }
 
-// ---- a peer that dies before the first message ----
+TEST(ShmLazyLane, PollWatchHoldsNoDescriptorPerPeer) {
+    EXPECT_TRUE(
+        run_ranks(5, [](World& w) { w.rank() == 0 ? origin(w, "poll") : target(w, "poll"); }));
+}
+
+// ---- a peer that dies before, or after, the first message ----
 
 void on_error(void* arg, swy_ep_h, swy_status_t status) {
     *static_cast<swy_status_t*>(arg) = status;
 }
 
-void survivor(World& w) {
-    NodeOptions o;
-    o.config = {{"TLS", "shm"}, {"KEEPALIVE_INTERVAL", "50ms"}};
-    Node n(w, o);
+bool is_peer_failure(swy_status_t st) {
+    return st == SWY_ERR_CONNECTION_RESET || st == SWY_ERR_ENDPOINT_CLOSED;
+}
+
+/// Rank 0 holds an endpoint to rank 1, which dies (SIGKILL) before rank 0 sent anything, or
+/// after one message; rank 0 must get the error callback within 10 s, and a send must fail.
+/// After the first message rank 0 sleeps in swy_worker_wait(): the death (pidfd) or the
+/// liveness timer (poll) must wake it.
+void survivor(World& w, const char* mode, bool after_first_message) {
+    Node n(w, watch_mode(mode));
     n.publish();
     swy_status_t seen = SWY_OK;
     n.connect(1, 0, on_error, &seen);
     const int pidfds_before = pidfds();
+    if (after_first_message) {
+        unsigned char byte = 1;
+        send_blocking(n.worker(), n.ep(1), &byte, 1, kTag);
+    }
     w.scratch(kConnectedWord).store(1, std::memory_order_release);
-    // Never sent to, so unattached: the periodic check must still find it gone.
     const auto deadline = deadline_in(10);
     while (seen == SWY_OK) {
+        if (after_first_message) {
+            const swy_status_t st = swy_worker_wait(n.worker(), 20000);
+            ICHECK_MSG(st == SWY_OK, "swy_worker_wait gave %d (%s): nothing woke it", (int)st,
+                       swy_status_string(st));
+        }
         swy_worker_progress(n.worker());
         ICHECK_MSG(Clock::now() < deadline,
-                   "10 s after rank 1 died before our first message to "
-                   "it: no error callback");
+                   "10 s after rank 1 died (%s, %s the first message): "
+                   "no error callback",
+                   mode, after_first_message ? "after" : "before");
     }
-    ICHECK_MSG(seen == SWY_ERR_CONNECTION_RESET || seen == SWY_ERR_ENDPOINT_CLOSED,
-               "error callback with %d (%s)", (int)seen, swy_status_string(seen));
-    ICHECK_MSG(pidfds() == pidfds_before, "a pidfd was opened for a peer never sent to");
+    ICHECK_MSG(is_peer_failure(seen), "error callback with %d (%s)", (int)seen,
+               swy_status_string(seen));
+    if (!after_first_message)
+        ICHECK_MSG(pidfds() == pidfds_before, "a pidfd was opened for a peer never sent to");
     unsigned char byte = 7;
     Send s = post_send(n.ep(1), &byte, 1, kTag);
     const swy_status_t st = finish_send(n.worker(), s, 10);
-    ICHECK_MSG(st == SWY_ERR_CONNECTION_RESET || st == SWY_ERR_ENDPOINT_CLOSED,
-               "send to dead rank 1 gave %d (%s)", (int)st, swy_status_string(st));
+    ICHECK_MSG(is_peer_failure(st), "send to dead rank 1 gave %d (%s)", (int)st,
+               swy_status_string(st));
     swy_request_h req = nullptr;
     swy_status_t cst = swy_ep_close_nb(n.ep(1), SWY_EP_CLOSE_FORCE, &req);
     n.forget(1);
@@ -244,22 +275,37 @@ void survivor(World& w) {
     }
 }
 
-TEST(ShmLazyLane, PeerDeadBeforeTheFirstMessageIsReported) {
+::testing::AssertionResult run_death(const char* mode, bool after_first_message) {
     RunOptions opts;
     opts.expected_signal[1] = SIGKILL;
-    EXPECT_TRUE(run_ranks(
+    return run_ranks(
         2,
-        [](World& w) {
+        [=](World& w) {
             if (w.rank() == 0) {
-                survivor(w);
+                survivor(w, mode, after_first_message);
                 return;
             }
-            Node n(w);
+            Node n(w, watch_mode(mode));
             n.publish();
+            if (after_first_message) {
+                unsigned char byte = 0;
+                Recv r = post_recv(n.worker(), &byte, 1, kTag);
+                ICHECK_OK(finish_recv(n.worker(), r));
+            }
             w.wait_scratch_at_least(kConnectedWord, 1, n.worker());
             raise(SIGKILL);
         },
-        opts));
+        opts);
+}
+
+TEST(ShmLazyLane, PeerDeadBeforeTheFirstMessageIsReported) {
+    EXPECT_TRUE(run_death("pidfd", false));
+    EXPECT_TRUE(run_death("poll", false));
+}
+
+TEST(ShmLazyLane, PeerDeadAfterTheFirstMessageWakesABlockedWait) {
+    EXPECT_TRUE(run_death("pidfd", true));
+    EXPECT_TRUE(run_death("poll", true));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -419,6 +420,17 @@ Status ShmInterface::create_segment(std::string* why) {
         *why = std::string("shm: epoll: ") + std::strerror(errno);
         return Status::kIoError;
     }
+    if (!config_.watch_with_pidfd) {
+        liveness_timer_.reset(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+        epoll_event tev{};
+        tev.events = EPOLLIN;
+        tev.data.fd = liveness_timer_.get();
+        if (!liveness_timer_ ||
+            epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, liveness_timer_.get(), &tev) != 0) {
+            *why = std::string("shm: liveness timer: ") + std::strerror(errno);
+            return Status::kIoError;
+        }
+    }
     last_check_ns_ = common::monotonic_coarse_ns();
     return Status::kOk;
 }
@@ -518,7 +530,7 @@ Status ShmInterface::map_remote(uint64_t uid, const ShmAddress& a,
     remote->wake_fd_number = a.wake_fd;  // opened on the first wake-up (wake())
     if (keep) {
         remotes_[uid] = remote;
-        watch(uid, pid);
+        watch(uid, pid, a.memfd, remote->file_dev, remote->file_ino);
     }
     *out = std::move(remote);
     return Status::kOk;

@@ -29,6 +29,11 @@ struct ShmConfig {
     /// Called once, before the segment's pages are first touched.
     std::function<void(void*, size_t)> place_segment;
     cma::CmaMode cma_mode = cma::CmaMode::kAuto;
+    /// How peers' deaths are noticed (SWY_SHM_PEER_WATCH): true: a pidfd per peer in the
+    /// interface's epoll set (a blocked wait wakes at once); false ("poll"): no descriptor per
+    /// peer, a stat of each peer's segment file every keepalive interval, and one timer that
+    /// wakes a blocked wait at that interval while peers are watched.
+    bool watch_with_pidfd = true;
     /// Costs every lane reports (the worker fills them from the context's cost figures:
     /// shm_lane_costs(), shm_costs.h).
     LaneCosts costs;
@@ -222,6 +227,9 @@ private:
     };
     struct Watched {  // a remote process we depend on
         int pid = 0;
+        int memfd_number = -1;  ///< its segment at /proc/PID/fd/N (poll mode: what we stat)
+        uint64_t file_dev = 0;
+        uint64_t file_ino = 0;
         common::UniqueFd pidfd;  ///< none: pidfd_open failed, or the process was found dead
         bool failed = false;
         bool reported = false;
@@ -248,7 +256,12 @@ private:
     /// validated (one stat of /proc/PID/fd/N each, no descriptor held); one that does not
     /// has died (or its pid was reused) and is failed like a watched peer.
     void check_lazy_peers();
-    void watch(uint64_t uid, int pid);
+    /// Watch @p uid (process @p pid, segment at /proc/PID/fd/@p memfd_number, file
+    /// @p dev / @p ino if known, else 0 and found here) for its death, once.
+    void watch(uint64_t uid, int pid, int memfd_number, uint64_t dev, uint64_t ino);
+    /// True while process @p pid still holds segment file @p dev / @p ino at fd @p memfd (one
+    /// stat, no descriptor kept); false once it is gone (or no longer ours to reach).
+    static bool segment_file_held(int pid, int memfd, uint64_t dev, uint64_t ino);
     void check_peers();
     void report_pending_failures();
     std::vector<uint64_t> pending_failures_;  // found dead outside progress; reported there
@@ -312,6 +325,10 @@ private:
     // uid, as before, told every local user the uid and took datagrams from anyone).
     common::UniqueFd wake_pipe_[2];  // [0] read end (published), [1] write end
     common::UniqueFd epoll_fd_;
+    // Poll mode (ShmConfig::watch_with_pidfd false): one periodic timer in the epoll set, so a
+    // blocked wait still runs the liveness check; started with the first watched peer.
+    common::UniqueFd liveness_timer_;
+    bool liveness_timer_running_ = false;
     uint32_t progress_calls_ = 0;
     uint64_t cma_probe_value_ = 0;  // our uid, read by peers to check that CMA works
     bool membarrier_registered_ = false;
