@@ -69,12 +69,10 @@ constexpr common::ConfigVar kVars[] = {
      kMinMaxSenders,
      kMaxMaxSenders},
     {"SHM_PEER_WATCH", kString, "pidfd",
-     "How a worker notices that a process it exchanges shm messages with died: \"pidfd\" "
-     "holds one process descriptor per such peer, in the worker's event set (a blocked wait "
-     "wakes at once); \"poll\" holds none per peer: every SWY_KEEPALIVE_INTERVAL, progress "
-     "checks that each peer still holds its segment file (one stat each), and one timer wakes "
-     "a blocked wait at that interval while any peer is watched. Either way a lane costs "
-     "nothing per peer before its first message.",
+     "How a worker notices that an shm peer died: \"pidfd\" holds a process descriptor per "
+     "peer it exchanged messages with (a blocked wait wakes at once); \"poll\" holds none: "
+     "every SWY_KEEPALIVE_INTERVAL, progress checks that each peer still holds its segment "
+     "file, and one timer wakes a blocked wait at that interval.",
      "pidfd|poll"},
     {"SHM_TEST_DIE_AFTER_CLAIM",
      kUnsigned,
