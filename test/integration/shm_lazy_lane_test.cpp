@@ -177,12 +177,13 @@ void origin(World& w, const char* mode) {
 
 void target(World& w, const char* mode) {
     Node n(w, watch_mode(mode));
-    n.publish();
+    // Counted before rank 0 can know our address (it may connect the moment we publish).
     const std::set<unsigned long> own = mapped_segments();
     ICHECK(own.size() == 1);
-    w.scratch(kInodeBase + w.rank()).store(*own.begin(), std::memory_order_release);
     const unsigned window = pio_window_free(n.worker());
     const int pidfds_before = pidfds();
+    w.scratch(kInodeBase + w.rank()).store(*own.begin(), std::memory_order_release);
+    n.publish();
     w.wait_scratch_at_least(kConnectedWord, 1, n.worker());
     if (w.rank() == 4) {
         // Rank 0's endpoint holds a ring of our window, though it never sent.
@@ -306,6 +307,105 @@ TEST(ShmLazyLane, PeerDeadBeforeTheFirstMessageIsReported) {
 TEST(ShmLazyLane, PeerDeadAfterTheFirstMessageWakesABlockedWait) {
     EXPECT_TRUE(run_death("pidfd", true));
     EXPECT_TRUE(run_death("poll", true));
+}
+
+// ---- the first message of a PIO lane while the peer's FIFO is full ----
+
+constexpr int kFloodedWord = 150;  // rank 2 filled rank 1's FIFO
+constexpr int kDrainWord = 151;    // rank 0 saw its first send wait; rank 1 may receive now
+constexpr swy_tag_t kFromOrigin = 0x1A2F000000000000ull;
+constexpr swy_tag_t kFromFlooder = 0x1A30000000000000ull;
+constexpr int kFloodMessages = 8;
+
+/// The ring of a lazily attached PIO lane is announced through the shared FIFO with its first
+/// message: with the FIFO full, that first send waits (it may not go on the ring before the
+/// announcement), and once the receiver drains, every message arrives in order, intact.
+void announce_origin(World& w) {
+    Node n(w);
+    n.publish();
+    n.connect(1);
+    const swy_ep_attr_t a = n.query(1);
+    ICHECK_MSG(a.pio == 1, "the lane to rank 1 got no PIO ring (pio=%d)", a.pio);
+    w.wait_scratch_at_least(kFloodedWord, 1, n.worker());
+    std::vector<size_t> sizes{
+        8, 0, 1, 64, a.pio_max_size - 1, a.pio_max_size, a.pio_max_size + 1, a.bcopy_max_size + 1};
+    std::vector<std::vector<unsigned char>> bufs;
+    std::vector<Send> sends;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+        bufs.emplace_back(sizes[i]);
+        fill_pattern(bufs[i].data(), sizes[i], pattern_seed(sizes[i], 0, i));
+        sends.push_back(post_send(n.ep(1), bufs[i].data(), sizes[i], kFromOrigin | i));
+    }
+    const auto until = Clock::now() + std::chrono::milliseconds(50);
+    while (Clock::now() < until)
+        swy_worker_progress(n.worker());
+    ICHECK_MSG(!sends[0].done && swy_request_test(sends[0].req) == SWY_INPROGRESS,
+               "the first send on the PIO lane completed while the peer's FIFO was full: its ring "
+               "cannot have been announced");
+    w.scratch(kDrainWord).store(1, std::memory_order_release);
+    for (auto& s : sends)
+        ICHECK_OK(finish_send(n.worker(), s));
+    w.scratch(kAttrBase + 0).store(a.pio_max_size);
+    w.scratch(kAttrBase + 1).store(a.bcopy_max_size);
+    w.scratch(kAttrBase + 3).store(1, std::memory_order_release);
+    n.finish();
+}
+
+void announce_receiver(World& w) {
+    NodeOptions o;
+    o.config = {{"TLS", "shm"}, {"SHM_FIFO_CELLS", "2"}};
+    Node n(w, o);
+    n.publish();
+    w.wait_scratch_at_least(kDrainWord, 1);  // no progress until then: the FIFO stays full
+    std::vector<std::vector<unsigned char>> fbufs(kFloodMessages, std::vector<unsigned char>(8));
+    std::vector<Recv> frecvs;
+    for (int i = 0; i < kFloodMessages; ++i)
+        frecvs.push_back(post_recv(n.worker(), fbufs[i].data(), 8, kFromFlooder | i));
+    for (int i = 0; i < kFloodMessages; ++i) {
+        ICHECK_OK(finish_recv(n.worker(), frecvs[i]));
+        ICHECK_PATTERN(fbufs[i].data(), 8, pattern_seed(8, 2, i), "flood message %d", i);
+    }
+    const swy_ep_attr_t a = read_attr(w, kAttrBase, 0);
+    const std::vector<size_t> sizes{
+        8, 0, 1, 64, a.pio_max_size - 1, a.pio_max_size, a.pio_max_size + 1, a.bcopy_max_size + 1};
+    for (size_t i = 0; i < sizes.size(); ++i) {
+        std::vector<unsigned char> buf(sizes[i] + kGuardBytes, kGuardByte);
+        Recv r = post_recv(n.worker(), buf.data(), sizes[i], kFromOrigin | i);
+        ICHECK_OK(finish_recv(n.worker(), r));
+        ICHECK_MSG(r.info.length == sizes[i], "message %zu: %zu bytes, sent %zu", i, r.info.length,
+                   sizes[i]);
+        ICHECK_PATTERN(buf.data(), sizes[i], pattern_seed(sizes[i], 0, i),
+                       "message %zu (%zu bytes) of a lane announced behind a full FIFO", i,
+                       sizes[i]);
+        ICHECK(guard_intact(buf.data() + sizes[i]));
+    }
+    n.finish();
+}
+
+void announce_flooder(World& w) {
+    Node n(w);
+    n.publish();
+    n.connect(1, SWY_EP_FLAG_NO_PIO);
+    std::vector<std::vector<unsigned char>> bufs(kFloodMessages, std::vector<unsigned char>(8));
+    std::vector<Send> sends;
+    for (int i = 0; i < kFloodMessages; ++i) {
+        fill_pattern(bufs[i].data(), 8, pattern_seed(8, 2, i));
+        sends.push_back(post_send(n.ep(1), bufs[i].data(), 8, kFromFlooder | i));
+    }
+    // Two cells: the third send onwards waits for the receiver.
+    ICHECK_MSG(!sends.back().done, "%d sends into a FIFO of 2 cells all completed", kFloodMessages);
+    w.scratch(kFloodedWord).store(1, std::memory_order_release);
+    for (auto& s : sends)
+        ICHECK_OK(finish_send(n.worker(), s));
+    n.finish();
+}
+
+TEST(ShmLazyLane, FirstMessageBehindAFullFifoWaitsForTheRingAnnouncement) {
+    EXPECT_TRUE(run_ranks(3, [](World& w) {
+        if (w.rank() == 0) announce_origin(w);
+        if (w.rank() == 1) announce_receiver(w);
+        if (w.rank() == 2) announce_flooder(w);
+    }));
 }
 
 }  // namespace
