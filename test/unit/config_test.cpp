@@ -75,6 +75,7 @@ TEST(ConfigTable, DeclaresEveryDocumentedVariableWithItsTypeAndDefault) {
         {"OVERSUBSCRIBED", ConfigType::kString, "auto"},
         {"LOCAL_PROCS", ConfigType::kUnsigned, "0"},
         {"SHM_MAX_SENDERS", ConfigType::kUnsigned, "16384"},
+        {"SHM_PEER_WATCH", ConfigType::kString, "pidfd"},
         {"SHM_TEST_DIE_AFTER_CLAIM", ConfigType::kUnsigned, "0"},
         {"VERBS_SEG_SIZE", ConfigType::kSize, "8K"},
         {"VERBS_RX_CREDITS", ConfigType::kUnsigned, "64"},

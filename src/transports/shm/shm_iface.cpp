@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -70,16 +71,42 @@ RemoteSegment::~RemoteSegment() {
 // Endpoint
 // ------------------------------------------------------------------------------------------
 
-ShmEndpoint::ShmEndpoint(ShmInterface* iface, std::shared_ptr<RemoteSegment> remote,
-                         uint16_t sender_slot, uint32_t pio_slot)
-    : iface_(iface), remote_(std::move(remote)), sender_slot_(sender_slot), pio_slot_(kNoPioSlot) {
+ShmEndpoint::ShmEndpoint(ShmInterface* iface, const std::shared_ptr<RemoteSegment>& remote,
+                         const ShmAddress& address, uint16_t sender_slot, bool attach)
+    : iface_(iface),
+      remote_(iface->unattached_),
+      address_(address),
+      remote_uid_(remote->uid),
+      verified_pid_(remote->pid),
+      geometry_(geometry_of(*remote->header)),
+      sender_slot_(sender_slot),
+      pio_slot_(kNoPioSlot) {
+    geometry_.max_senders = remote->max_senders;
+    die_after_claim_ = iface_->config_.test_die_after_claim;
+    attr_ = lane_attr(geometry_, false, iface_->config_.costs);
+    if (attach) {
+        bind(remote);
+        attached_ = true;
+    }
+}
+
+void ShmEndpoint::bind(std::shared_ptr<RemoteSegment> remote) {
+    remote_ = std::move(remote);
     SegmentHeader* h = remote_->header;
     ring_ = RingView(remote_->base + h->fifo_offset, h->fifo_cells, h->fifo_cell_size);
-    claiming_ = &reinterpret_cast<SenderSlot*>(remote_->base + h->sender_table_offset)[sender_slot]
+    claiming_ = &reinterpret_cast<SenderSlot*>(remote_->base + h->sender_table_offset)[sender_slot_]
                      .claiming;
-    die_after_claim_ = iface_->config_.test_die_after_claim;
-    attr_ = lane_attr(geometry_of(*h), false, iface_->config_.costs);
-    if (pio_slot != kNoPioSlot) use_pio_ring(pio_slot);
+    remote_->our_slots.push_back(sender_slot_);
+}
+
+void ShmEndpoint::grant_pio_ring(uint32_t pio_slot) {
+    granted_pio_slot_ = pio_slot;
+    const LaneAttr pio = lane_attr(geometry_, true, iface_->config_.costs);
+    attr_.pio = pio.pio;
+    attr_.caps = (attr_.caps & (cap::kGetZcopy | cap::kPutZcopy)) | pio.caps;
+    attr_.credits = pio.credits;
+    attr_.credits_shared = pio.credits_shared;
+    attr_.max_message = pio.max_message;
 }
 
 void ShmEndpoint::use_pio_ring(uint32_t pio_slot) {
@@ -95,12 +122,89 @@ void ShmEndpoint::use_pio_ring(uint32_t pio_slot) {
     // Release stores are enough when the receiver can flush our store buffer itself before
     // it sleeps (membarrier); otherwise publish with a full fence.
     publish_fence_ = h->publish_fence != 0 || !iface_->membarrier_registered();
-    const LaneAttr pio = lane_attr(geometry_of(*h), true, iface_->config_.costs);
-    attr_.pio = pio.pio;
-    attr_.caps = pio.caps;
-    attr_.credits = pio.credits;
-    attr_.credits_shared = pio.credits_shared;
-    attr_.max_message = pio.max_message;
+    grant_pio_ring(pio_slot);
+}
+
+Status ShmEndpoint::attach() {
+    if (attached_ || disconnected_ || attach_failed_) return Status::kConnectionReset;
+    auto w = iface_->watched_.find(remote_uid_);
+    if (w != iface_->watched_.end() && w->second.failed) {
+        attach_failed_ = true;  // found dead while we were idle (check_lazy_peers)
+        return Status::kConnectionReset;
+    }
+    std::shared_ptr<RemoteSegment> remote = std::move(pending_remote_);
+    std::string why;
+    Status s = Status::kOk;
+    if (remote == nullptr) s = iface_->map_remote(remote_uid_, address_, &remote, &why, true);
+    if (s == Status::kOk) {
+        // The segment must still be the one this lane was created on, with our slot in it.
+        const SegmentHeader* h = remote->header;
+        const SenderSlot& slot = reinterpret_cast<const SenderSlot*>(
+            remote->base + h->sender_table_offset)[sender_slot_];
+        SegmentGeometry g = geometry_of(*h);
+        g.max_senders = remote->max_senders;
+        if (remote->pid != verified_pid_ || remote->failed ||
+            std::memcmp(&g, &geometry_, sizeof(g)) != 0 ||
+            slot.state.load(std::memory_order_acquire) != kSlotActive || slot.pid != getpid() ||
+            slot.uid != iface_->uid_) {
+            s = Status::kConnectionReset;
+            why = "shm: the peer's segment no longer holds this lane's sender slot";
+        }
+    }
+    if (s != Status::kOk) {
+        attach_failed_ = true;
+        log_printf(LogLevel::kInfo, "shm: lane to peer %016llx cannot start: %s",
+                   static_cast<unsigned long long>(remote_uid_), why.c_str());
+        // A peer that is gone is failed as a watched one would be (once, from progress).
+        iface_->pending_failures_.push_back(remote_uid_);
+        return Status::kConnectionReset;
+    }
+    bind(remote);
+    if (granted_pio_slot_ != kNoPioSlot) {
+        // Announce the ring through the shared FIFO first, as connect() does for a lane
+        // attached at once; if the FIFO is full, the send waits like any other.
+        uint8_t msg[5];
+        msg[0] = static_cast<uint8_t>(ShmControl::kPioOpen);
+        std::memcpy(msg + 1, &granted_pio_slot_, 4);
+        const Status sent = am_send(kShmControlAm, msg, sizeof(msg), nullptr, 0);
+        if (sent != Status::kOk) {
+            std::erase(remote_->our_slots, sender_slot_);
+            pending_remote_ = std::move(remote_);
+            remote_ = iface_->unattached_;
+            return sent;
+        }
+        use_pio_ring(granted_pio_slot_);
+    }
+    attached_ = true;
+    iface_->drop_lazy_lane(remote_uid_);
+    return Status::kOk;
+}
+
+void ShmEndpoint::release_unattached() {
+    std::shared_ptr<RemoteSegment> remote = std::move(pending_remote_);
+    std::string why;
+    if (remote == nullptr && !attach_failed_ &&
+        iface_->map_remote(remote_uid_, address_, &remote, &why, false) != Status::kOk) {
+        remote.reset();  // gone: nothing of ours is left to give back
+    }
+    if (remote != nullptr && !remote->failed && remote->pid == verified_pid_) {
+        // The peer never saw a message on this slot, so nothing of its state refers to it.
+        const SegmentHeader* h = remote->header;
+        auto* slots = reinterpret_cast<SenderSlot*>(remote->base + h->sender_table_offset);
+        SenderSlot& slot = slots[sender_slot_];
+        if (slot.state.load(std::memory_order_acquire) == kSlotActive && slot.pid == getpid() &&
+            slot.uid == iface_->uid_) {
+            if (granted_pio_slot_ != kNoPioSlot && granted_pio_slot_ < h->pio_slots) {
+                auto* pio = reinterpret_cast<PioSlot*>(remote->base + h->pio_table_offset);
+                if (pio[granted_pio_slot_].sender_slot == sender_slot_) {
+                    pio[granted_pio_slot_].consumed.store(0, std::memory_order_relaxed);
+                    pio[granted_pio_slot_].state.store(kSlotFree, std::memory_order_release);
+                }
+            }
+            slot.state.store(kSlotFree, std::memory_order_release);
+        }
+    }
+    iface_->drop_lazy_lane(remote_uid_);
 }
 
 ShmEndpoint::~ShmEndpoint() { disconnect(); }
@@ -159,7 +263,10 @@ inline void ShmEndpoint::finish(CellHeader* cell, uint64_t pos) {
 
 Status ShmEndpoint::am_send_packed(AmId id, const void* hdr, size_t hdr_len, PackFn pack, void* arg,
                                    size_t length) {
-    if (remote_->failed || disconnected_) return Status::kConnectionReset;
+    if (__builtin_expect(remote_->failed || disconnected_, 0)) {
+        const Status s = attach();  // not attached yet, or failed (then it says so)
+        if (s != Status::kOk) return s;
+    }
     uint64_t pos;
     CellHeader* cell = claim(hdr_len + length, &pos);
     if (cell == nullptr) return Status::kNoResource;
@@ -183,7 +290,10 @@ Status ShmEndpoint::am_send_packed(AmId id, const void* hdr, size_t hdr_len, Pac
 
 Status ShmEndpoint::am_send(AmId id, const void* hdr, size_t hdr_len, const void* payload,
                             size_t length) {
-    if (__builtin_expect(remote_->failed || disconnected_, 0)) return Status::kConnectionReset;
+    if (__builtin_expect(remote_->failed || disconnected_, 0)) {
+        const Status s = attach();  // not attached yet, or failed (then it says so)
+        if (s != Status::kOk) return s;
+    }
     uint64_t pos;
     CellHeader* cell = claim(hdr_len + length, &pos);
     if (cell == nullptr) return Status::kNoResource;
@@ -200,6 +310,11 @@ Status ShmEndpoint::am_send(AmId id, const void* hdr, size_t hdr_len, const void
 
 void ShmEndpoint::disconnect() {
     if (disconnected_) return;
+    if (!attached_) {
+        release_unattached();
+        disconnected_ = true;
+        return;
+    }
     if (!remote_->failed) {
         // Ordered after every message of this lane, so the receiver frees the slots only
         // once it has consumed them. If the lane is full we give up after a short while:
@@ -218,7 +333,10 @@ void ShmEndpoint::disconnect() {
 // ------------------------------------------------------------------------------------------
 
 ShmInterface::ShmInterface(const ShmConfig& config, uint64_t uid, uint16_t index, AmSink* sink)
-    : config_(config), uid_(uid), index_(index), sink_(sink), cma_probe_value_(uid) {}
+    : config_(config), uid_(uid), index_(index), sink_(sink), cma_probe_value_(uid) {
+    unattached_ = std::make_shared<RemoteSegment>();
+    unattached_->failed = true;
+}
 
 Status ShmInterface::open(const ShmConfig& config, uint64_t worker_uid, uint16_t iface_index,
                           AmSink* sink, std::unique_ptr<ShmInterface>* out, std::string* why) {
@@ -302,6 +420,17 @@ Status ShmInterface::create_segment(std::string* why) {
         *why = std::string("shm: epoll: ") + std::strerror(errno);
         return Status::kIoError;
     }
+    if (!config_.watch_with_pidfd) {
+        liveness_timer_.reset(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+        epoll_event tev{};
+        tev.events = EPOLLIN;
+        tev.data.fd = liveness_timer_.get();
+        if (!liveness_timer_ ||
+            epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, liveness_timer_.get(), &tev) != 0) {
+            *why = std::string("shm: liveness timer: ") + std::strerror(errno);
+            return Status::kIoError;
+        }
+    }
     last_check_ns_ = common::monotonic_coarse_ns();
     return Status::kOk;
 }
@@ -338,8 +467,13 @@ unsigned ShmInterface::pio_window_free() const {
 // Interface: connecting to peers
 // ------------------------------------------------------------------------------------------
 
+std::shared_ptr<RemoteSegment> ShmInterface::kept_remote(uint64_t uid) const {
+    auto it = remotes_.find(uid);
+    return it != remotes_.end() ? it->second.lock() : nullptr;
+}
+
 Status ShmInterface::map_remote(uint64_t uid, const ShmAddress& a,
-                                std::shared_ptr<RemoteSegment>* out, std::string* why) {
+                                std::shared_ptr<RemoteSegment>* out, std::string* why, bool keep) {
     const int pid = a.pid;
     const uint64_t size = a.segment_size;
     auto it = remotes_.find(uid);
@@ -374,6 +508,8 @@ Status ShmInterface::map_remote(uint64_t uid, const ShmAddress& a,
     remote->base = static_cast<uint8_t*>(p);
     remote->size = size;
     remote->header = reinterpret_cast<SegmentHeader*>(p);
+    remote->file_dev = st.st_dev;
+    remote->file_ino = st.st_ino;
     const SegmentHeader* h = remote->header;
     SegmentGeometry g{h->fifo_cells,  h->fifo_cell_size, h->pio_slots,
                       h->pio_credits, h->pio_cell_size,  h->max_senders};
@@ -392,8 +528,10 @@ Status ShmInterface::map_remote(uint64_t uid, const ShmAddress& a,
     }
     remote->max_senders = g.max_senders;
     remote->wake_fd_number = a.wake_fd;  // opened on the first wake-up (wake())
-    remotes_[uid] = remote;
-    watch(uid, pid);
+    if (keep) {
+        remotes_[uid] = remote;
+        watch(uid, pid, a.memfd, remote->file_dev, remote->file_ino);
+    }
     *out = std::move(remote);
     return Status::kOk;
 }
@@ -450,9 +588,12 @@ Status ShmInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t
         *why = "shm: malformed address section";
         return Status::kMalformed;
     }
+    // Mapped for as long as this call needs it, unless a lane keeps it mapped already: then
+    // this lane is attached at once (it costs nothing more per peer).
     std::shared_ptr<RemoteSegment> remote;
-    Status s = map_remote(remote_uid, a, &remote, why);
+    Status s = map_remote(remote_uid, a, &remote, why, false);
     if (s != Status::kOk) return s;
+    const bool attach = kept_remote(remote_uid) == remote;
 
     // Register as a sender in the peer's table.
     auto* slots = reinterpret_cast<SenderSlot*>(remote->base + remote->header->sender_table_offset);
@@ -492,10 +633,11 @@ Status ShmInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t
     slots[slot].refused.store(0, std::memory_order_relaxed);
     slots[slot].claiming.store(kNoClaim, std::memory_order_relaxed);
     slots[slot].state.store(kSlotActive, std::memory_order_release);
-    remote->our_slots.push_back(static_cast<uint16_t>(slot));
 
-    auto ep = std::make_unique<ShmEndpoint>(this, remote, static_cast<uint16_t>(slot), kNoPioSlot);
-    if (pio_slot != kNoPioSlot) {
+    auto ep = std::make_unique<ShmEndpoint>(this, remote, a, static_cast<uint16_t>(slot), attach);
+    if (pio_slot != kNoPioSlot && !attach) {
+        ep->grant_pio_ring(pio_slot);  // announced with the first message
+    } else if (pio_slot != kNoPioSlot) {
         // Announce the ring through the shared FIFO; the receiver polls it from then on, and
         // every later message of this lane goes through the ring, so order is kept.
         uint8_t msg[5];
@@ -517,6 +659,7 @@ Status ShmInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t
                              &cma_why) == Status::kOk;
         ep->set_cma(config_.cma_mode, ok, cma_why);
     }
+    if (!attach) add_lazy_lane(*remote, a.memfd);
     *out = std::move(ep);
     return Status::kOk;
 }

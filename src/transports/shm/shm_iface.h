@@ -29,6 +29,11 @@ struct ShmConfig {
     /// Called once, before the segment's pages are first touched.
     std::function<void(void*, size_t)> place_segment;
     cma::CmaMode cma_mode = cma::CmaMode::kAuto;
+    /// How peers' deaths are noticed (SWY_SHM_PEER_WATCH): true: a pidfd per peer in the
+    /// interface's epoll set (a blocked wait wakes at once); false ("poll"): no descriptor per
+    /// peer, a stat of each peer's segment file every keepalive interval, and one timer that
+    /// wakes a blocked wait at that interval while peers are watched.
+    bool watch_with_pidfd = true;
     /// Costs every lane reports (the worker fills them from the context's cost figures:
     /// shm_lane_costs(), shm_costs.h).
     LaneCosts costs;
@@ -61,52 +66,88 @@ struct RemoteSegment {
     bool wake_unavailable = false;
     /// Our sender slots in its table (one per lane we opened), checked for a refusal.
     std::vector<uint16_t> our_slots;
+    /// The segment file as the kernel named it when we opened it (device, inode): a live
+    /// peer still holds this very file at /proc/PID/fd/<memfd> (see ShmInterface::LazyPeer).
+    uint64_t file_dev = 0;
+    uint64_t file_ino = 0;
     ~RemoteSegment();
 };
 
 class ShmInterface;
 
 /// A lane into a peer's segment: either a dedicated PIO ring or the shared FIFO.
+///
+/// Attached lazily (issue #18, "nothing per peer until the first message"): connect() maps
+/// the peer's segment only for as long as it takes to validate it, claim our sender slot
+/// (and PIO ring) and probe CMA, then unmaps it unless another lane keeps it mapped. The
+/// lane then points at the interface's placeholder segment, which reads as failed, so the
+/// first am_send takes the slow path that already exists for a failed lane; there attach()
+/// maps the segment for good, starts watching the peer and announces the PIO ring.
 class ShmEndpoint final : public Endpoint {
 public:
-    ShmEndpoint(ShmInterface* iface, std::shared_ptr<RemoteSegment> remote, uint16_t sender_slot,
-                uint32_t pio_slot);
+    /// A lane through slot @p sender_slot of @p remote (mapped now; kept only if @p attach).
+    ShmEndpoint(ShmInterface* iface, const std::shared_ptr<RemoteSegment>& remote,
+                const ShmAddress& address, uint16_t sender_slot, bool attach);
     ~ShmEndpoint() override;
     const LaneAttr& attr() const override { return attr_; }
     Status am_send(AmId id, const void* hdr, size_t hdr_len, const void* payload,
                    size_t length) override;
     Status am_send_packed(AmId id, const void* hdr, size_t hdr_len, PackFn pack, void* arg,
                           size_t length) override;
-    uint64_t remote_uid() const override { return remote_->uid; }
+    uint64_t remote_uid() const override { return remote_uid_; }
     /// The peer's uid, which ShmInterface::sender_key gives for the lanes it sends us on.
-    uint64_t peer_key() const override { return remote_->uid; }
+    uint64_t peer_key() const override { return remote_uid_; }
     void disconnect() override;
     /// Move this lane onto dedicated PIO ring @p pio_slot (after announcing it).
     void use_pio_ring(uint32_t pio_slot);
+    /// Ring @p pio_slot of the peer's window is ours: the lane's attributes say PIO from now
+    /// on, and the ring is announced and used from the first message (attach()).
+    void grant_pio_ring(uint32_t pio_slot);
+    /// True once the first message mapped the peer's segment for good (or it was mapped
+    /// already when the lane was created).
+    bool attached() const { return attached_; }
     /// Record the CMA probe result (rendezvous zero-copy to this peer): when it passed, the
     /// lane's zero-copy operations reach the peer's verified pid in @p mode.
     void set_cma(cma::CmaMode mode, bool ok, const std::string& why) {
         // The only pid CMA ever aims at is the one this lane verified (its segment's owner):
         // nothing a peer sends can change it (security issue #12).
-        cma_.set(mode, ok ? remote_->pid : 0);
+        cma_.set(mode, ok ? verified_pid_ : 0);
         attr_.caps = (attr_.caps & ~(cap::kGetZcopy | cap::kPutZcopy)) | cma_.caps();
         attr_.zcopy_reason = ok ? "" : "cma: " + why;
     }
     /// CMA to the peer's verified process, once the probe passed (null before or if not).
     ZcopyLane* zcopy() override { return cma_.pid() > 0 ? &cma_ : nullptr; }
-    /// The pid named by the peer's segment header, which was opened through /proc/PID/fd.
-    int verified_pid() const override { return remote_->pid; }
+    /// The pid named by the peer's segment header, which was opened through /proc/PID/fd
+    /// (when the lane was created; attach() checks it again).
+    int verified_pid() const override { return verified_pid_; }
 
 private:
+    /// The slow path of a send on a lane not attached yet: attach it (kOk: send now), or why
+    /// not (kNoResource: the peer's FIFO is full, try again; else the peer is gone).
+    Status attach();
+    /// Point the lane's send state into @p remote's mapping.
+    void bind(std::shared_ptr<RemoteSegment> remote);
+    /// Give our slot (and PIO ring) in the peer's table back without a message: for a lane
+    /// closed before it ever sent one (the peer never heard of it).
+    void release_unattached();
     void wake_peer();
     CellHeader* claim(size_t payload, uint64_t* pos);
     void publish_record(CellHeader* cell, uint64_t pos);
     void finish(CellHeader* cell, uint64_t pos);
 
     ShmInterface* iface_;
-    std::shared_ptr<RemoteSegment> remote_;
+    std::shared_ptr<RemoteSegment> remote_;  // the placeholder (failed) until attached
+    ShmAddress address_;                     // where the peer's segment is, for attach()
+    uint64_t remote_uid_;
+    int verified_pid_;
+    SegmentGeometry geometry_;  // the peer's, as validated at creation
     uint16_t sender_slot_;
     uint32_t pio_slot_;
+    uint32_t granted_pio_slot_ = kNoPioSlot;  // ours in the peer's window, maybe not yet in use
+    bool attached_ = false;
+    bool attach_failed_ = false;  // the peer was gone (or not the same) at the first message
+    // Mapped by an attach() whose PIO announcement found the FIFO full: the next one sends it.
+    std::shared_ptr<RemoteSegment> pending_remote_;
     RingView ring_;
     uint64_t private_head_ = 0;    // PIO ring only
     uint64_t known_consumed_ = 0;  // PIO ring: the receiver's last published position
@@ -177,8 +218,18 @@ private:
         std::atomic<uint64_t>* consumed;  // published every quarter ring
         bool dead = false;                // released; erased after the drain loop
     };
+    struct LazyPeer {  // a peer only unattached lanes lead to
+        int pid = 0;
+        int memfd_number = -1;
+        uint64_t file_dev = 0;
+        uint64_t file_ino = 0;
+        uint32_t lanes = 0;
+    };
     struct Watched {  // a remote process we depend on
         int pid = 0;
+        int memfd_number = -1;  ///< its segment at /proc/PID/fd/N (poll mode: what we stat)
+        uint64_t file_dev = 0;
+        uint64_t file_ino = 0;
         common::UniqueFd pidfd;  ///< none: pidfd_open failed, or the process was found dead
         bool failed = false;
         bool reported = false;
@@ -190,9 +241,27 @@ private:
     void dispatch(CellHeader* cell);
     void handle_control(uint16_t sender, const uint8_t* data, size_t length);
     bool resolve_sender(uint16_t sender);
+    /// Map and validate @p uid's segment. @p keep: remember the mapping (later lanes share
+    /// it) and watch the peer; else the mapping lives only as long as *out. A mapping kept
+    /// already is returned either way.
     Status map_remote(uint64_t uid, const ShmAddress& a, std::shared_ptr<RemoteSegment>* out,
-                      std::string* why);
-    void watch(uint64_t uid, int pid);
+                      std::string* why, bool keep = true);
+    /// The mapping of @p uid kept by some lane, or null.
+    std::shared_ptr<RemoteSegment> kept_remote(uint64_t uid) const;
+    // ---- peers with lanes that are not attached yet (no mapping, no descriptor) ----
+    /// A lane to @p remote was created unattached / attached or closed.
+    void add_lazy_lane(const RemoteSegment& remote, int memfd_number);
+    void drop_lazy_lane(uint64_t uid);
+    /// The periodic check of those peers: each still holds the very segment file we
+    /// validated (one stat of /proc/PID/fd/N each, no descriptor held); one that does not
+    /// has died (or its pid was reused) and is failed like a watched peer.
+    void check_lazy_peers();
+    /// Watch @p uid (process @p pid, segment at /proc/PID/fd/@p memfd_number, file
+    /// @p dev / @p ino if known, else 0 and found here) for its death, once.
+    void watch(uint64_t uid, int pid, int memfd_number, uint64_t dev, uint64_t ino);
+    /// True while process @p pid still holds segment file @p dev / @p ino at fd @p memfd (one
+    /// stat, no descriptor kept); false once it is gone (or no longer ours to reach).
+    static bool segment_file_held(int pid, int memfd, uint64_t dev, uint64_t ino);
     void check_peers();
     void report_pending_failures();
     std::vector<uint64_t> pending_failures_;  // found dead outside progress; reported there
@@ -248,11 +317,18 @@ private:
     std::unordered_map<uint64_t, std::weak_ptr<RemoteSegment>> remotes_;
     std::unordered_map<uint64_t, std::unique_ptr<ShmEndpoint>> reply_eps_;
     std::unordered_map<uint64_t, Watched> watched_;
+    std::unordered_map<uint64_t, LazyPeer> lazy_peers_;
+    // What unattached lanes point at: reads as failed, so their first send takes the slow path.
+    std::shared_ptr<RemoteSegment> unattached_;
     // Peers wake us by writing to this pipe; they open it through /proc/PID/fd, so exactly
     // the processes that may map our segment can wake us (an abstract socket named after our
     // uid, as before, told every local user the uid and took datagrams from anyone).
     common::UniqueFd wake_pipe_[2];  // [0] read end (published), [1] write end
     common::UniqueFd epoll_fd_;
+    // Poll mode (ShmConfig::watch_with_pidfd false): one periodic timer in the epoll set, so a
+    // blocked wait still runs the liveness check; started with the first watched peer.
+    common::UniqueFd liveness_timer_;
+    bool liveness_timer_running_ = false;
     uint32_t progress_calls_ = 0;
     uint64_t cma_probe_value_ = 0;  // our uid, read by peers to check that CMA works
     bool membarrier_registered_ = false;

@@ -2,13 +2,16 @@
 #include <linux/membarrier.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 
 #include "common/clock.h"
@@ -136,7 +139,7 @@ bool ShmInterface::resolve_sender(uint16_t sender) {
     info.segment_size = slot.segment_size;
     info.wake_fd = slot.wake_fd;
     info.pio_slot = slot.pio_slot;
-    watch(info.uid, info.pid);
+    watch(info.uid, info.pid, info.memfd, 0, 0);
     return true;
 }
 
@@ -259,25 +262,62 @@ int ShmInterface::sender_pid(uint16_t sender) {
 // Liveness: every remote we map or that writes to us is watched through a pidfd.
 // ------------------------------------------------------------------------------------------
 
-void ShmInterface::watch(uint64_t uid, int pid) {
+void ShmInterface::watch(uint64_t uid, int pid, int memfd_number, uint64_t dev, uint64_t ino) {
     if (watched_.count(uid) != 0) return;
     Watched w;
     w.pid = pid;
-    w.pidfd.reset(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
-    if (!w.pidfd) {
-        // ESRCH: it is already gone.
-        w.failed = errno == ESRCH;
+    w.memfd_number = memfd_number;
+    if (config_.watch_with_pidfd) {
+        w.pidfd.reset(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+        if (!w.pidfd) {
+            // ESRCH: it is already gone.
+            w.failed = errno == ESRCH;
+        } else {
+            epoll_event ev{};
+            ev.events = EPOLLIN;
+            ev.data.fd = w.pidfd.get();
+            epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, w.pidfd.get(), &ev);
+        }
     } else {
-        epoll_event ev{};
-        ev.events = EPOLLIN;
-        ev.data.fd = w.pidfd.get();
-        epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, w.pidfd.get(), &ev);
+        if (dev == 0 && ino == 0) {  // a sender: its file as the kernel names it now
+            char path[64];
+            std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, memfd_number);
+            struct stat st {};
+            if (stat(path, &st) == 0) {
+                dev = st.st_dev;
+                ino = st.st_ino;
+            } else {
+                w.failed = errno == ENOENT || errno == ESRCH;
+            }
+        }
+        w.file_dev = dev;
+        w.file_ino = ino;
+        if (!liveness_timer_running_ && liveness_timer_) {
+            const auto ns = static_cast<long>(std::max<uint64_t>(config_.keepalive_ns, 1'000'000));
+            itimerspec its{};
+            its.it_interval.tv_sec = ns / 1'000'000'000;
+            its.it_interval.tv_nsec = ns % 1'000'000'000;
+            its.it_value = its.it_interval;
+            liveness_timer_running_ = timerfd_settime(liveness_timer_.get(), 0, &its, nullptr) == 0;
+        }
     }
     const bool dead = w.failed;
     watched_[uid] = std::move(w);
     // Never report from here: watch() runs inside dispatch (a first message from a new
     // sender) or inside connect; progress reports it once no cell is being handled.
     if (dead) pending_failures_.push_back(uid);
+}
+
+bool ShmInterface::segment_file_held(int pid, int memfd, uint64_t dev, uint64_t ino) {
+    // The kernel's link to the segment file exists exactly as long as the process that
+    // created it holds the file open: gone (or a reused pid with other files) means dead. A
+    // peer we may no longer reach counts as gone too: nothing of ours could reach it.
+    char path[64];
+    std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, memfd);
+    struct stat st {};
+    if (stat(path, &st) == 0)
+        return static_cast<uint64_t>(st.st_dev) == dev && static_cast<uint64_t>(st.st_ino) == ino;
+    return errno == EINTR || errno == ENOMEM;  // cannot tell now: the next check will
 }
 
 void ShmInterface::report_pending_failures() {
@@ -299,12 +339,18 @@ void ShmInterface::report_pending_failures() {
 void ShmInterface::check_peers() {
     std::vector<uint64_t> dead;
     for (auto& [uid, w] : watched_) {
-        if (w.failed || !w.pidfd) continue;
-        pollfd pfd{w.pidfd.get(), POLLIN, 0};
-        if (poll(&pfd, 1, 0) > 0) dead.push_back(uid);
+        if (w.failed) continue;
+        if (w.pidfd) {
+            pollfd pfd{w.pidfd.get(), POLLIN, 0};
+            if (poll(&pfd, 1, 0) > 0) dead.push_back(uid);
+        } else if (w.file_ino != 0 &&
+                   !segment_file_held(w.pid, w.memfd_number, w.file_dev, w.file_ino)) {
+            dead.push_back(uid);
+        }
     }
     for (uint64_t uid : dead)
         fail_remote(uid);
+    check_lazy_peers();
     check_stuck_fifo();
     check_refusals();
     if (!pending_failures_.empty() || !pending_refusals_.empty()) report_pending_failures();
@@ -312,6 +358,10 @@ void ShmInterface::check_peers() {
 
 void ShmInterface::fail_remote(uint64_t uid) {
     Watched& w = watched_[uid];
+    if (w.pid == 0) {  // never watched: a peer only unattached lanes led to
+        auto lazy = lazy_peers_.find(uid);
+        if (lazy != lazy_peers_.end()) w.pid = lazy->second.pid;
+    }
     if (w.pidfd) {
         epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, w.pidfd.get(), nullptr);
         w.pidfd.reset();
@@ -346,6 +396,35 @@ void ShmInterface::fail_remote(uint64_t uid) {
 }
 
 // ------------------------------------------------------------------------------------------
+// Peers only unattached lanes lead to: checked without holding anything of theirs
+// ------------------------------------------------------------------------------------------
+
+void ShmInterface::add_lazy_lane(const RemoteSegment& remote, int memfd_number) {
+    LazyPeer& p = lazy_peers_[remote.uid];
+    p.pid = remote.pid;
+    p.memfd_number = memfd_number;
+    p.file_dev = remote.file_dev;
+    p.file_ino = remote.file_ino;
+    ++p.lanes;
+}
+
+void ShmInterface::drop_lazy_lane(uint64_t uid) {
+    auto it = lazy_peers_.find(uid);
+    if (it != lazy_peers_.end() && --it->second.lanes == 0) lazy_peers_.erase(it);
+}
+
+void ShmInterface::check_lazy_peers() {
+    std::vector<uint64_t> dead;
+    for (const auto& [uid, p] : lazy_peers_) {
+        auto w = watched_.find(uid);
+        if (w != watched_.end()) continue;  // watched (check_peers), or failed already
+        if (!segment_file_held(p.pid, p.memfd_number, p.file_dev, p.file_ino)) dead.push_back(uid);
+    }
+    for (uint64_t uid : dead)
+        fail_remote(uid);
+}
+
+// ------------------------------------------------------------------------------------------
 // A FIFO cell claimed by a sender that died before publishing it
 // ------------------------------------------------------------------------------------------
 
@@ -356,6 +435,10 @@ bool ShmInterface::process_alive(uint64_t uid, int pid) {
         if (it->second.pidfd) {
             pollfd pfd{it->second.pidfd.get(), POLLIN, 0};
             return poll(&pfd, 1, 0) <= 0;
+        }
+        if (it->second.file_ino != 0) {
+            return segment_file_held(it->second.pid, it->second.memfd_number, it->second.file_dev,
+                                     it->second.file_ino);
         }
     }
     if (pid <= 0) return false;
@@ -486,6 +569,10 @@ void ShmInterface::disarm() {
     // level-triggered event fd readable (a blocking loop would spin).
     char buf[64];
     while (read(wake_pipe_[0].get(), buf, sizeof(buf)) > 0) {}
+    if (liveness_timer_running_) {  // level-triggered: an unread expiry keeps the fd readable
+        uint64_t expiries;
+        (void)!read(liveness_timer_.get(), &expiries, sizeof(expiries));
+    }
     // A pidfd that woke us is looked at by the next progress call (failures are reported
     // from progress only, where callbacks are expected).
     last_check_ns_ = 0;

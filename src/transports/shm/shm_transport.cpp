@@ -68,6 +68,12 @@ constexpr common::ConfigVar kVars[] = {
      {},
      kMinMaxSenders,
      kMaxMaxSenders},
+    {"SHM_PEER_WATCH", kString, "pidfd",
+     "How a worker notices that an shm peer died: \"pidfd\" holds a process descriptor per "
+     "peer it exchanged messages with (a blocked wait wakes at once); \"poll\" holds none: "
+     "every SWY_KEEPALIVE_INTERVAL, progress checks that each peer still holds its segment "
+     "file, and one timer wakes a blocked wait at that interval.",
+     "pidfd|poll"},
     {"SHM_TEST_DIE_AFTER_CLAIM",
      kUnsigned,
      "0",
@@ -140,6 +146,7 @@ Status read_settings(const common::Config& config, ShmConfig* out, std::string* 
     out->test_die_after_claim =
         static_cast<uint32_t>(r.get_unsigned("SHM_TEST_DIE_AFTER_CLAIM", 0, UINT32_MAX));
     out->keepalive_ns = r.get_time_ns("KEEPALIVE_INTERVAL");
+    out->watch_with_pidfd = r.get_choice("SHM_PEER_WATCH", {"pidfd", "poll"}) == "pidfd";
     if (!r.ok()) {
         *why = r.error();
         return Status::kInvalidParam;
