@@ -10,13 +10,18 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include <switchyard/switchyard.h>
 
+#include "common/socket.h"
+#include "core/address.h"
 #include "core/worker.h"
 #include "transports/verbs/verbs_open.h"
+#include "transports/verbs/verbs_transport.h"
+#include "transports/verbs/verbs_wire.h"
 #include "verbs_test_node.h"
 
 namespace {
@@ -236,6 +241,91 @@ TEST(VerbsCrossing, LoserClosingWhileRedirectedGivesTheConnectionBack) {
     EXPECT_EQ(report(winner).connections, 0u);
     EXPECT_EQ(report(loser).connections, 0u);
     EXPECT_EQ(fw.calls, 0);
+}
+
+/// The verbs section of @p n's address.
+swy::tl::verbs::AddressSection verbs_section(const VerbsNode& n) {
+    swy::core::WorkerAddress a;
+    std::string why;
+    swy::tl::verbs::AddressSection v{};
+    EXPECT_EQ(swy::core::decode_address(n.address.data(), n.address.size(), &a, &why),
+              swy::Status::kOk);
+    const swy::core::AddressSection* s = a.find(swy::tl::verbs::kAddressSection);
+    EXPECT_TRUE(s != nullptr && s->bytes.size() == sizeof(v));
+    if (s != nullptr && s->bytes.size() == sizeof(v)) std::memcpy(&v, s->bytes.data(), sizeof(v));
+    return v;
+}
+
+TEST(VerbsCrossing, AnUnprovenClaimIsNeverRedirected) {
+    // While the winner's connect to the loser is out, someone without the key sends the
+    // winner a request in the loser's name (its uid and GID, a wrong proof): exactly what a
+    // crossing connect looks like, but unproven. It must be refused, and the winner's
+    // connection must not count it as a second owner: once the winner closes its endpoint,
+    // nothing stays open (a redirect taken before the proof check would keep the connection
+    // waiting for the goodbye of an endpoint that does not exist).
+    VerbsNode a(kKeyed), b(kKeyed);
+    SKIP_WITHOUT_VERBS(a);
+    const bool a_wins = core_of(a)->uid() < core_of(b)->uid();
+    VerbsNode& winner = a_wins ? a : b;
+    VerbsNode& loser = a_wins ? b : a;
+    Failure fw;
+    swy_ep_h to_loser = connect(winner, loser, &fw);
+    ASSERT_NE(to_loser, nullptr);
+
+    const swy::tl::verbs::AddressSection w = verbs_section(winner);
+    const swy::tl::verbs::AddressSection l = verbs_section(loser);
+    swy::tl::verbs::CmMessage fake{};
+    fake.magic = swy::tl::verbs::kCmMagic;
+    fake.version = swy::tl::verbs::kCmVersion;
+    fake.type = static_cast<uint8_t>(swy::tl::verbs::CmType::kRequest);
+    fake.mtu = 1;
+    fake.is_global = 1;
+    fake.uid = core_of(loser)->uid();
+    fake.qpn = 0x1234;
+    fake.psn = 1;
+    std::memcpy(fake.gid, l.gid, sizeof(fake.gid));
+    fake.rx_credits = 8;
+    fake.max_message = 8192;
+    std::memset(fake.nonce, 0x5A, sizeof(fake.nonce));
+    std::memset(fake.proof, 0xA5, sizeof(fake.proof));
+    swy::common::UniqueFd fd;
+    std::string why;
+    const auto deadline = swy::common::SocketClock::now() + std::chrono::seconds(2);
+    ASSERT_EQ(swy::common::connect_with_deadline(
+                  swy::common::SocketAddress::from_ip(w.family, w.ip, w.port), deadline, &fd, &why),
+              swy::Status::kOk)
+        << why;
+    ASSERT_EQ(swy::common::write_all(fd.get(), &fake, sizeof(fake), deadline, &why),
+              swy::Status::kOk)
+        << why;
+    // The winner handles the claim while its own connect is still out.
+    for (int i = 0; i < 50; ++i)
+        swy_worker_progress(winner.worker);
+    swy::tl::verbs::CmMessage answer{};
+    EXPECT_NE(
+        swy::common::read_all(fd.get(), &answer, sizeof(answer),
+                              swy::common::SocketClock::now() + std::chrono::seconds(1), &why),
+        swy::Status::kOk)
+        << "the claim got an answer (type " << int{answer.type} << ")";
+
+    std::vector<Message> stream = post_stream(to_loser, loser, 600);
+    std::vector<Message> none;
+    exchange(winner, loser, stream, none);
+    EXPECT_EQ(fw.calls, 0);
+    swy_request_h r = nullptr;
+    swy_ep_close_nb(to_loser, SWY_EP_CLOSE_FLUSH, &r);
+    const auto end = Clock::now() + std::chrono::seconds(10);
+    while ((r != nullptr || report(winner).connections + report(loser).connections != 0) &&
+           Clock::now() < end) {
+        swy_worker_progress(winner.worker);
+        swy_worker_progress(loser.worker);
+        if (r != nullptr && swy_request_test(r) != SWY_INPROGRESS) {
+            swy_request_free(r);
+            r = nullptr;
+        }
+    }
+    EXPECT_EQ(report(winner).connections, 0u) << "the winner kept its connection for nobody";
+    EXPECT_EQ(report(loser).connections, 0u);
 }
 
 }  // namespace
