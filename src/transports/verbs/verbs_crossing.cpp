@@ -76,7 +76,7 @@ Status VerbsInterface::follow_redirect(Connection* c, const CmMessage& m, std::s
     redirects_.emplace_back(c->index, c->generation);
     log_printf(LogLevel::kDebug,
                "verbs: worker %016llx connects to us too and keeps its connection (QP %u): "
-               "waiting for it",
+               "our endpoint moves onto it once it is up",
                static_cast<unsigned long long>(m.uid), m.qpn);
     return Status::kOk;
 }
