@@ -54,6 +54,29 @@ TEST(VerbsHandshake, RejectsEachBrokenField) {
     }
 }
 
+TEST(VerbsHandshake, AnAnswerIsAReplyOrARedirectWithoutJoinFields) {
+    EXPECT_EQ(validate_answer(valid(CmType::kReply)), nullptr);
+    EXPECT_EQ(validate_answer(valid(CmType::kRedirect)), nullptr);
+    EXPECT_NE(validate_answer(valid(CmType::kRequest)), nullptr) << "a request is no answer";
+    EXPECT_NE(validate_answer(valid(CmType::kBye)), nullptr);
+    CmMessage joined = valid(CmType::kReply);
+    joined.join_qpn = 5;
+    joined.join_peer_qpn = 6;
+    EXPECT_EQ(validate_answer(joined), nullptr) << "a reply agreeing to a join";
+    CmMessage redirect = valid(CmType::kRedirect);
+    redirect.join_qpn = 5;
+    redirect.join_peer_qpn = 6;
+    EXPECT_NE(validate_answer(redirect), nullptr) << "a redirect names its QP in qpn only";
+    redirect = valid(CmType::kRedirect);
+    redirect.qpn = 0;
+    EXPECT_NE(validate_answer(redirect), nullptr) << "a redirect to no QP";
+    redirect = valid(CmType::kRedirect);
+    redirect.version = 3;
+    EXPECT_NE(validate_answer(redirect), nullptr) << "a version-3 peer knows no redirect";
+    EXPECT_NE(validate(valid(CmType::kRedirect), CmType::kRequest), nullptr)
+        << "a redirect is no request";
+}
+
 TEST(VerbsImmediate, RoundTripsIdAndCredits) {
     const uint32_t imm = encode_imm(0xF2, 0xBEEF);
     EXPECT_EQ(imm_am_id(imm), 0xF2);
@@ -62,9 +85,9 @@ TEST(VerbsImmediate, RoundTripsIdAndCredits) {
 }
 
 TEST(VerbsHandshake, CarriesANonceAndAProofAfterTheSignedFields) {
-    // Version 3: the proof covers every connection field (join fields included) and nothing
-    // after them.
-    EXPECT_EQ(kCmVersion, 3);
+    // Version 4 (3 + the redirect answer): the proof covers every connection field (join
+    // fields included) and nothing after them.
+    EXPECT_EQ(kCmVersion, 4);
     EXPECT_EQ(sizeof(CmMessage), 120u);
     EXPECT_EQ(offsetof(CmMessage, nonce), kCmSignedBytes);
     EXPECT_EQ(offsetof(CmMessage, proof), kCmSignedBytes + 16);

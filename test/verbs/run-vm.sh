@@ -3,7 +3,7 @@
 # /work/shared/rxe-vm/run-in-rxe-vm (or any host with an ACTIVE RDMA port: RXE_VM=1 and the
 # RXE_VM_* variables set by hand).
 #
-#   test/verbs/run-vm.sh BUILD_DIR [--quick]
+#   test/verbs/run-vm.sh BUILD_DIR [--quick | --scale | --filter PATTERN]
 #
 # Outside the VM it starts the VM and runs itself there; exit 77 (skip) when it cannot. Inside:
 #   1. the device tests of unit_tests (Verbs*: eager, rendezvous get/put/pipeline, a buffer
@@ -23,9 +23,16 @@
 # --quick: fewer sizes (for scripts/test.sh).
 # --scale: only the connection-scale test, at 256 peers in 8 processes (about 4 minutes under
 #      TCG: a mode of its own, not in --quick).
+# --filter PATTERN: only the device unit tests matching the gtest filter PATTERN (e.g.
+#      'VerbsCrossing*'): a minute or two, for work on one part of the transport.
 set -u
-BUILD=${1:?usage: run-vm.sh BUILD_DIR [--quick|--scale]}
+BUILD=${1:?usage: run-vm.sh BUILD_DIR [--quick|--scale|--filter PATTERN]}
 QUICK=${2:-}
+FILTER=${3:-}
+if [ "$QUICK" = --filter ] && [ -z "$FILTER" ]; then
+    echo "run-vm.sh: --filter needs a gtest filter pattern" >&2
+    exit 2
+fi
 BUILD=$(cd "$BUILD" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
 VM=${RXE_VM_SCRIPT:-/work/shared/rxe-vm/run-in-rxe-vm}
@@ -37,6 +44,7 @@ if [ "${RXE_VM:-}" != 1 ]; then
     fi
     NEEDED="unit_tests swy-perf swy-info"
     [ "$QUICK" = --scale ] && NEEDED=verbs_conn_scale
+    [ "$QUICK" = --filter ] && NEEDED=unit_tests
     for bin in $NEEDED; do
         if [ ! -x "$BUILD/bin/$bin" ]; then
             echo "run-vm.sh: SKIP: $BUILD/bin/$bin not built"
@@ -52,7 +60,7 @@ if [ "${RXE_VM:-}" != 1 ]; then
     # cloned under /tmp (as CI does) would not find it.
     # 257 workers (--scale) each register their own buffers: more guest memory than the default.
     "$VM" --timeout "${RXE_VM_TIMEOUT:-900}" --mem "${RXE_VM_MEM:-3G}" --rw "$HERE" -- \
-        sh "$HERE/run-vm.sh" "$BUILD" "$QUICK"
+        sh "$HERE/run-vm.sh" "$BUILD" "$QUICK" "$FILTER"
     rc=$?
     if [ $rc -eq 125 ]; then
         echo "run-vm.sh: SKIP: the VM could not start (exit 125)"
@@ -84,6 +92,13 @@ conn_scale() {  # conn_scale PROCS WORKERS MESSAGES
 if [ "$QUICK" = --scale ]; then
     step "connection scale: 256 peer workers in 8 processes, one hub worker"
     conn_scale 8 32 8
+    [ $failures -eq 0 ] && { echo "run-vm.sh: all verbs checks passed"; exit 0; }
+    echo "run-vm.sh: $failures check(s) FAILED"
+    exit 1
+fi
+if [ "$QUICK" = --filter ]; then
+    step "device unit tests matching $FILTER"
+    check "unit_tests $FILTER" timeout 600 "$BUILD/bin/unit_tests" --gtest_filter="$FILTER"
     [ $failures -eq 0 ] && { echo "run-vm.sh: all verbs checks passed"; exit 0; }
     echo "run-vm.sh: $failures check(s) FAILED"
     exit 1

@@ -260,6 +260,7 @@ Status VerbsInterface::connect_lane(uint64_t remote_uid, const uint8_t* section,
     Connection* c = add_connection(remote_uid, State::kConnecting, &index, why);
     if (c == nullptr) return Status::kNoResource;
     const uint32_t generation = c->generation;
+    std::memcpy(c->peer_gid, peer.gid, sizeof(c->peer_gid));  // a crossing request must match
     auto abandon = [&](Status s) {
         close_connection(c);
         return s;
@@ -377,6 +378,26 @@ bool VerbsInterface::accept_join(Connection* c, const CmMessage& m) {
     return true;
 }
 
+void VerbsInterface::answer_with_redirect(Connection* c, Connection* mine, const CmMessage& m) {
+    // Our connection to the requester stays; its endpoint is to use it too (it arrives, or
+    // has arrived, at its listener: our request went out when our endpoint was created).
+    CmMessage redirect = local_half(mine, CmType::kRedirect);
+    if (common::auth_nonce(redirect.nonce) != Status::kOk) return;  // it sees the socket close
+    if (!config_.auth_key.empty())
+        sign(config_.auth_key, kReplyLabel, m.nonce, redirect.nonce, &redirect);
+    std::string error;
+    if (common::write_all(c->cm_fd.get(), &redirect, sizeof(redirect), after_ms(1000), &error) !=
+        Status::kOk) {
+        log_printf(LogLevel::kWarn, "verbs: cannot answer a crossing connect: %s", error.c_str());
+        return;  // the requester sees the socket close; nothing was shared
+    }
+    mine->remote_owner = true;  // kept open after our goodbye until the requester's
+    log_printf(LogLevel::kDebug,
+               "verbs: worker %016llx connected to us while we connected to it: redirected to our "
+               "connection %u (QP %u)",
+               static_cast<unsigned long long>(m.uid), mine->index, redirect.qpn);
+}
+
 void VerbsInterface::finish_join(Connection* c, const CmMessage& m) {
     // The peer agreed: our endpoint moves onto the connection it made to us, and the QP we
     // made for the request goes.
@@ -439,6 +460,7 @@ void VerbsInterface::poll_cm() {
             on_cm_readable(c);
         }
     }
+    if (!redirects_.empty()) attach_redirected();
 }
 
 void VerbsInterface::accept_all() {
@@ -510,7 +532,7 @@ void VerbsInterface::on_cm_readable(Connection* c) {
     CmMessage m{};
     std::memcpy(&m, c->cm_in, sizeof(m));
     const bool accepting = c->state == State::kAccepting;
-    const char* bad = validate(m, accepting ? CmType::kRequest : CmType::kReply);
+    const char* bad = accepting ? validate(m, CmType::kRequest) : validate_answer(m);
     std::string why;
     Status s = Status::kOk;
     bool auth_failed = false;  // logged as an error: someone without our key knocked
@@ -537,6 +559,19 @@ void VerbsInterface::on_cm_readable(Connection* c) {
     } else if (!accepting && has_proof(m)) {
         why = "verbs: the peer requires a key (SWY_AUTH_KEY) and we have none";
         s = Status::kUnreachable;
+    }
+    // Crossing connects: decided only now, with the request's proof checked (a redirect
+    // marks our connection as the requester's too, so an unproven claim must not get one).
+    if (s == Status::kOk && accepting && m.join_qpn == 0) {
+        if (Connection* mine = wins_crossing(m)) {
+            answer_with_redirect(c, mine, m);
+            close_connection(c);  // no QP was made for the request
+            return;
+        }
+    }
+    if (s == Status::kOk && !accepting && m.type == static_cast<uint8_t>(CmType::kRedirect)) {
+        s = follow_redirect(c, m, &why);  // checked the reply's proof above
+        if (s == Status::kOk) return;
     }
     if (s == Status::kOk && accepting && m.join_qpn != 0 && accept_join(c, m)) {
         close_connection(c);  // the requester shares the connection we made: no new QP
@@ -607,6 +642,9 @@ void VerbsInterface::on_cm_readable(Connection* c) {
 
 void VerbsInterface::disconnect(Connection* c) {
     if (c->closing || c->bye_sent) return;
+    // A redirected connect stays until the peer's connection arrives: the peer counts our
+    // endpoint as an owner of it, so it is given back with a goodbye (attach_redirected).
+    if (c->redirected) return;
     if (c->state != State::kReady) {
         close_connection(c);
         return;

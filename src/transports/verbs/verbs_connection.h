@@ -55,6 +55,15 @@ struct VerbsInterface::Connection {
     bool joining = false;       ///< a connect that asked to join join_index (below)
     uint16_t join_index = 0;    ///< a joining connect: the connection it asked to join
     uint32_t join_generation = 0;
+
+    /// Crossing connects, the losing side (verbs_crossing.cpp): the peer answered our request
+    /// with a redirect; our QP is gone and the endpoint waits (state kConnecting, no socket)
+    /// for the connection the peer made to us, whose QP on its side is redirect_qpn, until
+    /// redirect_deadline_ns (coarse clock).
+    bool redirected = false;
+    uint32_t redirect_qpn = 0;
+    uint64_t redirect_deadline_ns = 0;
+
     uint16_t group = 0;  ///< completion group (CQ + SRQ)
     bool in_group = false;
     uint32_t credits = 0;            ///< receive buffers granted to the peer's sends now
@@ -62,6 +71,7 @@ struct VerbsInterface::Connection {
     uint32_t since_lent = 0;         ///< messages consumed since the grant last grew
     uint32_t granted = 0;            ///< buffers held in the group's pool: credits + goodbye
     uint32_t peer_qpn = 0;           ///< the peer's QP of this connection
+    /// Connecting: the GID in the peer's address; once connected: its QP's.
     uint8_t peer_gid[16] = {};
     size_t peer_max_message = 0;  ///< the peer's receive buffer size (for a reply lane)
     size_t max_message = 0;       ///< largest SEND the peer's buffers take (and our bounce)

@@ -22,7 +22,9 @@
 // asks, in its request, to join that connection (join_qpn); the peer's listener, which is the
 // peer itself, agrees if its QP of that number talks to ours, and no second QP is made. Both
 // endpoints then own the connection; it closes once both said goodbye. Two workers that
-// connect to each other at the same instant (before either request arrived) still get two.
+// connect to each other at the same instant (before either request arrived): the one with the
+// lower uid answers the other's request with a redirect to its own connection, and the other's
+// endpoint moves onto that connection once it arrives (verbs_crossing.cpp): one QP again.
 //
 // Sends: every message is one SEND with immediate (AM id + credit return, verbs_wire.h);
 // header+payload up to the QP's inline limit go inline (the CPU writes them into the WQE:
@@ -42,6 +44,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "common/conn_table.h"
@@ -234,6 +237,13 @@ private:
     bool accept_join(Connection* c, const CmMessage& m);
     void finish_join(Connection* c, const CmMessage& m);
     void release_join(Connection* c);
+    // Crossing connects (verbs_crossing.cpp).
+    Connection* wins_crossing(const CmMessage& request) const;
+    void answer_with_redirect(Connection* c, Connection* mine, const CmMessage& request);
+    Connection* redirect_target(const Connection* c) const;
+    Status follow_redirect(Connection* c, const CmMessage& m, std::string* why);
+    void attach_redirected();
+    bool awaited_by_redirect(const Connection* target) const;
     uint32_t initial_credits() const { return std::min(kInitialCredits, config_.rx_credits); }
     Status create_qp(Connection* c, std::string* why);
     Status qp_to_rts(Connection* c, const CmMessage& peer, std::string* why);
@@ -299,7 +309,9 @@ private:
     uint32_t tick_ = 0;
     uint64_t cm_polled_ns_ = 0;  // coarse clock at the last look at the handshake sockets
     std::vector<uint16_t> to_report_;
-    std::vector<uint16_t> credit_due_;   // connections owing the peer a credit update
+    std::vector<uint16_t> credit_due_;  // connections owing the peer a credit update
+    // Redirected connects waiting for the peer's connection (slot, generation).
+    std::vector<std::pair<uint16_t, uint32_t>> redirects_;
     std::vector<RdmaOp*> rdma_backlog_;  // ops with chunks not yet posted (send queue full)
     std::vector<ibv_wc> stash_;          // completions polled by arm()
     bool in_progress_ = false;

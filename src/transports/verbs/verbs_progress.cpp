@@ -312,10 +312,10 @@ void VerbsInterface::handle_receive(const ibv_wc& wc) {
         c->remote_owner = false;
         if (!quiet_) sink_->on_sender_released({index_, index});
         if ((c = lookup(index, generation)) == nullptr) return;
-        // Our endpoint on it (or one about to join it) keeps it open, as the lane it sends on;
-        // otherwise nobody holds it any more.
+        // Our endpoint on it (or one about to join it, or redirected to it) keeps it open, as
+        // the lane it sends on; otherwise nobody holds it any more.
         const bool held = c->owner_ep != nullptr && !c->bye_sent;
-        if (held || c->join_pending) return;
+        if (held || c->join_pending || awaited_by_redirect(c)) return;
         if (c->bye_sent && c->sq_used() != 0) {
             c->closing = true;  // our own goodbye first: close once it completed
             return;

@@ -19,9 +19,14 @@ namespace swy::tl::verbs {
 inline constexpr uint32_t kCmMagic = 0x56595753;  // "SWYV"
 /// 2: a nonce and a proof follow the connection fields (authentication with a shared key).
 /// 3: join fields (one RC connection serves both directions of a pair), credits that grow.
-inline constexpr uint8_t kCmVersion = 3;
+/// 4: the redirect answer (crossing connects end on one connection).
+inline constexpr uint8_t kCmVersion = 4;
 
-enum class CmType : uint8_t { kRequest = 1, kReply = 2, kBye = 3 };
+/// kRedirect answers a request instead of kReply when the two workers connected to each other
+/// at once and the answering one wins the tie-break (the lower uid): no QP was made for the
+/// request; qpn names the winner's QP of the connection it made to the requester, which the
+/// requester's endpoint is to use instead (verbs_crossing.cpp).
+enum class CmType : uint8_t { kRequest = 1, kReply = 2, kBye = 3, kRedirect = 4 };
 
 /// One side's half of an RC connection: where its QP is and how the peer may send to it.
 struct CmMessage {
@@ -73,6 +78,15 @@ inline const char* validate(const CmMessage& m, CmType expected) {
     if (m.join_qpn > 0xFFFFFF || m.join_peer_qpn > 0xFFFFFF) return "join QPN out of range";
     if ((m.join_qpn == 0) != (m.join_peer_qpn == 0)) return "join QPNs must come in pairs";
     return nullptr;
+}
+
+/// Validate the answer to our request: a reply, or a redirect (which carries no join fields:
+/// it names the connection to use in qpn). @return null if valid, else the reason.
+inline const char* validate_answer(const CmMessage& m) {
+    const bool redirect = m.type == static_cast<uint8_t>(CmType::kRedirect);
+    const char* bad = validate(m, redirect ? CmType::kRedirect : CmType::kReply);
+    if (bad == nullptr && redirect && m.join_qpn != 0) return "a redirect with join fields";
+    return bad;
 }
 
 /// The credit word a receiver RDMA-writes into its sender: the cumulative count of consumed
