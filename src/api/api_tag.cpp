@@ -40,6 +40,9 @@ swy_status_t swy_tag_send_nb(swy_ep_h ep, const void* buffer, size_t length, swy
          !null_buffer_allowed(ep, req, params))) {
         return refused(__func__, params, "ep and req must not be NULL; buffer only if length is 0");
     }
+    if (__builtin_expect(core::request_params::has(params, SWY_REQ_PARAM_FIELD_REQUEST), 0)) {
+        if (swy_status_t c = api::check_request_memory(__func__, params); c != SWY_OK) return c;
+    }
     core::Endpoint* e = nullptr;
     if (swy_status_t c = api::resolve(__func__, ep, &e); __builtin_expect(c != SWY_OK, 0)) {
         return c;
@@ -62,6 +65,9 @@ swy_status_t swy_tag_recv_nb(swy_worker_h worker, void* buffer, size_t length, s
          !null_buffer_allowed(worker, req, params))) {
         return refused(__func__, params,
                        "worker and req must not be NULL; buffer only if length is 0");
+    }
+    if (__builtin_expect(core::request_params::has(params, SWY_REQ_PARAM_FIELD_REQUEST), 0)) {
+        if (swy_status_t c = api::check_request_memory(__func__, params); c != SWY_OK) return c;
     }
     core::Worker* w = nullptr;
     if (swy_status_t c = api::resolve(__func__, worker, &w); __builtin_expect(c != SWY_OK, 0)) {
@@ -96,6 +102,9 @@ swy_status_t swy_tag_msg_recv_nb(swy_worker_h worker, void* buffer, size_t lengt
         (core::request_params::unknown_bits(params) != 0 ||
          !null_buffer_allowed(worker != nullptr ? message : nullptr, req, params))) {
         return refused(__func__, params, "worker, message and req must not be NULL");
+    }
+    if (__builtin_expect(core::request_params::has(params, SWY_REQ_PARAM_FIELD_REQUEST), 0)) {
+        if (swy_status_t c = api::check_request_memory(__func__, params); c != SWY_OK) return c;
     }
     core::Worker* w = nullptr;
     if (swy_status_t c = api::resolve(__func__, worker, &w); c != SWY_OK) return c;
@@ -168,6 +177,11 @@ swy_status_t swy_request_free(swy_request_h req) {
     }
     core::Worker* w = r->worker;
     WorkerGuard guard(w);
+    if (__builtin_expect(r->external != nullptr && !r->completed, 0)) {
+        return api::busy(__func__,
+                         "a request in caller memory is freed only once it has completed "
+                         "(wait for it, or cancel it and wait): its memory is still in use");
+    }
     w->release(r);
     return SWY_OK;
 }
