@@ -45,23 +45,13 @@ inline bool needs_checks(const swy_request_params_t* params) {
     }
     return SWY_OK;
 }
-}  // namespace
-
-extern "C" {
-
-swy_status_t swy_tag_send_nb(swy_ep_h ep, const void* buffer, size_t length, swy_tag_t tag,
+/// The body of swy_tag_send_nb once its arguments passed (inline: the common path keeps the
+/// arguments in their registers, straight through to the core).
+inline swy_status_t tag_send(swy_ep_h ep, const void* buffer, size_t length, swy_tag_t tag,
                              const swy_request_params_t* params, swy_request_h* req) {
-    const bool null_argument =
-        ep == nullptr || req == nullptr || (buffer == nullptr && length != 0);
-    if (__builtin_expect(null_argument || needs_checks(params), 0)) {
-        if (swy_status_t c = check_call(__func__, null_argument, ep, req, params,
-                                        "ep and req must not be NULL; buffer only if length is 0");
-            c != SWY_OK) {
-            return c;
-        }
-    }
     core::Endpoint* e = nullptr;
-    if (swy_status_t c = api::resolve(__func__, ep, &e); __builtin_expect(c != SWY_OK, 0)) {
+    if (swy_status_t c = api::resolve("swy_tag_send_nb", ep, &e);
+        __builtin_expect(c != SWY_OK, 0)) {
         return c;
     }
     WorkerGuard guard(e->worker());
@@ -71,21 +61,27 @@ swy_status_t swy_tag_send_nb(swy_ep_h ep, const void* buffer, size_t length, swy
     return api::to_c(s);
 }
 
-swy_status_t swy_tag_recv_nb(swy_worker_h worker, void* buffer, size_t length, swy_tag_t tag,
+/// swy_tag_send_nb with something to check first (out of line: a tail call from the entry).
+[[gnu::noinline]] swy_status_t tag_send_checked(swy_ep_h ep, const void* buffer, size_t length,
+                                                swy_tag_t tag, const swy_request_params_t* params,
+                                                swy_request_h* req) {
+    const bool null_argument =
+        ep == nullptr || req == nullptr || (buffer == nullptr && length != 0);
+    if (swy_status_t c = check_call("swy_tag_send_nb", null_argument, ep, req, params,
+                                    "ep and req must not be NULL; buffer only if length is 0");
+        c != SWY_OK) {
+        return c;
+    }
+    return tag_send(ep, buffer, length, tag, params, req);
+}
+
+/// The body of swy_tag_recv_nb once its arguments passed.
+inline swy_status_t tag_recv(swy_worker_h worker, void* buffer, size_t length, swy_tag_t tag,
                              swy_tag_t tag_mask, const swy_request_params_t* params,
                              swy_request_h* req) {
-    const bool null_argument =
-        worker == nullptr || req == nullptr || (buffer == nullptr && length != 0);
-    if (__builtin_expect(null_argument || needs_checks(params), 0)) {
-        if (swy_status_t c =
-                check_call(__func__, null_argument, worker, req, params,
-                           "worker and req must not be NULL; buffer only if length is 0");
-            c != SWY_OK) {
-            return c;
-        }
-    }
     core::Worker* w = nullptr;
-    if (swy_status_t c = api::resolve(__func__, worker, &w); __builtin_expect(c != SWY_OK, 0)) {
+    if (swy_status_t c = api::resolve("swy_tag_recv_nb", worker, &w);
+        __builtin_expect(c != SWY_OK, 0)) {
         return c;
     }
     WorkerGuard guard(w);
@@ -93,6 +89,45 @@ swy_status_t swy_tag_recv_nb(swy_worker_h worker, void* buffer, size_t length, s
     Status s = w->tag_recv(buffer, length, tag, tag_mask, params, &r);
     *req = api::handle_of(r);
     return api::to_c(s);
+}
+
+/// swy_tag_recv_nb with something to check first (out of line: a tail call from the entry).
+[[gnu::noinline]] swy_status_t tag_recv_checked(swy_worker_h worker, void* buffer, size_t length,
+                                                swy_tag_t tag, swy_tag_t tag_mask,
+                                                const swy_request_params_t* params,
+                                                swy_request_h* req) {
+    const bool null_argument =
+        worker == nullptr || req == nullptr || (buffer == nullptr && length != 0);
+    if (swy_status_t c = check_call("swy_tag_recv_nb", null_argument, worker, req, params,
+                                    "worker and req must not be NULL; buffer only if length is 0");
+        c != SWY_OK) {
+        return c;
+    }
+    return tag_recv(worker, buffer, length, tag, tag_mask, params, req);
+}
+}  // namespace
+
+extern "C" {
+
+swy_status_t swy_tag_send_nb(swy_ep_h ep, const void* buffer, size_t length, swy_tag_t tag,
+                             const swy_request_params_t* params, swy_request_h* req) {
+    if (__builtin_expect(ep == nullptr || req == nullptr || (buffer == nullptr && length != 0) ||
+                             needs_checks(params),
+                         0)) {
+        return tag_send_checked(ep, buffer, length, tag, params, req);
+    }
+    return tag_send(ep, buffer, length, tag, params, req);
+}
+
+swy_status_t swy_tag_recv_nb(swy_worker_h worker, void* buffer, size_t length, swy_tag_t tag,
+                             swy_tag_t tag_mask, const swy_request_params_t* params,
+                             swy_request_h* req) {
+    if (__builtin_expect(worker == nullptr || req == nullptr ||
+                             (buffer == nullptr && length != 0) || needs_checks(params),
+                         0)) {
+        return tag_recv_checked(worker, buffer, length, tag, tag_mask, params, req);
+    }
+    return tag_recv(worker, buffer, length, tag, tag_mask, params, req);
 }
 
 swy_status_t swy_tag_probe_nb(swy_worker_h worker, swy_tag_t tag, swy_tag_t tag_mask, int remove,
