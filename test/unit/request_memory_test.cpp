@@ -370,6 +370,32 @@ TEST_F(RequestMemory, MisuseIsRefusedWithAClearError) {
     EXPECT_EQ(swy_tag_probe_nb(b_, kTag, ~0ull, 0, nullptr, nullptr), SWY_ERR_NO_MESSAGE);
 }
 
+TEST_F(RequestMemory, FieldsAreIgnoredWithoutTheirBit) {
+    // request/request_size point at 8 bytes, far too few, but without the bit they are not
+    // read: the receive takes a pool request and the bytes stay as they were.
+    unsigned char tiny[8];
+    std::memset(tiny, 0x3C, sizeof(tiny));
+    swy_request_params_t p{};
+    p.request = tiny;
+    p.request_size = sizeof(tiny);
+    uint64_t into = 0;
+    swy_request_h r = nullptr;
+    ASSERT_EQ(swy_tag_recv_nb(b_, &into, sizeof(into), kTag, ~0ull, &p, &r), SWY_INPROGRESS);
+    uint64_t value = 0xfeedfacecafebeefull;
+    swy_request_h s = nullptr;
+    const swy_status_t ss = swy_tag_send_nb(ep_, &value, sizeof(value), kTag, &p, &s);
+    ASSERT_TRUE(ss == SWY_OK || ss == SWY_INPROGRESS);
+    EXPECT_EQ(wait(r), SWY_OK);
+    EXPECT_EQ(into, value);
+    EXPECT_EQ(swy_request_free(r), SWY_OK);
+    if (s != nullptr) {
+        EXPECT_EQ(wait(s), SWY_OK);
+        EXPECT_EQ(swy_request_free(s), SWY_OK);
+    }
+    for (unsigned char c : tiny)
+        EXPECT_EQ(c, 0x3C);
+}
+
 TEST_F(RequestMemory, WorkerDestroyCancelsAndReleasesRequestsInCallerMemory) {
     Space space(request_size_);
     CallbackLog log;
