@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "opal/mca/pmix/pmix.h"
 #include "opal/util/proc.h"
@@ -115,11 +116,18 @@ int mca_pml_swy_init(int enable_mpi_threads) {
         goto err_worker;
     }
 
+    /* Room for the Switchyard request at the end of each of ours: one allocation for both.
+     * A library whose requests need more alignment than swy_space has keeps its pool. */
+    swy_worker_attr_t wattr = {.field_mask = SWY_WORKER_ATTR_FIELD_REQUEST_SIZE};
+    ompi_pml_swy.swy_request_size = 0;
+    if (swy_worker_query(ompi_pml_swy.worker, &wattr) == SWY_OK && wattr.request_alignment <= 16) {
+        ompi_pml_swy.swy_request_size = (wattr.request_size + 15) & ~(size_t)15;
+    }
     OBJ_CONSTRUCT(&ompi_pml_swy.requests, opal_free_list_t);
-    if (opal_free_list_init(&ompi_pml_swy.requests, sizeof(mca_pml_swy_request_t),
-                            opal_cache_line_size, OBJ_CLASS(mca_pml_swy_request_t), 0,
-                            opal_cache_line_size, 128, -1, 128, NULL, 0, NULL, NULL,
-                            NULL) != OPAL_SUCCESS) {
+    if (opal_free_list_init(
+            &ompi_pml_swy.requests, sizeof(mca_pml_swy_request_t) + ompi_pml_swy.swy_request_size,
+            opal_cache_line_size, OBJ_CLASS(mca_pml_swy_request_t), 0, opal_cache_line_size, 128,
+            -1, 128, NULL, 0, NULL, NULL, NULL) != OPAL_SUCCESS) {
         opal_output(0, "pml swy: cannot allocate the request free list");
         OBJ_DESTRUCT(&ompi_pml_swy.requests);
         goto err_worker;
@@ -250,6 +258,7 @@ int mca_pml_swy_add_procs(struct ompi_proc_t** procs, size_t nprocs) {
 }
 
 int mca_pml_swy_del_procs(struct ompi_proc_t** procs, size_t nprocs) {
+    ++ompi_pml_swy.eps_epoch; /* communicators may cache the endpoints closed below */
     for (size_t i = 0; i < nprocs; ++i) {
         swy_ep_h ep = (swy_ep_h)procs[i]->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML];
         if (ep == NULL) {
@@ -298,12 +307,40 @@ int mca_pml_swy_add_comm(struct ompi_communicator_t* comm) {
                     PML_SWY_MAX_CONTEXTID);
         return OMPI_ERR_NOT_SUPPORTED;
     }
+    struct mca_pml_comm_t* pc =
+        calloc(1, sizeof(struct mca_pml_comm_t) + (size_t)size * sizeof(swy_ep_h));
+    if (pc == NULL) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    pc->send_tag_base = pml_swy_send_tag(0, comm->c_my_rank, comm->c_contextid);
+    pc->size = size;
+    pc->eps_epoch = ompi_pml_swy.eps_epoch;
+    comm->c_pml_comm = pc;
     return OMPI_SUCCESS;
 }
 
 int mca_pml_swy_del_comm(struct ompi_communicator_t* comm) {
-    (void)comm;
+    free(comm->c_pml_comm);
+    comm->c_pml_comm = NULL;
     return OMPI_SUCCESS;
+}
+
+swy_ep_h mca_pml_swy_get_ep_slow(ompi_communicator_t* comm, int rank) {
+    ompi_proc_t* proc = ompi_comm_peer_lookup(comm, rank);
+    swy_ep_h ep = (swy_ep_h)proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML];
+    if (ep == NULL) {
+        ep = mca_pml_swy_connect(proc);
+    }
+    struct mca_pml_comm_t* pc = comm->c_pml_comm;
+    if (pc != NULL && pc->eps_epoch != ompi_pml_swy.eps_epoch) {
+        /* del_procs closed endpoints since these were cached: forget them all. */
+        memset(pc->eps, 0, (size_t)pc->size * sizeof(swy_ep_h));
+        pc->eps_epoch = ompi_pml_swy.eps_epoch;
+    }
+    if (ep != NULL && pc != NULL && rank < pc->size) {
+        pc->eps[rank] = ep;
+    }
+    return ep;
 }
 
 int mca_pml_swy_dump(struct ompi_communicator_t* comm, int verbose) {

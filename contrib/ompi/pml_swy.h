@@ -7,7 +7,10 @@
  * addresses published through the modex, endpoints created on first send to a peer, MPI
  * matching done by Switchyard's tag matcher (tag layout in pml_swy_tag.h), progress driven
  * from opal_progress(). Requests are ompi_request_t subclasses from an opal_free_list; each
- * holds the Switchyard request handle of the operation it stands for.
+ * holds the Switchyard request handle of the operation it stands for, and the Switchyard
+ * request itself lives at its end (swy_space, SWY_REQ_PARAM_FIELD_REQUEST): one allocation.
+ * Per-communicator lookups (peer endpoints, the send tag's fixed fields) are cached in
+ * comm->c_pml_comm.
  */
 #ifndef PML_SWY_H
 #define PML_SWY_H
@@ -38,6 +41,12 @@ typedef struct mca_pml_swy_module {
     swy_context_h context;
     swy_worker_h worker;
 
+    /** Bytes at the end of each request for its Switchyard request (swy_space), from
+     *  swy_worker_query(SWY_WORKER_ATTR_FIELD_REQUEST_SIZE); 0: Switchyard's pool is used. */
+    size_t swy_request_size;
+    /** Bumped by del_procs (endpoints closed): every communicator's cached endpoints are
+     *  dropped at their next use. */
+    unsigned eps_epoch;
     /** Every request this PML hands out (non-persistent and persistent). */
     opal_free_list_t requests;
     bool requests_ready;
@@ -143,14 +152,41 @@ int mca_pml_swy_dump(struct ompi_communicator_t* comm, int verbose);
 /** Connect to @p proc (slow path of mca_pml_swy_get_ep). NULL on failure (logged). */
 swy_ep_h mca_pml_swy_connect(ompi_proc_t* proc);
 
+/**
+ * What each communicator keeps for this PML (comm->c_pml_comm, made by add_comm, freed by
+ * del_comm), so that a send or receive looks nothing up per call: the endpoint of every peer
+ * rank (filled on first use) and the rank and context-id fields of this process's send tags.
+ * (Receive tags need only c_contextid, one load.)
+ */
+struct mca_pml_comm_t {
+    swy_tag_t send_tag_base; /**< pml_swy_send_tag(0, my rank, context id) */
+    int size;                /**< peers: the remote group's size for an intercommunicator */
+    unsigned eps_epoch;      /**< ompi_pml_swy.eps_epoch when eps was last valid */
+    swy_ep_h eps[];          /**< by peer rank; NULL until the first send to it */
+};
+
+/** Endpoint to rank @p rank of @p comm when not cached yet: connect, then cache it. */
+swy_ep_h mca_pml_swy_get_ep_slow(ompi_communicator_t* comm, int rank);
+
 /** Endpoint to rank @p rank of @p comm, connecting on first use. NULL on failure. */
 static inline swy_ep_h mca_pml_swy_get_ep(ompi_communicator_t* comm, int rank) {
-    ompi_proc_t* proc = ompi_comm_peer_lookup(comm, rank);
-    swy_ep_h ep = (swy_ep_h)proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML];
-    if (OPAL_LIKELY(ep != NULL)) {
-        return ep;
+    const struct mca_pml_comm_t* pc = comm->c_pml_comm;
+    if (OPAL_LIKELY(pc != NULL && pc->eps_epoch == ompi_pml_swy.eps_epoch)) {
+        swy_ep_h ep = pc->eps[rank];
+        if (OPAL_LIKELY(ep != NULL)) {
+            return ep;
+        }
     }
-    return mca_pml_swy_connect(proc);
+    return mca_pml_swy_get_ep_slow(comm, rank);
+}
+
+/** Tag of a message this process sends with MPI tag @p tag on @p comm. */
+static inline swy_tag_t mca_pml_swy_comm_send_tag(ompi_communicator_t* comm, int tag) {
+    const struct mca_pml_comm_t* pc = comm->c_pml_comm;
+    if (OPAL_UNLIKELY(pc == NULL)) {
+        return pml_swy_send_tag(tag, comm->c_my_rank, comm->c_contextid);
+    }
+    return pml_swy_send_tag_at(tag, pc->send_tag_base);
 }
 
 /**

@@ -30,6 +30,7 @@ int mca_pml_swy_post_recv(mca_pml_swy_request_t* req, void* buf, size_t count,
         /* Unpacked fragment by fragment; the state retains the type until it is done. */
         params.field_mask |= SWY_REQ_PARAM_FIELD_DATATYPE;
     }
+    mca_pml_swy_request_memory(req, &params);
     swy_status_t s;
     if (message == NULL) {
         s = swy_tag_recv_nb(ompi_pml_swy.worker, start, length, tag, mask, &params, &req->swy_req);

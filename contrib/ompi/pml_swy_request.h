@@ -43,7 +43,23 @@ typedef struct mca_pml_swy_request {
     swy_tag_t mask; /**< receives */
     swy_ep_h ep;    /**< persistent sends */
     mca_pml_base_send_mode_t mode;
+
+    /** The Switchyard request of the operation in flight lives here (SWY_REQ_PARAM_FIELD_REQUEST:
+     *  ompi_pml_swy.swy_request_size bytes, which the free list's element size includes), so
+     *  one allocation holds both. Switchyard hands it back when swy_req is freed (release). */
+    _Alignas(16) unsigned char swy_space[];
 } mca_pml_swy_request_t;
+
+/** Put the request's Switchyard request in its own swy_space (when the PML found room for
+ *  it at init). */
+static inline void mca_pml_swy_request_memory(mca_pml_swy_request_t* req,
+                                              swy_request_params_t* params) {
+    if (OPAL_LIKELY(ompi_pml_swy.swy_request_size != 0)) {
+        params->field_mask |= SWY_REQ_PARAM_FIELD_REQUEST;
+        params->request = req->swy_space;
+        params->request_size = ompi_pml_swy.swy_request_size;
+    }
+}
 
 OBJ_CLASS_DECLARATION(mca_pml_swy_request_t);
 

@@ -33,6 +33,7 @@ swy_status_t mca_pml_swy_post_send(mca_pml_swy_request_t* req, swy_ep_h ep, cons
     if (OPAL_UNLIKELY(params.datatype != SWY_DATATYPE_CONTIG)) {
         params.field_mask |= SWY_REQ_PARAM_FIELD_DATATYPE; /* streamed, packed per fragment */
     }
+    mca_pml_swy_request_memory(req, &params);
     swy_status_t s = swy_tag_send_nb(ep, start, length, tag, &params, &req->swy_req);
     if (s != SWY_INPROGRESS) {
         req->swy_req = NULL;
@@ -73,6 +74,7 @@ int mca_pml_swy_bsend(swy_ep_h ep, const void* buf, size_t count, ompi_datatype_
         .field_mask = SWY_REQ_PARAM_FIELD_CALLBACK | SWY_REQ_PARAM_FIELD_USER_DATA,
         .send_cb = mca_pml_swy_send_cb,
         .user_data = req};
+    mca_pml_swy_request_memory(req, &params);
     swy_status_t s = swy_tag_send_nb(ep, packed, length, tag, &params, &req->swy_req);
     if (s == SWY_INPROGRESS) {
         return OMPI_SUCCESS;
@@ -93,7 +95,7 @@ int mca_pml_swy_isend(const void* buf, size_t count, ompi_datatype_t* datatype, 
     if (OPAL_UNLIKELY(ep == NULL)) {
         return OMPI_ERROR;
     }
-    const swy_tag_t stag = pml_swy_send_tag(tag, comm->c_my_rank, comm->c_contextid);
+    const swy_tag_t stag = mca_pml_swy_comm_send_tag(comm, tag);
     if (OPAL_UNLIKELY(mode == MCA_PML_BASE_SEND_BUFFERED)) {
         int rc = mca_pml_swy_bsend(ep, buf, count, datatype, stag, comm);
         if (rc == OMPI_SUCCESS) {
@@ -143,7 +145,7 @@ int mca_pml_swy_send(const void* buf, size_t count, ompi_datatype_t* datatype, i
     if (OPAL_UNLIKELY(ep == NULL)) {
         return OMPI_ERROR;
     }
-    const swy_tag_t stag = pml_swy_send_tag(tag, comm->c_my_rank, comm->c_contextid);
+    const swy_tag_t stag = mca_pml_swy_comm_send_tag(comm, tag);
     if (OPAL_UNLIKELY(mode == MCA_PML_BASE_SEND_BUFFERED)) {
         return mca_pml_swy_bsend(ep, buf, count, datatype, stag, comm);
     }

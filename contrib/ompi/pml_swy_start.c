@@ -34,7 +34,7 @@ int mca_pml_swy_isend_init(const void* buf, size_t count, ompi_datatype_t* datat
     }
     req->flags = PML_SWY_REQ_SEND;
     req->ep = ep;
-    req->tag = pml_swy_send_tag(tag, comm->c_my_rank, comm->c_contextid);
+    req->tag = mca_pml_swy_comm_send_tag(comm, tag);
     req->mode = mode;
     *request = &req->ompi;
     return OMPI_SUCCESS;

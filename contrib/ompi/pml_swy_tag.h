@@ -47,6 +47,12 @@ static inline swy_tag_t pml_swy_send_tag(int mpi_tag, int my_rank, uint32_t cont
            ((uint64_t)context_id & pml_swy_context_mask);
 }
 
+/** pml_swy_send_tag() with the rank and context fields already in @p base (what
+ *  pml_swy_send_tag(0, rank, context) returns; cached per communicator). */
+static inline swy_tag_t pml_swy_send_tag_at(int mpi_tag, swy_tag_t base) {
+    return (((uint64_t)(uint32_t)mpi_tag << PML_SWY_TAG_SHIFT) & pml_swy_tag_mask) | base;
+}
+
 /**
  * Tag and mask a receive for (@p src, @p mpi_tag) on communicator @p context_id posts.
  * @p any_source / @p any_tag are the values of MPI_ANY_SOURCE / MPI_ANY_TAG (passed in so

@@ -46,6 +46,11 @@ swy_status_t swy_am_send_nb(swy_ep_h ep, uint16_t id, const void* header, size_t
                        "ep and req must not be NULL; header only if header_length is 0; "
                        "header_length at most SWY_AM_MAX_HEADER");
     }
+    if (core::request_params::has(params, SWY_REQ_PARAM_FIELD_REQUEST)) {
+        return api::invalid(__func__,
+                            "SWY_REQ_PARAM_FIELD_REQUEST (request in caller memory) is for "
+                            "tagged sends and receives only");
+    }
     core::Endpoint* e = nullptr;
     if (swy_status_t c = api::resolve(__func__, ep, &e); __builtin_expect(c != SWY_OK, 0)) {
         return c;
@@ -73,6 +78,11 @@ swy_status_t swy_am_recv_data_nb(swy_worker_h worker, void* data_desc, void* buf
         return refused(__func__, params,
                        "worker, data_desc and req must not be NULL; buffer only if count "
                        "is 0");
+    }
+    if (core::request_params::has(params, SWY_REQ_PARAM_FIELD_REQUEST)) {
+        return api::invalid(__func__,
+                            "SWY_REQ_PARAM_FIELD_REQUEST (request in caller memory) is for "
+                            "tagged sends and receives only");
     }
     core::Worker* w = nullptr;
     if (swy_status_t c = api::resolve(__func__, worker, &w); c != SWY_OK) return c;

@@ -19,6 +19,12 @@ inline swy_status_t invalid(const char* function, const char* what) {
     return SWY_ERR_INVALID_PARAM;
 }
 
+/// Log why a call could not act now and return SWY_ERR_BUSY.
+inline swy_status_t busy(const char* function, const char* what) {
+    common::log_printf(common::LogLevel::kError, "%s: %s", function, what);
+    return SWY_ERR_BUSY;
+}
+
 inline swy_status_t to_c(Status s) { return static_cast<swy_status_t>(s); }
 
 /// Holds the worker's lock for the duration of a call when the worker is multi-threaded.

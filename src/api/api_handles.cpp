@@ -32,6 +32,15 @@ swy_status_t stale(const char* function, const char* what, const void* h) {
 
 swy_status_t refuse_request(const char* function, swy_request_h h) {
     const auto bits = reinterpret_cast<uintptr_t>(h);
+    if ((bits & core::kExternalHandleBit) != 0) {
+        if (external_request(bits) == nullptr) {
+            return stale(function,
+                         "request handle (a request in caller memory, freed already: a double "
+                         "free, or used after swy_request_free)",
+                         h);
+        }
+        return inherited(function, "request");
+    }
     const core::Request* r = core::handle::address<core::Request>(bits);
     if (r == nullptr) {
         log_printf(LogLevel::kError, "%s: req is NULL", function);

@@ -28,9 +28,28 @@ namespace swy::api {
 /// first time (a progress loop calls it without end).
 [[gnu::cold, gnu::noinline]] unsigned progress_refused(core::Worker* w);
 
+/// The request in caller memory that handle @p bits names through its slot, or nullptr when
+/// the handle is stale (the slot's generation moved on, or the slot is free). Reads only the
+/// worker's slot until the handle is known to be live.
+inline core::Request* external_request(uintptr_t bits) {
+    const auto* slot = core::handle::address<core::ExternalSlot>(bits & ~core::kExternalHandleBit);
+    if (slot == nullptr || slot->handle_generation != core::handle::generation(bits)) {
+        return nullptr;
+    }
+    return slot->request;
+}
+
 /// The request @p h names, if the handle is live: SWY_OK and *out, else a refusal.
 inline swy_status_t resolve(const char* function, swy_request_h h, core::Request** out) {
     const auto bits = reinterpret_cast<uintptr_t>(h);
+    if (__builtin_expect((bits & core::kExternalHandleBit) != 0, 0)) {
+        core::Request* r = external_request(bits);
+        if (__builtin_expect(r == nullptr || !core::Worker::usable(r->worker), 0)) {
+            return refuse_request(function, h);
+        }
+        *out = r;
+        return SWY_OK;
+    }
     core::Request* r = core::handle::address<core::Request>(bits);
     if (__builtin_expect(r == nullptr || r->handle_generation != core::handle::generation(bits) ||
                              !core::Worker::usable(r->worker),

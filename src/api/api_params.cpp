@@ -15,6 +15,25 @@ swy_status_t unknown_fields(const char* function, const char* type, uint64_t unk
     return SWY_ERR_INVALID_PARAM;
 }
 
+swy_status_t refuse_request_memory(const char* function, const swy_request_params_t* params) {
+    if (params->request == nullptr) {
+        common::log_printf(common::LogLevel::kError,
+                           "%s: SWY_REQ_PARAM_FIELD_REQUEST is set but request is NULL", function);
+    } else if (params->request_size < kRequestSize) {
+        common::log_printf(common::LogLevel::kError,
+                           "%s: request_size %zu is too small for a request in caller memory: "
+                           "it needs %zu bytes (swy_worker_query, "
+                           "SWY_WORKER_ATTR_FIELD_REQUEST_SIZE)",
+                           function, params->request_size, kRequestSize);
+    } else {
+        common::log_printf(common::LogLevel::kError,
+                           "%s: request memory %p is not aligned to %zu bytes (swy_worker_query, "
+                           "SWY_WORKER_ATTR_FIELD_REQUEST_SIZE)",
+                           function, params->request, kRequestAlignment);
+    }
+    return SWY_ERR_INVALID_PARAM;
+}
+
 swy_ep_params_t normalized(const swy_ep_params_t& in) {
     swy_ep_params_t p{};
     p.field_mask = in.field_mask;

@@ -8,7 +8,10 @@
 
 #include <switchyard/switchyard.h>
 
+#include <cstddef>
 #include <cstdint>
+
+#include "core/request.h"
 
 namespace swy::api {
 
@@ -16,7 +19,8 @@ namespace swy::api {
 /// (CONTRIBUTING.md, "Adding a field to a params or attr struct").
 inline constexpr uint64_t kContextParamFields = SWY_CONTEXT_PARAM_FIELD_CONFIG;
 inline constexpr uint64_t kWorkerParamFields = SWY_WORKER_PARAM_FIELD_THREAD_MODE;
-inline constexpr uint64_t kWorkerAttrFields = SWY_WORKER_ATTR_FIELD_PIO;
+inline constexpr uint64_t kWorkerAttrFields =
+    SWY_WORKER_ATTR_FIELD_PIO | SWY_WORKER_ATTR_FIELD_REQUEST_SIZE;
 inline constexpr uint64_t kEpParamFields =
     SWY_EP_PARAM_FIELD_REMOTE_ADDRESS | SWY_EP_PARAM_FIELD_FLAGS | SWY_EP_PARAM_FIELD_ERR_HANDLER |
     SWY_EP_PARAM_FIELD_SOCKADDR | SWY_EP_PARAM_FIELD_CONN_REQUEST | SWY_EP_PARAM_FIELD_AUTH_KEY;
@@ -39,6 +43,27 @@ inline swy_status_t check_fields(const char* function, const char* type, uint64_
         return unknown_fields(function, type, field_mask & ~known);
     }
     return SWY_OK;
+}
+
+/// The size and alignment a request in caller memory needs (swy_worker_query).
+inline constexpr size_t kRequestSize = sizeof(core::Request);
+inline constexpr size_t kRequestAlignment = alignof(core::Request);
+
+/// Log why the caller's request memory was refused; SWY_ERR_INVALID_PARAM.
+[[gnu::cold, gnu::noinline]] swy_status_t refuse_request_memory(const char* function,
+                                                                const swy_request_params_t* params);
+
+/// SWY_OK when the caller's request memory (SWY_REQ_PARAM_FIELD_REQUEST, whose bit the caller
+/// set) can hold a request: non-NULL, request_size at least kRequestSize, aligned. Else
+/// SWY_ERR_INVALID_PARAM with a log line naming @p function and what is wrong.
+inline swy_status_t check_request_memory(const char* function, const swy_request_params_t* params) {
+    const auto address = reinterpret_cast<uintptr_t>(params->request);
+    if (__builtin_expect(address != 0 && params->request_size >= kRequestSize &&
+                             (address & (kRequestAlignment - 1)) == 0,
+                         1)) {
+        return SWY_OK;
+    }
+    return refuse_request_memory(function, params);
 }
 
 /// @p in with every field whose bit is clear set to its default (zero: no flags, no error

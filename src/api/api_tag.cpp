@@ -9,16 +9,6 @@ using namespace swy;
 using api::WorkerGuard;
 
 namespace {
-/// The out-of-line tail of a refused call: unknown params bits, else the argument error.
-[[gnu::cold, gnu::noinline]] swy_status_t refused(const char* function,
-                                                  const swy_request_params_t* params,
-                                                  const char* argument_error) {
-    if (uint64_t unknown = core::request_params::unknown_bits(params); unknown != 0) {
-        return api::unknown_fields(function, "swy_request_params_t", unknown);
-    }
-    return api::invalid(function, argument_error);
-}
-
 /// A NULL buffer with a count is refused only for contiguous data: a generic datatype's
 /// start callbacks decide what its buffer and count mean (out of line: only asked on the
 /// refusal path, so contiguous calls pay nothing).
@@ -27,21 +17,41 @@ bool null_buffer_allowed(const void* handle, const void* req, const swy_request_
     return handle != nullptr && req != nullptr && dt != SWY_DATATYPE_CONTIG &&
            dt != SWY_DATATYPE_IOV;
 }
-}  // namespace
 
-extern "C" {
+/// The params bits that send a call down check_call(): unknown ones, and the caller's request
+/// memory (whose size and alignment are checked there). One test on the common path.
+constexpr uint64_t kCheckedFields =
+    ~core::request_params::kKnownFields | uint64_t{SWY_REQ_PARAM_FIELD_REQUEST};
 
-swy_status_t swy_tag_send_nb(swy_ep_h ep, const void* buffer, size_t length, swy_tag_t tag,
-                             const swy_request_params_t* params, swy_request_h* req) {
-    if (__builtin_expect(ep == nullptr || req == nullptr || (buffer == nullptr && length != 0) ||
-                             core::request_params::unknown_bits(params) != 0,
-                         0) &&
-        (core::request_params::unknown_bits(params) != 0 ||
-         !null_buffer_allowed(ep, req, params))) {
-        return refused(__func__, params, "ep and req must not be NULL; buffer only if length is 0");
+inline bool needs_checks(const swy_request_params_t* params) {
+    return params != nullptr && (params->field_mask & kCheckedFields) != 0;
+}
+
+/// The checked path of a tagged call: unknown params bits, a NULL argument
+/// (@p null_argument; a NULL buffer passes for a datatype that allows it), the caller's
+/// request memory. SWY_OK when the call may go on, else the refusal (logged).
+[[gnu::noinline]] swy_status_t check_call(const char* function, bool null_argument,
+                                          const void* handle, const void* req,
+                                          const swy_request_params_t* params,
+                                          const char* argument_error) {
+    if (uint64_t unknown = core::request_params::unknown_bits(params); unknown != 0) {
+        return api::unknown_fields(function, "swy_request_params_t", unknown);
     }
+    if (null_argument && !null_buffer_allowed(handle, req, params)) {
+        return api::invalid(function, argument_error);
+    }
+    if (core::request_params::has(params, SWY_REQ_PARAM_FIELD_REQUEST)) {
+        return api::check_request_memory(function, params);
+    }
+    return SWY_OK;
+}
+/// The body of swy_tag_send_nb once its arguments passed (inline: the common path keeps the
+/// arguments in their registers, straight through to the core).
+inline swy_status_t tag_send(swy_ep_h ep, const void* buffer, size_t length, swy_tag_t tag,
+                             const swy_request_params_t* params, swy_request_h* req) {
     core::Endpoint* e = nullptr;
-    if (swy_status_t c = api::resolve(__func__, ep, &e); __builtin_expect(c != SWY_OK, 0)) {
+    if (swy_status_t c = api::resolve("swy_tag_send_nb", ep, &e);
+        __builtin_expect(c != SWY_OK, 0)) {
         return c;
     }
     WorkerGuard guard(e->worker());
@@ -51,20 +61,27 @@ swy_status_t swy_tag_send_nb(swy_ep_h ep, const void* buffer, size_t length, swy
     return api::to_c(s);
 }
 
-swy_status_t swy_tag_recv_nb(swy_worker_h worker, void* buffer, size_t length, swy_tag_t tag,
+/// swy_tag_send_nb with something to check first (out of line: a tail call from the entry).
+[[gnu::noinline]] swy_status_t tag_send_checked(swy_ep_h ep, const void* buffer, size_t length,
+                                                swy_tag_t tag, const swy_request_params_t* params,
+                                                swy_request_h* req) {
+    const bool null_argument =
+        ep == nullptr || req == nullptr || (buffer == nullptr && length != 0);
+    if (swy_status_t c = check_call("swy_tag_send_nb", null_argument, ep, req, params,
+                                    "ep and req must not be NULL; buffer only if length is 0");
+        c != SWY_OK) {
+        return c;
+    }
+    return tag_send(ep, buffer, length, tag, params, req);
+}
+
+/// The body of swy_tag_recv_nb once its arguments passed.
+inline swy_status_t tag_recv(swy_worker_h worker, void* buffer, size_t length, swy_tag_t tag,
                              swy_tag_t tag_mask, const swy_request_params_t* params,
                              swy_request_h* req) {
-    if (__builtin_expect(worker == nullptr || req == nullptr ||
-                             (buffer == nullptr && length != 0) ||
-                             core::request_params::unknown_bits(params) != 0,
-                         0) &&
-        (core::request_params::unknown_bits(params) != 0 ||
-         !null_buffer_allowed(worker, req, params))) {
-        return refused(__func__, params,
-                       "worker and req must not be NULL; buffer only if length is 0");
-    }
     core::Worker* w = nullptr;
-    if (swy_status_t c = api::resolve(__func__, worker, &w); __builtin_expect(c != SWY_OK, 0)) {
+    if (swy_status_t c = api::resolve("swy_tag_recv_nb", worker, &w);
+        __builtin_expect(c != SWY_OK, 0)) {
         return c;
     }
     WorkerGuard guard(w);
@@ -72,6 +89,45 @@ swy_status_t swy_tag_recv_nb(swy_worker_h worker, void* buffer, size_t length, s
     Status s = w->tag_recv(buffer, length, tag, tag_mask, params, &r);
     *req = api::handle_of(r);
     return api::to_c(s);
+}
+
+/// swy_tag_recv_nb with something to check first (out of line: a tail call from the entry).
+[[gnu::noinline]] swy_status_t tag_recv_checked(swy_worker_h worker, void* buffer, size_t length,
+                                                swy_tag_t tag, swy_tag_t tag_mask,
+                                                const swy_request_params_t* params,
+                                                swy_request_h* req) {
+    const bool null_argument =
+        worker == nullptr || req == nullptr || (buffer == nullptr && length != 0);
+    if (swy_status_t c = check_call("swy_tag_recv_nb", null_argument, worker, req, params,
+                                    "worker and req must not be NULL; buffer only if length is 0");
+        c != SWY_OK) {
+        return c;
+    }
+    return tag_recv(worker, buffer, length, tag, tag_mask, params, req);
+}
+}  // namespace
+
+extern "C" {
+
+swy_status_t swy_tag_send_nb(swy_ep_h ep, const void* buffer, size_t length, swy_tag_t tag,
+                             const swy_request_params_t* params, swy_request_h* req) {
+    if (__builtin_expect(ep == nullptr || req == nullptr || (buffer == nullptr && length != 0) ||
+                             needs_checks(params),
+                         0)) {
+        return tag_send_checked(ep, buffer, length, tag, params, req);
+    }
+    return tag_send(ep, buffer, length, tag, params, req);
+}
+
+swy_status_t swy_tag_recv_nb(swy_worker_h worker, void* buffer, size_t length, swy_tag_t tag,
+                             swy_tag_t tag_mask, const swy_request_params_t* params,
+                             swy_request_h* req) {
+    if (__builtin_expect(worker == nullptr || req == nullptr ||
+                             (buffer == nullptr && length != 0) || needs_checks(params),
+                         0)) {
+        return tag_recv_checked(worker, buffer, length, tag, tag_mask, params, req);
+    }
+    return tag_recv(worker, buffer, length, tag, tag_mask, params, req);
 }
 
 swy_status_t swy_tag_probe_nb(swy_worker_h worker, swy_tag_t tag, swy_tag_t tag_mask, int remove,
@@ -91,11 +147,15 @@ swy_status_t swy_tag_probe_nb(swy_worker_h worker, swy_tag_t tag, swy_tag_t tag_
 swy_status_t swy_tag_msg_recv_nb(swy_worker_h worker, void* buffer, size_t length,
                                  swy_message_h message, const swy_request_params_t* params,
                                  swy_request_h* req) {
-    if ((worker == nullptr || message == nullptr || req == nullptr ||
-         (buffer == nullptr && length != 0) || core::request_params::unknown_bits(params) != 0) &&
-        (core::request_params::unknown_bits(params) != 0 ||
-         !null_buffer_allowed(worker != nullptr ? message : nullptr, req, params))) {
-        return refused(__func__, params, "worker, message and req must not be NULL");
+    const bool null_argument = worker == nullptr || message == nullptr || req == nullptr ||
+                               (buffer == nullptr && length != 0);
+    if (null_argument || needs_checks(params)) {
+        if (swy_status_t c =
+                check_call(__func__, null_argument, worker != nullptr ? message : nullptr, req,
+                           params, "worker, message and req must not be NULL");
+            c != SWY_OK) {
+            return c;
+        }
     }
     core::Worker* w = nullptr;
     if (swy_status_t c = api::resolve(__func__, worker, &w); c != SWY_OK) return c;
@@ -168,6 +228,11 @@ swy_status_t swy_request_free(swy_request_h req) {
     }
     core::Worker* w = r->worker;
     WorkerGuard guard(w);
+    if (__builtin_expect(r->external != nullptr && !r->completed, 0)) {
+        return api::busy(__func__,
+                         "a request in caller memory is freed only once it has completed "
+                         "(wait for it, or cancel it and wait): its memory is still in use");
+    }
     w->release(r);
     return SWY_OK;
 }

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include <cerrno>
+#include <new>
 
 namespace swy::core {
 
@@ -55,12 +56,13 @@ Request* RequestPool::get(Worker* worker) {
 // instructions, which showed as the top cost of a message in a receive-heavy profile.
 // Every field of Request must appear here (the static_assert catches a new one).
 void RequestPool::reset(Request* r) {
-    static_assert(sizeof(Request) == 352, "a field was added to Request: reset it here too");
+    static_assert(sizeof(Request) == 360, "a field was added to Request: reset it here too");
     r->tag = 0;
     r->mask = 0;
     r->post_seq = 0;
     r->hook = {};
     r->view = nullptr;
+    r->external = nullptr;
     r->kind = RequestKind::kSend;
     r->status = Status::kInProgress;
     r->completed = false;
@@ -120,8 +122,46 @@ void RequestPool::release_view(Request* r) {
     r->view = nullptr;
 }
 
+Request* RequestPool::get_external(Worker* worker, void* memory) {
+    if (external_free_.empty()) {
+        auto chunk = std::make_unique<ExternalSlot[]>(kChunk);
+        if (!handle::fits(chunk.get() + kChunk)) {
+            handle::address_too_high("request slots", chunk.get());
+        }
+        const auto base = static_cast<uint32_t>(external_chunks_.size() * kChunk);
+        for (size_t i = kChunk; i-- > 0;) {
+            chunk[i].index = kExternalIndex | (base + static_cast<uint32_t>(i));
+            external_free_.push_back(&chunk[i]);
+        }
+        external_chunks_.push_back(std::move(chunk));
+    }
+    ExternalSlot* slot = external_free_.back();
+    external_free_.pop_back();
+    // The caller's bytes are whatever they were: construct every field (the default member
+    // initialisers are the same state reset() gives a pooled request).
+    auto* r = new (memory) Request;
+    r->external = slot;
+    r->index = slot->index;
+    r->generation = next_generation(slot->last_generation);
+    r->worker = worker;
+    slot->request = r;
+    ++in_use_;
+    return r;
+}
+
+void RequestPool::put_external(Request* r) {
+    ExternalSlot* slot = r->external;
+    slot->last_generation = r->generation;
+    slot->request = nullptr;  // find() and handles no longer reach the caller's memory
+    ++slot->handle_generation;
+    r->~Request();
+    external_free_.push_back(slot);
+    --in_use_;
+}
+
 void RequestPool::put(Request* r) {
     if (__builtin_expect(r->view != nullptr, 0)) release_view(r);
+    if (__builtin_expect(r->external != nullptr, 0)) return put_external(r);
     r->generation++;  // a late ack for the old use no longer finds it
     r->completed = true;
     r->kind = RequestKind::kClose;
@@ -132,6 +172,13 @@ void RequestPool::put(Request* r) {
 Request* RequestPool::find(uint64_t wire_id) const {
     uint32_t index = static_cast<uint32_t>(wire_id);
     uint32_t generation = static_cast<uint32_t>(wire_id >> 32);
+    if (__builtin_expect((index & kExternalIndex) != 0, 0)) {
+        const size_t slot = index & ~kExternalIndex;
+        if (slot / kChunk >= external_chunks_.size()) return nullptr;
+        Request* r = external_chunks_[slot / kChunk][slot % kChunk].request;
+        if (r == nullptr || r->generation != generation || r->completed) return nullptr;
+        return r;
+    }
     size_t chunk = index / kChunk;
     if (chunk >= chunks_.size()) return nullptr;
     Request* r = &chunks_[chunk][index % kChunk];

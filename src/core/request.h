@@ -40,6 +40,21 @@ struct RequestLink {
     struct Request* next = nullptr;
 };
 
+/// The worker's own record of a request that lives in the caller's memory
+/// (SWY_REQ_PARAM_FIELD_REQUEST). The application's handle names this slot, never the
+/// caller's memory: the slot stays with the worker, so a freed or stale handle is checked
+/// against worker memory whatever the caller has done with its own since. The wire id's index
+/// (with kExternalIndex set) names it too.
+struct ExternalSlot {
+    struct Request* request = nullptr;  ///< the live request; null while the slot is free
+    uint32_t index = 0;                 ///< the request's index (kExternalIndex set)
+    uint32_t last_generation = 0;       ///< the wire generation of its last use
+    uint16_t handle_generation = 0;     ///< as Request::handle_generation, kept across uses
+};
+
+/// Handles of requests in caller memory have this bit set (an ExternalSlot is 8-aligned).
+inline constexpr uintptr_t kExternalHandleBit = 1;
+
 struct Request : proto::PostedReceive {
     RequestKind kind = RequestKind::kSend;
     Status status = Status::kInProgress;
@@ -63,6 +78,9 @@ struct Request : proto::PostedReceive {
     /// path (memcpy, PIO, zero-copy, tcp placement) declines, and the staged paths go through
     /// the view (Endpoint::send_payload, Worker::copy_in). Pooled with the request (put()).
     dt::DataView* view = nullptr;
+    /// Non-null when this request lives in the caller's memory (RequestPool::get_external):
+    /// its slot holds the handle generation, and put() hands the memory back.
+    ExternalSlot* external = nullptr;
 
     // ---- send state ----
     Endpoint* ep = nullptr;
@@ -142,6 +160,10 @@ struct Request : proto::PostedReceive {
 
     /// The application's handle for this request (core/handle.h).
     swy_request_h handle() const {
+        if (__builtin_expect(external != nullptr, 0)) {
+            return reinterpret_cast<swy_request_h>(
+                handle::make(external, external->handle_generation) | kExternalHandleBit);
+        }
         return reinterpret_cast<swy_request_h>(handle::make(this, handle_generation));
     }
 
@@ -156,7 +178,13 @@ public:
     RequestPool& operator=(const RequestPool&) = delete;
 
     Request* get(Worker* worker);
+    /// A request built in the caller's @p memory (sizeof(Request) bytes, aligned; checked by
+    /// the API layer), with a slot of ours for its handle and wire id. put() destroys it and
+    /// hands the memory back.
+    Request* get_external(Worker* worker, void* memory);
     void put(Request* r);
+    /// Wire ids of requests in caller memory have this bit in their index.
+    static constexpr uint32_t kExternalIndex = 1u << 31;
     /// A view for @p r's non-contiguous data (r->view; initialize it), recycled by put().
     dt::DataView* attach_view(Request* r) {
         if (views_free_.empty()) {
@@ -178,10 +206,22 @@ public:
         std::vector<bool> free_slot(chunks_.size() * kChunk, false);
         for (const Request* r : free_)
             free_slot[r->index] = true;
+        std::vector<Request*> external;
+        for (const auto& chunk : external_chunks_) {
+            for (size_t i = 0; i < kChunk; ++i)
+                if (chunk[i].request != nullptr) external.push_back(chunk[i].request);
+        }
         for (size_t i = 0; i < free_slot.size(); ++i) {
             if (free_slot[i]) continue;
             Request* r = &chunks_[i / kChunk][i % kChunk];
             f(r);
+        }
+        // A request in caller memory that f (or a callback) released is gone: visit only those
+        // still in their slot.
+        for (Request* r : external) {
+            const ExternalSlot* slot = &external_chunks_[(r->index & ~kExternalIndex) / kChunk]
+                                                        [(r->index & ~kExternalIndex) % kChunk];
+            if (slot->request == r) f(r);
         }
     }
 
@@ -206,6 +246,9 @@ private:
     uint64_t fallback_state_ = 0;  // only if getrandom fails (never on Linux >= 3.17)
     std::vector<std::unique_ptr<Request[]>> chunks_;
     std::vector<Request*> free_;
+    std::vector<std::unique_ptr<ExternalSlot[]>> external_chunks_;  // never move: handles
+    std::vector<ExternalSlot*> external_free_;                      // name them
+    void put_external(Request* r);
     size_t in_use_ = 0;
     std::vector<std::unique_ptr<dt::DataView>> views_;  // every view made (few: one per
     std::vector<dt::DataView*> views_free_;             // non-contiguous operation in flight)

@@ -16,7 +16,8 @@ namespace swy::core::request_params {
 /// appended to the struct (docs: CONTRIBUTING.md, "Adding a field to a params struct").
 inline constexpr uint64_t kKnownFields =
     SWY_REQ_PARAM_FIELD_FLAGS | SWY_REQ_PARAM_FIELD_CALLBACK | SWY_REQ_PARAM_FIELD_USER_DATA |
-    SWY_REQ_PARAM_FIELD_MEMTYPE | SWY_REQ_PARAM_FIELD_RECV_INFO | SWY_REQ_PARAM_FIELD_DATATYPE;
+    SWY_REQ_PARAM_FIELD_MEMTYPE | SWY_REQ_PARAM_FIELD_RECV_INFO | SWY_REQ_PARAM_FIELD_DATATYPE |
+    SWY_REQ_PARAM_FIELD_REQUEST;
 
 /// True when @p params is non-null and the caller set @p bit.
 inline bool has(const swy_request_params_t* params, uint64_t bit) {
@@ -62,6 +63,12 @@ inline swy_tag_recv_info_t* recv_info(const swy_request_params_t* params) {
 inline swy_datatype_t datatype(const swy_request_params_t* params) {
     return has(params, SWY_REQ_PARAM_FIELD_DATATYPE) ? params->datatype
                                                      : swy_datatype_t{SWY_DATATYPE_CONTIG};
+}
+
+/// The caller's memory for the request (SWY_REQ_PARAM_FIELD_REQUEST); default none (the pool).
+/// The API layer has checked its size and alignment (api::check_request_memory).
+inline void* request_memory(const swy_request_params_t* params) {
+    return has(params, SWY_REQ_PARAM_FIELD_REQUEST) ? params->request : nullptr;
 }
 
 }  // namespace swy::core::request_params

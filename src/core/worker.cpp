@@ -317,7 +317,11 @@ std::vector<uint8_t> Worker::address() const {
 }
 
 void Worker::query(swy_worker_attr_t* attr) const {
-    if ((attr->field_mask & SWY_WORKER_ATTR_FIELD_PIO) == 0) return;  // the only group so far
+    if ((attr->field_mask & SWY_WORKER_ATTR_FIELD_REQUEST_SIZE) != 0) {
+        attr->request_size = sizeof(Request);
+        attr->request_alignment = alignof(Request);
+    }
+    if ((attr->field_mask & SWY_WORKER_ATTR_FIELD_PIO) == 0) return;
     attr->pio_endpoints_granted = static_cast<unsigned>(pio_granted_);
     attr->pio_endpoints_max = static_cast<unsigned>(pio_max_eps_);
     attr->pio_window_slots = 0;
@@ -467,12 +471,17 @@ void Worker::reap_endpoints() {
 // ------------------------------------------------------------------------------------------
 
 Request* Worker::new_request(const swy_request_params_t* params) {
-    Request* r = pool_.get(this);
+    Request* r = nullptr;
     if (params != nullptr) {
+        void* memory = request_params::request_memory(params);
+        r = __builtin_expect(memory == nullptr, 1) ? pool_.get(this)
+                                                   : pool_.get_external(this, memory);
         r->flags = request_params::flags(params);
         r->send_cb = request_params::send_cb(params);
         r->recv_cb = request_params::recv_cb(params);
         r->user_data = request_params::user_data(params);
+    } else {
+        r = pool_.get(this);
     }
     return r;
 }
@@ -489,8 +498,11 @@ void Worker::complete(Request* r, Status status) {
     }
     if (r->user_owned) {
         // The callback may free this request and reuse its slot for a new one (the pool is
-        // LIFO): only a request that is still this one goes back to the pool here.
+        // LIFO): only a request that is still this one goes back to the pool here. A request
+        // in the caller's memory is never touched after its callback: a free there handed
+        // the memory back, and it is never freed before completion (user_freed stays false).
         const uint32_t generation = r->generation;
+        const bool external = r->external != nullptr;
         if (r->kind == RequestKind::kRecv) {
             if (r->recv_cb != nullptr) {
                 r->recv_cb(r->handle(), static_cast<swy_status_t>(status), &r->info, r->user_data);
@@ -498,12 +510,18 @@ void Worker::complete(Request* r, Status status) {
         } else if (r->send_cb != nullptr) {
             r->send_cb(r->handle(), static_cast<swy_status_t>(status), r->user_data);
         }
-        if (r->generation == generation && r->user_freed) pool_.put(r);
+        if (!external && r->generation == generation && r->user_freed) pool_.put(r);
     }
     // Not user owned: the call that created it is still running and will report the status.
 }
 
 void Worker::release(Request* r) {
+    if (r->external != nullptr) {
+        // Only completed (the API refused the rest): the memory goes back to the caller now,
+        // and put() spends the handle (the slot's generation).
+        pool_.put(r);
+        return;
+    }
     ++r->handle_generation;  // the application's handle is spent (a second free is refused)
     if (r->completed) {
         pool_.put(r);

@@ -59,7 +59,9 @@ const Protocol& protocol(ProtoId id) {
     }
 }
 
-bool Rendezvous::Tracked::live() const { return !request->completed && request->wire_id() == id; }
+bool Rendezvous::Tracked::live(const core::RequestPool& pool) const {
+    return pool.find(id) == request;
+}
 
 // ------------------------------------------------------------------------------------------
 // Sender: the RTS
@@ -348,8 +350,9 @@ void Rendezvous::wait_for_peer(Request* r) {
 }
 
 bool Rendezvous::waits_for_peer(const Request* r) const {
-    return std::any_of(waiting_.begin(), waiting_.end(),
-                       [r](const Tracked& t) { return t.request == r && t.live(); });
+    return std::any_of(waiting_.begin(), waiting_.end(), [this, r](const Tracked& t) {
+        return t.request == r && t.live(worker_->pool());
+    });
 }
 
 void Rendezvous::stop_waiting(Request* r) {
@@ -390,8 +393,8 @@ const tl::MemoryRegistration* Rendezvous::registration(const Request* r) const {
 void Rendezvous::release(Request* r) {
     if (regs_.empty()) return;
     // Also drop registrations whose request ended another way (failures, a fallback).
-    std::erase_if(regs_, [r](const Registration& e) {
-        return e.request == r || e.request->completed || e.request->wire_id() != e.id;
+    std::erase_if(regs_, [this, r](const Registration& e) {
+        return e.request == r || worker_->pool().find(e.id) != e.request;
     });
 }
 
@@ -451,7 +454,7 @@ unsigned Rendezvous::progress() {
     unsigned events = 0;
     for (size_t i = 0; i < driven_.size();) {
         const Tracked t = driven_[i];
-        if (!t.live()) {
+        if (!t.live(worker_->pool())) {
             driven_.erase(driven_.begin() + static_cast<long>(i));
             continue;
         }
@@ -476,7 +479,7 @@ void Rendezvous::fail_peer(const core::PeerRef& peer, Status why) {
         std::vector<Tracked> old;
         old.swap(*list);
         for (const Tracked& t : old) {
-            if (!t.live()) continue;
+            if (!t.live(worker_->pool())) continue;
             if (t.request->kind == core::RequestKind::kRecv && t.request->peer == peer) {
                 release(t.request);
                 worker_->complete(t.request, why);

@@ -25,6 +25,7 @@
 namespace swy::core {
 class Worker;
 struct Request;
+class RequestPool;
 struct PeerRef;
 struct UnexpectedDesc;
 }  // namespace swy::core
@@ -129,7 +130,9 @@ private:
     struct Tracked {
         core::Request* request;
         uint64_t id;
-        bool live() const;
+        /// Through the pool, never through the pointer: a request in caller memory that
+        /// ended may already be the caller's again (SWY_REQ_PARAM_FIELD_REQUEST).
+        bool live(const core::RequestPool& pool) const;
     };
     struct Registration {
         core::Request* request;

@@ -275,7 +275,8 @@ void swy_worker_release_address(swy_worker_h worker, void* address);
 
 /** swy_worker_attr_t.field_mask bits. */
 enum swy_worker_attr_field {
-    SWY_WORKER_ATTR_FIELD_PIO = 1u << 0 /**< the four pio_* fields */
+    SWY_WORKER_ATTR_FIELD_PIO = 1u << 0,         /**< the four pio_* fields */
+    SWY_WORKER_ATTR_FIELD_REQUEST_SIZE = 1u << 1 /**< request_size, request_alignment */
 };
 
 /** Attributes of a worker, for tools and tests. */
@@ -285,6 +286,11 @@ typedef struct swy_worker_attr {
     unsigned pio_endpoints_max;     /**< policy cap on such endpoints (SWY_PIO_MAX_EPS) */
     unsigned pio_window_slots;      /**< PIO rings this worker's receive window offers */
     unsigned pio_window_free;       /**< of which not yet taken by senders */
+    /** Bytes a caller reserves for a request kept in its own memory
+     *  (SWY_REQ_PARAM_FIELD_REQUEST): the same for every worker of this library build. */
+    size_t request_size;
+    /** The alignment that memory needs (a power of two; malloc'd memory has it). */
+    size_t request_alignment;
 } swy_worker_attr_t;
 
 /**
@@ -614,7 +620,8 @@ enum swy_request_param_field {
     SWY_REQ_PARAM_FIELD_USER_DATA = 1u << 2, /**< user_data */
     SWY_REQ_PARAM_FIELD_MEMTYPE = 1u << 3,   /**< memtype */
     SWY_REQ_PARAM_FIELD_RECV_INFO = 1u << 4, /**< recv_info */
-    SWY_REQ_PARAM_FIELD_DATATYPE = 1u << 5   /**< datatype (switchyard/datatype.h) */
+    SWY_REQ_PARAM_FIELD_DATATYPE = 1u << 5,  /**< datatype (switchyard/datatype.h) */
+    SWY_REQ_PARAM_FIELD_REQUEST = 1u << 6    /**< request, request_size (caller's memory) */
 };
 
 /**
@@ -631,7 +638,44 @@ typedef struct swy_request_params {
     swy_memtype_t memtype;          /**< memory type of the buffer; UNKNOWN: detect */
     swy_tag_recv_info_t* recv_info; /**< receives: filled when completing immediately */
     swy_datatype_t datatype;        /**< how buffer and count are read (default contiguous) */
+    /** Memory of the caller's for the request (see "Requests in the caller's memory"
+     *  below): request_size bytes or more, aligned to request_alignment (swy_worker_query,
+     *  SWY_WORKER_ATTR_FIELD_REQUEST_SIZE). Tagged sends and receives only. */
+    void* request;
+    size_t request_size; /**< bytes at request; fewer than the query's request_size is refused */
 } swy_request_params_t;
+
+/*
+ * Requests in the caller's memory (SWY_REQ_PARAM_FIELD_REQUEST; as UCP's request_size and
+ * UCP_OP_ATTR_FIELD_REQUEST): a tagged send or receive (swy_tag_send_nb, swy_tag_recv_nb,
+ * swy_tag_msg_recv_nb) that does not complete at once keeps its request inside the caller's
+ * memory instead of taking one from the worker's pool, so the caller's own request object and
+ * Switchyard's are one allocation. Ask the size once:
+ *
+ *     swy_worker_attr_t a = {.field_mask = SWY_WORKER_ATTR_FIELD_REQUEST_SIZE};
+ *     swy_worker_query(worker, &a);      // a.request_size, a.request_alignment
+ *     ...
+ *     p.field_mask |= SWY_REQ_PARAM_FIELD_REQUEST;
+ *     p.request = my_req->swy_space;     // a.request_size bytes, suitably aligned
+ *     p.request_size = a.request_size;
+ *
+ * Ownership: from the call until swy_request_free() of the handle it returned, the memory
+ * belongs to Switchyard; the caller must not write, move or release it. A call that returns
+ * SWY_OK (completed at once) or an error leaves the memory the caller's at once. The handle is
+ * used as any other (test, wait, cancel, recv_info, free), with one difference: such a request
+ * may be freed only once it has completed (its callback ran, or test/wait returned its final
+ * status); swy_request_free() before that returns SWY_ERR_BUSY (logged) and changes nothing.
+ * Once swy_request_free() returned SWY_OK — in the completion callback too — the memory is
+ * the caller's again and may be reused at once, for a new request or anything else.
+ * The handle is not the memory's address: it names a slot the worker owns, so a freed or
+ * stale handle is refused with SWY_ERR_INVALID_PARAM whatever the caller has done with the
+ * memory since. swy_worker_destroy() completes and releases such requests as it does pool
+ * ones (the memory must stay valid until it returns).
+ * Refused with SWY_ERR_INVALID_PARAM (and a log line saying why): a NULL request, a
+ * request_size below the query's, memory not aligned to request_alignment, and the field on
+ * operations other than tagged sends and receives (active messages; one-sided operations
+ * refuse it as an unknown bit).
+ */
 
 /**
  * @brief Check a request. @return SWY_INPROGRESS, or its final status;
@@ -666,7 +710,9 @@ swy_status_t swy_request_cancel(swy_worker_h worker, swy_request_h req);
  * @brief Release a request (before or after completion). The handle is spent: any later use,
  * a second free included, is refused.
  * @return SWY_OK (also for NULL); SWY_ERR_INVALID_PARAM (logged; abort in builds without
- *         NDEBUG) for a handle already freed; SWY_ERR_UNSUPPORTED for a request of a worker
+ *         NDEBUG) for a handle already freed; SWY_ERR_BUSY (logged, nothing changes) for a
+ *         request in the caller's memory that has not completed yet (see "Requests in the
+ *         caller's memory"); SWY_ERR_UNSUPPORTED for a request of a worker
  *         inherited through fork(). (It returned void before 0.3: callers that ignore the
  *         result are unaffected.)
  */
