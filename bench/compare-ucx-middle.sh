@@ -71,7 +71,7 @@ run_swy() {  # run_swy CONFIG_ENV → "size value protocol" lines
         local n
         n=$(to_bytes "$s")
         env SWY_CALIBRATION_FILE="${SWY_CALIBRATION_FILE:-/dev/null}" "${args[@]}" \
-            "$perf" --test "$test" --sizes "$n" --iters "$(iters_for "$n")" \
+            timeout 300 "$perf" --test "$test" --sizes "$n" --iters "$(iters_for "$n")" \
             --warmup "$(($(iters_for "$n") / 8 + 1))" --cpus 0,1 --csv 2>/dev/null |
             awk -F, -v m="$metric" 'NR == 2 { print $2, (m == "lat" ? $4 : $5), $7 }' || true
     done
@@ -80,11 +80,12 @@ run_swy() {  # run_swy CONFIG_ENV → "size value protocol" lines
 run_ucx() {  # run_ucx SIZE_BYTES → value
     local n=$1 out srv it
     it=$(iters_for "$n")
-    UCX_TLS=$tls taskset -c 0 ucx_perftest -p "$port" -t "$ucx_test" -s "$n" -n "$it" \
+    # timeout: under load the client can miss the server's port and leave it waiting.
+    UCX_TLS=$tls timeout 120 taskset -c 0 ucx_perftest -p "$port" -t "$ucx_test" -s "$n" -n "$it" \
         -w "$((it / 8 + 1))" >/dev/null 2>&1 &
     srv=$!
-    sleep 0.3
-    out=$(UCX_TLS=$tls taskset -c 1 ucx_perftest 127.0.0.1 -p "$port" -t "$ucx_test" -s "$n" \
+    sleep 1
+    out=$(UCX_TLS=$tls timeout 120 taskset -c 1 ucx_perftest 127.0.0.1 -p "$port" -t "$ucx_test" -s "$n" \
           -n "$it" -w "$((it / 8 + 1))" 2>&1) || true
     wait "$srv" 2>/dev/null || true
     awk -v m="$metric" '/Final:/ {
