@@ -8,7 +8,9 @@
 #
 # usage: bench/compare-ucx-middle.sh [BUILD_DIR]
 # env:   ROUNDS=5              rounds
-#        TEST=bw               bw (MB/s, window 64) or lat (one-way us)
+#        TEST=bw               bw (MB/s, window 64) or lat (one-way us: half the median
+#                              round trip of swy-perf, ucx_perftest's p50; a loaded host's
+#                              scheduler makes means meaningless)
 #        SIZES="16K 32K ..."   sizes (K/M suffixes); default every power of two 16K..1M
 #        CONFIGS="auto"        swy-perf configurations, each "name" or "name:ENV=v;ENV2=w"
 #                              (e.g. "auto get:SWY_RNDV_SCHEME=get pipe:SWY_RNDV_SCHEME=pipeline")
@@ -73,7 +75,7 @@ run_swy() {  # run_swy CONFIG_ENV → "size value protocol" lines
         env SWY_CALIBRATION_FILE="${SWY_CALIBRATION_FILE:-/dev/null}" "${args[@]}" \
             timeout 300 "$perf" --test "$test" --sizes "$n" --iters "$(iters_for "$n")" \
             --warmup "$(($(iters_for "$n") / 8 + 1))" --cpus 0,1 --csv 2>/dev/null |
-            awk -F, -v m="$metric" 'NR == 2 { print $2, (m == "lat" ? $4 : $5), $7 }' || true
+            awk -F, -v m="$metric" 'NR == 2 { print $2, (m == "lat" ? $8 : $5), $7 }' || true
     done
 }
 
@@ -90,7 +92,7 @@ run_ucx() {  # run_ucx SIZE_BYTES → value
     wait "$srv" 2>/dev/null || true
     awk -v m="$metric" '/Final:/ {
         for (i = 1; i <= NF; ++i) if ($i == "Final:") break
-        if (m == "lat") print $(i + 4); else printf "%.2f\n", $(i + 6) * 1.048576
+        if (m == "lat") print $(i + 2); else printf "%.2f\n", $(i + 6) * 1.048576
         found = 1 }
         END { if (!found) print "nan" }' <<<"$out"
 }
