@@ -110,6 +110,23 @@ std::vector<Candidate> candidates(const LaneCaps& lane) {
     return out;
 }
 
+// On a lane that reaches its peer with CMA (zero copy, no keys) the pipeline is the fallback of
+// a refused GET, not a choice: its cost line is eager_bcopy's fragments, which the model
+// overlaps across both cores, but each message waits for an RTR round trip and then for the
+// sender's progress to push every fragment; it measured 3-9 GB/s in the middle sizes where
+// GET, which the receiver runs alone (split between both cores from SWY_RNDV_SPLIT_MIN),
+// reached 25-40 GB/s (issue 17). It stays where GET may not run below a size
+// (SWY_ZCOPY_THRESH) or at all (SWY_PROTO), and can be forced (SWY_RNDV_SCHEME=pipeline).
+std::vector<Candidate> automatic_candidates(const LaneCaps& lane, const SelectOverrides& o) {
+    std::vector<Candidate> all = candidates(lane);
+    if (!lane.zcopy || lane.remote_keys || o.zcopy_thresh != 0 ||
+        !allowed(o, ProtoId::kRndvGetCma)) {
+        return all;
+    }
+    std::erase_if(all, [](const Candidate& c) { return c.proto == ProtoId::kRndvPipeline; });
+    return all;
+}
+
 namespace {
 
 /// The lower envelope of @p all under @p o's thresholds and allow-list (the scheme is the
@@ -240,21 +257,22 @@ const Candidate* forced_candidate(const std::vector<Candidate>& all, const std::
 ProtoTable select_protocols(const LaneCaps& lane, const SelectOverrides& o) {
     constexpr size_t kMax = std::numeric_limits<size_t>::max();
     const std::vector<Candidate> all = candidates(lane);
+    const std::vector<Candidate> weighed = automatic_candidates(lane, o);
     const bool thresh_set = o.rndv_thresh != 0;
     const bool prefer_get =
         o.rndv_scheme == "auto" && o.oversubscribed && lane.zcopy && !lane.remote_keys;
     if ((o.rndv_scheme == "auto" && !prefer_get) || o.rndv_thresh == kMax) {
-        return envelope(all, o, false, true);
+        return envelope(weighed, o, false, true);
     }
     const Candidate* forced = forced_candidate(all, prefer_get ? "get" : o.rndv_scheme);
     if (forced == nullptr || !allowed(o, forced->proto)) {
         // The lane has no such scheme (tcp has no zero-copy, self no rendezvous), or
         // SWY_PROTO excludes it: the automatic choice among what is left.
-        return envelope(all, o, false, true);
+        return envelope(weighed, o, false, true);
     }
     SelectOverrides at = o;
     if (!thresh_set) {
-        const ProtoTable automatic = envelope(all, o, false, true);
+        const ProtoTable automatic = envelope(weighed, o, false, true);
         size_t lo = 0;
         at.rndv_thresh = kMax;
         for (const ProtoRange& r : automatic.ranges()) {

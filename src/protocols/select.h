@@ -72,6 +72,12 @@ struct Candidate {
 /// and swy-info.
 std::vector<Candidate> candidates(const LaneCaps& lane);
 
+/// The candidates the automatic choice weighs: candidates() less rndv_pipeline on a lane
+/// that reaches its peer with CMA (zero-copy without remote keys), where the pipeline is the
+/// fallback of a refused GET, unless SWY_ZCOPY_THRESH delays zero-copy or SWY_PROTO excludes
+/// rndv_get_cma (select.cpp says why). SWY_RNDV_SCHEME=pipeline still forces it.
+std::vector<Candidate> automatic_candidates(const LaneCaps& lane, const SelectOverrides& overrides);
+
 /// Build the table for one memory type. Never empty: a size no allowed candidate covers falls
 /// to eager_bcopy, and the reason says so.
 ProtoTable select_protocols(const LaneCaps& lane, const SelectOverrides& overrides);

@@ -269,10 +269,10 @@ TEST(SelectGolden, RndvThreshBelowPioMaxCutsEagerShortAndPicksCheapestRendezvous
     SelectOverrides o = no_overrides();
     o.rndv_thresh = 1000;
     ProtoTable t = select(lane(true, true), o);
+    // On a lane with CMA the pipeline is no automatic choice (automatic_candidates()).
     EXPECT_EQ(ranges_of(t),
               "0..999 eager_short\n"
-              "1000..7897 rndv_pipeline\n"
-              "7898..inf rndv_get_cma\n")
+              "1000..inf rndv_get_cma\n")
         << t.print();
 }
 
@@ -441,10 +441,8 @@ TEST(SelectGolden, AllowOnlyRendezvousSchemesIsRendezvousFromZero) {
     SelectOverrides o = no_overrides();
     o.allow = {"rndv_get_cma", "rndv_put_cma", "rndv_pipeline"};
     ProtoTable t = select(lane(true, true), o);
-    EXPECT_EQ(ranges_of(t),
-              "0..7897 rndv_pipeline\n"
-              "7898..inf rndv_get_cma\n")
-        << t.print();
+    // The pipeline is no automatic choice where GET may run (automatic_candidates()).
+    EXPECT_EQ(ranges_of(t), "0..inf rndv_get_cma\n") << t.print();
 }
 
 TEST(SelectGolden, AllowOnlyGetOnLaneWithoutCmaFallsToBcopy) {
@@ -694,7 +692,7 @@ TEST(SelectProperty, ChosenProtocolIsTheCheapestCandidateAtEverySize) {
         CostFigures f = random_figures(rng);
         LaneCaps l = random_lane(rng, f);
         ProtoTable t = select_protocols(l, no_overrides());
-        std::vector<Candidate> cands = candidates(l);
+        std::vector<Candidate> cands = automatic_candidates(l, no_overrides());
         const std::string ctx = describe(l, f);
         for (int k = 0; k < 200; ++k)
             expect_argmin(t, cands, random_size(rng), ctx);
@@ -713,7 +711,8 @@ TEST(SelectProperty, GoldenFiguresPickTheCheapestCandidateAroundEveryBoundary) {
         for (bool cma : {false, true}) {
             const tl::LaneAttr l = lane(pio, cma);
             ProtoTable t = select(l);
-            std::vector<Candidate> cands = candidates_of(l);
+            std::vector<Candidate> cands =
+                automatic_candidates(lane_caps(l, no_overrides()), no_overrides());
             for (const ProtoRange& r : t.ranges()) {
                 if (r.max_size == kInf) continue;
                 for (size_t d : {0, 1, 2}) {

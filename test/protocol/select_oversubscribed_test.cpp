@@ -24,8 +24,8 @@ namespace {
 
 constexpr size_t kInf = std::numeric_limits<size_t>::max();
 
-// Figures under which an idle host pipelines the middle sizes and splits large GETs (the
-// built-in defaults of this version): the protocols that need the sender after the match.
+// Figures under which an idle host splits large GETs (the built-in defaults of this
+// version): a protocol that needs the sender after the match.
 common::CostFigures figures() {
     common::CostFigures f;
     f.set("memcpy_bw_Bps", 1e10);
@@ -79,12 +79,10 @@ TEST(SelectOversubscribed, GetAloneFromTheAutomaticThreshold) {
     const size_t thresh = rndv_threshold(idle);
     ASSERT_NE(thresh, kInf) << idle.print();
     ASSERT_GT(thresh, 0u);
-    // The idle host uses protocols that need the sender after the match (the pipeline and
-    // the split GET): otherwise this test proves nothing.
-    bool needs_sender = false;
-    for (const ProtoRange& r : idle.ranges())
-        needs_sender |= r.proto == ProtoId::kRndvPipeline;
-    ASSERT_TRUE(needs_sender) << idle.print();
+    // The idle host uses a protocol that needs the sender after the match (a GET of at least
+    // split_min bytes, which the receiver splits): otherwise this test proves nothing.
+    ASSERT_EQ(idle.lookup(size_t{1} << 20), ProtoId::kRndvGetCma) << idle.print();
+    ASSERT_GE(size_t{1} << 20, automatic(false).split_min);
     EXPECT_EQ(rndv_threshold(busy), thresh) << busy.print();
     for (size_t n :
          {thresh - 1, thresh, thresh + 1, size_t{64} << 10, size_t{1} << 20, size_t{256} << 20}) {

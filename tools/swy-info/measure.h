@@ -36,12 +36,23 @@ Measured measure_shm_copy_bw(const CpuPair& cpus);
 /// FIFO latency (a real cell adds a header line and dispatch; cell_overhead_s covers those).
 Measured measure_fifo_latency(const CpuPair& cpus);
 
-/// Cross-memory attach costs against a forked child holding a 64 MiB buffer.
+/// Cross-memory attach as a rendezvous GET uses it: process_vm_readv of 16 KiB .. 512 KiB
+/// (one call each, one GET chunk at most) from a forked child's own, warm send buffer into a
+/// warm receive buffer; a line through the best time per size gives both figures.
 struct CmaFigures {
-    Measured call_s;      ///< one 8-byte process_vm_readv (best batch average)
-    Measured bw_4m_Bps;   ///< 4 MiB reads (mostly cache-resident), for information
-    Measured bw_64m_Bps;  ///< 64 MiB reads (out of cache): the figure recorded
+    Measured call_s;  ///< the line's intercept: the fixed cost of one call (cma_call_s)
+    Measured bw_Bps;  ///< 1 / the line's slope (cma_bw_Bps)
 };
+/// A straight line t = call_s + n / bw_Bps.
+struct CmaLine {
+    bool ok = false;  ///< false when the points have no positive slope
+    double call_s = 0;
+    double bw_Bps = 0;
+};
+/// Least-squares line through (@p sizes[i] bytes, @p seconds[i]), i < @p count; the
+/// intercept is kept positive (at least the smaller of 100 ns and the fastest time), as no
+/// call is free. Not ok for fewer than two points or a slope that is not positive.
+CmaLine fit_cma_line(const double* sizes, const double* seconds, size_t count);
 CmaFigures measure_cma(const CpuPair& cpus);
 
 /// Send-side claim and publish of one cell, in a tight loop on cached memory: with a private

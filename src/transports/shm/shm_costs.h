@@ -15,9 +15,12 @@ namespace swy::tl::shm {
 inline constexpr common::CostFigureVar kCostFigures[] = {
     {"shm_copy_bw_Bps", 24e9, common::kFigureBwMin, common::kFigureBwMax, common::FigureUnit::kGBps,
      "bcopy through shared cells (copy-in and copy-out overlap)"},
-    {"cma_bw_Bps", 10e9, common::kFigureBwMin, common::kFigureBwMax, common::FigureUnit::kGBps,
-     "process_vm_readv, in-cache buffers"},
-    {"cma_call_s", 3e-6, common::kFigureTimeMin, common::kFigureTimeMax,
+    // cma_*: what swy-info --calibrate's GET-shaped probe (16-512 KiB reads of another
+    // process's warm buffer) measured here, 13-22 GB/s and 0.8-1.7 us under load; swy-perf's
+    // GET and eager latencies cross between 64 and 128 KiB with these (issue 17).
+    {"cma_bw_Bps", 15e9, common::kFigureBwMin, common::kFigureBwMax, common::FigureUnit::kGBps,
+     "process_vm_readv of 16-512 KiB per call, warm buffers"},
+    {"cma_call_s", 1.5e-6, common::kFigureTimeMin, common::kFigureTimeMax,
      common::FigureUnit::kMicros, "fixed cost of one process_vm_readv call"},
     {"fifo_latency_s", 0.3e-6, common::kFigureTimeMin, common::kFigureTimeMax,
      common::FigureUnit::kMicros, "one-way latency of one cell through the FIFO"},

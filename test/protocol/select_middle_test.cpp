@@ -1,0 +1,128 @@
+// The middle sizes (issue 17): on a shm lane that reaches its peer with CMA, the automatic
+// choice never takes the pipelined rendezvous, which streamed at 3-9 GB/s where GET (split
+// between both cores from SWY_RNDV_SPLIT_MIN) reached 25-40 GB/s; eager carries up to where
+// a GET wins, then GET. The pipeline stays where GET cannot run: a lane without CMA, an
+// allow-list without rndv_get_cma, sizes below SWY_ZCOPY_THRESH, and SWY_RNDV_SCHEME=pipeline.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+
+#include "common/cost_figures.h"
+#include "protocols/lane_caps.h"
+#include "protocols/protocol.h"
+#include "protocols/select.h"
+#include "protocols/wire.h"
+#include "transports/shm/shm_costs.h"
+
+namespace swy::proto {
+namespace {
+
+constexpr size_t kInf = std::numeric_limits<size_t>::max();
+
+/// A shm lane shaped as the real one (PIO packets of 4064 B, fragments of 4048 B), costed
+/// from the built-in figures of this version.
+tl::LaneAttr shm_lane(bool cma) {
+    tl::LaneAttr a;
+    a.transport = "shm";
+    a.max_message = 4048 + sizeof(EagerFirstHeader);
+    a.pio = true;
+    a.pio_max_message = 4064 + sizeof(EagerOnlyHeader);
+    if (cma) a.caps |= tl::cap::kGetZcopy | tl::cap::kPutZcopy;
+    a.rndv = true;
+    a.costs = tl::shm::shm_lane_costs(common::CostFigures{});
+    return a;
+}
+
+SelectOverrides automatic() {
+    SelectOverrides o;
+    o.split_min = 128 * 1024;  // SWY_RNDV_SPLIT_MIN's default
+    return o;
+}
+
+bool has_pipeline(const ProtoTable& t) {
+    for (const ProtoRange& r : t.ranges()) {
+        if (r.proto == ProtoId::kRndvPipeline) return true;
+    }
+    return false;
+}
+
+TEST(SelectMiddle, CmaLaneTakesNoPipelineAtAnySize) {
+    const ProtoTable t = table_for(shm_lane(true), automatic());
+    EXPECT_FALSE(has_pipeline(t)) << t.print();
+    // Every power of two of the middle and beyond is eager or GET.
+    for (size_t n = 1024; n <= (size_t{64} << 20); n *= 2) {
+        const ProtoId p = t.lookup(n);
+        EXPECT_TRUE(p == ProtoId::kRndvGetCma || p == ProtoId::kEagerBcopy ||
+                    p == ProtoId::kEagerShort)
+            << n << " B: " << proto_name(p) << "\n"
+            << t.print();
+    }
+    EXPECT_EQ(t.lookup(kInf), ProtoId::kRndvGetCma) << t.print();
+    // The same without PIO (window full, SWY_EP_FLAG_NO_PIO).
+    tl::LaneAttr no_pio = shm_lane(true);
+    no_pio.pio = false;
+    no_pio.pio_max_message = 0;
+    EXPECT_FALSE(has_pipeline(table_for(no_pio, automatic())))
+        << table_for(no_pio, automatic()).print();
+}
+
+TEST(SelectMiddle, AutomaticCandidatesLeaveOutOnlyThePipeline) {
+    const LaneCaps caps = lane_caps(shm_lane(true), automatic());
+    const std::vector<Candidate> all = candidates(caps);
+    const std::vector<Candidate> weighed = automatic_candidates(caps, automatic());
+    ASSERT_EQ(weighed.size() + 1, all.size());
+    for (const Candidate& c : weighed)
+        EXPECT_NE(c.proto, ProtoId::kRndvPipeline);
+}
+
+TEST(SelectMiddle, PipelineStaysWhereGetCannotRun) {
+    // No CMA: the pipeline is the only rendezvous.
+    const ProtoTable no_cma = table_for(shm_lane(false), automatic());
+    EXPECT_EQ(no_cma.lookup(size_t{1} << 20), ProtoId::kRndvPipeline) << no_cma.print();
+
+    // SWY_PROTO without rndv_get_cma.
+    SelectOverrides o = automatic();
+    o.allow = {"eager_short", "eager_bcopy", "rndv_pipeline"};
+    const ProtoTable no_get = table_for(shm_lane(true), o);
+    EXPECT_EQ(no_get.lookup(size_t{1} << 20), ProtoId::kRndvPipeline) << no_get.print();
+
+    // SWY_ZCOPY_THRESH: below it the pipeline may fill the gap, above it GET runs.
+    o = automatic();
+    o.zcopy_thresh = size_t{64} << 20;
+    const ProtoTable late = table_for(shm_lane(true), o);
+    EXPECT_EQ(late.lookup(size_t{32} << 20), ProtoId::kRndvPipeline) << late.print();
+    EXPECT_EQ(late.lookup(size_t{64} << 20), ProtoId::kRndvGetCma) << late.print();
+
+    // SWY_RNDV_SCHEME=pipeline forces it from the automatic threshold.
+    o = automatic();
+    o.rndv_scheme = "pipeline";
+    const ProtoTable forced = table_for(shm_lane(true), o);
+    EXPECT_EQ(forced.lookup(size_t{1} << 20), ProtoId::kRndvPipeline) << forced.print();
+    EXPECT_NE(forced.print().find("[SWY_RNDV_SCHEME=pipeline]"), std::string::npos)
+        << forced.print();
+}
+
+// The rendezvous threshold SWY_RNDV_SCHEME and the oversubscribed rule start from is the
+// automatic one without the pipeline: the same table below it.
+TEST(SelectMiddle, ForcedGetStartsWhereTheAutomaticRendezvousStarts) {
+    const ProtoTable idle = table_for(shm_lane(true), automatic());
+    SelectOverrides o = automatic();
+    o.rndv_scheme = "get";
+    const ProtoTable get = table_for(shm_lane(true), o);
+    size_t lo = 0;
+    size_t thresh = kInf;
+    for (const ProtoRange& r : idle.ranges()) {
+        if (is_rendezvous(r.proto)) {
+            thresh = lo;
+            break;
+        }
+        lo = r.max_size + 1;
+    }
+    ASSERT_NE(thresh, kInf) << idle.print();
+    EXPECT_EQ(get.lookup(thresh - 1), idle.lookup(thresh - 1)) << get.print();
+    EXPECT_EQ(get.lookup(thresh), ProtoId::kRndvGetCma) << get.print();
+}
+
+}  // namespace
+}  // namespace swy::proto
