@@ -284,6 +284,8 @@ private:
     /// arrived after the bytes waited for were written, or the backed-off pause since the
     /// last look ran out. Remembers that someone waits for @p wanted (arm_ack_timer()).
     uint64_t acknowledged(Connection* c, uint64_t wanted);
+    /// update_acked() now (arrivals since: @p news) and when to look next.
+    void look_at_acks(Connection* c, uint64_t now, bool news);
     /// From arm(): while someone waits for acknowledgements, a timer in the epoll set makes
     /// the event fd readable when the next look is due; disarmed once nobody waits. False if
     /// no timer could be made (then the caller must not block).

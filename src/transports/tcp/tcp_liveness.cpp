@@ -102,6 +102,11 @@ uint64_t TcpInterface::acknowledged(Connection* c, uint64_t wanted) {
     }
     const bool news = c->rx_since_look && c->rx_written > c->acked;
     if (!news && now < c->ack_look_ns) return c->acked;
+    look_at_acks(c, now, news);
+    return c->acked;
+}
+
+void TcpInterface::look_at_acks(Connection* c, uint64_t now, bool news) {
     const uint64_t before = c->acked;
     c->rx_since_look = false;
     update_acked(c);
@@ -113,17 +118,25 @@ uint64_t TcpInterface::acknowledged(Connection* c, uint64_t wanted) {
             c->acked != before ? kAckFirstLookNs : std::min(2 * c->ack_pause_ns, kAckMaxPauseNs);
         c->ack_look_ns = now + c->ack_pause_ns;
     }
-    return c->acked;
 }
 
 bool TcpInterface::arm_ack_timer() {
     uint64_t next = UINT64_MAX;
     size_t keep = 0;
+    const uint64_t now = ack_waits_.empty() ? 0 : monotonic_ns();
     for (const auto& [index, generation] : ack_waits_) {
         Connection* c = conns_.lookup(index, generation);
         if (c == nullptr) continue;  // the slot went to another connection
+        // A look that is due now is taken here: whoever waited may have stopped asking (its
+        // endpoint closed), and a deadline left in the past would wake us at once, forever.
+        if (c->state == Connection::State::kOpen && c->fd && c->ack_look_ns != 0 &&
+            c->ack_look_ns <= now && c->acked < c->data_written) {
+            look_at_acks(c, now, false);
+        }
+        // Nothing in flight that we could learn about (what is wanted still sits in our
+        // queue: EPOLLOUT wakes us for it), or nobody waits: no timer for it.
         if (c->state != Connection::State::kOpen || c->ack_look_ns == 0 ||
-            c->acked >= c->ack_wanted) {
+            c->acked >= c->ack_wanted || c->acked >= c->data_written) {
             c->ack_watched = false;
             c->ack_look_ns = 0;
             continue;
