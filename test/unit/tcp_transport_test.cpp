@@ -409,7 +409,11 @@ TEST_F(TcpTransport, WaitingForAcknowledgementWakesABlockedWaitAndOnlyThen) {
     while (ep->acknowledged_bytes(mark) < mark) {
         a_->progress();
         if (ep->acknowledged_bytes(mark) >= mark) break;
-        ASSERT_TRUE(a_->arm());
+        // False: a look due at arm learnt something; the next round sees it.
+        if (!a_->arm()) {
+            a_->disarm();
+            continue;
+        }
         ASSERT_EQ(poll(&p, 1, 5000), 1) << "waiting for an acknowledgement, the fd never woke";
         a_->disarm();
         a_->progress();

@@ -287,8 +287,9 @@ private:
     /// update_acked() now (arrivals since: @p news) and when to look next.
     void look_at_acks(Connection* c, uint64_t now, bool news);
     /// From arm(): while someone waits for acknowledgements, a timer in the epoll set makes
-    /// the event fd readable when the next look is due; disarmed once nobody waits. False if
-    /// no timer could be made (then the caller must not block).
+    /// the event fd readable when the next look is due; disarmed once nobody waits. A look
+    /// that is due is taken here. False if that look learnt something (the worker must see
+    /// it first) or no timer could be made: then the caller must not block.
     bool arm_ack_timer();
     /// Queues a goodbye on every open connection and tries to write it (destructor).
     void say_goodbye_all();

@@ -124,14 +124,18 @@ bool TcpInterface::arm_ack_timer() {
     uint64_t next = UINT64_MAX;
     size_t keep = 0;
     const uint64_t now = ack_waits_.empty() ? 0 : monotonic_ns();
+    bool learned = false;
     for (const auto& [index, generation] : ack_waits_) {
         Connection* c = conns_.lookup(index, generation);
         if (c == nullptr) continue;  // the slot went to another connection
         // A look that is due now is taken here: whoever waited may have stopped asking (its
         // endpoint closed), and a deadline left in the past would wake us at once, forever.
+        // If it learns something, the worker must hear it before it sleeps: report work.
         if (c->state == Connection::State::kOpen && c->fd && c->ack_look_ns != 0 &&
             c->ack_look_ns <= now && c->acked < c->data_written) {
+            const uint64_t before = c->acked;
             look_at_acks(c, now, false);
+            learned = learned || c->acked != before;
         }
         // Nothing in flight that we could learn about (what is wanted still sits in our
         // queue: EPOLLOUT wakes us for it), or nobody waits: no timer for it.
@@ -151,7 +155,7 @@ bool TcpInterface::arm_ack_timer() {
             timerfd_settime(ack_timer_fd_.get(), 0, &off, nullptr);
             ack_timer_set_ = false;
         }
-        return true;
+        return !learned;
     }
     if (!ack_timer_fd_) {
         // Made on first use: an interface nobody waits on for acknowledgements holds none.
@@ -171,7 +175,7 @@ bool TcpInterface::arm_ack_timer() {
     its.it_value.tv_nsec = static_cast<long>(next % 1'000'000'000u);
     if (timerfd_settime(ack_timer_fd_.get(), TFD_TIMER_ABSTIME, &its, nullptr) != 0) return false;
     ack_timer_set_ = true;
-    return true;
+    return !learned;
 }
 
 void TcpInterface::update_acked(Connection* c) {
