@@ -397,7 +397,7 @@ TEST_F(TcpTransport, AcknowledgedBytesCatchUpWithAcceptedOnlyOnceThePeerTakesThe
 // itself when the next look is due (a timer), and once nothing is awaited it stays quiet
 // (no timer wake-ups for an idle interface).
 TEST_F(TcpTransport, WaitingForAcknowledgementWakesABlockedWaitAndOnlyThen) {
-    auto ep = connect_a_to_b();
+    auto ep = connect_a_to_b_ready();
     ASSERT_TRUE(ep);
     const std::vector<uint8_t> msg = pattern(64, 3);
     ASSERT_EQ(ep->am_send(1, nullptr, 0, msg.data(), msg.size()), Status::kOk);
