@@ -274,7 +274,6 @@ Status Endpoint::send_payload(Request* r, tl::AmId id, const void* hdr, size_t h
 
 bool Endpoint::progress_pending() {
     if (!lane_) return true;  // wire_endpoint() puts it back on the list
-    if (awaiting_delivery_ != 0) complete_delivered();
     while (Request* r = pending_.front()) {
         Status s = push(r);
         if (s == Status::kNoResource) return false;
@@ -292,20 +291,24 @@ bool Endpoint::progress_pending() {
             r->queue = 2;
         }
     }
-    return awaiting_delivery_ == 0;
+    // Sends awaiting delivery are the worker's delivery list's business (watch_delivery()):
+    // waiting for the peer's acknowledgement is no reason to poll, nor to refuse an arm.
+    return true;
 }
 
 bool Endpoint::start_delivery_wait(Request* r) {
     if (!r->remote_done) return false;  // an answer from the peer ends it anyway
     r->remote_done = false;
     r->delivery_mark = std::max<uint64_t>(lane_->accepted_bytes(), 1);
+    delivery_wanted_ = std::max(delivery_wanted_, r->delivery_mark);
     ++awaiting_delivery_;
-    worker_->mark_pending(this);  // progress_pending() completes it once acknowledged
+    worker_->watch_delivery(this);  // complete_delivered() completes it once acknowledged
     return true;
 }
 
-void Endpoint::complete_delivered() {
-    const uint64_t acked = lane_->acknowledged_bytes();
+unsigned Endpoint::complete_delivered() {
+    // Cheap when nothing new can be known: the lane asks its kernel only when worth it.
+    const uint64_t acked = lane_->acknowledged_bytes(delivery_wanted_);
     // Collected first: a completion callback may send on (or close) this endpoint.
     delivered_scratch_.clear();
     size_t waiting = 0;
@@ -318,7 +321,8 @@ void Endpoint::complete_delivered() {
         }
     }
     awaiting_delivery_ = waiting;
-    if (delivered_scratch_.empty()) return;
+    if (delivered_scratch_.empty()) return 0;
+    const auto completed = static_cast<unsigned>(delivered_scratch_.size());
     std::vector<Request*> done;
     done.swap(delivered_scratch_);
     for (Request* r : done) {
@@ -330,6 +334,7 @@ void Endpoint::complete_delivered() {
     }
     done.clear();
     if (delivered_scratch_.capacity() < done.capacity()) delivered_scratch_.swap(done);
+    return completed;
 }
 
 }  // namespace swy::core

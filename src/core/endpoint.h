@@ -97,9 +97,14 @@ public:
     Status send_payload(Request* r, tl::AmId id, const void* hdr, size_t hdr_len, size_t offset,
                         size_t length);
 
-    /// Retry pending sends and complete those whose delivery the lane confirmed; @return
-    /// true if nothing is left to do from progress (no pending send, none awaiting delivery).
+    /// Retry pending sends; @return true if none is left to retry (sends awaiting delivery
+    /// are on the worker's delivery list instead: complete_delivered()).
     bool progress_pending();
+    /// Completes (kOk) the sends awaiting delivery that the lane now confirms; @return how
+    /// many. Cheap while nothing new is known (the lane decides when to ask its kernel).
+    unsigned complete_delivered();
+    /// Sends still waiting for their lane to confirm delivery.
+    bool awaiting_delivery() const { return awaiting_delivery_ != 0; }
     /// Called once every byte of send @p r went to the lane and no answer from the peer is
     /// due (remote_done): on a lane that confirms delivery (tcp) the send is not complete
     /// until the peer acknowledged its bytes, so it becomes in flight (remote_done false,
@@ -125,6 +130,7 @@ public:
     Endpoint* next_in_worker = nullptr;
     Endpoint* prev_in_worker = nullptr;
     bool on_pending_list = false;
+    bool on_delivery_list = false;  ///< on the worker's list of sends awaiting delivery
     bool closing = false;
     bool closed = false;  ///< closed; deleted by the worker once nothing runs inside it
     /// A fence waits for the target to finish one-sided operations started before it: until
@@ -146,8 +152,6 @@ private:
     /// later; error: failed.
     Status push(Request* r);
     bool start_delivery_wait(Request* r);
-    /// Completes (kOk) the sends awaiting delivery that the lane now confirms.
-    void complete_delivered();
 
     Worker* worker_;
     std::unique_ptr<tl::Endpoint> lane_;
@@ -161,6 +165,7 @@ private:
     bool fast_path_ = false;
     bool confirms_delivery_ = false;  // lane_->attr().confirms_delivery
     size_t awaiting_delivery_ = 0;    // in_flight_ requests with a delivery_mark
+    uint64_t delivery_wanted_ = 0;    // the highest delivery_mark given so far
     std::vector<Request*> delivered_scratch_;
     proto::ProtoTable tables_[mem::kMemTypeCount];
     proto::ProtoTable datatype_table_;

@@ -197,6 +197,7 @@ unsigned Worker::poll() {
             if (!ep->progress_pending()) mark_pending(ep);
         }
     }
+    if (__builtin_expect(!delivery_eps_.empty(), 0)) n += check_deliveries();
     if (__builtin_expect(!control_backlog_.empty(), 0)) retry_control();
     if (__builtin_expect(rndv_.busy(), 0)) n += rndv_.progress();
     if (__builtin_expect(rma_.busy(), 0)) n += rma_.progress();
@@ -225,6 +226,36 @@ void Worker::mark_pending(Endpoint* ep) {
     pending_eps_.push_back(ep);
 }
 
+void Worker::watch_delivery(Endpoint* ep) {
+    if (ep->on_delivery_list) return;
+    ep->on_delivery_list = true;
+    delivery_eps_.push_back(ep);
+}
+
+unsigned Worker::check_deliveries() {
+    // As for pending_eps_: a scratch vector kept across calls, and a completion callback may
+    // send (watch_delivery) or close an endpoint (close_endpoint() clears it from both lists).
+    unsigned n = 0;
+    delivery_scratch_.clear();
+    delivery_scratch_.swap(delivery_eps_);
+    for (size_t i = 0; i < delivery_scratch_.size(); ++i) {
+        Endpoint* ep = delivery_scratch_[i];
+        if (ep == nullptr) continue;
+        ep->on_delivery_list = false;
+        if (!ep->awaiting_delivery() || ep->lane() == nullptr) continue;
+        n += ep->complete_delivered();
+        if (ep->awaiting_delivery()) watch_delivery(ep);
+    }
+    return n;
+}
+
+bool Worker::closing_ready() const {
+    for (const Request* r : closing_) {
+        if (r->ep->idle() || r->ep->failed()) return true;
+    }
+    return false;
+}
+
 void Worker::run_deferred() {
     while (!deferred_.empty()) {
         auto [r, s] = deferred_.front();
@@ -245,8 +276,11 @@ Status Worker::arm() {
 }
 
 Status Worker::arm_interfaces() {
+    // Sends awaiting delivery (delivery_eps_) are no reason: their lane wakes us when it is
+    // worth asking again (tl::Endpoint::acknowledged_bytes), and a flush close that waits
+    // for them (or for any reply) waits for an event too.
     if (!deferred_.empty() || !pending_eps_.empty() || !control_backlog_.empty() ||
-        !closing_.empty() || rma_.busy()) {
+        closing_ready() || rma_.busy()) {
         disarm();  // an earlier arm must not outlive this answer
         return Status::kBusy;
     }
@@ -450,6 +484,10 @@ Status Worker::close_endpoint(Endpoint* ep, swy_ep_close_mode_t mode, Request** 
     }
     std::erase(pending_eps_, nullptr);
     for (auto& p : pending_scratch_) {  // a callback closed it while progress walks the list
+        if (p == ep) p = nullptr;
+    }
+    std::erase(delivery_eps_, ep);
+    for (auto& p : delivery_scratch_) {
         if (p == ep) p = nullptr;
     }
     // Deleted once no call of ours can still be running on it (end of progress, or ~Worker):

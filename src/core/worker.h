@@ -147,6 +147,11 @@ public:
     /// Close: kOk (done), kInProgress (*req set), error.
     Status close_endpoint(Endpoint* ep, swy_ep_close_mode_t mode, Request** req);
     void mark_pending(Endpoint* ep);
+    /// @p ep has sends awaiting delivery (Endpoint::await_delivery): each progress pass asks
+    /// it to complete those its lane confirmed. Not a reason for arm() to refuse: such a lane
+    /// wakes a blocked worker itself when asking again is worth it (tl::Endpoint::
+    /// acknowledged_bytes).
+    void watch_delivery(Endpoint* ep);
 
     // ---- connection establishment through sockaddr (worker_connect.cpp, listener.h) ----
     /// The connection manager (listeners, sockaddr endpoints), created on first use.
@@ -410,6 +415,12 @@ private:
     Endpoint* endpoints_ = nullptr;  // intrusive list of every endpoint
     std::vector<Endpoint*> pending_eps_;
     std::vector<Endpoint*> pending_scratch_;
+    std::vector<Endpoint*> delivery_eps_;  // endpoints with sends awaiting delivery
+    std::vector<Endpoint*> delivery_scratch_;
+    unsigned check_deliveries();
+    /// A flush close in closing_ can complete at the next progress (its endpoint is idle or
+    /// failed); one that waits for its requests waits for events, which wake a blocked wait.
+    bool closing_ready() const;
     std::deque<std::pair<Request*, Status>> deferred_;
     struct ControlMessage {
         tl::AmSource to;

@@ -165,9 +165,14 @@ public:
     virtual void disconnect() = 0;
     /// Lanes with attr().confirms_delivery: bytes accepted so far (a position in the lane's
     /// stream, read right after an am_send to mark where that message ends), and how far the
-    /// peer acknowledged (never ahead of the truth; may cost a system call). Others: 0.
+    /// peer acknowledged (never ahead of the truth). The caller waits for @p wanted (the
+    /// highest mark it waits for): the lane asks its kernel (a system call) only when that may
+    /// tell something new, and otherwise returns what it knew; until it knows @p wanted
+    /// acknowledged (or the lane failed), its interface's arm() arranges for event_fd() to
+    /// become readable when asking again is worth it, so a worker waiting for delivery may
+    /// block instead of polling. Others: 0.
     virtual uint64_t accepted_bytes() const { return 0; }
-    virtual uint64_t acknowledged_bytes() { return 0; }
+    virtual uint64_t acknowledged_bytes(uint64_t /*wanted*/) { return 0; }
     /// The lane's zero-copy operations (transports/zcopy.h), or null if it has none. Lives as
     /// long as this endpoint.
     virtual ZcopyLane* zcopy() { return nullptr; }

@@ -154,6 +154,70 @@ TEST(EventProgress, EpollLoopOverTcpWakesAFewTimesPerMessage) {
     run_epoll_loop(o, "tcp");
 }
 
+// Over tcp a send completes once the peer's kernel acknowledged its bytes. A sender that
+// waits for that in the documented loop (progress, arm, epoll_wait on the event fd) is never
+// told BUSY merely because acknowledgements are outstanding, and sleeps: the fd wakes it a
+// bounded number of times per message, also when the receiver is slow to take the bytes
+// (every other message here). The receiver checks every byte.
+TEST(EventProgress, TcpSenderWaitingForDeliverySleepsOnTheEventFd) {
+    constexpr int kMessages = 16;
+    const size_t sizes[] = {8, 1000, 8000, 30000};
+    NodeOptions o;
+    o.config = {{"TLS", "tcp"}, {"NET_DEVICES", "lo"}};
+    EXPECT_TRUE(run_ranks(2, [&](World& w) {
+        Node n(w, o);
+        n.connect_all();
+        swy_worker_h wk = n.worker();
+        if (w.rank() == 1) {
+            for (int i = 0; i < kMessages; ++i) {
+                const size_t len = sizes[i % 4];
+                std::vector<unsigned char> buf(len + kGuardBytes, kGuardByte);
+                Recv r = post_recv(wk, buf.data(), len, kTag | i);
+                if (i % 2 == 1) usleep(5000);  // slow to read: the ACK waits for our kernel
+                ICHECK_OK(finish_recv(wk, r));
+                ICHECK(r.info.length == len);
+                ICHECK_PATTERN(buf.data(), len, pattern_seed(len, 0, i), "message %d", i);
+                ICHECK(guard_intact(buf.data() + len));
+            }
+        } else {
+            int efd = -1;
+            ICHECK_OK(swy_worker_get_efd(wk, &efd));
+            LoopCounts c;
+            for (int i = 0; i < kMessages; ++i) {
+                const size_t len = sizes[i % 4];
+                std::vector<unsigned char> buf(len);
+                fill_pattern(buf.data(), len, pattern_seed(len, 0, i));
+                Send s = post_send(n.ep(1), buf.data(), len, kTag | i);
+                while (!s.done) {
+                    ++c.rounds;
+                    while (swy_worker_progress(wk) > 0) {}
+                    if (swy_request_test(s.req) != SWY_INPROGRESS) break;
+                    const swy_status_t st = swy_worker_arm(wk);
+                    if (st == SWY_ERR_BUSY) {
+                        ++c.busy;
+                        continue;
+                    }
+                    ICHECK_OK(st);
+                    pollfd p{efd, POLLIN, 0};
+                    const int k = poll(&p, 1, 20000);
+                    ICHECK_MSG(k == 1, "message %d: no wake-up within 20 s: a lost wake-up", i);
+                    ++c.wakeups;
+                }
+                ICHECK_OK(finish_send(wk, s));
+            }
+            fprintf(stderr, "[tcp sender] %d messages: %u rounds, %u wake-ups, %u busy arms\n",
+                    kMessages, c.rounds, c.wakeups, c.busy);
+            ICHECK_MSG(c.busy <= 2, "%u BUSY arms while only acknowledgements were awaited",
+                       c.busy);
+            ICHECK_MSG(c.wakeups < 50u * kMessages, "%u wake-ups for %d messages", c.wakeups,
+                       kMessages);
+            ICHECK_MSG(c.rounds < 50u * kMessages, "%u loop rounds for %d messages", c.rounds,
+                       kMessages);
+        }
+        n.finish();
+    }));
+}
+
 // Armed means "until the next progress": a receiver that progressed (or whose arm said BUSY)
 // is not signalled by senders, so its fd stays quiet (no sender system call either); one
 // armed now is, and the progress after the wake-up consumes it.

@@ -278,6 +278,10 @@ Status Engine::flush_worker(const swy_request_params_t* params, Request** out) {
     Op* parent = alloc_op();
     parent->kind = OpKind::kWorkerFlush;
     parent->parts_left = 1;  // held until every part is launched
+    // Operations on an endpoint that failed before a flush covered them may never have been
+    // performed: this flush cannot say they were (endpoint_failed()).
+    parent->status = lost_error_;
+    lost_error_ = Status::kOk;
     std::vector<EpState*> states;
     for (auto& [ep, s] : eps_) {
         if (s->ep != nullptr && !s->ep->failed()) states.push_back(s.get());
@@ -498,6 +502,15 @@ void Engine::endpoint_failed(Endpoint* ep, Status why) {
     auto it = eps_.find(ep);
     if (it == eps_.end()) return;
     EpState* s = it->second.get();
+    // Operations no flush covered yet (puts and posted atomics complete locally) are lost
+    // with the endpoint: the next worker flush reports it, never success, unless a flush the
+    // user sees covers them all (the last op started) and fails below. A user's close
+    // (kCanceled) takes the endpoint out of the worker: its operations are its own business.
+    const bool told = s->tail != nullptr && s->tail->kind == OpKind::kFlush &&
+                      (s->tail->request != nullptr || s->tail->parent != nullptr);
+    if (why != Status::kCanceled && unflushed(s) && !told) {
+        lost_error_ = first_error(lost_error_, why);
+    }
     dead_eps_.push_back(std::move(it->second));
     eps_.erase(it);
     s->ep = nullptr;

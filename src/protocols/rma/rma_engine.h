@@ -50,7 +50,9 @@ public:
     /// Every operation started on @p ep before is complete at the target; the request ends
     /// with the first error the target reported since the last flush of @p ep.
     Status flush_ep(core::Endpoint* ep, const swy_request_params_t* params, core::Request** out);
-    /// flush_ep for every endpoint of the worker.
+    /// flush_ep for every endpoint of the worker. Also fails (with that endpoint's failure)
+    /// when an endpoint failed since the last worker flush with operations no flush had
+    /// covered: those may never have reached the target.
     Status flush_worker(const swy_request_params_t* params, core::Request** out);
     /// Operations started after this are executed after those started before (per target).
     void fence();
@@ -158,6 +160,9 @@ private:
     uint64_t refused_ = 0;
     uint64_t placed_bytes_ = 0;
     uint64_t next_flush_id_ = 1;
+    /// First failure of an endpoint that died with unflushed operations, for the next
+    /// worker flush (endpoint_failed()).
+    Status lost_error_ = Status::kOk;
     std::unordered_map<const core::Endpoint*, std::unique_ptr<EpState>> eps_;
     /// Live ops that hold a request, by request index (the pool is never shrunk).
     std::vector<Op*> op_of_request_;

@@ -18,6 +18,8 @@ namespace swy::tl::tcp {
 inline constexpr uint64_t kListenTag = uint64_t{1} << 63;
 /// epoll data of the connect-deadline timer.
 inline constexpr uint64_t kTimerTag = uint64_t{1} << 62;
+/// epoll data of the timer for the next look at acknowledgements (tcp_liveness.cpp).
+inline constexpr uint64_t kAckTimerTag = uint64_t{1} << 61;
 
 /// "1.2.3.4:5" / "[::1]:5", for log lines.
 std::string entry_text(const TcpAddressEntry& e);
@@ -212,6 +214,19 @@ struct TcpInterface::Connection {
     /// is conservative (SIOCOUTQ also counts unacknowledged handshake bytes).
     uint64_t data_written = 0;
     uint64_t acked = 0;
+    /// Waiting for acknowledgements (TcpInterface::acknowledged): the highest position
+    /// someone waits for, when to look next (CLOCK_MONOTONIC ns; 0: nobody waits) and the
+    /// pause after that look (doubling while looks find nothing new); on ack_waits_.
+    uint64_t ack_wanted = 0;
+    uint64_t ack_look_ns = 0;
+    uint64_t ack_pause_ns = 0;
+    bool ack_watched = false;
+    bool ack_by_reply = false;  ///< the last wait ended with a reply that carried the ACK
+    /// Bytes arrived since the last look (any segment carries an ACK), and data_written at
+    /// the latest arrival: only one that came after bytes not yet known acknowledged were
+    /// written can acknowledge them.
+    bool rx_since_look = false;
+    uint64_t rx_written = 0;
     /// Received bytes since we last sent (our next frame carries the ACK): a connection that
     /// has not sent by the next progress pass acknowledges at once (TCP_QUICKACK), so that a
     /// sender waiting for delivery is not held by the delayed-ACK timer.

@@ -123,8 +123,9 @@ public:
     void disconnect() override;
     /// Data bytes this connection accepted (written to the kernel or queued).
     uint64_t accepted_bytes() const override;
-    /// Data bytes the peer's kernel acknowledged (SIOCOUTQ; the last value once closed).
-    uint64_t acknowledged_bytes() override;
+    /// Data bytes the peer's kernel acknowledged (SIOCOUTQ; the last value once closed),
+    /// asked only when worth it (TcpInterface::acknowledged, tcp_liveness.cpp).
+    uint64_t acknowledged_bytes(uint64_t wanted) override;
 
 private:
     friend class TcpInterface;
@@ -292,6 +293,17 @@ private:
     void check_liveness();
     /// Refreshes c->acked from the kernel (SIOCOUTQ) while the socket is open.
     void update_acked(Connection* c);
+    /// c->acked, refreshed (update_acked) only when that may tell something new: a segment
+    /// arrived after the bytes waited for were written, or the backed-off pause since the
+    /// last look ran out. Remembers that someone waits for @p wanted (arm_ack_timer()).
+    uint64_t acknowledged(Connection* c, uint64_t wanted);
+    /// update_acked() now (arrivals since: @p news) and when to look next.
+    void look_at_acks(Connection* c, uint64_t now, bool news);
+    /// From arm(): while someone waits for acknowledgements, a timer in the epoll set makes
+    /// the event fd readable when the next look is due; disarmed once nobody waits. A look
+    /// that is due is taken here. False if that look learnt something (the worker must see
+    /// it first) or no timer could be made: then the caller must not block.
+    bool arm_ack_timer();
     /// Queues a goodbye on every open connection and tries to write it (destructor).
     void say_goodbye_all();
     /// Connections that received in an earlier progress pass and sent nothing since:
@@ -349,6 +361,12 @@ private:
     std::vector<uint16_t> ack_owed_;  // connections with Connection::ack_owed set
     bool report_scan_ = false;        // a failure could not be queued: scan the connections
     size_t stalled_ = 0;              // connections with Connection::stalled set
+    // Delivery confirmation (tcp_liveness.cpp): (index, generation) of connections someone
+    // waits for acknowledgements on (may be stale), and the timer that wakes a blocked worker
+    // for the next look (made on first use; kAckTimerTag in the epoll set).
+    std::vector<std::pair<uint16_t, uint32_t>> ack_waits_;
+    common::UniqueFd ack_timer_fd_;
+    bool ack_timer_set_ = false;
 };
 
 }  // namespace swy::tl::tcp

@@ -10,14 +10,26 @@
 //    a peer that answers with a zero window (its process is not reading) is alive;
 //  - sends complete only once the peer's kernel acknowledged their bytes (accepted_bytes /
 //    acknowledged_bytes, read by the worker): a connection that fails fails exactly the sends
-//    it had not delivered;
+//    it had not delivered. Asking the kernel (SIOCOUTQ) is a system call, so acknowledged()
+//    asks only when the answer may have changed: after bytes arrived that were sent to us
+//    after ours were written (every segment carries an ACK, so a reply brings the answer
+//    along), else after a pause that starts at kAckFirstLookNs (kAckReplyLookNs when replies
+//    brought the answer last time) and doubles while looks find nothing new (a pure ACK is
+//    invisible until we ask). A worker blocked on the event fd is
+//    woken for those looks by a timer armed only while someone waits (arm_ack_timer()).
+//    No look is saved by inferring an acknowledgement from the peer's messages: a message
+//    proves the peer read ours only if the peer sent it in answer to ours, which tag and
+//    AM traffic does not promise (protocol replies, such as a rendezvous answer or a
+//    synchronous send's ack, complete their requests without any delivery wait anyway);
 //  - an interface that goes away says goodbye on every connection, so its peers report
 //    kEndpointClosed (an orderly exit) rather than kConnectionReset (a crash).
 #include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 
 #include <algorithm>
 #include <new>
@@ -36,6 +48,17 @@ namespace {
 constexpr uint64_t kLivenessPeriodNs = 500'000'000;
 /// Progress calls between looks at the (vDSO) clock.
 constexpr uint32_t kLivenessTickMask = 255;
+/// First look at the acknowledgements after a wait begins (an ACK needs a round trip), and
+/// the longest pause between looks while one is awaited (the pause doubles from the first
+/// while looks find nothing new: a blocked worker wakes a few times per message, and a peer
+/// that takes long costs one wake-up per kAckMaxPauseNs).
+constexpr uint64_t kAckFirstLookNs = 20'000;
+constexpr uint64_t kAckMaxPauseNs = 4'000'000;
+/// First look when the previous wait on the connection ended with a reply that carried the
+/// ACK (request/response traffic): the next reply most likely brings it too, so asking
+/// before it comes is a wasted system call. A one-way stream, whose waits end by asking,
+/// keeps the short first pause.
+constexpr uint64_t kAckReplyLookNs = 1'000'000;
 }  // namespace
 
 uint64_t TcpEndpoint::accepted_bytes() const {
@@ -44,12 +67,115 @@ uint64_t TcpEndpoint::accepted_bytes() const {
     return c == nullptr ? 0 : c->data_written + c->sendq.size();
 }
 
-uint64_t TcpEndpoint::acknowledged_bytes() {
+uint64_t TcpEndpoint::acknowledged_bytes(uint64_t wanted) {
     if (iface_ == nullptr) return 0;
     TcpInterface::Connection* c = iface_->conns_.lookup(conn_, generation_);
     if (c == nullptr) return 0;
-    iface_->update_acked(c);
+    return iface_->acknowledged(c, wanted);
+}
+
+uint64_t TcpInterface::acknowledged(Connection* c, uint64_t wanted) {
+    // Known, or nothing more to learn: closed (close_connection() took the last value), or
+    // everything written is acknowledged (what is wanted still waits in our queue, and flush()
+    // or EPOLLOUT moves it; the next call then starts the wait).
+    if (c->acked >= wanted || !c->fd || c->state != Connection::State::kOpen ||
+        c->acked >= c->data_written) {
+        return c->acked;
+    }
+    c->ack_wanted = std::max(c->ack_wanted, wanted);
+    const uint64_t now = monotonic_ns();
+    if (c->ack_look_ns == 0) {
+        // A new wait: the first look after a round trip at the earliest (or when a reply
+        // comes), and a timer for a blocking worker from the next arm().
+        c->ack_pause_ns = c->ack_by_reply ? kAckReplyLookNs : kAckFirstLookNs;
+        c->ack_look_ns = now + c->ack_pause_ns;
+        if (!c->ack_watched) {
+            try {
+                ack_waits_.emplace_back(c->index, c->generation);
+                c->ack_watched = true;
+            } catch (const std::bad_alloc&) {
+                // Not watched: arm_ack_timer() cannot see it, so look every time instead
+                // (no wake-up would come for it).
+                c->ack_look_ns = now;
+            }
+        }
+    }
+    const bool news = c->rx_since_look && c->rx_written > c->acked;
+    if (!news && now < c->ack_look_ns) return c->acked;
+    look_at_acks(c, now, news);
     return c->acked;
+}
+
+void TcpInterface::look_at_acks(Connection* c, uint64_t now, bool news) {
+    const uint64_t before = c->acked;
+    c->rx_since_look = false;
+    update_acked(c);
+    if (c->acked >= c->ack_wanted) {
+        c->ack_look_ns = 0;  // nobody waits any more: arm_ack_timer() drops it
+        c->ack_by_reply = news;
+    } else {
+        c->ack_pause_ns =
+            c->acked != before ? kAckFirstLookNs : std::min(2 * c->ack_pause_ns, kAckMaxPauseNs);
+        c->ack_look_ns = now + c->ack_pause_ns;
+    }
+}
+
+bool TcpInterface::arm_ack_timer() {
+    uint64_t next = UINT64_MAX;
+    size_t keep = 0;
+    const uint64_t now = ack_waits_.empty() ? 0 : monotonic_ns();
+    bool learned = false;
+    for (const auto& [index, generation] : ack_waits_) {
+        Connection* c = conns_.lookup(index, generation);
+        if (c == nullptr) continue;  // the slot went to another connection
+        // A look that is due now is taken here: whoever waited may have stopped asking (its
+        // endpoint closed), and a deadline left in the past would wake us at once, forever.
+        // If it learns something, the worker must hear it before it sleeps: report work.
+        if (c->state == Connection::State::kOpen && c->fd && c->ack_look_ns != 0 &&
+            c->ack_look_ns <= now && c->acked < c->data_written) {
+            const uint64_t before = c->acked;
+            look_at_acks(c, now, false);
+            learned = learned || c->acked != before;
+        }
+        // Nothing in flight that we could learn about (what is wanted still sits in our
+        // queue: EPOLLOUT wakes us for it), or nobody waits: no timer for it.
+        if (c->state != Connection::State::kOpen || c->ack_look_ns == 0 ||
+            c->acked >= c->ack_wanted || c->acked >= c->data_written) {
+            c->ack_watched = false;
+            c->ack_look_ns = 0;
+            continue;
+        }
+        next = std::min(next, c->ack_look_ns);
+        ack_waits_[keep++] = {index, generation};
+    }
+    ack_waits_.resize(keep);
+    if (next == UINT64_MAX) {
+        if (ack_timer_set_) {
+            const itimerspec off{};
+            timerfd_settime(ack_timer_fd_.get(), 0, &off, nullptr);
+            ack_timer_set_ = false;
+        }
+        return !learned;
+    }
+    if (!ack_timer_fd_) {
+        // Made on first use: an interface nobody waits on for acknowledgements holds none.
+        common::UniqueFd fd(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+        if (!fd) return false;
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.u64 = kAckTimerTag;
+        if (epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd.get(), &ev) != 0) return false;
+        ack_timer_fd_ = std::move(fd);
+    }
+    // Absolute: a deadline already past fires at once. Setting the timer also clears an
+    // expiry nobody read, so the fd is readable only for this deadline.
+    itimerspec its{};
+    next = std::max<uint64_t>(next, 1);
+    its.it_value.tv_sec = static_cast<time_t>(next / 1'000'000'000u);
+    its.it_value.tv_nsec = static_cast<long>(next % 1'000'000'000u);
+    if (timerfd_settime(ack_timer_fd_.get(), TFD_TIMER_ABSTIME, &its, nullptr) != 0) return false;
+    ack_timer_set_ = true;
+    return !learned;
 }
 
 void TcpInterface::update_acked(Connection* c) {
@@ -94,6 +220,9 @@ void TcpInterface::check_liveness() {
 }
 
 void TcpInterface::owe_ack(Connection* c) {
+    // Every read that returned bytes comes here: what arrived carried the peer's ACK.
+    c->rx_since_look = true;
+    c->rx_written = c->data_written;
     if (c->ack_owed) return;
     try {
         ack_owed_.push_back(c->index);

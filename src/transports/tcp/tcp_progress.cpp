@@ -131,6 +131,11 @@ unsigned TcpInterface::poll_epoll() {
             (void)!read(timer_fd_.get(), &expirations, sizeof(expirations));  // deadlines: below
             continue;
         }
+        if (tag == kAckTimerTag) {  // a look at acknowledgements is due (the worker asks)
+            uint64_t expirations;
+            (void)!read(ack_timer_fd_.get(), &expirations, sizeof(expirations));
+            continue;
+        }
         if (tag & kListenTag) {
             const size_t li = static_cast<size_t>(tag & 0xFFFF);
             if (li < listen_fds_.size()) n += accept_all(listen_fds_[li].get());
@@ -548,7 +553,14 @@ bool TcpInterface::arm() {
     // kernel does not take is watched with EPOLLOUT, which wakes us.
     if (!corked_.empty()) flush_corked();
     if (!to_report_.empty()) return false;
+    // So must the ACKs we owe (a peer may be waiting for delivery): sleeping ends this pass.
+    if (!ack_owed_.empty()) {
+        ++epoch_;
+        send_owed_acks();
+    }
     update_timer();  // a connect deadline must wake a blocking wait
+    // A worker waiting for acknowledgements sleeps until the next look is due.
+    if (!arm_ack_timer()) return false;
     // receive() delivers every complete frame before it returns, so this only finds something
     // when a callback interrupted it (or its read budget ran out); the epoll fd covers
     // everything still in the kernel.

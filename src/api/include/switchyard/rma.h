@@ -210,7 +210,12 @@ swy_status_t swy_atomic_nb(swy_ep_h ep, swy_atomic_op_t op, size_t size, const v
  */
 swy_status_t swy_ep_flush_nb(swy_ep_h ep, const swy_request_params_t* params, swy_request_h* req);
 
-/** @brief swy_ep_flush_nb() for every endpoint of @p worker. */
+/**
+ * @brief swy_ep_flush_nb() for every endpoint of @p worker. An endpoint that failed (its
+ * peer died, its connection broke) with operations no completed flush covered makes the next
+ * worker flush complete with that failure: they may never have been performed. A flush
+ * under way when its endpoint fails completes with the failure too, never with SWY_OK.
+ */
 swy_status_t swy_worker_flush_nb(swy_worker_h worker, const swy_request_params_t* params,
                                  swy_request_h* req);
 

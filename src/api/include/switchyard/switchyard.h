@@ -237,6 +237,10 @@ swy_status_t swy_worker_get_efd(swy_worker_h worker, int* fd);
  * while armed, the first message from a peer makes the fd readable (one wake-up, a system
  * call on the sender's side); outside it, senders make no system call to wake this worker.
  * An arm that returns SWY_ERR_BUSY leaves nothing armed.
+ * Sends waiting only for the peer to acknowledge their bytes (tcp: a send completes once the
+ * peer's kernel acknowledged it) are no reason for SWY_ERR_BUSY: armed, the fd also becomes
+ * readable by itself when checking again is worth it (a timer backing off from tens of
+ * microseconds to a few milliseconds, set only while such sends wait).
  * @return SWY_OK: armed, safe to block; SWY_ERR_BUSY: events are pending, call progress.
  */
 swy_status_t swy_worker_arm(swy_worker_h worker);
