@@ -121,7 +121,11 @@ Status TcpInterface::on_redirect(Connection* c) {
 }
 
 bool TcpInterface::redirect_hello(Connection* c, uint64_t uid) {
-    if (!(uid_ < uid) || own_connection_to(uid) == nullptr) return false;
+    // Only a connect that crosses ours is redirected: once ours finished its handshake the
+    // peer chose to open another connection (ours is not free for its endpoint), and it would
+    // wait for a connection of ours that is not coming (issue #18, bench/ep_idle_cost).
+    const Connection* mine = own_connection_to(uid);
+    if (!(uid_ < uid) || mine == nullptr || mine->handshake_done) return false;
     log_printf(LogLevel::kDebug,
                "tcp: worker %016llx connected to us while we connect to it: redirecting it to "
                "our connection",
