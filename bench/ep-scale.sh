@@ -33,18 +33,22 @@ for tr in shm tcp; do
       theirs=$(UCX_TLS=$utls timeout "$limit" "$ucx" "$n" 2>/dev/null | grep -v '^#' || true)
       echo "${theirs:-  ucx $n: failed}"
     fi
-    # transport N swy-heap swy-fds ucx-heap ucx-fds ("-": no figure)
-    echo "$tr $n $(awk '{print $3, $4}' <<<"${mine:--  -}") $(awk '{print $3, $4}' <<<"${theirs:--  -}")" >>"$summary"
+    # transport N swy-heap swy-fds ucx-heap ucx-fds swy-rss ucx-rss ("-": no figure)
+    echo "$tr $n $(awk '{print $3, $4}' <<<"${mine:--  -  -}") $(awk '{print $3, $4}' <<<"${theirs:--  -  -}")" \
+      "$(awk '{print $2}' <<<"${mine:--  -}") $(awk '{print $2}' <<<"${theirs:--  -}")" >>"$summary"
   done
   echo "# 1024 endpoints wired up, $tr:"
   "$swy" "$tr" 1 2>/dev/null | grep 'wired up' | sed 's/^/#   Switchyard /'
   [[ -x $ucx ]] && UCX_TLS=$([[ $tr == shm ]] && echo sm,self || echo tcp,self) "$ucx" 1 2>/dev/null |
     grep 'wired up' | sed 's/^/#   UCX /'
 done
-echo "# heap bytes per idle endpoint (target <= 2048), Switchyard vs UCX in this run:"
-echo "# transport        N   swy B/ep   UCX B/ep  swy/UCX   swy fds/ep  UCX fds/ep"
-awk '{ r = ($3 != "-" && $5 != "-" && $5 > 0) ? sprintf("%8.2f", $3 / $5) : "       -";
-       printf "  %-9s %8s %10s %10s %s %12s %11s\n", $1, $2, $3, $5, r, $4, $6 }' "$summary"
+# UCX takes much of its endpoint memory from its own mmap'ed pools, which the heap figure
+# does not see: compare RSS with UCX, heap between Switchyard versions.
+echo "# bytes per idle endpoint (target <= 2048), Switchyard vs UCX in this run:"
+echo "# transport        N  swy heap  swy RSS  UCX heap  UCX RSS  RSS swy/UCX  swy fds  UCX fds"
+awk '{ r = ($7 != "-" && $8 != "-" && $8 > 0) ? sprintf("%12.2f", $7 / $8) : "           -";
+       printf "  %-9s %8s %9s %8s %9s %8s %s %8s %8s\n", $1, $2, $3, $7, $5, $8, r, $4, $6 }' \
+  "$summary"
 init=$bin/swy_mpi_init_cost
 if [[ -x $init && -f $build/lib/openmpi/mca_pml_swy.so ]]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
