@@ -16,11 +16,13 @@
 // ucp_ep_create the same way.
 #include <dirent.h>
 #include <malloc.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -207,7 +209,10 @@ int main(int argc, char** argv) {
     int to_origin[2], from_origin[2];
     if (pipe(to_origin) != 0 || pipe(from_origin) != 0) return 1;
     const pid_t child = fork();
-    if (child == 0) target(tls, to_origin[1], from_origin[0]);
+    if (child == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);  // a time limit that ends the origin ends the target
+        target(tls, to_origin[1], from_origin[0]);
+    }
 
     Node n = open_node(tls);
     uint32_t len = 0;

@@ -8,10 +8,12 @@
  * Built only where libucx-dev is installed; a benchmark, not part of CI. */
 #include <dirent.h>
 #include <malloc.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -174,7 +176,11 @@ int main(int argc, char** argv) {
     int to_origin[2], from_origin[2];
     if (pipe(to_origin) != 0 || pipe(from_origin) != 0) return 1;
     pid_t child = fork();
-    if (child == 0) target(to_origin[1], from_origin[0]);
+    if (child == 0) {
+        /* A time limit (ep-scale.sh) that ends the origin ends the target too. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        target(to_origin[1], from_origin[0]);
+    }
     open_worker();
     void* taddr = NULL;
     size_t tlen = 0;

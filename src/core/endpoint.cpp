@@ -60,6 +60,7 @@ Request* RequestQueue::pop_front() {
 // ------------------------------------------------------------------------------------------
 
 const tl::LaneAttr Endpoint::kUnwiredAttr{};
+const EndpointTables Endpoint::kUnwiredTables{};
 
 Endpoint::Endpoint(Worker* worker, const swy_ep_params_t& params)
     : worker_(worker), iface_index_(0), err_cb_(params.err_cb), err_arg_(params.err_arg) {}
@@ -81,9 +82,13 @@ void Endpoint::wire(std::unique_ptr<tl::Endpoint> lane, uint16_t iface_index) {
     single_packet_max_ = limits.single_packet_max;
     fragment_max_ = limits.fragment_max;
     pio_max_ = limits.pio_max;
-    tables_[static_cast<size_t>(mem::MemType::kHost)] = proto::table_for(a, o);
-    datatype_table_ = proto::datatype_table(tables_[static_cast<size_t>(mem::MemType::kHost)],
-                                            single_packet_max_, fragment_max_);
+    // Built here, then shared with the worker's endpoints that built the same (the idle
+    // cost of an endpoint, endpoint_tables.h).
+    EndpointTables tables;
+    tables.by_memtype[static_cast<size_t>(mem::MemType::kHost)] = proto::table_for(a, o);
+    tables.datatype =
+        proto::datatype_table(tables.by_memtype[static_cast<size_t>(mem::MemType::kHost)],
+                              single_packet_max_, fragment_max_);
     const mem::MemTypeRegistry& memtypes = worker_->context()->memtypes();
     for (size_t t = 2; t < mem::kMemTypeCount; ++t) {
         const auto type = static_cast<mem::MemType>(t);
@@ -96,9 +101,10 @@ void Endpoint::wire(std::unique_ptr<tl::Endpoint> lane, uint16_t iface_index) {
         // remote keys (the transport probes it), and only memory types whose plugin exports
         // a dma-buf (protocols/rndv/zcopy_register.h).
         device.zcopy_reaches = proto::rndv::zcopy_reaches_device_memory(a, type, attr);
-        tables_[t] = proto::table_for(a, o, &device);
+        tables.by_memtype[t] = proto::table_for(a, o, &device);
     }
-    const proto::ProtoTable& host = tables_[static_cast<size_t>(mem::MemType::kHost)];
+    tables_ = worker_->endpoint_tables().intern(std::move(tables));
+    const proto::ProtoTable& host = tables_->by_memtype[static_cast<size_t>(mem::MemType::kHost)];
     // eager_short can only run up to pio_max_ (the selector already caps it there).
     const auto& first = host.ranges().front();
     confirms_delivery_ = a.confirms_delivery;
@@ -233,7 +239,8 @@ Status Endpoint::post_send(Request* r, uint32_t flags, Request** out) {
 void Endpoint::choose_protocol(Request* r) {
     if (r->am) return proto::am::choose(this, r);
     const size_t length = r->length;
-    const proto::ProtoTable& table = r->view == nullptr ? tables_[r->memtype] : datatype_table_;
+    const proto::ProtoTable& table =
+        r->view == nullptr ? tables_->by_memtype[r->memtype] : tables_->datatype;
     r->proto = static_cast<uint8_t>(table.lookup(length));
     const bool rndv = proto::is_rendezvous(static_cast<ProtoId>(r->proto));
     // Rendezvous completes on ATS/FIN, which already implies a matched receive (sync).

@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/endpoint_tables.h"
 #include "core/request.h"
 #include "core/slot_arena.h"
 #include "memtypes/memtype.h"
@@ -69,17 +70,18 @@ public:
     /// Largest host payload sent by eager PIO (0 without a PIO lane).
     size_t pio_max() const { return pio_max_; }
 
-    proto::ProtoTable& host_table() { return tables_[static_cast<size_t>(mem::MemType::kHost)]; }
-    const proto::ProtoTable& host_table() const {
-        return tables_[static_cast<size_t>(mem::MemType::kHost)];
-    }
+    /// The tables are shared with the worker's other endpoints whose lane gave the same
+    /// (endpoint_tables.h): read-only. Empty before wire-up.
+    const proto::ProtoTable& host_table() const { return table(mem::MemType::kHost); }
     /// Table for non-contiguous host data (iov and generic datatypes), by packed length:
     /// eager packs into the lane's cells, rendezvous is always the pipeline
     /// (protocols/datatype_table.h). Empty before wire-up.
-    const proto::ProtoTable& datatype_table() const { return datatype_table_; }
+    const proto::ProtoTable& datatype_table() const {
+        return tables_ ? tables_->datatype : kUnwiredTables.datatype;
+    }
     /// Table for sends from memory of @p type (empty if that type is not loaded).
     const proto::ProtoTable& table(mem::MemType type) const {
-        return tables_[static_cast<size_t>(type)];
+        return (tables_ ? *tables_ : kUnwiredTables).by_memtype[static_cast<size_t>(type)];
     }
 
     // ---- operations (implemented in protocols/, called by the API layer) ----
@@ -140,6 +142,7 @@ public:
 
 private:
     static const tl::LaneAttr kUnwiredAttr;
+    static const EndpointTables kUnwiredTables;
     /// Protocol, completion mode and message id of a send (needs the tables: wired only).
     void choose_protocol(Request* r);
     /// Shared tail of the sends: choose the protocol, push what the lane takes, and complete
@@ -167,8 +170,7 @@ private:
     size_t awaiting_delivery_ = 0;    // in_flight_ requests with a delivery_mark
     uint64_t delivery_wanted_ = 0;    // the highest delivery_mark given so far
     std::vector<Request*> delivered_scratch_;
-    proto::ProtoTable tables_[mem::kMemTypeCount];
-    proto::ProtoTable datatype_table_;
+    std::shared_ptr<const EndpointTables> tables_;  // null before wire-up
     RequestQueue pending_;
     RequestQueue in_flight_;
     uint32_t message_ids_ = 0;

@@ -290,6 +290,9 @@ public:
     /// The rendezvous protocols' state in this worker.
     proto::rndv::Rendezvous& rndv() { return rndv_; }
 
+    /// Protocol tables shared by this worker's endpoints (core/endpoint_tables.h).
+    EndpointTableCache& endpoint_tables() { return endpoint_tables_; }
+
     // ---- plumbing the protocols (src/protocols/) use ----
     // Identity checks: everything a peer sends is matched against the lane it came on.
     /// The peer behind a received message, as its transport vouches for it.
@@ -437,6 +440,8 @@ private:
     size_t pio_reserved_ = 4;
     std::unique_ptr<ConnManager> conn_;  // null until a listener or sockaddr endpoint exists
     common::AuthKey auth_key_;           // SWY_AUTH_KEY or set_auth_key(); handed to tcp and verbs
+    // Protocol tables of the endpoints (they hold shared pointers to the sets they use).
+    EndpointTableCache endpoint_tables_;
 };
 
 }  // namespace swy::core

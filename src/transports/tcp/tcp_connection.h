@@ -52,10 +52,11 @@ public:
 
     /// Where park() leaves storage and reserve_tail() looks first (null: plain malloc/free).
     void set_spare(SpareBuffer* spare) { spare_ = spare; }
-    /// Empty: hand the storage to the spare slot (or free it if the slot is taken).
+    /// Empty: hand the storage to the spare slot (or free it if the slot is taken, or if it
+    /// grew beyond kSpareKeepMax: an idle interface keeps no buffer sized by a large frame).
     void park() {
         if (buf_ == nullptr || head_ != tail_) return;
-        if (spare_ != nullptr && spare_->buf == nullptr) {
+        if (spare_ != nullptr && spare_->buf == nullptr && cap_ <= kSpareKeepMax) {
             spare_->buf = buf_;
             spare_->cap = cap_;
         } else {

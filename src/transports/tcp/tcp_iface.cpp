@@ -324,6 +324,14 @@ std::vector<uint8_t> TcpInterface::address() const { return encode_tcp_address(a
 
 size_t TcpInterface::open_connections() const { return live_.size() + connecting_.size(); }
 
+size_t TcpInterface::buffer_bytes() const {
+    size_t n = spare_rx_->cap + spare_tx_->cap;
+    for (const std::unique_ptr<Connection>& c : conns_) {
+        if (c) n += c->sendq.capacity() + c->recvq.capacity();
+    }
+    return n;
+}
+
 void TcpInterface::setup_socket(int fd) const {
     common::set_nodelay(fd);
     // Probes after `keepalive` idle, then 4 probes half a period apart: a peer that vanished

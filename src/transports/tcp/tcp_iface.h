@@ -164,6 +164,11 @@ public:
     static constexpr size_t kCorkMax = 2048;
     /// A corked queue this long is written at once.
     static constexpr size_t kCorkFlush = 64 * 1024;
+    /// Largest queue storage an interface keeps parked for reuse (one spare for sends, one
+    /// for receives): a queue that grew beyond it for large frames (up to the send queue's
+    /// limit, or a whole 256 KiB frame being received) frees its storage once it runs empty,
+    /// so what an idle interface holds does not depend on what went through it.
+    static constexpr size_t kSpareKeepMax = 128 * 1024;
 
     /// Opens the listening socket(s) of the configured devices, port chosen by the kernel.
     /// @param iface_index  this interface's index in the worker (goes into AmSource::iface)
@@ -221,6 +226,10 @@ public:
     const std::vector<TcpAddressEntry>& listen_addresses() const { return addresses_; }
     /// Connections currently open or being connected (tests and swy-info).
     size_t open_connections() const;
+    /// Bytes of queue storage held: every connection's send and receive buffers and the
+    /// parked spares (tests and benchmarks: an idle interface holds at most two spares of
+    /// kSpareKeepMax, whatever went through it).
+    size_t buffer_bytes() const;
 
 private:
     friend class TcpEndpoint;

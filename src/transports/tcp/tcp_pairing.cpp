@@ -100,7 +100,10 @@ Status TcpInterface::peer_verified(Connection* c) {
         c->verdict_owed = false;
         // We asked the connector to hold because we were connecting to it too. If we still
         // are, ours is the connection to keep (lower uid): "use mine", and this one closes.
-        if (own_connection_to(c->peer_uid) != nullptr) {
+        // Once ours finished its handshake, the peer's endpoint either moved onto it already
+        // or wants a connection of its own: it proceeds.
+        const Connection* mine = own_connection_to(c->peer_uid);
+        if (mine != nullptr && !mine->handshake_done) {
             log_printf(LogLevel::kDebug,
                        "tcp: worker %016llx connected to us while we connect to it: redirecting "
                        "it to our connection",
@@ -168,7 +171,11 @@ Status TcpInterface::on_redirect(Connection* c) {
 
 bool TcpInterface::hold_hello(uint64_t claimed_uid) const {
     // Only a hint that a redirect may follow: the decision waits for the connector's proof.
-    return uid_ < claimed_uid && own_connection_to(claimed_uid) != nullptr;
+    // Only a connect that crosses ours is held: once ours finished its handshake the peer chose
+    // to open another connection (ours is not free for its endpoint), and it would wait for a
+    // connection of ours that is not coming (issue #18, bench/ep_idle_cost).
+    const Connection* mine = own_connection_to(claimed_uid);
+    return uid_ < claimed_uid && mine != nullptr && !mine->handshake_done;
 }
 
 void TcpInterface::watch_handshake(Connection* c) {

@@ -150,6 +150,7 @@ Status TcpInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_le
     if (queued != 0) {
         const size_t from_queue = std::min(done, queued);
         c->sendq.consume(from_queue);
+        c->sendq.park();  // went out whole: an idle connection holds no send buffer
         done -= from_queue;
         if (from_queue < queued) {
             // Not a byte of this frame went out: the caller retries after progress (EPOLLOUT)
