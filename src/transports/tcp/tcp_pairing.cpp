@@ -100,10 +100,7 @@ Status TcpInterface::peer_verified(Connection* c) {
         c->verdict_owed = false;
         // We asked the connector to hold because we were connecting to it too. If we still
         // are, ours is the connection to keep (lower uid): "use mine", and this one closes.
-        // Once ours finished its handshake, the peer's endpoint either moved onto it already
-        // or wants a connection of its own: it proceeds.
-        const Connection* mine = own_connection_to(c->peer_uid);
-        if (mine != nullptr && !mine->handshake_done) {
+        if (own_connection_to(c->peer_uid) != nullptr) {
             log_printf(LogLevel::kDebug,
                        "tcp: worker %016llx connected to us while we connect to it: redirecting "
                        "it to our connection",
