@@ -7,39 +7,14 @@
 #include <vector>
 
 #include "multiproc.h"
+#include "proto_table_text.h"
 
 namespace swy_itest {
 namespace {
 
 constexpr swy_tag_t kTag = 0x5300000000000000ull;
 
-struct Row {
-    size_t lo;
-    size_t hi;  // SIZE_MAX for "inf"
-    std::string proto;
-    std::string line;
-};
-
-/// swy_ep_print_protocols() parsed: "<lo>..<hi> <protocol>  <reason>" per line.
-std::vector<Row> host_table(swy_ep_h ep, std::string* text) {
-    std::vector<char> buf(32768);
-    ICHECK_OK(swy_ep_print_protocols(ep, SWY_MEMTYPE_HOST, buf.data(), buf.size()));
-    *text = buf.data();
-    std::vector<Row> rows;
-    for (const char* p = buf.data(); *p != '\0';) {
-        unsigned long long lo = 0;
-        char hi[32] = {0}, proto[64] = {0};
-        ICHECK_MSG(sscanf(p, "%llu..%31s %63s", &lo, hi, proto) == 3, "cannot parse:\n%s", p);
-        const char* eol = strchr(p, '\n');
-        rows.push_back({lo, strcmp(hi, "inf") == 0 ? SIZE_MAX : strtoull(hi, nullptr, 10), proto,
-                        std::string(p, eol != nullptr ? eol : p + strlen(p))});
-        if (eol == nullptr) break;
-        p = eol + 1;
-    }
-    ICHECK_MSG(!rows.empty() && rows.back().hi == SIZE_MAX, "table does not reach inf:\n%s",
-               text->c_str());
-    return rows;
-}
+using Row = ProtoRow;
 
 NodeOptions busy_host(const char* mode, const char* local_procs) {
     NodeOptions o;
