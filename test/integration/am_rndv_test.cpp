@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "am_util.h"
+#include "ep_error_seen.h"
 
 namespace swy_itest {
 namespace {
@@ -157,12 +158,6 @@ void modes(World& w, const std::string& tls) {
 // ---- a sender that dies while its descriptors are held ----
 
 constexpr int kHeldWord = 50;  // rank 0 holds the descriptors
-
-struct ErrorSeen {
-    int calls = 0;
-};
-
-void on_ep_error(void* arg, swy_ep_h, swy_status_t) { ++static_cast<ErrorSeen*>(arg)->calls; }
 
 void sender_dies(World& w, const std::string& tls) {
     NodeOptions opts;

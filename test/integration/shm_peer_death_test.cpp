@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ep_error_seen.h"
 #include "multiproc.h"
 
 namespace swy_itest {
@@ -20,19 +21,6 @@ constexpr swy_tag_t kProbeTag = 0xDE000000000000FFull;
 constexpr swy_tag_t kBetween02 = 0xDE00000200000000ull;
 constexpr int kWindow = 64;
 constexpr uint64_t kDieAfter = 300;  // messages rank 1 posts before it kills itself
-
-struct ErrorSeen {
-    int calls = 0;
-    swy_status_t status = SWY_OK;
-    swy_ep_h ep = nullptr;
-};
-
-void on_ep_error(void* arg, swy_ep_h ep, swy_status_t status) {
-    auto* seen = static_cast<ErrorSeen*>(arg);
-    ++seen->calls;
-    seen->status = status;
-    seen->ep = ep;
-}
 
 size_t stream_size(uint64_t i, size_t bc) {
     return i % 10 == 4 ? 2 * bc + 17 : 16 + (i * 31) % 700;

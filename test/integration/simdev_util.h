@@ -14,6 +14,7 @@
 #include <switchyard/memtype.h>
 
 #include "multiproc.h"
+#include "proto_table_text.h"
 
 namespace swy_itest {
 
@@ -168,52 +169,8 @@ inline Recv post_recv_mt(swy_worker_h worker, void* buf, size_t len, swy_memtype
 }
 
 // ------------------------------------------------------------------------------------------
-// Protocol tables
+// Size lists (the protocol tables are parsed by proto_table_text.h)
 // ------------------------------------------------------------------------------------------
-
-struct ProtoRow {
-    size_t lo;
-    size_t hi;  // SIZE_MAX for "inf"
-    std::string proto;
-};
-
-/// Parse swy_ep_print_protocols(ep, memtype): "<lo>..<hi> <protocol>  <reason>" per line;
-/// the table must cover 0..inf without gaps.
-inline std::vector<ProtoRow> proto_table(swy_ep_h ep, swy_memtype_t memtype,
-                                         std::string* text = nullptr) {
-    std::vector<char> buf(32768);
-    ICHECK_OK(swy_ep_print_protocols(ep, memtype, buf.data(), buf.size()));
-    std::vector<ProtoRow> rows;
-    const char* p = buf.data();
-    while (*p != '\0') {
-        const char* eol = strchr(p, '\n');
-        std::string line(p, eol != nullptr ? (size_t)(eol - p) : strlen(p));
-        unsigned long long lo = 0;
-        char hi[32] = {0}, proto[64] = {0};
-        ICHECK_MSG(sscanf(line.c_str(), "%llu..%31s %63s", &lo, hi, proto) == 3,
-                   "cannot parse %s protocol table line '%s'", memtype_name(memtype), line.c_str());
-        rows.push_back({(size_t)lo,
-                        strcmp(hi, "inf") == 0 ? SIZE_MAX : (size_t)strtoull(hi, nullptr, 10),
-                        proto});
-        if (eol == nullptr) break;
-        p = eol + 1;
-    }
-    ICHECK_MSG(!rows.empty() && rows.front().lo == 0 && rows.back().hi == SIZE_MAX,
-               "%s protocol table does not cover 0..inf:\n%s", memtype_name(memtype), buf.data());
-    for (size_t i = 1; i < rows.size(); ++i)
-        ICHECK_MSG(rows[i].lo == rows[i - 1].hi + 1, "%s protocol table has a gap:\n%s",
-                   memtype_name(memtype), buf.data());
-    if (text != nullptr) *text = buf.data();
-    return rows;
-}
-
-inline const std::string& proto_for(const std::vector<ProtoRow>& rows, size_t size) {
-    for (const ProtoRow& r : rows)
-        if (size <= r.hi) return r.proto;
-    return rows.back().proto;
-}
-
-inline bool is_rndv_proto(const std::string& proto) { return proto.rfind("rndv_", 0) == 0; }
 
 /// Share a size list from rank 0 with the other ranks through scratch words
 /// [base, base + 1 + count): rank 0 passes its list, the others receive it.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ep_error_seen.h"
 #include "multiproc.h"
 
 namespace swy_itest {
@@ -18,17 +19,6 @@ constexpr swy_tag_t kToVictim = 0xDF00000100000000ull;
 constexpr swy_tag_t kFromVictim = 0xDF00000200000000ull;
 constexpr swy_tag_t kBetween02 = 0xDF00000300000000ull;
 constexpr size_t kLarge = 64u << 20;  // far more than the socket buffers hold
-
-struct ErrorSeen {
-    int calls = 0;
-    swy_status_t status = SWY_OK;
-};
-
-void on_ep_error(void* arg, swy_ep_h, swy_status_t status) {
-    auto* seen = static_cast<ErrorSeen*>(arg);
-    ++seen->calls;
-    seen->status = status;
-}
 
 bool is_peer_failure(swy_status_t st) {
     return st == SWY_ERR_CONNECTION_RESET || st == SWY_ERR_ENDPOINT_CLOSED ||

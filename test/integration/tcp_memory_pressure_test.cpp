@@ -9,6 +9,7 @@
 #include <fstream>
 #include <vector>
 
+#include "ep_error_seen.h"
 #include "multiproc.h"
 
 namespace swy_itest {
@@ -40,17 +41,6 @@ std::vector<void*> exhaust_memory() {
         }
     }
     return blocks;
-}
-
-struct ErrorSeen {
-    int calls = 0;
-    swy_status_t status = SWY_OK;
-};
-
-void on_ep_error(void* arg, swy_ep_h, swy_status_t status) {
-    auto* seen = static_cast<ErrorSeen*>(arg);
-    ++seen->calls;
-    seen->status = status;
 }
 
 TEST(TcpMemoryPressure, UnexpectedMessagesArriveOrFailButAreNeverLostSilently) {

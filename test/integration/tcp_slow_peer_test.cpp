@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "ep_error_seen.h"
 #include "multiproc.h"
 
 namespace swy_itest {
@@ -26,17 +27,6 @@ constexpr int kDoneWord = 311;     // the sender finished its part
 constexpr swy_tag_t kTag = 0x51000000ull;
 constexpr size_t kMessage = 64u << 10;  // eager over tcp (fragments), well below rendezvous
 constexpr int kMessages = 256;          // 16 MiB: far more than the socket buffers hold
-
-struct ErrorSeen {
-    int calls = 0;
-    swy_status_t status = SWY_OK;
-};
-
-void on_ep_error(void* arg, swy_ep_h, swy_status_t status) {
-    auto* seen = static_cast<ErrorSeen*>(arg);
-    ++seen->calls;
-    seen->status = status;
-}
 
 /// Short timeouts: the old rule (kernel TCP_USER_TIMEOUT = 3 x keepalive) aborted a
 /// connection whose receiver had not read for 3 s.

@@ -11,62 +11,15 @@
 #include <string>
 #include <vector>
 
-#include "test_context.h"
+#include "worker_pair.h"
 
 namespace {
 
 constexpr swy_tag_t kTag = 0x7117;
 
-/// Two workers of one context joined over shared memory (a in, b out), as a two-process
-/// program would be, in one process.
-class Pair : public ::testing::Test {
+/// The shared pair fixture plus the sends and receives these tests repeat.
+class Pair : public swy::test::WorkerPair {
 protected:
-    void SetUp() override {
-        ctx_ = swy::test::make_context({{"TLS", "shm,self"}});
-        ASSERT_NE(ctx_, nullptr);
-        ASSERT_EQ(swy_worker_create(ctx_, nullptr, &a_), SWY_OK);
-        ASSERT_EQ(swy_worker_create(ctx_, nullptr, &b_), SWY_OK);
-        ep_ = connect();
-        ASSERT_NE(ep_, nullptr);
-    }
-    void TearDown() override {
-        if (ep_ != nullptr) {
-            swy_request_h r = nullptr;
-            (void)swy_ep_close_nb(ep_, SWY_EP_CLOSE_FORCE, &r);
-            if (r != nullptr) (void)swy_request_free(r);
-        }
-        if (a_ != nullptr) swy_worker_destroy(a_);
-        if (b_ != nullptr) swy_worker_destroy(b_);
-        swy_context_destroy(ctx_);
-    }
-
-    swy_ep_h connect() {
-        void* addr = nullptr;
-        size_t len = 0;
-        EXPECT_EQ(swy_worker_get_address(b_, &addr, &len), SWY_OK);
-        swy_ep_params_t p{};
-        p.field_mask = SWY_EP_PARAM_FIELD_REMOTE_ADDRESS;
-        p.remote_address = addr;
-        p.remote_address_length = len;
-        swy_ep_h ep = nullptr;
-        EXPECT_EQ(swy_ep_create(a_, &p, &ep), SWY_OK);
-        swy_worker_release_address(b_, addr);
-        return ep;
-    }
-
-    void progress() {
-        swy_worker_progress(a_);
-        swy_worker_progress(b_);
-    }
-
-    /// Progress both workers until @p r completes (bounded); its status.
-    swy_status_t wait(swy_request_h r) {
-        swy_status_t s = SWY_INPROGRESS;
-        for (int i = 0; i < 1000000 && (s = swy_request_test(r)) == SWY_INPROGRESS; ++i)
-            progress();
-        return s;
-    }
-
     /// Send @p value (8 bytes) on @p ep and wait until it is handed over.
     void send(swy_ep_h ep, uint64_t value) {
         swy_request_h r = nullptr;
@@ -86,20 +39,7 @@ protected:
         EXPECT_NE(r, nullptr);
         return r;
     }
-
-    swy_context_h ctx_ = nullptr;
-    swy_worker_h a_ = nullptr;
-    swy_worker_h b_ = nullptr;
-    swy_ep_h ep_ = nullptr;
 };
-
-/// A stale handle is refused: SWY_ERR_INVALID_PARAM in release builds; builds without NDEBUG
-/// abort with a message instead (the CI builds define NDEBUG).
-#ifdef NDEBUG
-#define EXPECT_STALE(call) EXPECT_EQ((call), SWY_ERR_INVALID_PARAM)
-#else
-#define EXPECT_STALE(call) EXPECT_DEATH((void)(call), "no longer valid")
-#endif
 
 TEST_F(Pair, DoubleFreeIsRefusedAndTwoLaterReceivesGetTwoHandles) {
     uint64_t got = 0;

@@ -12,21 +12,13 @@
 #include <memory>
 #include <vector>
 
-#include "test_context.h"
+#include "worker_pair.h"
 
 namespace {
 
 constexpr swy_tag_t kTag = 0x5150;
 constexpr size_t kThreshold = 8192;  // SWY_RNDV_THRESH for these tests
 constexpr unsigned char kCanary = 0xA5;
-
-/// A stale handle is refused: SWY_ERR_INVALID_PARAM in release builds; builds without NDEBUG
-/// abort with a message instead (the CI builds define NDEBUG).
-#ifdef NDEBUG
-#define EXPECT_STALE(call) EXPECT_EQ((call), SWY_ERR_INVALID_PARAM)
-#else
-#define EXPECT_STALE(call) EXPECT_DEATH((void)(call), "no longer valid")
-#endif
 
 /// Caller memory for one request, with canary bytes after the size the query asked for.
 struct Space {
@@ -70,51 +62,21 @@ void on_received(swy_request_h req, swy_status_t status, const swy_tag_recv_info
     log->info = *info;
 }
 
-/// Two workers of one context joined over shared memory (a sends to b), rendezvous from 8 KiB.
-class RequestMemory : public ::testing::Test {
+/// The shared pair fixture (a sends to b over shared memory), rendezvous from 8 KiB, and the
+/// request size the workers report.
+class RequestMemory : public swy::test::WorkerPair {
 protected:
+    swy::test::Settings settings() const override {
+        return {{"TLS", "shm,self"}, {"RNDV_THRESH", "8192"}};
+    }
     void SetUp() override {
-        ctx_ = swy::test::make_context({{"TLS", "shm,self"}, {"RNDV_THRESH", "8192"}});
-        ASSERT_NE(ctx_, nullptr);
-        ASSERT_EQ(swy_worker_create(ctx_, nullptr, &a_), SWY_OK);
-        ASSERT_EQ(swy_worker_create(ctx_, nullptr, &b_), SWY_OK);
-        void* addr = nullptr;
-        size_t len = 0;
-        ASSERT_EQ(swy_worker_get_address(b_, &addr, &len), SWY_OK);
-        swy_ep_params_t p{};
-        p.field_mask = SWY_EP_PARAM_FIELD_REMOTE_ADDRESS;
-        p.remote_address = addr;
-        p.remote_address_length = len;
-        ASSERT_EQ(swy_ep_create(a_, &p, &ep_), SWY_OK);
-        swy_worker_release_address(b_, addr);
+        WorkerPair::SetUp();
+        if (HasFatalFailure()) return;
         swy_worker_attr_t attr{};
         attr.field_mask = SWY_WORKER_ATTR_FIELD_REQUEST_SIZE;
         ASSERT_EQ(swy_worker_query(b_, &attr), SWY_OK);
         request_size_ = attr.request_size;
         request_alignment_ = attr.request_alignment;
-    }
-    void TearDown() override {
-        if (ep_ != nullptr) {
-            swy_request_h r = nullptr;
-            (void)swy_ep_close_nb(ep_, SWY_EP_CLOSE_FORCE, &r);
-            if (r != nullptr) (void)swy_request_free(r);
-        }
-        if (a_ != nullptr) swy_worker_destroy(a_);
-        if (b_ != nullptr) swy_worker_destroy(b_);
-        swy_context_destroy(ctx_);
-    }
-
-    void progress() {
-        swy_worker_progress(a_);
-        swy_worker_progress(b_);
-    }
-
-    /// Progress both workers until @p r completes (bounded); its status.
-    swy_status_t wait(swy_request_h r) {
-        swy_status_t s = SWY_INPROGRESS;
-        for (int i = 0; i < 2000000 && (s = swy_request_test(r)) == SWY_INPROGRESS; ++i)
-            progress();
-        return s;
     }
 
     swy_request_params_t params_in(Space& space, CallbackLog* log, bool receive) {
@@ -192,10 +154,6 @@ protected:
         return rs;
     }
 
-    swy_context_h ctx_ = nullptr;
-    swy_worker_h a_ = nullptr;
-    swy_worker_h b_ = nullptr;
-    swy_ep_h ep_ = nullptr;
     size_t request_size_ = 0;
     size_t request_alignment_ = 0;
 };

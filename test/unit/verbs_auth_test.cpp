@@ -28,27 +28,8 @@ VerbsSettings keyed(const char* key) {
     return {{"RNDV_THRESH", "4K"}, {"AUTH_KEY", key}};
 }
 
-struct Failure {
-    int calls = 0;
-    swy_status_t status = SWY_OK;
-    static void cb(void* arg, swy_ep_h, swy_status_t st) {
-        auto* f = static_cast<Failure*>(arg);
-        ++f->calls;
-        f->status = st;
-    }
-};
-
-swy_ep_h connect(const VerbsNode& from, const VerbsNode& to, Failure* f) {
-    swy_ep_params_t p{};
-    p.field_mask = SWY_EP_PARAM_FIELD_REMOTE_ADDRESS | SWY_EP_PARAM_FIELD_ERR_HANDLER;
-    p.remote_address = to.address.data();
-    p.remote_address_length = to.address.size();
-    p.err_cb = &Failure::cb;
-    p.err_arg = f;
-    swy_ep_h ep = nullptr;
-    EXPECT_EQ(swy_ep_create(from.worker, &p, &ep), SWY_OK);
-    return ep;
-}
+using swy::test::connect_counting_failures;
+using Failure = swy::test::EpFailure;
 
 /// Sends @p n bytes a → b and returns the receive's and the send's final statuses (or
 /// SWY_INPROGRESS for either after @p seconds); the payload is checked byte for byte.
@@ -84,7 +65,7 @@ TEST(VerbsAuth, WorkersWithTheSameKeyExchangeEveryProtocol) {
     VerbsNode a(keyed(kKeyA)), b(keyed(kKeyA));
     SKIP_WITHOUT_VERBS(a);
     Failure f;
-    swy_ep_h ep = connect(a, b, &f);
+    swy_ep_h ep = connect_counting_failures(a, b, &f);
     for (size_t n :
          {size_t{0}, size_t{8}, size_t{4095}, size_t{4096}, size_t{4097}, size_t{1} << 20}) {
         bool intact = false;
@@ -108,7 +89,7 @@ TEST(VerbsAuth, AnotherKeyOrNoneIsRefusedAndDeliversNothing) {
         VerbsNode a(keyed(p.client)), b(keyed(p.server));
         SKIP_WITHOUT_VERBS(a);
         Failure f;
-        swy_ep_h ep = connect(a, b, &f);
+        swy_ep_h ep = connect_counting_failures(a, b, &f);
         bool intact = false;
         auto [rs, ss] = exchange(ep, a, b, 8, 5, &intact);
         EXPECT_NE(rs, SWY_OK) << "a message from a peer without the key was delivered";

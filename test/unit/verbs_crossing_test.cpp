@@ -32,22 +32,8 @@ using swy::test::VerbsSettings;
 
 constexpr const char* kKey = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 
-struct Failure {
-    int calls = 0;
-    static void cb(void* arg, swy_ep_h, swy_status_t) { ++static_cast<Failure*>(arg)->calls; }
-};
-
-swy_ep_h connect(const VerbsNode& from, const VerbsNode& to, Failure* f) {
-    swy_ep_params_t p{};
-    p.field_mask = SWY_EP_PARAM_FIELD_REMOTE_ADDRESS | SWY_EP_PARAM_FIELD_ERR_HANDLER;
-    p.remote_address = to.address.data();
-    p.remote_address_length = to.address.size();
-    p.err_cb = &Failure::cb;
-    p.err_arg = f;
-    swy_ep_h ep = nullptr;
-    EXPECT_EQ(swy_ep_create(from.worker, &p, &ep), SWY_OK);
-    return ep;
-}
+using swy::test::connect_counting_failures;
+using Failure = swy::test::EpFailure;
 
 const swy::core::Worker* core_of(const VerbsNode& n) {
     return reinterpret_cast<const swy::core::Worker*>(n.worker);
@@ -129,25 +115,31 @@ void exchange(VerbsNode& a, VerbsNode& b, std::vector<Message>& ab, std::vector<
     check_stream(ba, "b -> a");
 }
 
-void close_both(VerbsNode& a, swy_ep_h ab, VerbsNode& b, swy_ep_h ba) {
-    swy_request_h ra = nullptr, rb = nullptr;
-    swy_ep_close_nb(ab, SWY_EP_CLOSE_FLUSH, &ra);
-    swy_ep_close_nb(ba, SWY_EP_CLOSE_FLUSH, &rb);
+/// Close @p eps (endpoints of a or b) with a flush and progress both until every close
+/// completed with SWY_OK and neither has a connection left (10 s at most).
+void close_until_no_connections(VerbsNode& a, VerbsNode& b, std::vector<swy_ep_h> eps) {
+    std::vector<swy_request_h> closing(eps.size(), nullptr);
+    for (size_t i = 0; i < eps.size(); ++i)
+        swy_ep_close_nb(eps[i], SWY_EP_CLOSE_FLUSH, &closing[i]);
+    auto busy = [&] {
+        for (swy_request_h r : closing)
+            if (r != nullptr) return true;
+        return report(a).connections + report(b).connections != 0;
+    };
     const auto end = Clock::now() + std::chrono::seconds(10);
-    while ((ra != nullptr || rb != nullptr || report(a).connections + report(b).connections != 0) &&
-           Clock::now() < end) {
+    while (busy() && Clock::now() < end) {
         swy_worker_progress(a.worker);
         swy_worker_progress(b.worker);
-        for (swy_request_h* r : {&ra, &rb}) {
-            if (*r != nullptr && swy_request_test(*r) != SWY_INPROGRESS) {
-                EXPECT_EQ(swy_request_test(*r), SWY_OK);
-                swy_request_free(*r);
-                *r = nullptr;
+        for (swy_request_h& r : closing) {
+            if (r != nullptr && swy_request_test(r) != SWY_INPROGRESS) {
+                EXPECT_EQ(swy_request_test(r), SWY_OK);
+                swy_request_free(r);
+                r = nullptr;
             }
         }
     }
-    EXPECT_EQ(ra, nullptr);
-    EXPECT_EQ(rb, nullptr);
+    for (swy_request_h r : closing)
+        EXPECT_EQ(r, nullptr) << "a close did not complete";
     EXPECT_EQ(report(a).connections, 0u) << "a: the shared connection closed in order";
     EXPECT_EQ(report(b).connections, 0u) << "b: the shared connection closed in order";
 }
@@ -164,8 +156,9 @@ void cross(const VerbsSettings& settings, bool winner_first) {
     SCOPED_TRACE(std::string(winner_first ? "winner" : "loser") + " progresses first");
 
     Failure fa, fb;
-    swy_ep_h ab = connect(a, b, &fa);  // a's request is out
-    swy_ep_h ba = connect(b, a, &fb);  // and b's, before b has seen a's: they cross
+    swy_ep_h ab = connect_counting_failures(a, b, &fa);  // a's request is out
+    swy_ep_h ba =
+        connect_counting_failures(b, a, &fb);  // and b's, before b has seen a's: they cross
     ASSERT_NE(ab, nullptr);
     ASSERT_NE(ba, nullptr);
     std::vector<Message> to_b = post_stream(ab, b, 100);
@@ -187,7 +180,7 @@ void cross(const VerbsSettings& settings, bool winner_first) {
     std::vector<Message> again_a = post_stream(ba, a, 400);
     exchange(a, b, again_b, again_a);
     EXPECT_EQ(fa.calls + fb.calls, 0) << "no endpoint failed";
-    close_both(a, ab, b, ba);
+    close_until_no_connections(a, b, {ab, ba});
     EXPECT_EQ(fa.calls + fb.calls, 0) << "no endpoint failed while closing";
 }
 
@@ -206,8 +199,8 @@ TEST(VerbsCrossing, LoserClosingWhileRedirectedGivesTheConnectionBack) {
     VerbsNode& winner = a_wins ? a : b;
     VerbsNode& loser = a_wins ? b : a;
     Failure fw, fl;
-    swy_ep_h to_loser = connect(winner, loser, &fw);
-    swy_ep_h to_winner = connect(loser, winner, &fl);
+    swy_ep_h to_loser = connect_counting_failures(winner, loser, &fw);
+    swy_ep_h to_winner = connect_counting_failures(loser, winner, &fl);
     ASSERT_NE(to_loser, nullptr);
     ASSERT_NE(to_winner, nullptr);
     // The winner redirects the loser's request; the loser sees the redirect (its endpoint now
@@ -226,20 +219,7 @@ TEST(VerbsCrossing, LoserClosingWhileRedirectedGivesTheConnectionBack) {
     }
     EXPECT_EQ(fw.calls, 0) << "the winner's endpoint did not fail";
     // Closing the winner's endpoint leaves nothing behind on either side.
-    swy_request_h r = nullptr;
-    swy_ep_close_nb(to_loser, SWY_EP_CLOSE_FLUSH, &r);
-    const auto end = Clock::now() + std::chrono::seconds(10);
-    while ((r != nullptr || report(winner).connections + report(loser).connections != 0) &&
-           Clock::now() < end) {
-        swy_worker_progress(winner.worker);
-        swy_worker_progress(loser.worker);
-        if (r != nullptr && swy_request_test(r) != SWY_INPROGRESS) {
-            swy_request_free(r);
-            r = nullptr;
-        }
-    }
-    EXPECT_EQ(report(winner).connections, 0u);
-    EXPECT_EQ(report(loser).connections, 0u);
+    close_until_no_connections(winner, loser, {to_loser});
     EXPECT_EQ(fw.calls, 0);
 }
 
@@ -269,7 +249,7 @@ TEST(VerbsCrossing, AnUnprovenClaimIsNeverRedirected) {
     VerbsNode& winner = a_wins ? a : b;
     VerbsNode& loser = a_wins ? b : a;
     Failure fw;
-    swy_ep_h to_loser = connect(winner, loser, &fw);
+    swy_ep_h to_loser = connect_counting_failures(winner, loser, &fw);
     ASSERT_NE(to_loser, nullptr);
 
     const swy::tl::verbs::AddressSection w = verbs_section(winner);
@@ -312,20 +292,7 @@ TEST(VerbsCrossing, AnUnprovenClaimIsNeverRedirected) {
     std::vector<Message> none;
     exchange(winner, loser, stream, none);
     EXPECT_EQ(fw.calls, 0);
-    swy_request_h r = nullptr;
-    swy_ep_close_nb(to_loser, SWY_EP_CLOSE_FLUSH, &r);
-    const auto end = Clock::now() + std::chrono::seconds(10);
-    while ((r != nullptr || report(winner).connections + report(loser).connections != 0) &&
-           Clock::now() < end) {
-        swy_worker_progress(winner.worker);
-        swy_worker_progress(loser.worker);
-        if (r != nullptr && swy_request_test(r) != SWY_INPROGRESS) {
-            swy_request_free(r);
-            r = nullptr;
-        }
-    }
-    EXPECT_EQ(report(winner).connections, 0u) << "the winner kept its connection for nobody";
-    EXPECT_EQ(report(loser).connections, 0u);
+    close_until_no_connections(winner, loser, {to_loser});  // none kept for nobody
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // A context and worker with SWY_TLS=verbs,self plus settings, shared by the verbs device tests
-// (verbs_transport_test, verbs_dm_transport_test, verbs_liveness_test). On a host without an
+// (verbs_transport_test, verbs_dm_transport_test, verbs_liveness_test, verbs_auth_test,
+// verbs_crossing_test). On a host without an
 // RDMA device the verbs interface does not open and those tests skip (SKIP_WITHOUT_VERBS).
 #pragma once
 
@@ -62,6 +63,31 @@ inline void close_now(swy_ep_h ep) {
     swy_request_h req = nullptr;
     swy_ep_close_nb(ep, SWY_EP_CLOSE_FORCE, &req);
     if (req != nullptr) swy_request_free(req);
+}
+
+/// What an endpoint's error callback saw: how often it ran and the last status.
+struct EpFailure {
+    int calls = 0;
+    swy_status_t status = SWY_OK;
+    static void cb(void* arg, swy_ep_h, swy_status_t st) {
+        auto* f = static_cast<EpFailure*>(arg);
+        ++f->calls;
+        f->status = st;
+    }
+};
+
+/// An endpoint from @p from to @p to whose failures are counted in @p f.
+inline swy_ep_h connect_counting_failures(const VerbsNode& from, const VerbsNode& to,
+                                          EpFailure* f) {
+    swy_ep_params_t p{};
+    p.field_mask = SWY_EP_PARAM_FIELD_REMOTE_ADDRESS | SWY_EP_PARAM_FIELD_ERR_HANDLER;
+    p.remote_address = to.address.data();
+    p.remote_address_length = to.address.size();
+    p.err_cb = &EpFailure::cb;
+    p.err_arg = f;
+    swy_ep_h ep = nullptr;
+    EXPECT_EQ(swy_ep_create(from.worker, &p, &ep), SWY_OK);
+    return ep;
 }
 
 }  // namespace swy::test
