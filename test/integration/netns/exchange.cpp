@@ -142,11 +142,12 @@ void Exchange::progress_or_wait() {
         idle_ = 0;
         return;
     }
-    // Several ranks share few cores: after a stretch of idle polling, sleep on the event fd
-    // (briefly: a missed wake-up only costs a millisecond).
-    if (++idle_ >= 512) {
+    // Many ranks share few cores: after a few idle polls, sleep on the event fd until a
+    // message or connection needs us; polling longer only takes the core from the ranks that
+    // have data to move. The timeout is a backstop: the event fd wakes the wait.
+    if (++idle_ >= 16) {
         idle_ = 0;
-        (void)swy_worker_wait(worker_, 1);
+        (void)swy_worker_wait(worker_, 50);
     }
 }
 
