@@ -3,7 +3,8 @@
 // carried traffic), and then reports what the client holds per endpoint: resident memory
 // (RSS, /proc/self/statm) and file descriptors (/proc/self/fd), against the same client
 // before the endpoints existed. Then every endpoint is closed and the memory left behind by
-// closed connections is reported too.
+// closed connections is reported too, and what a second open/close cycle of as many
+// endpoints adds to it (about nothing when what the first left is kept for reuse).
 //
 //   tcp_idle_cost [N...]          default: 1 100 1000
 //
@@ -81,7 +82,8 @@ struct Node {
     }
 };
 
-/// The server: receives @p n messages (one per client endpoint), then stays until killed.
+/// The server: receives @p n messages (one per client endpoint) twice, saying so on
+/// @p done_fd after each batch, then stays until killed.
 [[noreturn]] void serve(int addr_fd, int done_fd, size_t n) {
     Node node;
     void* addr = nullptr;
@@ -90,16 +92,57 @@ struct Node {
     (void)!write(addr_fd, &len, sizeof(len));
     (void)!write(addr_fd, addr, len);
     uint64_t buf = 0;
-    for (size_t i = 0; i < n; ++i) {
-        swy_request_h r = nullptr;
-        swy_status_t st = swy_tag_recv_nb(node.worker, &buf, sizeof(buf), 7, ~0ull, nullptr, &r);
-        if (st != SWY_OK && st != SWY_INPROGRESS) std::exit(2);
-        wait_done(node.worker, r);
+    for (int batch = 0; batch < 2; ++batch) {
+        for (size_t i = 0; i < n; ++i) {
+            swy_request_h r = nullptr;
+            swy_status_t st =
+                swy_tag_recv_nb(node.worker, &buf, sizeof(buf), 7, ~0ull, nullptr, &r);
+            if (st != SWY_OK && st != SWY_INPROGRESS) std::exit(2);
+            wait_done(node.worker, r);
+        }
+        char c = 1;
+        (void)!write(done_fd, &c, 1);
     }
-    char c = 1;
-    (void)!write(done_fd, &c, 1);
     for (;;)
         swy_worker_progress(node.worker);
+}
+
+/// Opens @p n endpoints to @p addr, sends one message on each, waits until the server says
+/// it received them all (@p done_fd), and closes them all; @p idle (if not null) gets the
+/// heap, RSS and fds while they were all open and idle.
+struct Snapshot {
+    long rss = 0, heap = 0;
+    int fds = 0;
+};
+void open_use_close(swy_worker_h worker, const std::vector<unsigned char>& addr, size_t n,
+                    int done_fd, Snapshot* idle) {
+    std::vector<swy_ep_h> eps(n);
+    for (size_t i = 0; i < n; ++i) {
+        swy_ep_params_t p{};
+        p.field_mask = SWY_EP_PARAM_FIELD_REMOTE_ADDRESS;
+        p.remote_address = addr.data();
+        p.remote_address_length = addr.size();
+        CHECK(swy_ep_create(worker, &p, &eps[i]));
+    }
+    const uint64_t payload = 42;
+    for (size_t i = 0; i < n; ++i) {
+        swy_request_h r = nullptr;
+        swy_status_t st = swy_tag_send_nb(eps[i], &payload, sizeof(payload), 7, nullptr, &r);
+        if (st != SWY_OK && st != SWY_INPROGRESS) CHECK(st);
+        wait_done(worker, r);
+    }
+    char c = 0;
+    while (read(done_fd, &c, 1) != 1)
+        swy_worker_progress(worker);  // queued sends go out from progress
+    for (int i = 0; i < 1000; ++i)
+        swy_worker_progress(worker);
+    if (idle != nullptr) *idle = {rss_bytes(), heap_bytes(), open_fds()};
+    for (swy_ep_h ep : eps) {
+        swy_request_h r = nullptr;
+        if (swy_ep_close_nb(ep, SWY_EP_CLOSE_FLUSH, &r) == SWY_INPROGRESS) wait_done(worker, r);
+    }
+    for (int i = 0; i < 1000; ++i)
+        swy_worker_progress(worker);
 }
 
 void measure(size_t n) {
@@ -119,45 +162,21 @@ void measure(size_t n) {
     const long rss0 = rss_bytes();
     const long heap0 = heap_bytes();
     const int fds0 = open_fds();
-    std::vector<swy_ep_h> eps(n);
-    for (size_t i = 0; i < n; ++i) {
-        swy_ep_params_t p{};
-        p.field_mask = SWY_EP_PARAM_FIELD_REMOTE_ADDRESS;
-        p.remote_address = addr.data();
-        p.remote_address_length = addr.size();
-        CHECK(swy_ep_create(node.worker, &p, &eps[i]));
-    }
-    const uint64_t payload = 42;
-    for (size_t i = 0; i < n; ++i) {
-        swy_request_h r = nullptr;
-        swy_status_t st = swy_tag_send_nb(eps[i], &payload, sizeof(payload), 7, nullptr, &r);
-        if (st != SWY_OK && st != SWY_INPROGRESS) CHECK(st);
-        wait_done(node.worker, r);
-    }
-    char c = 0;
     fcntl(done_pipe[0], F_SETFL, O_NONBLOCK);
-    while (read(done_pipe[0], &c, 1) != 1)
-        swy_worker_progress(node.worker);  // queued sends go out from progress
-    for (int i = 0; i < 1000; ++i)
-        swy_worker_progress(node.worker);
-    const long rss1 = rss_bytes();
-    const long heap1 = heap_bytes();
-    const int fds1 = open_fds();
-    for (swy_ep_h ep : eps) {
-        swy_request_h r = nullptr;
-        if (swy_ep_close_nb(ep, SWY_EP_CLOSE_FLUSH, &r) == SWY_INPROGRESS)
-            wait_done(node.worker, r);
-    }
-    for (int i = 0; i < 1000; ++i)
-        swy_worker_progress(node.worker);
+    Snapshot idle;
+    open_use_close(node.worker, addr, n, done_pipe[0], &idle);
     const long heap2 = heap_bytes();
     const int fds2 = open_fds();
+    // A second cycle: what the first left behind is reused when it does not grow the heap.
+    open_use_close(node.worker, addr, n, done_pipe[0], nullptr);
+    const long heap3 = heap_bytes();
     std::printf(
         "%6zu endpoints, per idle endpoint: %7.0f B RSS, %7.0f B heap, %4.2f fds; "
-        "per closed endpoint left behind: %6.0f B heap, %4.2f fds\n",
-        n, double(rss1 - rss0) / double(n), double(heap1 - heap0) / double(n),
-        double(fds1 - fds0) / double(n), double(heap2 - heap0) / double(n),
-        double(fds2 - fds0) / double(n));
+        "per closed endpoint left behind: %6.0f B heap, %4.2f fds; "
+        "a second open/close cycle adds %5.0f B heap\n",
+        n, double(idle.rss - rss0) / double(n), double(idle.heap - heap0) / double(n),
+        double(idle.fds - fds0) / double(n), double(heap2 - heap0) / double(n),
+        double(fds2 - fds0) / double(n), double(heap3 - heap2) / double(n));
     std::fflush(stdout);
     kill(server, SIGKILL);
     waitpid(server, nullptr, 0);
