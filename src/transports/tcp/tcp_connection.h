@@ -182,8 +182,12 @@ struct TcpInterface::Connection {
     /// Worst local reason an attempt could not even start (kNoResource: out of descriptors);
     /// reported instead of kUnreachable when nothing else answered.
     Status local_failure = Status::kOk;
-    bool write_shut = false;       ///< shutdown(SHUT_WR) done after the goodbye
-    bool watching_out = false;     ///< EPOLLOUT is in the epoll set
+    bool write_shut = false;    ///< shutdown(SHUT_WR) done after the goodbye
+    bool watching_out = false;  ///< EPOLLOUT is in the epoll set
+    /// The kernel's send buffer was full at the last write and EPOLLOUT is watched: sends
+    /// queue (small) or are refused (large) without a system call until epoll reports room
+    /// (note_kernel_full(); progress polls such a connection through epoll).
+    bool tx_full = false;
     bool reported = false;         ///< on_remote_failure was called (once per connection)
     Status failure = Status::kOk;  ///< why it failed, while waiting to be reported
     bool corked = false;           ///< on corked_: its queue goes out at the next progress

@@ -290,6 +290,11 @@ private:
     void on_eof(Connection* c);
     bool flush(Connection* c);
     void watch_writable(Connection* c, bool on);
+    /// The kernel refused bytes (EAGAIN, or took only part of a frame): watch EPOLLOUT and
+    /// write nothing more on @p c until epoll reports room (tx_full), so that a stream of
+    /// sends waiting for room costs one epoll_wait per progress pass rather than a failing
+    /// sendmsg per waiting send.
+    void note_kernel_full(Connection* c);
     void close_connection(Connection* c);
     void fail(Connection* c, Status why);
     void report_failures();

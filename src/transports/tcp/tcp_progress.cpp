@@ -148,7 +148,10 @@ unsigned TcpInterface::poll_epoll() {
             continue;
         }
         if (c == nullptr || c->state != Connection::State::kOpen) continue;  // stale event
-        if (events[i].events & EPOLLOUT) (void)flush(c);
+        if (events[i].events & EPOLLOUT) {
+            c->tx_full = false;  // room again: flush() and the next sends write
+            (void)flush(c);
+        }
         if (c->state == Connection::State::kOpen &&
             (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
             n += receive(c);
@@ -162,6 +165,12 @@ unsigned TcpInterface::poll_direct() {
     uint16_t snapshot[kDirectPollMax];
     const size_t count = std::min(live_.size(), kDirectPollMax);
     std::copy_n(live_.begin(), count, snapshot);
+    // A connection whose kernel buffer is full waits for EPOLLOUT: one epoll_wait tells both
+    // whether there is room and whether anything arrived, where the direct pass would ask
+    // with a recv and a write that fails.
+    for (size_t i = 0; i < count; ++i) {
+        if (conns_[snapshot[i]]->tx_full) return poll_epoll();
+    }
     unsigned n = 0;
     for (size_t i = 0; i < count; ++i) {
         Connection* c = conns_[snapshot[i]].get();
@@ -470,6 +479,7 @@ void TcpInterface::close_connection(Connection* c) {
     if (c->state != Connection::State::kClosed) conns_.release(c->index);
     c->state = Connection::State::kClosed;
     c->watching_out = false;
+    c->tx_full = false;
     c->sendq.release();
     if (c != delivering_) c->recvq.release();  // else receive() releases it afterwards
 }
