@@ -219,6 +219,11 @@ struct TcpInterface::Connection {
     /// is conservative (SIOCOUTQ also counts unacknowledged handshake bytes).
     uint64_t data_written = 0;
     uint64_t acked = 0;
+    /// Data bytes of the peer's (every frame but the handshake's) taken out of the socket:
+    /// what our frame headers tell the peer (FrameHeader::read), so that its sends complete
+    /// when our reply arrives, without a SIOCOUTQ. A frame counts once it is read whole (or
+    /// its header is, for a placed one: then its payload as it lands).
+    uint64_t rx_data = 0;
     /// Waiting for acknowledgements (TcpInterface::acknowledged): the highest position
     /// someone waits for, when to look next (CLOCK_MONOTONIC ns; 0: nobody waits) and the
     /// pause after that look (doubling while looks find nothing new); on ack_waits_.

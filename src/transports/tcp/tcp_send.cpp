@@ -95,7 +95,7 @@ Status TcpInterface::queue_frame(Connection* c, AmId id, const void* hdr, size_t
     }
     uint8_t* dst = c->sendq.reserve_tail(frame);
     if (dst == nullptr) return Status::kNoMemory;
-    encode_frame_header(dst, id, static_cast<uint32_t>(hdr_len + length));
+    encode_frame_header(dst, id, static_cast<uint32_t>(hdr_len + length), c->rx_data);
     if (hdr_len != 0) std::memcpy(dst + kFrameHeaderSize, hdr, hdr_len);
     if (length != 0) std::memcpy(dst + kFrameHeaderSize + hdr_len, payload, length);
     c->sendq.commit(frame);
@@ -136,7 +136,7 @@ Status TcpInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_le
         c->send_epoch = epoch_;
     }
     uint8_t fh[kFrameHeaderSize];
-    encode_frame_header(fh, id, static_cast<uint32_t>(body));
+    encode_frame_header(fh, id, static_cast<uint32_t>(body), c->rx_data);
     // One sendmsg straight from the caller's buffers, behind whatever is queued: a large
     // payload is never copied on its way in, only a tail the kernel had no room for.
     const size_t queued = c->sendq.size();
@@ -225,7 +225,7 @@ Status TcpInterface::send_packed(Connection* c, AmId id, const void* hdr, size_t
     // anyway), then written from there.
     uint8_t* dst = c->sendq.reserve_tail(kFrameHeaderSize + body);
     if (dst == nullptr) return Status::kNoMemory;
-    encode_frame_header(dst, id, static_cast<uint32_t>(body));
+    encode_frame_header(dst, id, static_cast<uint32_t>(body), c->rx_data);
     if (hdr_len != 0) std::memcpy(dst + kFrameHeaderSize, hdr, hdr_len);
     Status s = pack(arg, dst + kFrameHeaderSize + hdr_len, length);
     if (s != Status::kOk) return s;  // not committed: nothing reaches the peer
@@ -237,7 +237,7 @@ Status TcpInterface::send_packed(Connection* c, AmId id, const void* hdr, size_t
 Status TcpInterface::send_control(Connection* c, const uint8_t* body, size_t length) {
     // Control frames bypass the limit: they are tiny and must not be refused.
     uint8_t fh[kFrameHeaderSize];
-    encode_frame_header(fh, kTcpControlAm, static_cast<uint32_t>(length));
+    encode_frame_header(fh, kTcpControlAm, static_cast<uint32_t>(length), c->rx_data);
     if (!c->sendq.append(fh, sizeof(fh)) || !c->sendq.append(body, length)) {
         return Status::kNoMemory;
     }
