@@ -41,25 +41,56 @@ bool same(const TcpAddressEntry& a, const TcpAddressEntry& b) {
 TEST(TcpFrame, HeaderRoundTrips) {
     uint8_t buf[kFrameHeaderSize];
     for (uint32_t length : {0u, 1u, 255u, 65536u, kMaxFrameBody}) {
-        encode_frame_header(buf, 42, length);
-        FrameHeader h{};
-        ASSERT_EQ(decode_frame_header(buf, sizeof(buf), &h), FrameCheck::kOk);
-        EXPECT_EQ(h.magic, kFrameMagic);
-        EXPECT_EQ(h.version, kFrameVersion);
-        EXPECT_EQ(h.am_id, 42);
-        EXPECT_EQ(h.length, length);
+        for (uint64_t read : {uint64_t{0}, uint64_t{1}, uint64_t{0xFFFFFFFF} + 1, ~uint64_t{0}}) {
+            encode_frame_header(buf, 42, length, read);
+            FrameHeader h{};
+            ASSERT_EQ(decode_frame_header(buf, sizeof(buf), &h), FrameCheck::kOk);
+            EXPECT_EQ(h.magic, kFrameMagic);
+            EXPECT_EQ(h.version, kFrameVersion);
+            EXPECT_EQ(h.am_id, 42);
+            EXPECT_EQ(h.length, length);
+            EXPECT_EQ(h.read, read);
+        }
     }
 }
 
-TEST(TcpFrame, HeaderLayoutIsLittleEndianAndEightBytes) {
+TEST(TcpFrame, HeaderLayoutIsLittleEndianAndSixteenBytes) {
+    static_assert(kFrameHeaderSize == 16);
+    static_assert(kFrameVersion == 2);
     uint8_t buf[kFrameHeaderSize];
-    encode_frame_header(buf, 7, 0x01020304);
+    encode_frame_header(buf, 7, 0x01020304, 0x1112131415161718ull);
     EXPECT_EQ(buf[0], kFrameMagic & 0xFF);
     EXPECT_EQ(buf[1], kFrameMagic >> 8);
     EXPECT_EQ(buf[2], kFrameVersion);
     EXPECT_EQ(buf[3], 7);
     EXPECT_EQ(buf[4], 0x04);
     EXPECT_EQ(buf[7], 0x01);
+    EXPECT_EQ(buf[8], 0x18);
+    EXPECT_EQ(buf[15], 0x11);
+}
+
+TEST(TcpFrame, VersionOneHeadersAreRefused) {
+    // An 8-byte version 1 header (a peer from before `read`): refused on its version, never
+    // read as a version 2 header.
+    uint8_t buf[kFrameHeaderSize] = {kFrameMagic & 0xFF, kFrameMagic >> 8, 1, 3, 8, 0, 0, 0};
+    FrameHeader h{};
+    EXPECT_EQ(decode_frame_header(buf, sizeof(buf), &h), FrameCheck::kBadVersion);
+    // ... and as soon as its version byte is there: an 8-byte frame from an old peer is
+    // refused, not waited on for 8 more bytes.
+    for (size_t n = 3; n <= 8; ++n) {
+        EXPECT_EQ(decode_frame_header(buf, n, &h), FrameCheck::kBadVersion) << n;
+    }
+}
+
+TEST(TcpFrame, GarbageShorterThanAHeaderIsRefusedAtOnce) {
+    const uint8_t garbage[] = {0xDE, 0xAD, 0xBE, 0xEF, 1, 0, 0, 0, 0xAA};
+    FrameHeader h{};
+    for (size_t n = 1; n <= sizeof(garbage); ++n) {
+        EXPECT_EQ(decode_frame_header(garbage, n, &h), FrameCheck::kBadMagic) << n;
+    }
+    const uint8_t half_magic[] = {kFrameMagic & 0xFF, 0x00};
+    EXPECT_EQ(decode_frame_header(half_magic, 1, &h), FrameCheck::kNeedMore);
+    EXPECT_EQ(decode_frame_header(half_magic, 2, &h), FrameCheck::kBadMagic);
 }
 
 TEST(TcpFrame, EveryTruncatedHeaderNeedsMore) {
@@ -93,8 +124,10 @@ TEST(TcpFrame, RandomHeadersNeverPassWithAnOversizedLength) {
     unsigned accepted = 0;
     for (int i = 0; i < 200000; ++i) {
         uint8_t buf[kFrameHeaderSize];
-        uint64_t r = rng();
-        std::memcpy(buf, &r, sizeof(buf));
+        for (size_t k = 0; k < sizeof(buf); k += sizeof(uint64_t)) {
+            const uint64_t r = rng();
+            std::memcpy(buf + k, &r, sizeof(r));
+        }
         if (i % 2 == 0) {  // half with a valid magic and version, so the length check is hit
             buf[0] = kFrameMagic & 0xFF;
             buf[1] = kFrameMagic >> 8;

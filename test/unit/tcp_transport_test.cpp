@@ -327,6 +327,54 @@ TEST_F(TcpTransport, RepliesTravelBackOnTheSameConnection) {
     EXPECT_EQ(b_->sender_uid(999), 0u);
 }
 
+// Every frame says how much of the other direction its sender had read (FrameHeader::read):
+// a reply to a message completes that message's delivery wait as it arrives, without asking
+// the kernel (a system call per message on the ping-pong path before).
+TEST_F(TcpTransport, AReplyCompletesDeliveryWithoutAskingTheKernel) {
+    auto ep = connect_a_to_b_ready();
+    ASSERT_TRUE(ep);
+    Endpoint* reply = nullptr;
+    for (uint32_t i = 0; i < 40; ++i) {
+        SCOPED_TRACE(i);
+        const std::vector<uint8_t> ping = pattern(1 + i * 1499, i);  // 1 B .. ~57 KiB
+        ASSERT_EQ(ep->am_send(1, nullptr, 0, ping.data(), ping.size()), Status::kOk);
+        const uint64_t mark = ep->accepted_bytes();
+        ASSERT_TRUE(
+            progress_until({a_.get(), b_.get()}, [&] { return sink_b_.msgs.size() == i + 1; }));
+        EXPECT_EQ(sink_b_.msgs[i].data, ping);
+        if (reply == nullptr) reply = b_->reply_endpoint(sink_b_.msgs[i].src.sender);
+        ASSERT_NE(reply, nullptr);
+        const std::vector<uint8_t> pong = pattern(8, 1000 + i);
+        ASSERT_EQ(reply->am_send(2, nullptr, 0, pong.data(), pong.size()), Status::kOk);
+        ASSERT_TRUE(
+            progress_until({a_.get(), b_.get()}, [&] { return sink_a_.msgs.size() == i + 1; }));
+        EXPECT_EQ(sink_a_.msgs[i].data, pong);
+        EXPECT_EQ(ep->acknowledged_bytes(mark), mark) << "the pong says the ping was read";
+    }
+    EXPECT_EQ(a_->kernel_ack_looks(), 0u);
+    EXPECT_TRUE(sink_a_.failures.empty());
+    EXPECT_TRUE(sink_b_.failures.empty());
+}
+
+// A peer that claims to have read more than was ever written to it is lying (or broken):
+// the connection fails as malformed rather than complete sends that were not delivered.
+TEST_F(TcpTransport, AClaimToHaveReadMoreThanWasWrittenIsMalformed) {
+    int fd = raw_connect_to_b();
+    ASSERT_GE(fd, 0);
+    send_all(fd, hello_frame(0x7778));
+    send_all(fd, frame(1, {4, 5}));  // delivered
+    ASSERT_TRUE(progress_until({b_.get()}, [&] { return sink_b_.msgs.size() == 1; }));
+    // B's hello-ack is handshake (not counted) and B sent no data: any read > 0 is a lie.
+    std::vector<uint8_t> lie(kFrameHeaderSize + 1, 6);
+    encode_frame_header(lie.data(), 1, 1, 1);
+    send_all(fd, lie);
+    EXPECT_TRUE(closed_by_b(fd));
+    close(fd);
+    ASSERT_EQ(sink_b_.msgs.size(), 1u) << "the lying frame is not delivered";
+    ASSERT_EQ(sink_b_.failures.size(), 1u);
+    EXPECT_EQ(sink_b_.failures[0].second, Status::kMalformed);
+}
+
 TEST_F(TcpTransport, RepliesFromInsideTheCallbackWork) {
     auto ep = connect_a_to_b();
     ASSERT_TRUE(ep);

@@ -182,8 +182,12 @@ struct TcpInterface::Connection {
     /// Worst local reason an attempt could not even start (kNoResource: out of descriptors);
     /// reported instead of kUnreachable when nothing else answered.
     Status local_failure = Status::kOk;
-    bool write_shut = false;       ///< shutdown(SHUT_WR) done after the goodbye
-    bool watching_out = false;     ///< EPOLLOUT is in the epoll set
+    bool write_shut = false;    ///< shutdown(SHUT_WR) done after the goodbye
+    bool watching_out = false;  ///< EPOLLOUT is in the epoll set
+    /// The kernel's send buffer was full at the last write and EPOLLOUT is watched: sends
+    /// queue (small) or are refused (large) without a system call until epoll reports room
+    /// (note_kernel_full(); progress polls such a connection through epoll).
+    bool tx_full = false;
     bool reported = false;         ///< on_remote_failure was called (once per connection)
     Status failure = Status::kOk;  ///< why it failed, while waiting to be reported
     bool corked = false;           ///< on corked_: its queue goes out at the next progress
@@ -215,6 +219,11 @@ struct TcpInterface::Connection {
     /// is conservative (SIOCOUTQ also counts unacknowledged handshake bytes).
     uint64_t data_written = 0;
     uint64_t acked = 0;
+    /// Data bytes of the peer's (every frame but the handshake's) taken out of the socket:
+    /// what our frame headers tell the peer (FrameHeader::read), so that its sends complete
+    /// when our reply arrives, without a SIOCOUTQ. A frame counts once it is read whole (or
+    /// its header is, for a placed one: then its payload as it lands).
+    uint64_t rx_data = 0;
     /// Waiting for acknowledgements (TcpInterface::acknowledged): the highest position
     /// someone waits for, when to look next (CLOCK_MONOTONIC ns; 0: nobody waits) and the
     /// pause after that look (doubling while looks find nothing new); on ack_waits_.

@@ -45,7 +45,8 @@ Status TcpInterface::send_handshake(Connection* c, const uint8_t* body, size_t l
     // while connecting must not overtake the proof.
     const size_t frame = kFrameHeaderSize + length;
     if (c->hs_len + frame > sizeof(c->hs_buf)) return Status::kNoMemory;
-    encode_frame_header(c->hs_buf + c->hs_len, kTcpControlAm, static_cast<uint32_t>(length));
+    encode_frame_header(c->hs_buf + c->hs_len, kTcpControlAm, static_cast<uint32_t>(length),
+                        c->rx_data);
     std::memcpy(c->hs_buf + c->hs_len + kFrameHeaderSize, body, length);
     c->hs_len = static_cast<uint8_t>(c->hs_len + frame);
     return flush(c) ? Status::kOk : Status::kConnectionReset;

@@ -226,6 +226,9 @@ public:
     const std::vector<TcpAddressEntry>& listen_addresses() const { return addresses_; }
     /// Connections currently open or being connected (tests and swy-info).
     size_t open_connections() const;
+    /// Times the kernel was asked what the peers acknowledged (SIOCOUTQ looks for sends
+    /// waiting for delivery; tests: a reply that says what it read saves the look).
+    uint64_t kernel_ack_looks() const { return kernel_ack_looks_; }
     /// Bytes of queue storage held: every connection's send and receive buffers and the
     /// parked spares (tests and benchmarks: an idle interface holds at most two spares of
     /// kSpareKeepMax, whatever went through it).
@@ -290,6 +293,15 @@ private:
     void on_eof(Connection* c);
     bool flush(Connection* c);
     void watch_writable(Connection* c, bool on);
+    /// The kernel refused bytes (EAGAIN, or took only part of a frame): watch EPOLLOUT and
+    /// write nothing more on @p c until epoll reports room (tx_full), so that a stream of
+    /// sends waiting for room costs one epoll_wait per progress pass rather than a failing
+    /// sendmsg per waiting send.
+    void note_kernel_full(Connection* c);
+    /// A frame from the peer said it had read @p read data bytes of ours (FrameHeader::read):
+    /// what it read is delivered, so sends waiting for it complete without a SIOCOUTQ. False
+    /// (the connection failed, kMalformed) when it claims more than was ever written.
+    bool note_peer_read(Connection* c, uint64_t read);
     void close_connection(Connection* c);
     void fail(Connection* c, Status why);
     void report_failures();
@@ -376,6 +388,7 @@ private:
     std::vector<std::pair<uint16_t, uint32_t>> ack_waits_;
     common::UniqueFd ack_timer_fd_;
     bool ack_timer_set_ = false;
+    uint64_t kernel_ack_looks_ = 0;  // look_at_acks() calls (kernel_ack_looks())
 };
 
 }  // namespace swy::tl::tcp

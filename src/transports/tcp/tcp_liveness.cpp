@@ -17,10 +17,10 @@
 //    brought the answer last time) and doubles while looks find nothing new (a pure ACK is
 //    invisible until we ask). A worker blocked on the event fd is
 //    woken for those looks by a timer armed only while someone waits (arm_ack_timer()).
-//    No look is saved by inferring an acknowledgement from the peer's messages: a message
-//    proves the peer read ours only if the peer sent it in answer to ours, which tag and
-//    AM traffic does not promise (protocol replies, such as a rendezvous answer or a
-//    synchronous send's ack, complete their requests without any delivery wait anyway);
+//    Before any of that, every frame from the peer says how many of our data bytes it had
+//    read when it wrote the frame (FrameHeader::read, note_peer_read()): a reply thus
+//    completes the sends it answers with no system call at all (ping-pong), and the kernel
+//    is asked only for what no frame covered (a one-way stream);
 //  - an interface that goes away says goodbye on every connection, so its peers report
 //    kEndpointClosed (an orderly exit) rather than kConnectionReset (a crash).
 #include <linux/sockios.h>
@@ -106,9 +106,30 @@ uint64_t TcpInterface::acknowledged(Connection* c, uint64_t wanted) {
     return c->acked;
 }
 
+bool TcpInterface::note_peer_read(Connection* c, uint64_t read) {
+    if (__builtin_expect(read <= c->acked, 1)) return true;
+    if (read > c->data_written) {
+        log_printf(LogLevel::kError,
+                   "tcp: connection %u to %016llx claims to have read %llu bytes of the %llu "
+                   "written: closing",
+                   c->index, static_cast<unsigned long long>(c->peer_uid),
+                   static_cast<unsigned long long>(read),
+                   static_cast<unsigned long long>(c->data_written));
+        fail(c, Status::kMalformed);
+        return false;
+    }
+    c->acked = read;
+    if (c->ack_look_ns != 0 && c->acked >= c->ack_wanted) {
+        c->ack_look_ns = 0;  // the wait is over: arm_ack_timer() drops it
+        c->ack_by_reply = true;
+    }
+    return true;
+}
+
 void TcpInterface::look_at_acks(Connection* c, uint64_t now, bool news) {
     const uint64_t before = c->acked;
     c->rx_since_look = false;
+    ++kernel_ack_looks_;
     update_acked(c);
     if (c->acked >= c->ack_wanted) {
         c->ack_look_ns = 0;  // nobody waits any more: arm_ack_timer() drops it

@@ -154,6 +154,7 @@ Status TcpInterface::on_redirect(Connection* c) {
     epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, c->fd.get(), nullptr);
     c->fd.reset();
     c->watching_out = false;
+    c->tx_full = false;
     c->hs_len = c->hs_off = 0;
     c->recvq.release();
     std::erase(live_, c->index);

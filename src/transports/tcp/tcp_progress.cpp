@@ -148,7 +148,10 @@ unsigned TcpInterface::poll_epoll() {
             continue;
         }
         if (c == nullptr || c->state != Connection::State::kOpen) continue;  // stale event
-        if (events[i].events & EPOLLOUT) (void)flush(c);
+        if (events[i].events & EPOLLOUT) {
+            c->tx_full = false;  // room again: flush() and the next sends write
+            (void)flush(c);
+        }
         if (c->state == Connection::State::kOpen &&
             (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
             n += receive(c);
@@ -162,6 +165,12 @@ unsigned TcpInterface::poll_direct() {
     uint16_t snapshot[kDirectPollMax];
     const size_t count = std::min(live_.size(), kDirectPollMax);
     std::copy_n(live_.begin(), count, snapshot);
+    // A connection whose kernel buffer is full waits for EPOLLOUT: one epoll_wait tells both
+    // whether there is room and whether anything arrived, where the direct pass would ask
+    // with a recv and a write that fails.
+    for (size_t i = 0; i < count; ++i) {
+        if (conns_[snapshot[i]]->tx_full) return poll_epoll();
+    }
     unsigned n = 0;
     for (size_t i = 0; i < count; ++i) {
         Connection* c = conns_[snapshot[i]].get();
@@ -301,6 +310,7 @@ bool TcpInterface::start_placement(Connection* c, const FrameHeader& h) {
     if (have != 0) std::memcpy(dst, hdr + ph, have);
     p.done = have;
     c->recvq.consume(kFrameHeaderSize + ph + have);
+    c->rx_data += kFrameHeaderSize + ph + have;
     return true;
 }
 
@@ -331,6 +341,7 @@ unsigned TcpInterface::receive_placed(Connection* c) {
         if (r > 0) {
             owe_ack(c);
             p.done += static_cast<size_t>(r);
+            c->rx_data += static_cast<uint64_t>(r);
             if (static_cast<size_t>(r) < want) return 0;  // drained; the next pass goes on
             continue;
         }
@@ -377,6 +388,7 @@ unsigned TcpInterface::deliver_frames(Connection* c) {
             fail(c, Status::kMalformed);
             return n;
         }
+        if (!note_peer_read(c, h.read)) return n;
         if (__builtin_expect(!c->handshake_done, 0) && h.am_id != kTcpControlAm) {
             // Refused on its header: an unauthenticated peer cannot make us buffer a body.
             if (c->hello_received && authenticated()) {
@@ -403,6 +415,10 @@ unsigned TcpInterface::deliver_frames(Connection* c) {
             return n;
         }
         const uint8_t* body = c->recvq.data() + kFrameHeaderSize;
+        // Counted before the sink sees it: a reply sent from inside the callback tells the
+        // peer that this frame arrived.
+        const bool data = h.am_id != kTcpControlAm || !is_handshake_control(body, h.length);
+        if (data) c->rx_data += total;
         if (h.am_id == kTcpControlAm) {
             Status s = handle_control(c, body, h.length);
             if (s != Status::kOk) {
@@ -418,7 +434,10 @@ unsigned TcpInterface::deliver_frames(Connection* c) {
                 sink_->on_am(h.am_id, AmSource{index_, c->index}, body, h.length);
             });
             delivering_ = nullptr;
-            if (!taken) return n;  // kept in the buffer: retry_stalled() delivers it later
+            if (!taken) {
+                c->rx_data -= total;  // counted again when retry_stalled() delivers it
+                return n;             // kept in the buffer
+            }
             ++n;
             if (c->state != Connection::State::kOpen) return n;
         }
@@ -470,6 +489,7 @@ void TcpInterface::close_connection(Connection* c) {
     if (c->state != Connection::State::kClosed) conns_.release(c->index);
     c->state = Connection::State::kClosed;
     c->watching_out = false;
+    c->tx_full = false;
     c->sendq.release();
     if (c != delivering_) c->recvq.release();  // else receive() releases it afterwards
 }

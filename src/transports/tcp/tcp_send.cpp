@@ -24,6 +24,12 @@ void TcpInterface::watch_writable(Connection* c, bool on) {
     if (epoll_ctl(epoll_fd_.get(), EPOLL_CTL_MOD, c->fd.get(), &ev) == 0) c->watching_out = on;
 }
 
+void TcpInterface::note_kernel_full(Connection* c) {
+    watch_writable(c, true);
+    // Only with the watch in place: without it nothing would ever clear the flag.
+    c->tx_full = c->watching_out;
+}
+
 bool TcpInterface::flush(Connection* c) {
     if (c->state != Connection::State::kOpen) return true;  // connecting: nothing to write yet
     while (c->hs_off != c->hs_len) {
@@ -42,6 +48,9 @@ bool TcpInterface::flush(Connection* c) {
         return false;
     }
     c->hs_off = c->hs_len = 0;
+    // The kernel had no room at the last try: EPOLLOUT (watched) clears the flag and calls
+    // us again; trying now would only fail once more.
+    if (c->tx_full) return true;
     // Data frames (queued while connecting) wait for the handshake: with a key, nothing may
     // reach the peer before its proof checked out.
     while (c->handshake_done && !c->sendq.empty()) {
@@ -54,7 +63,10 @@ bool TcpInterface::flush(Connection* c) {
             continue;
         }
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            note_kernel_full(c);
+            return true;
+        }
         fail(c, Status::kConnectionReset);
         return false;
     }
@@ -83,7 +95,7 @@ Status TcpInterface::queue_frame(Connection* c, AmId id, const void* hdr, size_t
     }
     uint8_t* dst = c->sendq.reserve_tail(frame);
     if (dst == nullptr) return Status::kNoMemory;
-    encode_frame_header(dst, id, static_cast<uint32_t>(hdr_len + length));
+    encode_frame_header(dst, id, static_cast<uint32_t>(hdr_len + length), c->rx_data);
     if (hdr_len != 0) std::memcpy(dst + kFrameHeaderSize, hdr, hdr_len);
     if (length != 0) std::memcpy(dst + kFrameHeaderSize + hdr_len, payload, length);
     c->sendq.commit(frame);
@@ -107,6 +119,12 @@ Status TcpInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_le
     }
     if (__builtin_expect(body > kMaxFrameBody, 0)) return Status::kInvalidParam;
     const size_t frame = kFrameHeaderSize + body;
+    if (c->tx_full) {
+        // No room in the kernel at the last try, and epoll has not reported any since: a
+        // small frame waits in the queue, a large one for the caller's retry.
+        if (frame <= kCorkMax) return queue_frame(c, id, hdr, hdr_len, payload, length);
+        return Status::kNoResource;
+    }
     if (frame <= kCorkMax) {
         // The second small send of one progress pass is a burst (a window of messages, a
         // reply after a receive): queue it, and the whole burst leaves in one system call at
@@ -118,7 +136,7 @@ Status TcpInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_le
         c->send_epoch = epoch_;
     }
     uint8_t fh[kFrameHeaderSize];
-    encode_frame_header(fh, id, static_cast<uint32_t>(body));
+    encode_frame_header(fh, id, static_cast<uint32_t>(body), c->rx_data);
     // One sendmsg straight from the caller's buffers, behind whatever is queued: a large
     // payload is never copied on its way in, only a tail the kernel had no room for.
     const size_t queued = c->sendq.size();
@@ -155,7 +173,7 @@ Status TcpInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_le
         if (from_queue < queued) {
             // Not a byte of this frame went out: the caller retries after progress (EPOLLOUT)
             // drained the queue. (A small frame never gets here: it joins the queue.)
-            watch_writable(c, true);
+            note_kernel_full(c);
             return Status::kNoResource;
         }
     }
@@ -166,7 +184,7 @@ Status TcpInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_le
     if (done == 0 && frame > kCorkMax) {
         // The kernel is full and nothing of this frame left: rather than copy it, let the
         // caller retry once progress (or EPOLLOUT, for a blocking wait) finds room.
-        watch_writable(c, true);
+        note_kernel_full(c);
         return Status::kNoResource;
     }
     // The kernel took part of the frame: the rest goes to the (now empty) queue, always
@@ -188,7 +206,7 @@ Status TcpInterface::send(Connection* c, AmId id, const void* hdr, size_t hdr_le
             c->sendq.commit(rest);
         }
     }
-    watch_writable(c, true);
+    note_kernel_full(c);  // a partial write filled the kernel's buffer
     return Status::kOk;
 }
 
@@ -207,7 +225,7 @@ Status TcpInterface::send_packed(Connection* c, AmId id, const void* hdr, size_t
     // anyway), then written from there.
     uint8_t* dst = c->sendq.reserve_tail(kFrameHeaderSize + body);
     if (dst == nullptr) return Status::kNoMemory;
-    encode_frame_header(dst, id, static_cast<uint32_t>(body));
+    encode_frame_header(dst, id, static_cast<uint32_t>(body), c->rx_data);
     if (hdr_len != 0) std::memcpy(dst + kFrameHeaderSize, hdr, hdr_len);
     Status s = pack(arg, dst + kFrameHeaderSize + hdr_len, length);
     if (s != Status::kOk) return s;  // not committed: nothing reaches the peer
@@ -219,7 +237,7 @@ Status TcpInterface::send_packed(Connection* c, AmId id, const void* hdr, size_t
 Status TcpInterface::send_control(Connection* c, const uint8_t* body, size_t length) {
     // Control frames bypass the limit: they are tiny and must not be refused.
     uint8_t fh[kFrameHeaderSize];
-    encode_frame_header(fh, kTcpControlAm, static_cast<uint32_t>(length));
+    encode_frame_header(fh, kTcpControlAm, static_cast<uint32_t>(length), c->rx_data);
     if (!c->sendq.append(fh, sizeof(fh)) || !c->sendq.append(body, length)) {
         return Status::kNoMemory;
     }

@@ -19,11 +19,16 @@ namespace swy::tl::tcp {
 
 // ---- Frames ---------------------------------------------------------------------------------
 
-/// Frame header: {uint16 magic, uint8 version, uint8 am_id, uint32 length}, 8 bytes, followed
-/// by `length` bytes (the active message's header and payload).
-inline constexpr size_t kFrameHeaderSize = 8;
+/// Frame header: {uint16 magic, uint8 version, uint8 am_id, uint32 length, uint64 read},
+/// 16 bytes, followed by `length` bytes (the active message's header and payload).
+/// `read` (version 2) is how many data bytes of the other direction the sender had taken out
+/// of its socket when it wrote the frame: data bytes are those of every frame except the
+/// handshake's (hello, hello-ack, proof, proceed, redirect), in order. A reply thus tells
+/// the other side that its messages arrived, which completes sends waiting for delivery
+/// without asking the kernel (SIOCOUTQ) for the acknowledgement (tcp_liveness.cpp).
+inline constexpr size_t kFrameHeaderSize = 16;
 inline constexpr uint16_t kFrameMagic = 0x5759;  // "YW" on the wire: 'Y' 'W' little-endian
-inline constexpr uint8_t kFrameVersion = 1;
+inline constexpr uint8_t kFrameVersion = 2;
 /// Largest frame body (LaneAttr::max_message). The receiver refuses anything longer before
 /// reserving memory for it, so a peer cannot make us allocate more than this per connection.
 inline constexpr uint32_t kMaxFrameBody = 256 * 1024;
@@ -69,7 +74,22 @@ enum class TcpControl : uint8_t {
     /// to the connector is gone by then): data may flow.
     kProceed = 7,
 };
-inline constexpr uint8_t kHelloVersion = 3;
+inline constexpr uint8_t kHelloVersion = 4;
+/// A control frame of the handshake (sent ahead of the data, outside FrameHeader::read's
+/// count)? @p body / @p length: the frame's body.
+inline bool is_handshake_control(const uint8_t* body, size_t length) {
+    if (length < 1) return false;
+    switch (static_cast<TcpControl>(body[0])) {
+        case TcpControl::kHello:
+        case TcpControl::kHelloAck:
+        case TcpControl::kProof:
+        case TcpControl::kRedirect:
+        case TcpControl::kProceed: return true;
+        case TcpControl::kGoodbye:
+        case TcpControl::kAttach: return false;
+    }
+    return false;
+}  ///< 4: frame headers carry `read` (version 2)
 inline constexpr size_t kNonceSize = 16;  ///< common::kAuthNonceSize
 inline constexpr size_t kProofSize = 32;  ///< common::kAuthProofSize
 inline constexpr size_t kHelloSize = 1 + 1 + 8 + kNonceSize;
@@ -88,6 +108,7 @@ struct FrameHeader {
     uint8_t version;
     uint8_t am_id;
     uint32_t length;
+    uint64_t read;  ///< data bytes of ours the peer had read when it wrote this frame
 };
 
 enum class FrameCheck : uint8_t {
@@ -98,7 +119,8 @@ enum class FrameCheck : uint8_t {
     kTooLong,  ///< length > kMaxFrameBody
 };
 
-inline void encode_frame_header(uint8_t* out, AmId am_id, uint32_t length) {
+/// @p read: data bytes of the other direction taken out of the socket so far (FrameHeader).
+inline void encode_frame_header(uint8_t* out, AmId am_id, uint32_t length, uint64_t read = 0) {
     out[0] = static_cast<uint8_t>(kFrameMagic & 0xFF);
     out[1] = static_cast<uint8_t>(kFrameMagic >> 8);
     out[2] = kFrameVersion;
@@ -107,15 +129,24 @@ inline void encode_frame_header(uint8_t* out, AmId am_id, uint32_t length) {
     out[5] = static_cast<uint8_t>(length >> 8);
     out[6] = static_cast<uint8_t>(length >> 16);
     out[7] = static_cast<uint8_t>(length >> 24);
+    for (int i = 0; i < 8; ++i)
+        out[8 + i] = static_cast<uint8_t>(read >> (8 * i));
 }
 
 /// Validates magic, version and length of the header at @p data (@p avail bytes readable) and
-/// fills @p out only on kOk. Reads at most kFrameHeaderSize bytes, never beyond @p avail.
+/// fills @p out only on kOk. Reads at most kFrameHeaderSize bytes, never beyond @p avail; a
+/// bad magic or version is reported as soon as its bytes are there (else kNeedMore).
 inline FrameCheck decode_frame_header(const uint8_t* data, size_t avail, FrameHeader* out) {
-    if (data == nullptr || avail < kFrameHeaderSize) return FrameCheck::kNeedMore;
+    if (data == nullptr || avail == 0) return FrameCheck::kNeedMore;
+    // Magic and version are judged as soon as they are there: garbage (or a version 1
+    // peer's 8-byte header) shorter than a whole header is refused at once, not waited on.
+    if (data[0] != (kFrameMagic & 0xFF)) return FrameCheck::kBadMagic;
+    if (avail < 2) return FrameCheck::kNeedMore;
     const uint16_t magic = static_cast<uint16_t>(data[0] | (data[1] << 8));
     if (magic != kFrameMagic) return FrameCheck::kBadMagic;
+    if (avail < 3) return FrameCheck::kNeedMore;
     if (data[2] != kFrameVersion) return FrameCheck::kBadVersion;
+    if (avail < kFrameHeaderSize) return FrameCheck::kNeedMore;
     const uint32_t length = uint32_t{data[4]} | (uint32_t{data[5]} << 8) |
                             (uint32_t{data[6]} << 16) | (uint32_t{data[7]} << 24);
     if (length > kMaxFrameBody) return FrameCheck::kTooLong;
@@ -123,6 +154,10 @@ inline FrameCheck decode_frame_header(const uint8_t* data, size_t avail, FrameHe
     out->version = data[2];
     out->am_id = data[3];
     out->length = length;
+    uint64_t read = 0;
+    for (int i = 0; i < 8; ++i)
+        read |= uint64_t{data[8 + i]} << (8 * i);
+    out->read = read;
     return FrameCheck::kOk;
 }
 
