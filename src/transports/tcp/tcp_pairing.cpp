@@ -150,7 +150,10 @@ Status TcpInterface::on_redirect(Connection* c) {
         close_connection(c);
         return Status::kOk;
     }
-    // Wait, without a socket, for the peer's connection (until the connect deadline).
+    // Wait, without a socket, for the peer's connection: a whole SWY_TCP_CONNECT_TIMEOUT from
+    // now, since the peer has just proven that it is alive and connecting to us (the time
+    // our own connect took is no measure of how long the peer's may take: 256 ranks on two
+    // cores waited longer than the rest of our deadline).
     epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, c->fd.get(), nullptr);
     c->fd.reset();
     c->watching_out = false;
@@ -160,6 +163,7 @@ Status TcpInterface::on_redirect(Connection* c) {
     std::erase(live_, c->index);
     c->state = Connection::State::kConnecting;
     c->redirected = true;
+    c->connect_deadline_ns = monotonic_ns() + config_.connect_timeout_ns;
     c->attempt_deadline_ns = c->connect_deadline_ns;
     connecting_.push_back(c->index);
     log_printf(LogLevel::kDebug, "tcp: worker %016llx connects to us itself: waiting for it",

@@ -107,7 +107,14 @@ netns_cleanup() {
     ip netns del "$ns" 2>/dev/null
   done
   wait 2>/dev/null
-  [[ -n "$NETNS_TMP" && -d "$NETNS_TMP" ]] && rm -rf "$NETNS_TMP"
+  # NETNS_KEEP_LOGS=1 keeps the per-rank logs for a post-mortem (the path goes to stdout).
+  if [[ -n "$NETNS_TMP" && -d "$NETNS_TMP" ]]; then
+    if [[ ${NETNS_KEEP_LOGS:-0} == 1 ]]; then
+      echo "netns: logs kept in $NETNS_TMP" >&1
+    else
+      rm -rf "$NETNS_TMP"
+    fi
+  fi
   exit "$rc"
 }
 
