@@ -497,6 +497,48 @@ TEST_F(TcpSetup, CrossedConnectsWithOneKeyEndWithOneConnectionByteExact) {
     }
 }
 
+TEST_F(TcpSetup, ARedirectedConnectWaitsAWholeConnectTimeoutFromTheRedirect) {
+    // B (the higher uid) connects first, with a 2 s connect timeout, while A is too busy to
+    // look (1.5 s). Then A connects back, crossing: A redirects B to A's connection, which
+    // reaches B only after A's first attempt (a blackholed address, half of A's 2 s) ended:
+    // after B's first deadline, within 2 s of the redirect. A slow peer is not a dead one:
+    // B must wait for it (256 ranks on two cores failed here) and both messages arrive.
+    constexpr uint64_t kTwoSeconds = 2'000'000'000;
+    open(&a_, &sink_a_, kUidA, config(nullptr, kTwoSeconds));
+    open(&b_, &sink_b_, kUidB, config(nullptr, kTwoSeconds));
+    Blackholes hole(1);
+    ASSERT_EQ(hole.entries().size(), 1u);
+    std::unique_ptr<Endpoint> ba = connect(b_.get(), kUidA, a_->address());
+    ASSERT_TRUE(ba);
+    const std::vector<uint8_t> from_b = pattern(3000, 11);
+    ASSERT_EQ(ba->am_send(1, nullptr, 0, from_b.data(), from_b.size()), Status::kOk);
+    const auto busy_until = Clock::now() + std::chrono::milliseconds(1500);
+    while (Clock::now() < busy_until)
+        b_->progress();  // A does not progress: B's hello waits in A's socket
+
+    std::vector<TcpAddressEntry> entries = hole.entries();
+    std::vector<TcpAddressEntry> real;
+    ASSERT_TRUE(decode_tcp_address(b_->address().data(), b_->address().size(), &real));
+    entries.insert(entries.end(), real.begin(), real.end());
+    std::unique_ptr<Endpoint> ab = connect(a_.get(), kUidB, encode_tcp_address(entries));
+    ASSERT_TRUE(ab);
+    const std::vector<uint8_t> from_a = pattern(2000, 22);
+    ASSERT_EQ(ab->am_send(1, nullptr, 0, from_a.data(), from_a.size()), Status::kOk);
+    ASSERT_TRUE(progress_until({a_.get(), b_.get()}, [&] {
+        return (sink_a_.msgs.size() == 1 && sink_b_.msgs.size() == 1) ||
+               !sink_a_.failures.empty() || !sink_b_.failures.empty();
+    }));
+    EXPECT_TRUE(sink_b_.failures.empty())
+        << "B gave up on A's connection at its first deadline: "
+        << (sink_b_.failures.empty() ? "" : status_text(sink_b_.failures[0].second));
+    EXPECT_TRUE(sink_a_.failures.empty());
+    ASSERT_EQ(sink_a_.msgs.size(), 1u);
+    ASSERT_EQ(sink_b_.msgs.size(), 1u);
+    EXPECT_EQ(sink_a_.msgs[0], from_b);
+    EXPECT_EQ(sink_b_.msgs[0], from_a);
+    EXPECT_EQ(a_->open_connections(), 1u) << "one connection for the pair";
+}
+
 TEST_F(TcpSetup, AForgedPairingAnswerIsRefusedAndTheRealConnectionWorks) {
     // B (higher uid) connects to "A" at an address where an impostor without the key answers
     // the hello with a pairing frame instead of a proven hello answer. Before the fix a
