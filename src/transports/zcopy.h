@@ -121,6 +121,10 @@ public:
     virtual Status put_zcopy(const void* local, const MemoryRegistration* local_reg,
                              RemoteKey remote, size_t length,
                              const ZcopyCompletion& completion) = 0;
+    /// True once a get_zcopy or put_zcopy with the peer this lane reaches now has succeeded:
+    /// the peer's policy lets us in, so a protocol may commit both sides to zero-copy before
+    /// its own first transfer (a split GET asks for the split at once). False by default.
+    virtual bool proven() const { return false; }
 };
 
 }  // namespace swy::tl

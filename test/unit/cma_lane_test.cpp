@@ -99,5 +99,28 @@ TEST(CmaLane, AnUnmappedRemoteRangeIsAnIoError) {
     EXPECT_EQ(lane.get_zcopy(out.data(), nullptr, {8, 0}, out.size(), {}), Status::kIoError);
 }
 
+// A split GET skips its probe page on a proven lane (protocols/rndv/get.cpp): only a copy
+// that succeeded with the pid the lane reaches now proves it; refusals and bad ranges do not,
+// and aiming the lane at another process forgets it.
+TEST(CmaLane, IsProvenOnlyByASuccessfulCopyWithItsCurrentPid) {
+    std::vector<uint8_t> src = pattern(64, 3), out(64, 0);
+    CmaLane lane;
+    EXPECT_FALSE(lane.proven());
+    lane.set(CmaMode::kSimulateEperm, getpid());
+    EXPECT_EQ(lane.get_zcopy(out.data(), nullptr, key_of(src.data()), out.size(), {}),
+              Status::kUnsupported);
+    EXPECT_FALSE(lane.proven());
+    lane.set(CmaMode::kForce, getpid());
+    EXPECT_EQ(lane.get_zcopy(out.data(), nullptr, {8, 0}, out.size(), {}), Status::kIoError);
+    EXPECT_FALSE(lane.proven());
+    EXPECT_EQ(lane.get_zcopy(out.data(), nullptr, key_of(src.data()), out.size(), {}), Status::kOk);
+    EXPECT_TRUE(lane.proven());
+    lane.set(CmaMode::kForce, getpid());  // re-aimed (a sender index taken by another process)
+    EXPECT_FALSE(lane.proven());
+    EXPECT_EQ(lane.put_zcopy(src.data(), nullptr, key_of(out.data()), out.size(), {}), Status::kOk);
+    EXPECT_TRUE(lane.proven());
+    EXPECT_EQ(out, src);
+}
+
 }  // namespace
 }  // namespace swy::tl::cma

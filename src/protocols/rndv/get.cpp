@@ -5,7 +5,7 @@
 // whole range is one operation and its callback ends the receive.
 //
 // Split GET (lanes without remote keys, messages from SWY_RNDV_SPLIT_MIN): once the first
-// page came through, the receiver asks the sender (a split RTR) to put the tail while it pulls
+// page came through (at once when the lane has already copied with this sender), the receiver asks the sender (a split RTR) to put the tail while it pulls
 // the head, so two cores copy at once. The sender's FIN says its part is in; the ATS, sent
 // only after the receiver's own pull and that FIN, completes the send, so the sender never
 // completes while its put may still write into the receiver's buffer.
@@ -24,8 +24,8 @@ using core::Request;
 
 namespace {
 
-/// Split: both processes copy at once. Asked only after the first page came through, so a
-/// refused pull never leaves a split behind.
+/// Split: both processes copy at once. Asked only after the first page came through, or once
+/// the lane has copied with this sender before, so a refused pull never leaves a split behind.
 void request_split(Rendezvous& rv, Request* r) {
     r->set_stage(GetStage::kPull);
     const size_t remaining = r->rndv_length - r->rndv_done;
@@ -180,7 +180,17 @@ void get_start_receive(Rendezvous& rv, Request* r, tl::ZcopyLane* lane) {
         rv.send_rtr(r, RndvScheme::kPipeline);
         return;
     }
-    r->set_stage(!keys && r->rndv_length >= rv.split_min() ? GetStage::kProbe : GetStage::kPull);
+    r->set_stage(GetStage::kPull);
+    if (!keys && r->rndv_length >= rv.split_min()) {
+        // A lane that has already copied with this sender needs no probe page: ask for the
+        // split before our first pull, so the sender starts putting its share at once (the
+        // probe was one more system call and a later start for the sender on every message).
+        if (lane->proven()) {
+            request_split(rv, r);
+        } else {
+            r->set_stage(GetStage::kProbe);
+        }
+    }
     rv.drive(r);
 }
 

@@ -26,6 +26,7 @@ public:
     void set(CmaMode mode, int verified_pid) {
         mode_ = mode;
         pid_ = verified_pid;
+        proven_ = false;  // another process, or another mode: prove it again
     }
     /// The process this lane reaches (0: none).
     int pid() const { return pid_; }
@@ -39,10 +40,13 @@ public:
     /// process_vm_writev into the verified pid; as get_zcopy.
     Status put_zcopy(const void* local, const MemoryRegistration* local_reg, RemoteKey remote,
                      size_t length, const ZcopyCompletion& completion) override;
+    /// A read or write with the current pid succeeded.
+    bool proven() const override { return proven_; }
 
 private:
     CmaMode mode_ = CmaMode::kOff;
     int pid_ = 0;
+    bool proven_ = false;
 };
 
 }  // namespace swy::tl::cma
