@@ -14,9 +14,12 @@ static void mca_pml_swy_send_error(const char* what, swy_status_t s) {
     opal_output(0, "pml swy: %s failed: %s", what, swy_status_string(s));
 }
 
-swy_status_t mca_pml_swy_post_send(mca_pml_swy_request_t* req, swy_ep_h ep, const void* buf,
-                                   size_t count, ompi_datatype_t* datatype, swy_tag_t tag,
-                                   mca_pml_base_send_mode_t mode) {
+/* mca_pml_swy_post_send's body, inlined into the isend paths (a call, prologue and epilogue
+ * less per MPI_Isend). */
+static inline swy_status_t mca_pml_swy_post_send_inline(mca_pml_swy_request_t* req, swy_ep_h ep,
+                                                        const void* buf, size_t count,
+                                                        ompi_datatype_t* datatype, swy_tag_t tag,
+                                                        mca_pml_base_send_mode_t mode) {
     void* start;
     size_t length;
     swy_request_params_t params = {
@@ -39,6 +42,12 @@ swy_status_t mca_pml_swy_post_send(mca_pml_swy_request_t* req, swy_ep_h ep, cons
         req->swy_req = NULL;
     }
     return s;
+}
+
+swy_status_t mca_pml_swy_post_send(mca_pml_swy_request_t* req, swy_ep_h ep, const void* buf,
+                                   size_t count, ompi_datatype_t* datatype, swy_tag_t tag,
+                                   mca_pml_base_send_mode_t mode) {
+    return mca_pml_swy_post_send_inline(req, ep, buf, count, datatype, tag, mode);
 }
 
 int mca_pml_swy_bsend(swy_ep_h ep, const void* buf, size_t count, ompi_datatype_t* datatype,
@@ -115,7 +124,7 @@ static int mca_pml_swy_isend_spare(swy_ep_h ep, const void* buf, size_t count,
         req->datatype = NULL;
         ompi_pml_swy.spare_send = req;
     }
-    swy_status_t s = mca_pml_swy_post_send(req, ep, buf, count, datatype, stag, mode);
+    swy_status_t s = mca_pml_swy_post_send_inline(req, ep, buf, count, datatype, stag, mode);
     if (OPAL_LIKELY(s == SWY_OK)) {
         *request = &ompi_pml_swy.completed_send_req;
         return OMPI_SUCCESS;
@@ -153,7 +162,7 @@ int mca_pml_swy_isend(const void* buf, size_t count, ompi_datatype_t* datatype, 
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     req->flags = PML_SWY_REQ_SEND;
-    swy_status_t s = mca_pml_swy_post_send(req, ep, buf, count, datatype, stag, mode);
+    swy_status_t s = mca_pml_swy_post_send_inline(req, ep, buf, count, datatype, stag, mode);
     if (OPAL_LIKELY(s == SWY_INPROGRESS)) {
         *request = &req->ompi;
         return OMPI_SUCCESS;
