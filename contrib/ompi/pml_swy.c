@@ -45,6 +45,7 @@ mca_pml_swy_module_t ompi_pml_swy = {
     .context = NULL,
     .worker = NULL,
     .requests_ready = false,
+    .spare_send = NULL,
     .output = -1,
 };
 
@@ -168,6 +169,10 @@ int mca_pml_swy_cleanup(void) {
     ompi_pml_swy.worker = NULL;
     mca_pml_swy_dt_fini(); /* the worker finished every operation's datatype state */
     if (ompi_pml_swy.requests_ready) {
+        if (ompi_pml_swy.spare_send != NULL) {
+            opal_free_list_return(&ompi_pml_swy.requests, &ompi_pml_swy.spare_send->ompi.super);
+            ompi_pml_swy.spare_send = NULL;
+        }
         mca_pml_swy_completed_request_fini(&ompi_pml_swy.completed_send_req);
         OBJ_DESTRUCT(&ompi_pml_swy.requests);
         ompi_pml_swy.requests_ready = false;

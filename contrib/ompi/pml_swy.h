@@ -52,6 +52,11 @@ typedef struct mca_pml_swy_module {
     bool requests_ready;
     /** Returned by isend when Switchyard completed the send in place: no request to wait on. */
     ompi_request_t completed_send_req;
+    /** A request taken from the free list and offered to the next MPI_Isend (its user_data
+     *  and request memory) without being initialised or handed to Open MPI: a send that
+     *  completes in place leaves it here for the next one, so such a send costs no free-list
+     *  get, init and return. Only without MPI_THREAD_MULTIPLE (see mca_pml_swy_isend). */
+    struct mca_pml_swy_request* spare_send;
 
     /* Derived datatypes (pml_swy_datatype.c). */
     opal_free_list_t dt_states; /**< convertor states of operations in flight */

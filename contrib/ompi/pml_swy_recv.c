@@ -9,9 +9,11 @@ static void mca_pml_swy_recv_error(const char* what, swy_status_t s) {
     opal_output(0, "pml swy: %s failed: %s", what, swy_status_string(s));
 }
 
-int mca_pml_swy_post_recv(mca_pml_swy_request_t* req, void* buf, size_t count,
-                          ompi_datatype_t* datatype, swy_tag_t tag, swy_tag_t mask,
-                          swy_message_h message) {
+/* mca_pml_swy_post_recv's body, inlined into MPI_Irecv (a call, prologue and epilogue less
+ * per message). */
+static inline int mca_pml_swy_post_recv_inline(mca_pml_swy_request_t* req, void* buf, size_t count,
+                                               ompi_datatype_t* datatype, swy_tag_t tag,
+                                               swy_tag_t mask, swy_message_h message) {
     void* start;
     size_t length;
     swy_tag_recv_info_t info;
@@ -50,6 +52,12 @@ int mca_pml_swy_post_recv(mca_pml_swy_request_t* req, void* buf, size_t count,
     return mca_pml_swy_mpi_error(s);
 }
 
+int mca_pml_swy_post_recv(mca_pml_swy_request_t* req, void* buf, size_t count,
+                          ompi_datatype_t* datatype, swy_tag_t tag, swy_tag_t mask,
+                          swy_message_h message) {
+    return mca_pml_swy_post_recv_inline(req, buf, count, datatype, tag, mask, message);
+}
+
 int mca_pml_swy_irecv(void* buf, size_t count, ompi_datatype_t* datatype, int src, int tag,
                       struct ompi_communicator_t* comm, struct ompi_request_t** request) {
     swy_tag_t stag, mask;
@@ -58,7 +66,7 @@ int mca_pml_swy_irecv(void* buf, size_t count, ompi_datatype_t* datatype, int sr
     if (OPAL_UNLIKELY(req == NULL)) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    int rc = mca_pml_swy_post_recv(req, buf, count, datatype, stag, mask, NULL);
+    int rc = mca_pml_swy_post_recv_inline(req, buf, count, datatype, stag, mask, NULL);
     if (OPAL_UNLIKELY(rc != OMPI_SUCCESS)) {
         mca_pml_swy_request_release(req);
         return rc;
@@ -67,17 +75,46 @@ int mca_pml_swy_irecv(void* buf, size_t count, ompi_datatype_t* datatype, int sr
     return OMPI_SUCCESS;
 }
 
+/* What a blocking receive waits on: its completion callback fills it (in the caller's stack
+ * frame, which outlives the operation since the caller waits for it). */
+typedef struct mca_pml_swy_blocking_recv {
+    swy_status_t status;
+    swy_tag_recv_info_t info;
+    volatile int done;
+} mca_pml_swy_blocking_recv_t;
+
+/* Completion of a blocking receive: record status and what matched, free the Switchyard
+ * request (allowed in its callback), then publish `done` last. */
+static void mca_pml_swy_blocking_recv_cb(swy_request_h sreq, swy_status_t status,
+                                         const swy_tag_recv_info_t* info, void* user_data) {
+    mca_pml_swy_blocking_recv_t* st = (mca_pml_swy_blocking_recv_t*)user_data;
+    st->status = status;
+    if (info != NULL) {
+        st->info = *info;
+    }
+    (void)swy_request_free(sreq);
+    opal_atomic_wmb(); /* another thread may be the one waiting (MPI_THREAD_MULTIPLE) */
+    st->done = 1;
+}
+
 /*
- * Blocking receive into (buf, count, datatype): tagged (message NULL) or matched. Polls its
- * own Switchyard request (no callback, nothing from the free list) and fills @p status.
+ * Blocking receive into (buf, count, datatype): tagged (message NULL) or matched. Nothing
+ * from the free list: the Switchyard request's callback fills a record on this stack frame,
+ * so the wait loop polls one local flag (no swy_request_test per pass, no recv_info and free
+ * after it), and fills @p status.
  */
 static int mca_pml_swy_recv_blocking(void* buf, size_t count, ompi_datatype_t* datatype,
                                      swy_tag_t tag, swy_tag_t mask, swy_message_h message,
                                      ompi_status_public_t* status) {
     void* start;
     size_t length;
-    swy_tag_recv_info_t info = {0, 0};
-    swy_request_params_t params = {.field_mask = SWY_REQ_PARAM_FIELD_RECV_INFO, .recv_info = &info};
+    mca_pml_swy_blocking_recv_t st = {.status = SWY_INPROGRESS, .info = {0, 0}, .done = 0};
+    swy_request_params_t params = {.field_mask = SWY_REQ_PARAM_FIELD_RECV_INFO |
+                                                 SWY_REQ_PARAM_FIELD_CALLBACK |
+                                                 SWY_REQ_PARAM_FIELD_USER_DATA,
+                                   .recv_cb = mca_pml_swy_blocking_recv_cb,
+                                   .user_data = &st,
+                                   .recv_info = &st.info};
     if (OPAL_UNLIKELY(mca_pml_swy_dt_describe(buf, count, datatype, &start, &length,
                                               &params.datatype) != OMPI_SUCCESS)) {
         return OMPI_ERR_OUT_OF_RESOURCE;
@@ -94,16 +131,16 @@ static int mca_pml_swy_recv_blocking(void* buf, size_t count, ompi_datatype_t* d
     }
     if (s == SWY_INPROGRESS) {
         unsigned step = (unsigned)ompi_pml_swy.progress_iterations;
-        while ((s = swy_request_test(sreq)) == SWY_INPROGRESS) {
+        while (!st.done) {
             mca_pml_swy_wait_step(&step);
         }
-        (void)swy_request_recv_info(sreq, &info);
-        swy_request_free(sreq);
+        opal_atomic_rmb();
+        s = st.status;
     }
     if (OPAL_UNLIKELY(s != SWY_OK && s != SWY_ERR_MESSAGE_TRUNCATED)) {
         mca_pml_swy_recv_error("receive", s);
     }
-    return mca_pml_swy_set_public_status(status, s, &info);
+    return mca_pml_swy_set_public_status(status, s, &st.info);
 }
 
 int mca_pml_swy_recv(void* buf, size_t count, ompi_datatype_t* datatype, int src, int tag,

@@ -14,9 +14,12 @@ static void mca_pml_swy_send_error(const char* what, swy_status_t s) {
     opal_output(0, "pml swy: %s failed: %s", what, swy_status_string(s));
 }
 
-swy_status_t mca_pml_swy_post_send(mca_pml_swy_request_t* req, swy_ep_h ep, const void* buf,
-                                   size_t count, ompi_datatype_t* datatype, swy_tag_t tag,
-                                   mca_pml_base_send_mode_t mode) {
+/* mca_pml_swy_post_send's body, inlined into the isend paths (a call, prologue and epilogue
+ * less per MPI_Isend). */
+static inline swy_status_t mca_pml_swy_post_send_inline(mca_pml_swy_request_t* req, swy_ep_h ep,
+                                                        const void* buf, size_t count,
+                                                        ompi_datatype_t* datatype, swy_tag_t tag,
+                                                        mca_pml_base_send_mode_t mode) {
     void* start;
     size_t length;
     swy_request_params_t params = {
@@ -39,6 +42,12 @@ swy_status_t mca_pml_swy_post_send(mca_pml_swy_request_t* req, swy_ep_h ep, cons
         req->swy_req = NULL;
     }
     return s;
+}
+
+swy_status_t mca_pml_swy_post_send(mca_pml_swy_request_t* req, swy_ep_h ep, const void* buf,
+                                   size_t count, ompi_datatype_t* datatype, swy_tag_t tag,
+                                   mca_pml_base_send_mode_t mode) {
+    return mca_pml_swy_post_send_inline(req, ep, buf, count, datatype, tag, mode);
 }
 
 int mca_pml_swy_bsend(swy_ep_h ep, const void* buf, size_t count, ompi_datatype_t* datatype,
@@ -88,6 +97,48 @@ int mca_pml_swy_bsend(swy_ep_h ep, const void* buf, size_t count, ompi_datatype_
     return OMPI_SUCCESS;
 }
 
+/*
+ * MPI_Isend (standard, ready, synchronous) when no other thread can progress the worker: the
+ * send is offered ompi_pml_swy.spare_send (its user_data and request memory). Completed in
+ * place, the usual case for a small message, it leaves the spare untouched by Open MPI and
+ * Switchyard, ready for the next send: no free-list get, init or return per message. Not
+ * completed, the spare becomes this send's request and is made active only now, which is
+ * safe because its callback runs from progress and nothing progresses before we return.
+ * Invariant of the spare: flags PML_SWY_REQ_SEND, owners_done 0, no tmp_buf, datatype or
+ * swy_req (post_send clears swy_req unless it returns SWY_INPROGRESS).
+ */
+static int mca_pml_swy_isend_spare(swy_ep_h ep, const void* buf, size_t count,
+                                   ompi_datatype_t* datatype, swy_tag_t stag,
+                                   mca_pml_base_send_mode_t mode, ompi_communicator_t* comm,
+                                   ompi_request_t** request) {
+    mca_pml_swy_request_t* req = ompi_pml_swy.spare_send;
+    if (OPAL_UNLIKELY(req == NULL)) {
+        req = (mca_pml_swy_request_t*)opal_free_list_get(&ompi_pml_swy.requests);
+        if (OPAL_UNLIKELY(req == NULL)) {
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        req->swy_req = NULL;
+        req->flags = PML_SWY_REQ_SEND;
+        req->owners_done = 0;
+        req->tmp_buf = NULL;
+        req->datatype = NULL;
+        ompi_pml_swy.spare_send = req;
+    }
+    swy_status_t s = mca_pml_swy_post_send_inline(req, ep, buf, count, datatype, stag, mode);
+    if (OPAL_LIKELY(s == SWY_OK)) {
+        *request = &ompi_pml_swy.completed_send_req;
+        return OMPI_SUCCESS;
+    }
+    if (OPAL_LIKELY(s == SWY_INPROGRESS)) {
+        ompi_pml_swy.spare_send = NULL;
+        mca_pml_swy_request_activate(req, comm);
+        *request = &req->ompi;
+        return OMPI_SUCCESS;
+    }
+    mca_pml_swy_send_error("isend", s); /* nothing was sent: the spare stays */
+    return OMPI_ERROR;
+}
+
 int mca_pml_swy_isend(const void* buf, size_t count, ompi_datatype_t* datatype, int dst, int tag,
                       mca_pml_base_send_mode_t mode, struct ompi_communicator_t* comm,
                       struct ompi_request_t** request) {
@@ -103,12 +154,15 @@ int mca_pml_swy_isend(const void* buf, size_t count, ompi_datatype_t* datatype, 
         }
         return rc;
     }
+    if (OPAL_LIKELY(!opal_using_threads())) {
+        return mca_pml_swy_isend_spare(ep, buf, count, datatype, stag, mode, comm, request);
+    }
     mca_pml_swy_request_t* req = mca_pml_swy_request_get(comm);
     if (OPAL_UNLIKELY(req == NULL)) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     req->flags = PML_SWY_REQ_SEND;
-    swy_status_t s = mca_pml_swy_post_send(req, ep, buf, count, datatype, stag, mode);
+    swy_status_t s = mca_pml_swy_post_send_inline(req, ep, buf, count, datatype, stag, mode);
     if (OPAL_LIKELY(s == SWY_INPROGRESS)) {
         *request = &req->ompi;
         return OMPI_SUCCESS;
