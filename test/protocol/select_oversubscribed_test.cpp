@@ -72,13 +72,16 @@ size_t rndv_threshold(const ProtoTable& t) {
     return kInf;
 }
 
-TEST(SelectOversubscribed, GetAloneFromTheAutomaticThreshold) {
+TEST(SelectOversubscribed, GetAloneFromTheFirstSizeThatNeedsTwoFragments) {
     const tl::LaneAttr lane = shm_lane(true);
     const ProtoTable idle = table_for(lane, automatic(false));
     const ProtoTable busy = table_for(lane, automatic(true));
-    const size_t thresh = rndv_threshold(idle);
-    ASSERT_NE(thresh, kInf) << idle.print();
-    ASSERT_GT(thresh, 0u);
+    const size_t idle_thresh = rndv_threshold(idle);
+    ASSERT_NE(idle_thresh, kInf) << idle.print();
+    // Eager up to one fragment (the idle host goes further), GET from the next byte.
+    const size_t fragment = lane_caps(lane, automatic(true), nullptr).fragment_max;
+    ASSERT_LT(fragment + 1, idle_thresh) << "the rule would change nothing: " << idle.print();
+    const size_t thresh = fragment + 1;
     // The idle host uses a protocol that needs the sender after the match (a GET of at least
     // split_min bytes, which the receiver splits): otherwise this test proves nothing.
     ASSERT_EQ(idle.lookup(size_t{1} << 20), ProtoId::kRndvGetCma) << idle.print();
