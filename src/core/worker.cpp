@@ -508,22 +508,6 @@ void Worker::reap_endpoints() {
 // Requests
 // ------------------------------------------------------------------------------------------
 
-Request* Worker::new_request(const swy_request_params_t* params) {
-    Request* r = nullptr;
-    if (params != nullptr) {
-        void* memory = request_params::request_memory(params);
-        r = __builtin_expect(memory == nullptr, 1) ? pool_.get(this)
-                                                   : pool_.get_external(this, memory);
-        r->flags = request_params::flags(params);
-        r->send_cb = request_params::send_cb(params);
-        r->recv_cb = request_params::recv_cb(params);
-        r->user_data = request_params::user_data(params);
-    } else {
-        r = pool_.get(this);
-    }
-    return r;
-}
-
 void Worker::complete(Request* r, Status status) {
     if (r->completed) return;
     r->status = status;

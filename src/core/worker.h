@@ -180,7 +180,20 @@ public:
 
     // ---- requests ----
     RequestPool& pool() { return pool_; }
-    Request* new_request(const swy_request_params_t* params);
+    /// A blank request from the pool (or in the caller's memory, SWY_REQ_PARAM_FIELD_REQUEST)
+    /// with the flags, callback and user data @p params state. Inline: every operation that
+    /// needs a request comes through here.
+    Request* new_request(const swy_request_params_t* params) {
+        if (params == nullptr) return pool_.get(this);
+        void* memory = request_params::request_memory(params);
+        Request* r = __builtin_expect(memory == nullptr, 1) ? pool_.get(this)
+                                                            : pool_.get_external(this, memory);
+        r->flags = request_params::flags(params);
+        r->send_cb = request_params::send_cb(params);
+        r->recv_cb = request_params::recv_cb(params);
+        r->user_data = request_params::user_data(params);
+        return r;
+    }
     /// Record the final status; runs the callback unless @p immediate (returned to caller).
     void complete(Request* r, Status status);
     /// The application released its handle.
