@@ -422,6 +422,11 @@ private:
     /// Set by arm() when it returned kOk, cleared by disarm(): progress() tests it first.
     bool armed_ = false;
     unsigned poll();
+    /// poll()'s rare work, out of line: the deferred completions (@return how many), and
+    /// connections, pending and delivery-watched endpoints, the control backlog, rendezvous,
+    /// one-sided operations and closes (@return events).
+    [[gnu::noinline]] unsigned run_deferred_counted();
+    [[gnu::noinline]] unsigned poll_side_work();
     /// Arm the transports alone (wait() arms them without making progress() disarm).
     Status arm_interfaces();
     void disarm_interfaces();
