@@ -523,7 +523,7 @@ void Worker::reap_endpoints() {
 // Requests
 // ------------------------------------------------------------------------------------------
 
-void Worker::complete(Request* r, Status status) {
+void Worker::complete_fully(Request* r, Status status) {
     if (r->completed) return;
     r->status = status;
     r->completed = true;

@@ -195,7 +195,22 @@ public:
         return r;
     }
     /// Record the final status; runs the callback unless @p immediate (returned to caller).
-    void complete(Request* r, Status status);
+    /// Inline when there is nothing more to do (no datatype view, on no endpoint queue, no
+    /// callback, not freed yet: a plain receive that completes in progress).
+    void complete(Request* r, Status status) {
+        if (__builtin_expect(r->view == nullptr && r->queue == 0 && r->recv_cb == nullptr &&
+                                 r->send_cb == nullptr && !r->user_freed,
+                             1)) {
+            if (r->completed) return;
+            r->status = status;
+            r->completed = true;
+            return;
+        }
+        complete_fully(r, status);
+    }
+    /// complete() with all it may have to do: the view's finish, the endpoint queue, the
+    /// callback, the request's return to the pool once freed.
+    void complete_fully(Request* r, Status status);
     /// The application released its handle.
     void release(Request* r);
     /// Queue a completion to run from the next progress (cancel, failures inside a call).
