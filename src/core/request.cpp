@@ -86,16 +86,6 @@ void RequestPool::put_external(Request* r) {
     --in_use_;
 }
 
-void RequestPool::put(Request* r) {
-    if (__builtin_expect(r->view != nullptr, 0)) release_view(r);
-    if (__builtin_expect(r->external != nullptr, 0)) return put_external(r);
-    r->generation++;  // a late ack for the old use no longer finds it
-    r->completed = true;
-    r->kind = RequestKind::kClose;
-    free_.push_back(r);
-    --in_use_;
-}
-
 Request* RequestPool::find(uint64_t wire_id) const {
     uint32_t index = static_cast<uint32_t>(wire_id);
     uint32_t generation = static_cast<uint32_t>(wire_id >> 32);

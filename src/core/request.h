@@ -209,7 +209,17 @@ public:
     /// the API layer), with a slot of ours for its handle and wire id. put() destroys it and
     /// hands the memory back.
     Request* get_external(Worker* worker, void* memory);
-    void put(Request* r);
+    /// Back to the pool (a request in caller memory: its slot, and the memory to the caller).
+    /// Inline: every request that was made comes back here.
+    void put(Request* r) {
+        if (__builtin_expect(r->view != nullptr, 0)) release_view(r);
+        if (__builtin_expect(r->external != nullptr, 0)) return put_external(r);
+        r->generation++;  // a late ack for the old use no longer finds it
+        r->completed = true;
+        r->kind = RequestKind::kClose;
+        free_.push_back(r);
+        --in_use_;
+    }
     /// Wire ids of requests in caller memory have this bit in their index.
     static constexpr uint32_t kExternalIndex = 1u << 31;
     /// A view for @p r's non-contiguous data (r->view; initialize it), recycled by put().

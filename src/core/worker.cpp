@@ -552,21 +552,6 @@ void Worker::complete_fully(Request* r, Status status) {
     // Not user owned: the call that created it is still running and will report the status.
 }
 
-void Worker::release(Request* r) {
-    if (r->external != nullptr) {
-        // Only completed (the API refused the rest): the memory goes back to the caller now,
-        // and put() spends the handle (the slot's generation).
-        pool_.put(r);
-        return;
-    }
-    ++r->handle_generation;  // the application's handle is spent (a second free is refused)
-    if (r->completed) {
-        pool_.put(r);
-    } else {
-        r->user_freed = true;
-    }
-}
-
 void Worker::complete_later(Request* r, Status status) { deferred_.emplace_back(r, status); }
 
 Status Worker::cancel(Request* r) {

@@ -212,7 +212,21 @@ public:
     /// callback, the request's return to the pool once freed.
     void complete_fully(Request* r, Status status);
     /// The application released its handle.
-    void release(Request* r);
+    /// Inline: every request handed to the application comes back through here.
+    void release(Request* r) {
+        if (r->external != nullptr) {
+            // Only completed (the API refused the rest): the memory goes back to the caller
+            // now, and put() spends the handle (the slot's generation).
+            pool_.put(r);
+            return;
+        }
+        ++r->handle_generation;  // the application's handle is spent (a second free is refused)
+        if (r->completed) {
+            pool_.put(r);
+        } else {
+            r->user_freed = true;
+        }
+    }
     /// Queue a completion to run from the next progress (cancel, failures inside a call).
     void complete_later(Request* r, Status status);
 
