@@ -26,94 +26,21 @@ void RequestPool::refill_nonces() {
     nonces_left_ = 1;
 }
 
-Request* RequestPool::get(Worker* worker) {
-    if (free_.empty()) {
-        auto chunk = std::make_unique<Request[]>(kChunk);
-        if (!handle::fits(chunk.get() + kChunk)) {
-            handle::address_too_high("request pool", chunk.get());
-        }
-        uint32_t base = static_cast<uint32_t>(chunks_.size() * kChunk);
-        for (size_t i = kChunk; i-- > 0;) {
-            chunk[i].index = base + static_cast<uint32_t>(i);
-            // A never-used slot is as dead as a freed one (see put()): find() must not hand
-            // a peer's id with generation 0 a blank send (found by test/fuzz, worker_am).
-            chunk[i].completed = true;
-            chunk[i].kind = RequestKind::kClose;
-            free_.push_back(&chunk[i]);
-        }
-        chunks_.push_back(std::move(chunk));
+void RequestPool::add_chunk() {
+    auto chunk = std::make_unique<Request[]>(kChunk);
+    if (!handle::fits(chunk.get() + kChunk)) {
+        handle::address_too_high("request pool", chunk.get());
     }
-    Request* r = free_.back();
-    free_.pop_back();
-    reset(r);
-    r->generation = next_generation(r->generation);
-    r->worker = worker;
-    ++in_use_;
-    return r;
-}
-
-// Field by field: `*r = Request{}` builds a 300-byte temporary and copies it with string
-// instructions, which showed as the top cost of a message in a receive-heavy profile.
-// Every field of Request must appear here (the static_assert catches a new one).
-void RequestPool::reset(Request* r) {
-    static_assert(sizeof(Request) == 360, "a field was added to Request: reset it here too");
-    r->tag = 0;
-    r->mask = 0;
-    r->post_seq = 0;
-    r->hook = {};
-    r->view = nullptr;
-    r->external = nullptr;
-    r->kind = RequestKind::kSend;
-    r->status = Status::kInProgress;
-    r->completed = false;
-    r->user_owned = false;
-    r->user_freed = false;
-    r->flags = 0;
-    r->send_cb = nullptr;
-    r->recv_cb = nullptr;
-    r->user_data = nullptr;
-    r->ep = nullptr;
-    r->send_buffer = nullptr;
-    r->length = 0;
-    r->offset = 0;
-    r->send_tag = 0;
-    r->message_id = 0;
-    r->proto = 0;
-    r->stage = 0;
-    r->memtype = 1;
-    r->cpu_buffer = true;
-    r->local_done = false;
-    r->remote_done = true;
-    r->queue = 0;
-    r->delivery_mark = 0;
-    r->link = {};
-    r->am = false;
-    r->am_id = 0;
-    r->am_header_length = 0;
-    // Keeps its capacity (no allocation for the next AM), unless a large packed message
-    // left it big.
-    if (__builtin_expect(r->am_bytes.capacity() > 4 * SWY_AM_MAX_HEADER, 0)) {
-        std::vector<uint8_t>().swap(r->am_bytes);
+    uint32_t base = static_cast<uint32_t>(chunks_.size() * kChunk);
+    for (size_t i = kChunk; i-- > 0;) {
+        chunk[i].index = base + static_cast<uint32_t>(i);
+        // A never-used slot is as dead as a freed one (see put()): find() must not hand
+        // a peer's id with generation 0 a blank send (found by test/fuzz, worker_am).
+        chunk[i].completed = true;
+        chunk[i].kind = RequestKind::kClose;
+        free_.push_back(&chunk[i]);
     }
-    r->am_bytes.clear();
-    r->recv_buffer = nullptr;
-    r->capacity = 0;
-    r->received = 0;
-    r->info = {};
-    r->matched = false;
-    r->truncated = false;
-    r->copy_failed = false;
-    r->peer_request = 0;
-    r->remote_address = 0;
-    r->remote_key = 0;
-    r->peer = {};
-    r->rndv_length = 0;
-    r->rndv_done = 0;
-    r->rndv_status = Status::kOk;
-    r->rndv_offset = 0;
-    r->split_offset = 0;
-    r->fin_status = Status::kOk;
-    r->source = {};
+    chunks_.push_back(std::move(chunk));
 }
 
 void RequestPool::release_view(Request* r) {
@@ -156,16 +83,6 @@ void RequestPool::put_external(Request* r) {
     ++slot->handle_generation;
     r->~Request();
     external_free_.push_back(slot);
-    --in_use_;
-}
-
-void RequestPool::put(Request* r) {
-    if (__builtin_expect(r->view != nullptr, 0)) release_view(r);
-    if (__builtin_expect(r->external != nullptr, 0)) return put_external(r);
-    r->generation++;  // a late ack for the old use no longer finds it
-    r->completed = true;
-    r->kind = RequestKind::kClose;
-    free_.push_back(r);
     --in_use_;
 }
 

@@ -3,11 +3,14 @@
 // be checked (index + generation) instead of trusted.
 #pragma once
 
+#include <switchyard/am.h>
 #include <switchyard/switchyard.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -61,17 +64,10 @@ struct Request : proto::PostedReceive {
     bool completed = false;
     bool user_owned = false;  ///< handed to the application (it will call free)
     bool user_freed = false;
-    /// The generation the application's handle carries (core/handle.h). Changes when the
-    /// application frees the request, so that handle is refused from then on, however the
-    /// slot is used next; kept across reuses of the slot (reset() leaves it).
-    uint16_t handle_generation = 0;
     uint32_t flags = 0;  ///< swy_request_flags
     swy_send_cb_t send_cb = nullptr;
     swy_recv_cb_t recv_cb = nullptr;
     void* user_data = nullptr;
-    Worker* worker = nullptr;
-    uint32_t index = 0;       ///< slot in the pool
-    uint32_t generation = 0;  ///< random, new on every reuse (wire ids are not guessable)
     /// Non-contiguous data (an iov or generic datatype), packed and unpacked through this view
     /// fragment by fragment by any protocol; null for contiguous data (send_buffer /
     /// recv_buffer). With a view, cpu_buffer is false and the buffers are null: every direct
@@ -121,10 +117,7 @@ struct Request : proto::PostedReceive {
     bool am = false;                ///< an active message: Endpoint::push hands it to am::start
     uint16_t am_id = 0;             ///< the handler's id at the peer
     uint16_t am_header_length = 0;  ///< user header bytes at the front of am_bytes
-    /// The user header (copied at the call), then the data when it was not contiguous and was
-    /// packed (eager only). Keeps its capacity across reuses of the request: no allocation
-    /// once a worker has sent a few.
-    std::vector<uint8_t> am_bytes;
+    /// The user header is in am_bytes (below, with what a reuse keeps).
 
     // ---- receive state ----
     uint8_t* recv_buffer = nullptr;
@@ -147,6 +140,20 @@ struct Request : proto::PostedReceive {
     size_t split_offset = 0;           ///< receiver: where the sender's pushed part starts
     Status fin_status = Status::kOk;   ///< what our FIN says (sender) or the peer's said
     tl::AmSource source{};             ///< where the RTS came from (receiver side)
+
+    // ---- kept across reuses of the slot: RequestPool::reset() clears every field above ----
+    // ---- this point with one memset and sets these itself (keep them last) ----
+    /// The generation the application's handle carries (core/handle.h). Changes when the
+    /// application frees the request, so that handle is refused from then on, however the
+    /// slot is used next; kept across reuses of the slot (reset() leaves it).
+    uint16_t handle_generation = 0;
+    uint32_t index = 0;       ///< slot in the pool
+    uint32_t generation = 0;  ///< random, new on every reuse (wire ids are not guessable)
+    Worker* worker = nullptr;
+    /// The active message's user header (copied at the call), then the data when it was not
+    /// contiguous and was packed (eager only). Keeps its capacity across reuses of the
+    /// request: no allocation once a worker has sent a few.
+    std::vector<uint8_t> am_bytes;
 
     /// Final status of a receive whose data all arrived: a failed memory-type copy or the
     /// generic datatype's unpack error, else truncation, else kOk.
@@ -171,18 +178,48 @@ struct Request : proto::PostedReceive {
     uint64_t wire_id() const { return (uint64_t{generation} << 32) | index; }
 };
 
+// The bytes RequestPool::reset() clears: every field before handle_generation. offsetof on
+// Request (not standard layout: it derives from PostedReceive and has members of its own) is
+// conditionally supported; GCC and Clang give the plain offset for a class without virtual
+// bases, which is what this needs.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winvalid-offsetof"
+inline constexpr size_t kRequestClearedBytes = offsetof(Request, handle_generation);
+#pragma GCC diagnostic pop
+
 class RequestPool {
 public:
     RequestPool() = default;
     RequestPool(const RequestPool&) = delete;
     RequestPool& operator=(const RequestPool&) = delete;
 
-    Request* get(Worker* worker);
+    /// A blank request (every field its default) for @p worker, with a new generation.
+    /// Inline: every operation that needs a request takes one here.
+    Request* get(Worker* worker) {
+        if (__builtin_expect(free_.empty(), 0)) add_chunk();
+        Request* r = free_.back();
+        free_.pop_back();
+        reset(r);
+        r->generation = next_generation(r->generation);
+        r->worker = worker;
+        ++in_use_;
+        return r;
+    }
     /// A request built in the caller's @p memory (sizeof(Request) bytes, aligned; checked by
     /// the API layer), with a slot of ours for its handle and wire id. put() destroys it and
     /// hands the memory back.
     Request* get_external(Worker* worker, void* memory);
-    void put(Request* r);
+    /// Back to the pool (a request in caller memory: its slot, and the memory to the caller).
+    /// Inline: every request that was made comes back here.
+    void put(Request* r) {
+        if (__builtin_expect(r->view != nullptr, 0)) release_view(r);
+        if (__builtin_expect(r->external != nullptr, 0)) return put_external(r);
+        r->generation++;  // a late ack for the old use no longer finds it
+        r->completed = true;
+        r->kind = RequestKind::kClose;
+        free_.push_back(r);
+        --in_use_;
+    }
     /// Wire ids of requests in caller memory have this bit in their index.
     static constexpr uint32_t kExternalIndex = 1u << 31;
     /// A view for @p r's non-contiguous data (r->view; initialize it), recycled by put().
@@ -226,7 +263,40 @@ public:
     }
 
 private:
-    static void reset(Request* r);
+    /// Zero kRequestClearedBytes at @p p in 16-byte stores (inline: a constant-size memset of
+    /// this length becomes `rep stos` or a library call, each costlier than the stores).
+    template <size_t... I>
+    static void clear_prefix(unsigned char* p, std::index_sequence<I...>) {
+        (std::memset(p + 16 * I, 0, 16), ...);
+        if constexpr (kRequestClearedBytes % 16 != 0) {
+            std::memset(p + kRequestClearedBytes / 16 * 16, 0, kRequestClearedBytes % 16);
+        }
+    }
+    /// Another kChunk requests on the free list.
+    void add_chunk();
+    // One memset over every field up to handle_generation (Request keeps the fields a reuse
+    // keeps at its end), then the few defaults that are not zero. Field by field this was ~55
+    // stores per request; `*r = Request{}` builds a 300-byte temporary and copies it with
+    // string instructions. A new field goes above handle_generation, and a non-zero default
+    // is set here too (test/unit/request_reset_test.cpp compares with a newly built Request).
+    static void reset(Request* r) {
+        static_assert(sizeof(Request) == 360, "a field was added to Request: see reset()");
+        clear_prefix(reinterpret_cast<unsigned char*>(r),
+                     std::make_index_sequence<kRequestClearedBytes / 16>{});
+        // The defaults that are not zero bits (as the member initialisers say).
+        static_assert(static_cast<int>(RequestKind::kSend) == 0 &&
+                      static_cast<int>(Status::kOk) == 0);
+        r->status = Status::kInProgress;
+        r->memtype = 1;
+        r->cpu_buffer = true;
+        r->remote_done = true;
+        // Keeps its capacity (no allocation for the next AM), unless a large packed message
+        // left it big.
+        if (__builtin_expect(r->am_bytes.capacity() > 4 * SWY_AM_MAX_HEADER, 0)) {
+            std::vector<uint8_t>().swap(r->am_bytes);
+        }
+        r->am_bytes.clear();
+    }
     /// A random generation for a new use of a request, different from its last one. Inline
     /// (every request takes one): one load from the batch; refill_nonces() once per batch.
     uint32_t next_generation(uint32_t previous) {

@@ -172,11 +172,7 @@ unsigned Worker::poll() {
     // close_endpoint() whether an endpoint may be deleted right away.
     if (progress_depth_ != 0) return 0;
     ++progress_depth_;
-    unsigned n = 0;
-    if (__builtin_expect(!deferred_.empty(), 0)) {
-        n += static_cast<unsigned>(deferred_.size());
-        run_deferred();
-    }
+    unsigned n = __builtin_expect(!deferred_.empty(), 0) ? run_deferred_counted() : 0;
     // The poll loop's length is latency: a message that lands waits on average half a loop.
     // So a transport that knows it is idle (self with nothing queued) costs no call, and the
     // others are called in a plain walk (tcp throttles its system calls itself, and must
@@ -185,8 +181,29 @@ unsigned Worker::poll() {
     for (tl::Interface* const* p = polled_.data(); *p != nullptr; ++p) {
         if ((*p)->wants_progress()) n += (*p)->progress();
     }
-    if (__builtin_expect(conn_ != nullptr, 0)) n += conn_->progress();
-    if (__builtin_expect(!pending_eps_.empty(), 0)) {
+    // Everything else is rare: one test here, the work out of line (this function then
+    // keeps few registers, and a message's poll saves and restores few).
+    if (__builtin_expect(conn_ != nullptr || !pending_eps_.empty() || !delivery_eps_.empty() ||
+                             !control_backlog_.empty() || rndv_.busy() || rma_.busy() ||
+                             !closing_.empty(),
+                         0)) {
+        n += poll_side_work();
+    }
+    --progress_depth_;
+    if (__builtin_expect(!dead_eps_.empty(), 0)) reap_endpoints();
+    return n;
+}
+
+unsigned Worker::run_deferred_counted() {
+    const auto n = static_cast<unsigned>(deferred_.size());
+    run_deferred();
+    return n;
+}
+
+unsigned Worker::poll_side_work() {
+    unsigned n = 0;
+    if (conn_ != nullptr) n += conn_->progress();
+    if (!pending_eps_.empty()) {
         // Swap with a scratch vector kept across calls: no allocation on this path.
         pending_scratch_.clear();
         pending_scratch_.swap(pending_eps_);
@@ -197,11 +214,11 @@ unsigned Worker::poll() {
             if (!ep->progress_pending()) mark_pending(ep);
         }
     }
-    if (__builtin_expect(!delivery_eps_.empty(), 0)) n += check_deliveries();
-    if (__builtin_expect(!control_backlog_.empty(), 0)) retry_control();
-    if (__builtin_expect(rndv_.busy(), 0)) n += rndv_.progress();
-    if (__builtin_expect(rma_.busy(), 0)) n += rma_.progress();
-    if (__builtin_expect(!closing_.empty(), 0)) {
+    if (!delivery_eps_.empty()) n += check_deliveries();
+    if (!control_backlog_.empty()) retry_control();
+    if (rndv_.busy()) n += rndv_.progress();
+    if (rma_.busy()) n += rma_.progress();
+    if (!closing_.empty()) {
         for (size_t i = 0; i < closing_.size();) {
             Request* r = closing_[i];
             Endpoint* ep = r->ep;
@@ -215,8 +232,6 @@ unsigned Worker::poll() {
             complete(r, Status::kOk);
         }
     }
-    --progress_depth_;
-    if (__builtin_expect(!dead_eps_.empty(), 0)) reap_endpoints();
     return n;
 }
 
@@ -508,23 +523,7 @@ void Worker::reap_endpoints() {
 // Requests
 // ------------------------------------------------------------------------------------------
 
-Request* Worker::new_request(const swy_request_params_t* params) {
-    Request* r = nullptr;
-    if (params != nullptr) {
-        void* memory = request_params::request_memory(params);
-        r = __builtin_expect(memory == nullptr, 1) ? pool_.get(this)
-                                                   : pool_.get_external(this, memory);
-        r->flags = request_params::flags(params);
-        r->send_cb = request_params::send_cb(params);
-        r->recv_cb = request_params::recv_cb(params);
-        r->user_data = request_params::user_data(params);
-    } else {
-        r = pool_.get(this);
-    }
-    return r;
-}
-
-void Worker::complete(Request* r, Status status) {
+void Worker::complete_fully(Request* r, Status status) {
     if (r->completed) return;
     r->status = status;
     r->completed = true;
@@ -551,21 +550,6 @@ void Worker::complete(Request* r, Status status) {
         if (!external && r->generation == generation && r->user_freed) pool_.put(r);
     }
     // Not user owned: the call that created it is still running and will report the status.
-}
-
-void Worker::release(Request* r) {
-    if (r->external != nullptr) {
-        // Only completed (the API refused the rest): the memory goes back to the caller now,
-        // and put() spends the handle (the slot's generation).
-        pool_.put(r);
-        return;
-    }
-    ++r->handle_generation;  // the application's handle is spent (a second free is refused)
-    if (r->completed) {
-        pool_.put(r);
-    } else {
-        r->user_freed = true;
-    }
 }
 
 void Worker::complete_later(Request* r, Status status) { deferred_.emplace_back(r, status); }

@@ -180,11 +180,53 @@ public:
 
     // ---- requests ----
     RequestPool& pool() { return pool_; }
-    Request* new_request(const swy_request_params_t* params);
+    /// A blank request from the pool (or in the caller's memory, SWY_REQ_PARAM_FIELD_REQUEST)
+    /// with the flags, callback and user data @p params state. Inline: every operation that
+    /// needs a request comes through here.
+    Request* new_request(const swy_request_params_t* params) {
+        if (params == nullptr) return pool_.get(this);
+        void* memory = request_params::request_memory(params);
+        Request* r = __builtin_expect(memory == nullptr, 1) ? pool_.get(this)
+                                                            : pool_.get_external(this, memory);
+        r->flags = request_params::flags(params);
+        r->send_cb = request_params::send_cb(params);
+        r->recv_cb = request_params::recv_cb(params);
+        r->user_data = request_params::user_data(params);
+        return r;
+    }
     /// Record the final status; runs the callback unless @p immediate (returned to caller).
-    void complete(Request* r, Status status);
+    /// Inline when there is nothing more to do (no datatype view, on no endpoint queue, no
+    /// callback, not freed yet: a plain receive that completes in progress).
+    void complete(Request* r, Status status) {
+        if (__builtin_expect(r->view == nullptr && r->queue == 0 && r->recv_cb == nullptr &&
+                                 r->send_cb == nullptr && !r->user_freed,
+                             1)) {
+            if (r->completed) return;
+            r->status = status;
+            r->completed = true;
+            return;
+        }
+        complete_fully(r, status);
+    }
+    /// complete() with all it may have to do: the view's finish, the endpoint queue, the
+    /// callback, the request's return to the pool once freed.
+    void complete_fully(Request* r, Status status);
     /// The application released its handle.
-    void release(Request* r);
+    /// Inline: every request handed to the application comes back through here.
+    void release(Request* r) {
+        if (r->external != nullptr) {
+            // Only completed (the API refused the rest): the memory goes back to the caller
+            // now, and put() spends the handle (the slot's generation).
+            pool_.put(r);
+            return;
+        }
+        ++r->handle_generation;  // the application's handle is spent (a second free is refused)
+        if (r->completed) {
+            pool_.put(r);
+        } else {
+            r->user_freed = true;
+        }
+    }
     /// Queue a completion to run from the next progress (cancel, failures inside a call).
     void complete_later(Request* r, Status status);
 
@@ -409,6 +451,11 @@ private:
     /// Set by arm() when it returned kOk, cleared by disarm(): progress() tests it first.
     bool armed_ = false;
     unsigned poll();
+    /// poll()'s rare work, out of line: the deferred completions (@return how many), and
+    /// connections, pending and delivery-watched endpoints, the control backlog, rendezvous,
+    /// one-sided operations and closes (@return events).
+    [[gnu::noinline]] unsigned run_deferred_counted();
+    [[gnu::noinline]] unsigned poll_side_work();
     /// Arm the transports alone (wait() arms them without making progress() disarm).
     Status arm_interfaces();
     void disarm_interfaces();

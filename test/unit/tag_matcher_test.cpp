@@ -227,6 +227,53 @@ TEST(TagMatcher, CancelTwiceReturnsFalseTheSecondTime) {
     EXPECT_EQ(m.posted_count(), 0u);
 }
 
+// A receive posted into an empty queue is held alone (no bucket); every rule still holds
+// across the moves into and out of that state: a wildcard alone, a second post filing the
+// first ahead of it, a cancel of the lone one, and a cancel once it was filed.
+TEST(TagMatcher, LoneReceiveKeepsOrderCancelAndWildcards) {
+    TagMatcher m;
+    PostedReceive any = recv(pack(1, 0, 0), kAnySource & kAnyTag);
+    m.post(&any);
+    EXPECT_EQ(m.match_posted(pack(2, 5, 9)), nullptr);  // other context: stays posted
+    EXPECT_EQ(m.posted_count(), 1u);
+    EXPECT_EQ(m.match_posted(pack(1, 5, 9)), &any);
+    EXPECT_EQ(m.posted_count(), 0u);
+    EXPECT_FALSE(m.cancel(&any));  // matched: no longer queued
+
+    // Lone wildcard first, then an exact one: the earlier wildcard wins, then the exact.
+    PostedReceive first = recv(pack(1, 0, 0), kAnySource & kAnyTag), exact = recv(pack(1, 2, 3));
+    m.post(&first);
+    m.post(&exact);
+    EXPECT_EQ(m.posted_count(), 2u);
+    EXPECT_EQ(m.match_posted(pack(1, 2, 3)), &first);
+    EXPECT_EQ(m.match_posted(pack(1, 2, 3)), &exact);
+    EXPECT_EQ(m.match_posted(pack(1, 2, 3)), nullptr);
+
+    // Cancel of the lone receive, then of one that was filed by a second post.
+    PostedReceive a = recv(7), b = recv(7);
+    m.post(&a);
+    EXPECT_TRUE(m.cancel(&a));
+    EXPECT_FALSE(m.cancel(&a));
+    EXPECT_EQ(m.posted_count(), 0u);
+    EXPECT_EQ(m.match_posted(7), nullptr);
+    m.post(&a);
+    m.post(&b);
+    EXPECT_TRUE(m.cancel(&a));
+    EXPECT_EQ(m.posted_count(), 1u);
+    EXPECT_EQ(m.match_posted(7), &b);
+    EXPECT_FALSE(m.cancel(&b));
+
+    // One left in its list after a match, then a new post: order stays by post time.
+    PostedReceive c = recv(4), d = recv(4), e = recv(4);
+    m.post(&c);
+    m.post(&d);
+    EXPECT_EQ(m.match_posted(4), &c);
+    m.post(&e);
+    EXPECT_EQ(m.match_posted(4), &d);
+    EXPECT_EQ(m.match_posted(4), &e);
+    EXPECT_EQ(m.posted_count(), 0u);
+}
+
 TEST(TagMatcher, NonPowerOfTwoInitialBucketsWorks) {
     for (size_t n : {size_t{0}, size_t{1}, size_t{3}, size_t{1000}}) {
         TagMatcher m(n);

@@ -66,7 +66,7 @@ private:
     bool fill_send(Buffers& b, size_t slot, size_t size, uint64_t msg, unsigned direction);
     bool verify_recv(Buffers& b, size_t slot, size_t size, uint64_t msg, unsigned direction);
     void allocate_buffers(Buffers& b, size_t size, size_t slots);
-    bool peer_gone();
+    [[gnu::cold, gnu::noinline]] bool peer_gone();
 
     const Options& opts_;
     Session& session_;

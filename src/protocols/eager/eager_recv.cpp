@@ -33,8 +33,9 @@ void EagerReceiver::free_probed() {
     reassembly_.clear();
 }
 
-void EagerReceiver::deliver(Request* r, uint64_t tag, size_t total, const uint8_t* payload,
-                            size_t length) {
+// Inline: only this file calls it, once per eager message.
+inline void EagerReceiver::deliver(Request* r, uint64_t tag, size_t total, const uint8_t* payload,
+                                   size_t length) {
     r->matched = true;
     r->info.sender_tag = tag;
     r->info.length = total;

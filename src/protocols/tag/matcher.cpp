@@ -68,6 +68,14 @@ TagMatcher::TagMatcher(size_t initial_buckets) {
 
 PostedReceive* TagMatcher::match_posted(uint64_t tag) {
     if (posted_count_ == 0) return nullptr;  // no hash, no walk
+    if (PostedReceive* r = solo_; r != nullptr) {
+        // The one posted receive, in no list: accept it or nothing.
+        if ((tag & r->mask) != (r->tag & r->mask)) return nullptr;
+        solo_ = nullptr;
+        r->hook = {};
+        posted_count_ = 0;
+        return r;
+    }
     // Fast path, no wildcard receive posted: the first receive of this tag in its bucket
     // (usually the bucket's only entry) is the answer.
     if (wildcard_.next == &wildcard_) {
@@ -154,7 +162,22 @@ void TagMatcher::remove_unexpected(UnexpectedMessage* msg) {
 
 void TagMatcher::post(PostedReceive* recv) {
     recv->post_seq = next_post_seq_++;
+    if (posted_count_ == 0) {
+        solo_ = recv;
+        recv->hook.prev = recv->hook.next = &solo_mark_;
+        posted_count_ = 1;
+        return;
+    }
+    if (solo_ != nullptr) {
+        PostedReceive* earlier = solo_;
+        solo_ = nullptr;
+        file_posted(earlier);
+    }
     ++posted_count_;
+    file_posted(recv);
+}
+
+void TagMatcher::file_posted(PostedReceive* recv) {
     if (recv->mask == kExactMask) {
         list_push_back(&posted_buckets_[bucket_index(recv->tag, posted_buckets_)].head,
                        &recv->hook);
@@ -165,6 +188,12 @@ void TagMatcher::post(PostedReceive* recv) {
 }
 
 bool TagMatcher::cancel(PostedReceive* recv) {
+    if (recv == solo_) {
+        solo_ = nullptr;
+        recv->hook = {};
+        posted_count_ = 0;
+        return true;
+    }
     if (!linked(&recv->hook)) return false;
     list_unlink(&recv->hook);
     if (recv->mask == kExactMask) --posted_exact_count_;

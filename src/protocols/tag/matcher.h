@@ -103,6 +103,16 @@ private:
     }
     void grow_posted();
     void grow_unexpected();
+    /// Link @p recv into its bucket (exact) or the wildcard list, after every entry there.
+    void file_posted(PostedReceive* recv);
+
+    // The only posted receive, when exactly one is posted and it was posted into an empty
+    // queue (a ping-pong's case): held outside the lists, so posting and matching it hash
+    // nothing and link nothing. A second post files it first (it is the earlier one, and
+    // the lists are empty then), so order is kept. Its hook points at solo_mark_, so it reads
+    // as queued (cancel) while in no list.
+    PostedReceive* solo_ = nullptr;
+    ListHook solo_mark_;
 
     Table posted_buckets_;      // exact-tag receives, post order within a bucket
     Table unexpected_buckets_;  // unexpected messages by tag, arrival order within a bucket

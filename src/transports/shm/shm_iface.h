@@ -216,7 +216,11 @@ private:
         uint64_t published = 0;
         uint32_t pio_slot;
         std::atomic<uint64_t>* consumed;  // published every quarter ring
-        bool dead = false;                // released; erased after the drain loop
+        /// The sender slot that announced the ring (checked against the PIO table then, and
+        /// known until released, which kills the ring): every record in it is from this
+        /// sender, whatever its header's sender field says.
+        uint16_t sender = 0;
+        bool dead = false;  // released; erased after the drain loop
     };
     struct LazyPeer {  // a peer only unattached lanes lead to
         int pid = 0;

@@ -51,19 +51,29 @@ unsigned ShmInterface::drain_private(ActiveRing& r) {
         const uint64_t offset = r.tail % r.bytes;
         auto* cell = reinterpret_cast<CellHeader*>(r.base + offset);
         if (cell->seq.load(std::memory_order_acquire) != (r.tail ^ r.key)) break;
-        if (cell->am_id == kPioSkipAm) {
+        const uint8_t am_id = cell->am_id;
+        if (am_id == kPioSkipAm) {
             r.tail += r.bytes - offset;
         } else {
             // A record must end inside the ring and fit a PIO cell; a producer that says
             // otherwise is broken.
-            if (cell->length > r.bytes - offset - sizeof(CellHeader) ||
-                cell->length > config_.geometry.pio_cell_size - sizeof(CellHeader)) {
+            // Read once: the peer may rewrite the header while we look at it.
+            const uint32_t length = cell->length;
+            if (length > r.bytes - offset - sizeof(CellHeader) ||
+                length > config_.geometry.pio_cell_size - sizeof(CellHeader)) {
                 log_printf(LogLevel::kError, "shm: PIO record overruns its ring; ring dropped");
                 r.tail = UINT64_MAX / 2;  // never matches again
                 break;
             }
-            const uint64_t record = pio_record_bytes(cell->length);
-            dispatch(cell);
+            const uint64_t record = pio_record_bytes(length);
+            // dispatch() without its checks: the length was checked above, and the sender is
+            // the ring's own (known while the ring lives).
+            const auto* data = reinterpret_cast<const uint8_t*>(cell + 1);
+            if (__builtin_expect(am_id != kShmControlAm, 1)) {
+                sink_->on_am(am_id, AmSource{index_, r.sender}, data, length);
+            } else {
+                handle_control(r.sender, data, length);
+            }
             if (r.dead) return n + 1;  // its sender disconnected: the ring is gone
             r.tail += record;
             ++n;
@@ -163,7 +173,8 @@ void ShmInterface::handle_control(uint16_t sender, const uint8_t* data, size_t l
                          0,
                          0,
                          pio_slot,
-                         &pio[pio_slot].consumed};
+                         &pio[pio_slot].consumed,
+                         sender};
             active_rings_.push_back(r);
             return;
         }
