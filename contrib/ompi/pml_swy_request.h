@@ -64,7 +64,7 @@ static inline void mca_pml_swy_request_memory(mca_pml_swy_request_t* req,
 OBJ_CLASS_DECLARATION(mca_pml_swy_request_t);
 
 /** Make @p req (from the free list) an active, non-persistent request of @p comm for Open MPI.
- *  Leaves swy_req, flags and the PML fields alone (mca_pml_swy_request_get sets them). */
+ *  Leaves swy_req, flags and the PML fields alone (mca_pml_swy_request_take sets them). */
 static inline void mca_pml_swy_request_activate(mca_pml_swy_request_t* req,
                                                 ompi_communicator_t* comm) {
     OMPI_REQUEST_INIT(&req->ompi, false);
@@ -72,18 +72,27 @@ static inline void mca_pml_swy_request_activate(mca_pml_swy_request_t* req,
     req->ompi.req_mpi_object.comm = comm;
 }
 
-/** A fresh, active, non-persistent request for communicator @p comm; NULL if out of memory. */
-static inline mca_pml_swy_request_t* mca_pml_swy_request_get(ompi_communicator_t* comm) {
+/** A request from the free list with blank PML fields and @p flags, not yet made known to
+ *  Open MPI (mca_pml_swy_request_activate does that); NULL if out of memory. */
+static inline mca_pml_swy_request_t* mca_pml_swy_request_take(unsigned flags) {
     mca_pml_swy_request_t* req = (mca_pml_swy_request_t*)opal_free_list_get(&ompi_pml_swy.requests);
     if (OPAL_UNLIKELY(req == NULL)) {
         return NULL;
     }
-    mca_pml_swy_request_activate(req, comm);
     req->swy_req = NULL;
-    req->flags = 0;
+    req->flags = flags;
     req->owners_done = 0;
     req->tmp_buf = NULL;
     req->datatype = NULL;
+    return req;
+}
+
+/** A fresh, active, non-persistent request for communicator @p comm; NULL if out of memory. */
+static inline mca_pml_swy_request_t* mca_pml_swy_request_get(ompi_communicator_t* comm) {
+    mca_pml_swy_request_t* req = mca_pml_swy_request_take(0);
+    if (OPAL_LIKELY(req != NULL)) {
+        mca_pml_swy_request_activate(req, comm);
+    }
     return req;
 }
 

@@ -113,15 +113,10 @@ static int mca_pml_swy_isend_spare(swy_ep_h ep, const void* buf, size_t count,
                                    ompi_request_t** request) {
     mca_pml_swy_request_t* req = ompi_pml_swy.spare_send;
     if (OPAL_UNLIKELY(req == NULL)) {
-        req = (mca_pml_swy_request_t*)opal_free_list_get(&ompi_pml_swy.requests);
+        req = mca_pml_swy_request_take(PML_SWY_REQ_SEND);
         if (OPAL_UNLIKELY(req == NULL)) {
             return OMPI_ERR_OUT_OF_RESOURCE;
         }
-        req->swy_req = NULL;
-        req->flags = PML_SWY_REQ_SEND;
-        req->owners_done = 0;
-        req->tmp_buf = NULL;
-        req->datatype = NULL;
         ompi_pml_swy.spare_send = req;
     }
     swy_status_t s = mca_pml_swy_post_send_inline(req, ep, buf, count, datatype, stag, mode);

@@ -5,10 +5,11 @@
 // whole range is one operation and its callback ends the receive.
 //
 // Split GET (lanes without remote keys, messages from SWY_RNDV_SPLIT_MIN): once the first
-// page came through (at once when the lane has already copied with this sender), the receiver asks the sender (a split RTR) to put the tail while it pulls
-// the head, so two cores copy at once. The sender's FIN says its part is in; the ATS, sent
-// only after the receiver's own pull and that FIN, completes the send, so the sender never
-// completes while its put may still write into the receiver's buffer.
+// page came through (at once when the lane has already copied with this sender), the receiver
+// asks the sender (a split RTR) to put the tail while it pulls the head, so two cores copy at
+// once. The sender's FIN says its part is in; the ATS, sent only after the receiver's own pull
+// and that FIN, completes the send, so the sender never completes while its put may still
+// write into the receiver's buffer.
 #include <algorithm>
 
 #include "common/log.h"
@@ -180,16 +181,14 @@ void get_start_receive(Rendezvous& rv, Request* r, tl::ZcopyLane* lane) {
         rv.send_rtr(r, RndvScheme::kPipeline);
         return;
     }
-    r->set_stage(GetStage::kPull);
-    if (!keys && r->rndv_length >= rv.split_min()) {
-        // A lane that has already copied with this sender needs no probe page: ask for the
-        // split before our first pull, so the sender starts putting its share at once (the
-        // probe was one more system call and a later start for the sender on every message).
-        if (lane->proven()) {
-            request_split(rv, r);
-        } else {
-            r->set_stage(GetStage::kProbe);
-        }
+    // A split needs its probe page first, unless the lane has already copied with this
+    // sender: then ask for the split before our first pull, so the sender starts putting its
+    // share at once (the probe was one more system call and a later start for the sender).
+    const bool split = !keys && r->rndv_length >= rv.split_min();
+    if (split && lane->proven()) {
+        request_split(rv, r);
+    } else {
+        r->set_stage(split ? GetStage::kProbe : GetStage::kPull);
     }
     rv.drive(r);
 }

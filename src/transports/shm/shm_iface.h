@@ -243,6 +243,9 @@ private:
     Status create_segment(std::string* why);
     unsigned drain(RingView& ring, uint64_t& tail);
     void dispatch(CellHeader* cell);
+    /// A checked record from @p sender: to the control handler or the sink (shm_progress.cpp;
+    /// dispatch() checks a FIFO cell first, drain_private() a private ring's record).
+    void deliver(uint16_t sender, uint8_t am_id, const uint8_t* data, uint32_t length);
     void handle_control(uint16_t sender, const uint8_t* data, size_t length);
     bool resolve_sender(uint16_t sender);
     /// Map and validate @p uid's segment. @p keep: remember the mapping (later lanes share

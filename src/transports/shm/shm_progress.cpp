@@ -44,6 +44,16 @@ unsigned ShmInterface::drain(RingView& ring, uint64_t& tail) {
     return n;
 }
 
+// Inline: every record of a private ring and every FIFO cell goes through it.
+inline void ShmInterface::deliver(uint16_t sender, uint8_t am_id, const uint8_t* data,
+                                  uint32_t length) {
+    if (__builtin_expect(am_id != kShmControlAm, 1)) {
+        sink_->on_am(am_id, AmSource{index_, sender}, data, length);
+    } else {
+        handle_control(sender, data, length);
+    }
+}
+
 unsigned ShmInterface::drain_private(ActiveRing& r) {
     if (r.dead) return 0;
     unsigned n = 0;
@@ -68,12 +78,7 @@ unsigned ShmInterface::drain_private(ActiveRing& r) {
             const uint64_t record = pio_record_bytes(length);
             // dispatch() without its checks: the length was checked above, and the sender is
             // the ring's own (known while the ring lives).
-            const auto* data = reinterpret_cast<const uint8_t*>(cell + 1);
-            if (__builtin_expect(am_id != kShmControlAm, 1)) {
-                sink_->on_am(am_id, AmSource{index_, r.sender}, data, length);
-            } else {
-                handle_control(r.sender, data, length);
-            }
+            deliver(r.sender, am_id, reinterpret_cast<const uint8_t*>(cell + 1), length);
             if (r.dead) return n + 1;  // its sender disconnected: the ring is gone
             r.tail += record;
             ++n;
@@ -129,11 +134,7 @@ void ShmInterface::dispatch(CellHeader* cell) {
         log_printf(LogLevel::kError, "shm: dropping cell from unregistered sender slot %u", sender);
         return;
     }
-    if (am_id == kShmControlAm) {
-        handle_control(sender, data, length);
-        return;
-    }
-    sink_->on_am(am_id, AmSource{index_, sender}, data, length);
+    deliver(sender, am_id, data, length);
 }
 
 bool ShmInterface::resolve_sender(uint16_t sender) {

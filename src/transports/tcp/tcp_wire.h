@@ -74,7 +74,7 @@ enum class TcpControl : uint8_t {
     /// to the connector is gone by then): data may flow.
     kProceed = 7,
 };
-inline constexpr uint8_t kHelloVersion = 4;
+inline constexpr uint8_t kHelloVersion = 4;  ///< 4: frame headers carry `read` (version 2)
 /// A control frame of the handshake (sent ahead of the data, outside FrameHeader::read's
 /// count)? @p body / @p length: the frame's body.
 inline bool is_handshake_control(const uint8_t* body, size_t length) {
@@ -89,7 +89,7 @@ inline bool is_handshake_control(const uint8_t* body, size_t length) {
         case TcpControl::kAttach: return false;
     }
     return false;
-}  ///< 4: frame headers carry `read` (version 2)
+}
 inline constexpr size_t kNonceSize = 16;  ///< common::kAuthNonceSize
 inline constexpr size_t kProofSize = 32;  ///< common::kAuthProofSize
 inline constexpr size_t kHelloSize = 1 + 1 + 8 + kNonceSize;

@@ -110,7 +110,7 @@ netns_cleanup() {
   # NETNS_KEEP_LOGS=1 keeps the per-rank logs for a post-mortem (the path goes to stdout).
   if [[ -n "$NETNS_TMP" && -d "$NETNS_TMP" ]]; then
     if [[ ${NETNS_KEEP_LOGS:-0} == 1 ]]; then
-      echo "netns: logs kept in $NETNS_TMP" >&1
+      echo "netns: logs kept in $NETNS_TMP"
     else
       rm -rf "$NETNS_TMP"
     fi
