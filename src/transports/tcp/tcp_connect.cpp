@@ -157,11 +157,7 @@ Status TcpInterface::start_attempts(Connection* c) {
 }
 
 void TcpInterface::end_attempt(Connection* c, const char* error) {
-    if (c->fd) {
-        epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, c->fd.get(), nullptr);
-        c->fd.reset();
-    }
-    c->watching_out = false;
+    drop_socket(c);
     if (!c->tried.empty()) c->tried.append(", ");
     c->tried.append(entry_text(c->targets[c->next_target - 1])).append(": ").append(error);
     next_attempt(c);

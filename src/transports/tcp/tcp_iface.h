@@ -298,6 +298,9 @@ private:
     /// sends waiting for room costs one epoll_wait per progress pass rather than a failing
     /// sendmsg per waiting send.
     void note_kernel_full(Connection* c);
+    /// Takes @p c's socket out of the epoll set and closes it; with it go the EPOLLOUT watch
+    /// and a full send buffer (watching_out, tx_full), which describe that socket only.
+    void drop_socket(Connection* c);
     /// A frame from the peer said it had read @p read data bytes of ours (FrameHeader::read):
     /// what it read is delivered, so sends waiting for it complete without a SIOCOUTQ. False
     /// (the connection failed, kMalformed) when it claims more than was ever written.
@@ -320,6 +323,9 @@ private:
     uint64_t acknowledged(Connection* c, uint64_t wanted);
     /// update_acked() now (arrivals since: @p news) and when to look next.
     void look_at_acks(Connection* c, uint64_t now, bool news);
+    /// Nobody waits for acknowledgements on @p c any more (arm_ack_timer() drops it);
+    /// @p by_reply: a frame from the peer proved the delivery, not the kernel.
+    static void end_ack_wait(Connection* c, bool by_reply);
     /// From arm(): while someone waits for acknowledgements, a timer in the epoll set makes
     /// the event fd readable when the next look is due; disarmed once nobody waits. A look
     /// that is due is taken here. False if that look learnt something (the worker must see

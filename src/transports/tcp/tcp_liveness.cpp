@@ -119,11 +119,13 @@ bool TcpInterface::note_peer_read(Connection* c, uint64_t read) {
         return false;
     }
     c->acked = read;
-    if (c->ack_look_ns != 0 && c->acked >= c->ack_wanted) {
-        c->ack_look_ns = 0;  // the wait is over: arm_ack_timer() drops it
-        c->ack_by_reply = true;
-    }
+    if (c->ack_look_ns != 0 && c->acked >= c->ack_wanted) end_ack_wait(c, true);
     return true;
+}
+
+void TcpInterface::end_ack_wait(Connection* c, bool by_reply) {
+    c->ack_look_ns = 0;
+    c->ack_by_reply = by_reply;
 }
 
 void TcpInterface::look_at_acks(Connection* c, uint64_t now, bool news) {
@@ -132,8 +134,7 @@ void TcpInterface::look_at_acks(Connection* c, uint64_t now, bool news) {
     ++kernel_ack_looks_;
     update_acked(c);
     if (c->acked >= c->ack_wanted) {
-        c->ack_look_ns = 0;  // nobody waits any more: arm_ack_timer() drops it
-        c->ack_by_reply = news;
+        end_ack_wait(c, news);
     } else {
         c->ack_pause_ns =
             c->acked != before ? kAckFirstLookNs : std::min(2 * c->ack_pause_ns, kAckMaxPauseNs);

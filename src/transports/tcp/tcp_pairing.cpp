@@ -154,10 +154,7 @@ Status TcpInterface::on_redirect(Connection* c) {
     // now, since the peer has just proven that it is alive and connecting to us (the time
     // our own connect took is no measure of how long the peer's may take: 256 ranks on two
     // cores waited longer than the rest of our deadline).
-    epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, c->fd.get(), nullptr);
-    c->fd.reset();
-    c->watching_out = false;
-    c->tx_full = false;
+    drop_socket(c);
     c->hs_len = c->hs_off = 0;
     c->recvq.release();
     std::erase(live_, c->index);

@@ -482,14 +482,9 @@ void TcpInterface::close_connection(Connection* c) {
         --stalled_;
     }
     update_acked(c);  // what the peer acknowledged stays readable (accepted_bytes et al.)
-    if (c->fd) {
-        epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, c->fd.get(), nullptr);
-        c->fd.reset();
-    }
+    drop_socket(c);
     if (c->state != Connection::State::kClosed) conns_.release(c->index);
     c->state = Connection::State::kClosed;
-    c->watching_out = false;
-    c->tx_full = false;
     c->sendq.release();
     if (c != delivering_) c->recvq.release();  // else receive() releases it afterwards
 }

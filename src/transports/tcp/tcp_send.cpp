@@ -30,6 +30,15 @@ void TcpInterface::note_kernel_full(Connection* c) {
     c->tx_full = c->watching_out;
 }
 
+void TcpInterface::drop_socket(Connection* c) {
+    if (c->fd) {
+        epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, c->fd.get(), nullptr);
+        c->fd.reset();
+    }
+    c->watching_out = false;
+    c->tx_full = false;
+}
+
 bool TcpInterface::flush(Connection* c) {
     if (c->state != Connection::State::kOpen) return true;  // connecting: nothing to write yet
     while (c->hs_off != c->hs_len) {
