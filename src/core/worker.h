@@ -183,7 +183,10 @@ public:
     /// A blank request from the pool (or in the caller's memory, SWY_REQ_PARAM_FIELD_REQUEST)
     /// with the flags, callback and user data @p params state. Inline: every operation that
     /// needs a request comes through here.
-    Request* new_request(const swy_request_params_t* params) {
+    Request* new_request(const swy_request_params_t* params) { return take_request(params); }
+    /// new_request() always inline: for the receive fast path (Worker::tag_recv), where the
+    /// call and its saved registers were a fifth of the cost of posting a receive.
+    [[gnu::always_inline]] Request* take_request(const swy_request_params_t* params) {
         if (params == nullptr) return pool_.get(this);
         void* memory = request_params::request_memory(params);
         Request* r = __builtin_expect(memory == nullptr, 1) ? pool_.get(this)
