@@ -3,6 +3,7 @@
 
 #include "api/api_guard.h"
 #include "api/api_params.h"
+#include "core/endpoint_send.h"
 #include "core/worker.h"
 
 using namespace swy;
