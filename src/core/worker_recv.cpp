@@ -246,27 +246,11 @@ static bool whole_eager_message(const UnexpectedDesc& d) {
     return !d.rndv && !d.lost && d.received == d.length && d.reassembly_key == 0;
 }
 
-Status Worker::tag_recv(void* buffer, size_t length, uint64_t tag, uint64_t mask,
-                        const swy_request_params_t* params, Request** out) {
+Status Worker::tag_recv_general(void* buffer, size_t length, uint64_t tag, uint64_t mask,
+                                const swy_request_params_t* params, Request** out) {
     *out = nullptr;
     const bool plain = stated_datatype(params) == SWY_DATATYPE_CONTIG &&
                        host_without_detection(stated_memtype(params));
-    // The common case of a latency-bound loop: nothing unexpected, contiguous host memory.
-    // The receive is posted with no buffer to describe and nothing that could complete it
-    // here (new_request() inline, no describe_receive_buffer() or finish_receive() call:
-    // about 35 instructions less per receive, callgrind, 8-byte shm loopback).
-    if (__builtin_expect(plain && matcher_.unexpected_count() == 0, 1)) {
-        Request* r = take_request(params);
-        r->kind = RequestKind::kRecv;
-        r->recv_buffer = static_cast<uint8_t*>(buffer);
-        r->capacity = length;
-        r->tag = tag;
-        r->mask = mask;
-        matcher_.post(r);
-        r->user_owned = true;
-        *out = r;
-        return Status::kInProgress;
-    }
     // A whole eager message already here, for a plain receive into host memory: copied at
     // once, and no request is made at all.
     if (plain && matcher_.unexpected_count() != 0 &&
