@@ -3,6 +3,7 @@
 
 #include "api/api_guard.h"
 #include "api/api_params.h"
+#include "core/endpoint_send.h"
 #include "core/worker.h"
 
 using namespace swy;
@@ -54,6 +55,35 @@ inline bool needs_checks(const swy_request_params_t* params) {
     }
     return SWY_OK;
 }
+// The bodies of the calls of every message, run by api::with_worker (under the worker's lock
+// in multi-thread mode).
+swy_status_t send_body(core::Worker*, core::Endpoint* e, const void* buffer, size_t length,
+                       swy_tag_t tag, const swy_request_params_t* params, swy_request_h* req) {
+    core::Request* r = nullptr;
+    Status s = e->tag_send(buffer, length, tag, params, &r);
+    *req = api::handle_of(r);
+    return api::to_c(s);
+}
+swy_status_t recv_body(core::Worker* w, void* buffer, size_t length, swy_tag_t tag,
+                       swy_tag_t tag_mask, const swy_request_params_t* params, swy_request_h* req) {
+    core::Request* r = nullptr;
+    Status s = w->tag_recv(buffer, length, tag, tag_mask, params, &r);
+    *req = api::handle_of(r);
+    return api::to_c(s);
+}
+swy_status_t test_body(core::Worker*, core::Request* r) {
+    return r->completed ? api::to_c(r->status) : SWY_INPROGRESS;
+}
+swy_status_t free_body(core::Worker* w, core::Request* r) {
+    if (__builtin_expect(r->external != nullptr && !r->completed, 0)) {
+        return api::busy("swy_request_free",
+                         "a request in caller memory is freed only once it has completed "
+                         "(wait for it, or cancel it and wait): its memory is still in use");
+    }
+    w->release(r);
+    return SWY_OK;
+}
+
 /// The body of swy_tag_send_nb once its arguments passed (inline: the common path keeps the
 /// arguments in their registers, straight through to the core).
 inline swy_status_t tag_send(swy_ep_h ep, const void* buffer, size_t length, swy_tag_t tag,
@@ -63,11 +93,7 @@ inline swy_status_t tag_send(swy_ep_h ep, const void* buffer, size_t length, swy
         __builtin_expect(c != SWY_OK, 0)) {
         return c;
     }
-    WorkerGuard guard(e->worker());
-    core::Request* r = nullptr;
-    Status s = e->tag_send(buffer, length, tag, params, &r);
-    *req = api::handle_of(r);
-    return api::to_c(s);
+    return api::with_worker<send_body>(e->worker(), e, buffer, length, tag, params, req);
 }
 
 /// swy_tag_send_nb with something to check first (out of line: a tail call from the entry).
@@ -93,11 +119,7 @@ inline swy_status_t tag_recv(swy_worker_h worker, void* buffer, size_t length, s
         __builtin_expect(c != SWY_OK, 0)) {
         return c;
     }
-    WorkerGuard guard(w);
-    core::Request* r = nullptr;
-    Status s = w->tag_recv(buffer, length, tag, tag_mask, params, &r);
-    *req = api::handle_of(r);
-    return api::to_c(s);
+    return api::with_worker<recv_body>(w, buffer, length, tag, tag_mask, params, req);
 }
 
 /// swy_tag_recv_nb with something to check first (out of line: a tail call from the entry).
@@ -181,8 +203,7 @@ swy_status_t swy_request_test(swy_request_h req) {
     if (swy_status_t c = api::resolve(__func__, req, &r); __builtin_expect(c != SWY_OK, 0)) {
         return c;
     }
-    WorkerGuard guard(r->worker);
-    return r->completed ? api::to_c(r->status) : SWY_INPROGRESS;
+    return api::with_worker<test_body>(r->worker, r);
 }
 
 swy_status_t swy_request_wait(swy_worker_h worker, swy_request_h req) {
@@ -235,15 +256,7 @@ swy_status_t swy_request_free(swy_request_h req) {
     if (swy_status_t c = api::resolve(__func__, req, &r); __builtin_expect(c != SWY_OK, 0)) {
         return c;
     }
-    core::Worker* w = r->worker;
-    WorkerGuard guard(w);
-    if (__builtin_expect(r->external != nullptr && !r->completed, 0)) {
-        return api::busy(__func__,
-                         "a request in caller memory is freed only once it has completed "
-                         "(wait for it, or cancel it and wait): its memory is still in use");
-    }
-    w->release(r);
-    return SWY_OK;
+    return api::with_worker<free_body>(r->worker, r);
 }
 
 }  // extern "C"

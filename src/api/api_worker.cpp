@@ -31,6 +31,9 @@ void fill_lane(core::Endpoint* e, const tl::LaneAttr& a, swy_ep_attr_t* attr) {
     const bool zcopy = (a.caps & tl::cap::kGetZcopy) != 0;
     attr->cma = zcopy && (a.caps & tl::cap::kRemoteKeys) == 0 ? 1 : 0;
 }
+
+/// swy_worker_progress's body (api::with_worker: under the lock in multi-thread mode).
+unsigned progress_body(core::Worker* w) { return w->progress(); }
 }  // namespace
 
 extern "C" {
@@ -81,8 +84,7 @@ void swy_worker_destroy(swy_worker_h worker) {
 unsigned swy_worker_progress(swy_worker_h worker) {
     core::Worker* w = api::worker_of(worker);
     if (__builtin_expect(!core::Worker::usable(w), 0)) return api::progress_refused(w);
-    WorkerGuard guard(w);
-    return w->progress();
+    return api::with_worker<progress_body>(w);
 }
 
 swy_status_t swy_worker_get_efd(swy_worker_h worker, int* fd) {

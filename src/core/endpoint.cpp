@@ -158,8 +158,8 @@ void Endpoint::fail(Status why) {
 // Eager send
 // ------------------------------------------------------------------------------------------
 
-Status Endpoint::tag_send(const void* buffer, size_t length, uint64_t tag,
-                          const swy_request_params_t* params, Request** out) {
+Status Endpoint::tag_send_queued(const void* buffer, size_t length, uint64_t tag,
+                                 const swy_request_params_t* params, Request** out) {
     *out = nullptr;
     if (__builtin_expect(failed_, 0)) {
         return failure_ == Status::kCanceled ? Status::kEndpointClosed : failure_;
@@ -169,16 +169,7 @@ Status Endpoint::tag_send(const void* buffer, size_t length, uint64_t tag,
     if (__builtin_expect(Worker::stated_datatype(params) != SWY_DATATYPE_CONTIG, 0)) {
         return tag_send_datatype(buffer, length, tag, params, out);
     }
-    // Fast path: nothing queued ahead of us and the whole message fits one packet.
-    if (fast_path_ && pending_.empty() && length <= fast_max_ &&
-        (flags & (SWY_REQ_FLAG_SYNC | SWY_REQ_FLAG_NO_IMM_COMPLETE)) == 0 &&
-        worker_->host_without_detection(Worker::stated_memtype(params))) {
-        proto::EagerOnlyHeader h{tag};
-        Status s = lane_->am_send(proto::kAmEagerOnly, &h, sizeof(h), buffer, length);
-        if (__builtin_expect(s == Status::kOk, 1)) return Status::kOk;
-        if (s != Status::kNoResource) return s;
-    }
-
+    // (The one-packet fast path was tried inline by tag_send(), core/endpoint_send.h.)
     Request* r = worker_->new_request(params);
     r->kind = RequestKind::kSend;
     r->ep = this;

@@ -85,8 +85,14 @@ public:
     }
 
     // ---- operations (implemented in protocols/, called by the API layer) ----
-    Status tag_send(const void* buffer, size_t length, uint64_t tag,
-                    const swy_request_params_t* params, Request** out);
+    /// A tagged send. Inline (core/endpoint_send.h): the common small message goes to the
+    /// lane in one packet from the API call itself; everything else is tag_send_queued().
+    inline Status tag_send(const void* buffer, size_t length, uint64_t tag,
+                           const swy_request_params_t* params, Request** out);
+    /// tag_send() for what its fast path does not take (or its lane refused for now): a
+    /// request, protocol selection, the endpoint's queues; non-contiguous data.
+    Status tag_send_queued(const void* buffer, size_t length, uint64_t tag,
+                           const swy_request_params_t* params, Request** out);
 
     /// Send @p count items of the non-contiguous @p params->datatype at @p buffer (tag_send's
     /// path for iov and generic data, endpoint_datatype.cpp).

@@ -211,14 +211,16 @@ public:
     Request* get_external(Worker* worker, void* memory);
     /// Back to the pool (a request in caller memory: its slot, and the memory to the caller).
     /// Inline: every request that was made comes back here.
+    /// The common case (no view, pool memory, room on the free list) needs no call: the
+    /// callers (swy_request_free, completions) then stay leaf functions that save no
+    /// registers; the rest is put_slow(), out of line.
     void put(Request* r) {
-        if (__builtin_expect(r->view != nullptr, 0)) release_view(r);
-        if (__builtin_expect(r->external != nullptr, 0)) return put_external(r);
-        r->generation++;  // a late ack for the old use no longer finds it
-        r->completed = true;
-        r->kind = RequestKind::kClose;
-        free_.push_back(r);
-        --in_use_;
+        if (__builtin_expect(
+                r->view != nullptr || r->external != nullptr || free_.size() == free_.capacity(),
+                0)) {
+            return put_slow(r);
+        }
+        recycle(r);
     }
     /// Wire ids of requests in caller memory have this bit in their index.
     static constexpr uint32_t kExternalIndex = 1u << 31;
@@ -319,6 +321,20 @@ private:
     std::vector<std::unique_ptr<ExternalSlot[]>> external_chunks_;  // never move: handles
     std::vector<ExternalSlot*> external_free_;                      // name them
     void put_external(Request* r);
+    /// put() of a request with a view or in caller memory, or when the free list must grow.
+    [[gnu::noinline]] void put_slow(Request* r) {
+        if (r->view != nullptr) release_view(r);
+        if (r->external != nullptr) return put_external(r);
+        recycle(r);
+    }
+    /// A pool request back on the free list.
+    void recycle(Request* r) {
+        r->generation++;  // a late ack for the old use no longer finds it
+        r->completed = true;
+        r->kind = RequestKind::kClose;
+        free_.push_back(r);
+        --in_use_;
+    }
     size_t in_use_ = 0;
     std::vector<std::unique_ptr<dt::DataView>> views_;  // every view made (few: one per
     std::vector<dt::DataView*> views_free_;             // non-contiguous operation in flight)

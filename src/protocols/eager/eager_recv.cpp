@@ -67,6 +67,11 @@ void EagerReceiver::on_only(tl::AmSource src, const uint8_t* data, size_t length
         worker_->complete(r, r->receive_status());
         return;
     }
+    on_only_unexpected(src, tag, sender_request, sync, payload, size);
+}
+
+void EagerReceiver::on_only_unexpected(tl::AmSource src, uint64_t tag, uint64_t sender_request,
+                                       bool sync, const uint8_t* payload, size_t size) {
     UnexpectedDesc* d = worker_->new_unexpected();
     d->tag = tag;
     d->length = size;

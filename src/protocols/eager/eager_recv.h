@@ -69,6 +69,12 @@ public:
     void send_sync_ack(tl::AmSource src, uint64_t sender_request, Status status = Status::kOk);
 
 private:
+    /// on_only() for a message no posted receive matched: kept as an unexpected message. Out
+    /// of line, so that the matched path (every message of a latency loop) saves few
+    /// registers.
+    [[gnu::noinline]] void on_only_unexpected(tl::AmSource src, uint64_t tag,
+                                              uint64_t sender_request, bool sync,
+                                              const uint8_t* payload, size_t size);
     static uint64_t reassembly_key(tl::AmSource src, uint32_t message_id) {
         return (uint64_t{src.iface} << 48) | (uint64_t{src.sender} << 32) | message_id;
     }

@@ -66,16 +66,8 @@ TagMatcher::TagMatcher(size_t initial_buckets) {
 
 // ---- receive side ----
 
-PostedReceive* TagMatcher::match_posted(uint64_t tag) {
-    if (posted_count_ == 0) return nullptr;  // no hash, no walk
-    if (PostedReceive* r = solo_; r != nullptr) {
-        // The one posted receive, in no list: accept it or nothing.
-        if ((tag & r->mask) != (r->tag & r->mask)) return nullptr;
-        solo_ = nullptr;
-        r->hook = {};
-        posted_count_ = 0;
-        return r;
-    }
+PostedReceive* TagMatcher::match_filed(uint64_t tag) {
+    // (match_posted() took the lone receive and the empty case inline.)
     // Fast path, no wildcard receive posted: the first receive of this tag in its bucket
     // (usually the bucket's only entry) is the answer.
     if (wildcard_.next == &wildcard_) {
@@ -160,14 +152,8 @@ void TagMatcher::remove_unexpected(UnexpectedMessage* msg) {
     --unexpected_count_;
 }
 
-void TagMatcher::post(PostedReceive* recv) {
+void TagMatcher::post_filed(PostedReceive* recv) {
     recv->post_seq = next_post_seq_++;
-    if (posted_count_ == 0) {
-        solo_ = recv;
-        recv->hook.prev = recv->hook.next = &solo_mark_;
-        posted_count_ = 1;
-        return;
-    }
     if (solo_ != nullptr) {
         PostedReceive* earlier = solo_;
         solo_ = nullptr;

@@ -56,7 +56,18 @@ public:
 
     /// Find the earliest-posted receive that accepts @p tag, remove it and return it;
     /// nullptr if none (the caller then calls add_unexpected()).
-    PostedReceive* match_posted(uint64_t tag);
+    /// Inline for the lone posted receive (a latency loop's case); the lists out of line.
+    PostedReceive* match_posted(uint64_t tag) {
+        if (PostedReceive* r = solo_; r != nullptr) {
+            // The one posted receive, in no list: accept it or nothing.
+            if ((tag & r->mask) != (r->tag & r->mask)) return nullptr;
+            solo_ = nullptr;
+            r->hook = {};
+            posted_count_ = 0;
+            return r;
+        }
+        return posted_count_ == 0 ? nullptr : match_filed(tag);
+    }
 
     /// Queue an unexpected message (arrival order is the call order).
     void add_unexpected(UnexpectedMessage* msg);
@@ -71,7 +82,17 @@ public:
     void remove_unexpected(UnexpectedMessage* msg);
 
     /// Queue a receive that found no unexpected message. Assigns post_seq.
-    void post(PostedReceive* recv);
+    /// Inline when nothing else is posted (the receive is held alone, in no list).
+    void post(PostedReceive* recv) {
+        if (posted_count_ == 0) {
+            recv->post_seq = next_post_seq_++;
+            solo_ = recv;
+            recv->hook.prev = recv->hook.next = &solo_mark_;
+            posted_count_ = 1;
+            return;
+        }
+        post_filed(recv);
+    }
 
     /// Remove a posted receive (cancel). @return false if it was not queued (already matched).
     bool cancel(PostedReceive* recv);
@@ -111,6 +132,10 @@ private:
     // nothing and link nothing. A second post files it first (it is the earlier one, and
     // the lists are empty then), so order is kept. Its hook points at solo_mark_, so it reads
     // as queued (cancel) while in no list.
+    /// match_posted() when the receives are in the lists (no lone receive).
+    PostedReceive* match_filed(uint64_t tag);
+    /// post() when another receive is already posted.
+    void post_filed(PostedReceive* recv);
     PostedReceive* solo_ = nullptr;
     ListHook solo_mark_;
 

@@ -54,7 +54,7 @@ inline void ShmInterface::deliver(uint16_t sender, uint8_t am_id, const uint8_t*
     }
 }
 
-unsigned ShmInterface::drain_private(ActiveRing& r) {
+inline unsigned ShmInterface::drain_private(ActiveRing& r) {
     if (r.dead) return 0;
     unsigned n = 0;
     while (n < kDrainBatch) {
