@@ -28,7 +28,8 @@ using swy::tl::shm::RingView;
 class Ring {
 public:
     Ring(uint32_t ncells, uint32_t cell_size)
-        : cells_(static_cast<uint8_t*>(std::aligned_alloc(kCacheLine, size_t{ncells} * cell_size))),
+        : cells_(static_cast<uint8_t*>(
+              std::aligned_alloc(kCacheLine, RingView::region_bytes(ncells, cell_size)))),
           view_(cells_.get(), ncells, cell_size) {
         view_.initialise();
     }
@@ -77,16 +78,12 @@ private:
     bool have_ = false;
 };
 
-inline uint8_t* payload_of(CellHeader* c) {
-    return reinterpret_cast<uint8_t*>(c) + sizeof(CellHeader);
-}
-
 // Producer side: claim (private head), copy, publish. Returns false when full.
 inline bool send_private(const RingView& r, uint64_t& head, const void* data, uint32_t len) {
     CellHeader* c = r.claim_private(head);
     if (c == nullptr) return false;
     c->length = len;
-    std::memcpy(payload_of(c), data, len);
+    std::memcpy(r.payload(head, len), data, len);
     RingView::publish(c, head);
     ++head;
     return true;
@@ -99,7 +96,7 @@ inline bool send_shared(const RingView& r, std::atomic<uint64_t>& head, const vo
     CellHeader* c = r.claim_shared(head, &pos);
     if (c == nullptr) return false;
     c->length = len;
-    std::memcpy(payload_of(c), data, len);
+    std::memcpy(r.payload(pos, len), data, len);
     RingView::publish(c, pos);
     return true;
 }
@@ -108,7 +105,7 @@ inline bool send_shared(const RingView& r, std::atomic<uint64_t>& head, const vo
 inline bool receive(const RingView& r, uint64_t& tail, void* data) {
     CellHeader* c = r.peek(tail);
     if (c == nullptr) return false;
-    std::memcpy(data, payload_of(c), c->length);
+    std::memcpy(data, r.payload(tail, c->length), c->length);
     r.release(c, tail);
     ++tail;
     return true;

@@ -21,10 +21,11 @@ swy_tag_t tag_of(uint64_t round) { return 0x5C00000000000000ull | round; }
 
 /// Rank 0 and 1 each send every size to the other, first with the receives posted, then a
 /// burst of kUnexpectedLimitRounds messages of each size before the receiver posts anything.
-void exchange_all(World& w, Node& n) {
+template <size_t N>
+void exchange_all(World& w, Node& n, const size_t (&sizes)[N]) {
     const int peer = 1 - w.rank();
     uint64_t round = 0;
-    for (size_t size : kSizes) {
+    for (size_t size : sizes) {
         // Expected: receive posted, then both send at once.
         std::vector<unsigned char> in(size + kGuardBytes, kGuardByte), out(size);
         const uint64_t r = round++;
@@ -39,7 +40,7 @@ void exchange_all(World& w, Node& n) {
         ICHECK(guard_intact(in.data() + size));
         w.barrier(n.worker());
     }
-    for (size_t size : kSizes) {
+    for (size_t size : sizes) {
         // Unexpected: a burst of sends before the peer posts any receive.
         std::vector<std::vector<unsigned char>> outs, ins;
         std::vector<Send> sends;
@@ -72,21 +73,34 @@ void exchange_all(World& w, Node& n) {
     }
 }
 
-void run_geometry(const Settings& settings) {
+template <size_t N>
+void run_geometry(const Settings& settings, const size_t (&sizes)[N]) {
     EXPECT_TRUE(run_ranks(2, [&](World& w) {
         NodeOptions opts;
         for (const auto& s : settings)
             opts.config.push_back(s);
         Node n(w, opts);
         n.connect_all();
-        exchange_all(w, n);
+        exchange_all(w, n, sizes);
         n.finish();
     }));
 }
 
 class ShmGeometry : public ::testing::TestWithParam<Settings> {};
 
-TEST_P(ShmGeometry, CarriesEveryProtocolSizeBothWays) { run_geometry(GetParam()); }
+TEST_P(ShmGeometry, CarriesEveryProtocolSizeBothWays) { run_geometry(GetParam(), kSizes); }
+
+// FIFO cells keep a message of up to RingView::kInlineBytes in the packed header slot and a
+// larger one in the cell's payload area (ring.h): the sizes around that boundary, and a
+// full cell, through the FIFO alone (no PIO ring), in a FIFO small enough to wrap, byte for
+// byte with the guard after each buffer intact.
+TEST(ShmFifoLayout, CarriesSizesAroundTheInlineSlotBothWays) {
+    // Payload bytes of a message; the tag layer's header (8 B for eager) comes on top, so
+    // these put the record on both sides of kInlineBytes (112) and at the 4 KiB cell's end.
+    constexpr size_t kInlineSizes[] = {1, 96, 103, 104, 105, 120, 4064, 4072, 4080};
+    run_geometry({{"SHM_FIFO_CELLS", "4"}, {"SHM_PIO_SLOTS", "0"}, {"SHM_CELL_SIZE", "4K"}},
+                 kInlineSizes);
+}
 
 // The smallest and largest value of each bound (segment_bounds.h), one geometry per test.
 INSTANTIATE_TEST_SUITE_P(

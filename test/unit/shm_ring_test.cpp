@@ -16,6 +16,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -27,7 +28,8 @@ constexpr uint32_t kCellSize = 64;  // 16-byte header + 48 bytes payload
 /// Cache-line aligned heap memory for a ring; freed on scope exit.
 struct RingMemory {
     RingMemory(uint32_t ncells, uint32_t cell_size)
-        : bytes(static_cast<uint8_t*>(std::aligned_alloc(kCacheLine, size_t{ncells} * cell_size))),
+        : bytes(static_cast<uint8_t*>(
+              std::aligned_alloc(kCacheLine, RingView::region_bytes(ncells, cell_size)))),
           ring(bytes.get(), ncells, cell_size) {
         ring.initialise();
     }
@@ -95,6 +97,63 @@ TEST(ShmRing, GeometryFollowsConstructorArguments) {
     EXPECT_EQ(mem.ring.cell_size(), 128u);
     EXPECT_EQ(mem.ring.payload_capacity(), 128u - sizeof(CellHeader));
     EXPECT_FALSE(RingView().valid());
+}
+
+// The FIFO's headers are packed (ring.h): consecutive small messages (an RTS is 48 bytes of
+// header plus the cell header) take consecutive slots of a few pages, not a page of their own
+// each. With 8 KiB cells each message used to start a new page of the receiver's segment.
+TEST(ShmRing, ConsecutiveSmallMessagesShareFewPages) {
+    constexpr uint32_t kCells = 256;
+    constexpr uint32_t kBigCell = 8192;
+    RingMemory mem(kCells, kBigCell);
+    constexpr size_t kPage = 4096;
+    constexpr size_t kRts = 48;
+    std::set<uintptr_t> pages;
+    for (uint64_t pos = 0; pos < kCells; ++pos) {
+        const auto first = reinterpret_cast<uintptr_t>(mem.ring.cell(pos));
+        const auto last = reinterpret_cast<uintptr_t>(mem.ring.payload(pos, kRts)) + kRts - 1;
+        for (uintptr_t p = first / kPage; p <= last / kPage; ++p)
+            pages.insert(p);
+    }
+    // 256 slots of 128 bytes: 8 pages (9 if the allocation is not page aligned).
+    EXPECT_LE(pages.size(), size_t{kCells} * RingView::kSlotBytes / kPage + 1);
+}
+
+// A message up to kInlineBytes lives in its slot, a larger one in its position's payload
+// cell: at the boundary and at full capacity, a full ring of them comes out byte for byte
+// (no message overlaps another's slot or cell).
+TEST(ShmRing, PayloadsAroundTheInlineBoundaryComeOutIntact) {
+    constexpr uint32_t kCells = 8;
+    constexpr uint32_t kCell = 1024;
+    RingMemory mem(kCells, kCell);
+    const size_t sizes[] = {RingView::kInlineBytes - 1, RingView::kInlineBytes,
+                            RingView::kInlineBytes + 1, mem.ring.payload_capacity()};
+    std::atomic<uint64_t> head{0};
+    uint64_t tail = 0;
+    for (int lap = 0; lap < 3; ++lap) {
+        for (uint64_t i = 0; i < kCells; ++i) {
+            const size_t len = sizes[i % std::size(sizes)];
+            uint64_t pos = 0;
+            CellHeader* c = mem.ring.claim_shared(head, &pos);
+            ASSERT_NE(c, nullptr);
+            c->length = static_cast<uint32_t>(len);
+            uint8_t* d = mem.ring.payload(pos, len);
+            for (size_t b = 0; b < len; ++b)
+                d[b] = static_cast<uint8_t>(pos * 31 + b);
+            RingView::publish(c, pos);
+        }
+        for (uint64_t i = 0; i < kCells; ++i, ++tail) {
+            CellHeader* c = mem.ring.peek(tail);
+            ASSERT_NE(c, nullptr);
+            const size_t len = c->length;
+            ASSERT_EQ(len, sizes[i % std::size(sizes)]);
+            const uint8_t* d = mem.ring.payload(tail, len);
+            for (size_t b = 0; b < len; ++b)
+                ASSERT_EQ(d[b], static_cast<uint8_t>(tail * 31 + b))
+                    << "pos " << tail << " byte " << b;
+            mem.ring.release(c, tail);
+        }
+    }
 }
 
 TEST(ShmRing, EmptyRingHasNothingToPeek) {
@@ -382,7 +441,7 @@ TEST(ShmRing, PrivateProducerThreadKeepsOrderAcrossThreads) {
 TEST(ShmRing, WorksAcrossForkInSharedMapping) {
     constexpr uint32_t kCells = 32;
     constexpr uint64_t kMessages = 100'000;
-    const size_t bytes = kCacheLine + size_t{kCells} * kCellSize;
+    const size_t bytes = kCacheLine + RingView::region_bytes(kCells, kCellSize);
     void* map = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     ASSERT_NE(map, MAP_FAILED);
     auto* base = static_cast<uint8_t*>(map);

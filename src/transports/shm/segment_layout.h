@@ -16,7 +16,7 @@
 namespace swy::tl::shm {
 
 inline constexpr uint64_t kSegmentMagic = 0x5357595348'4d3031ull;  // "SWYSHM01"
-inline constexpr uint32_t kSegmentVersion = 4;
+inline constexpr uint32_t kSegmentVersion = 5;  // 5: FIFO headers packed (ring.h)
 /// Sender slots a segment offers unless SWY_SHM_MAX_SENDERS says otherwise. A slot is one
 /// cache line of the segment, committed only once a sender claims it (the table is not
 /// initialised: zero bytes are a free slot).
@@ -131,7 +131,7 @@ struct SegmentGeometry {
         return (end + 4095) & ~uint64_t{4095};
     }
     uint64_t pio_rings_offset() const {
-        return fifo_offset() + uint64_t{fifo_cells} * fifo_cell_size;
+        return fifo_offset() + RingView::region_bytes(fifo_cells, fifo_cell_size);
     }
     uint64_t pio_ring_bytes() const { return uint64_t{pio_credits} * pio_cell_size; }
     uint64_t total_size() const {

@@ -236,6 +236,12 @@ inline CellHeader* ShmEndpoint::claim(size_t payload, uint64_t* pos) {
     return reinterpret_cast<CellHeader*>(pio_base_ + *pos % pio_bytes_);
 }
 
+inline uint8_t* ShmEndpoint::payload_of(CellHeader* cell, uint64_t pos, size_t length) const {
+    // A PIO record's payload follows its header; a FIFO cell's is inline or in its cell.
+    if (pio_slot_ != kNoPioSlot) return reinterpret_cast<uint8_t*>(cell + 1);
+    return ring_.payload(pos, length);
+}
+
 inline void ShmEndpoint::publish_record(CellHeader* cell, uint64_t pos) {
     const uint64_t seq = pos ^ pio_key_;
     // Two literal orders: a run-time order argument compiles to the strongest one (xchg).
@@ -272,14 +278,15 @@ Status ShmEndpoint::am_send_packed(AmId id, const void* hdr, size_t hdr_len, Pac
     if (cell == nullptr) return Status::kNoResource;
     cell->flags = 0;
     cell->sender = sender_slot_;
-    auto* data = reinterpret_cast<uint8_t*>(cell + 1);
+    uint8_t* data = payload_of(cell, pos, hdr_len + length);
     std::memcpy(data, hdr, hdr_len);
     Status s = pack(arg, data + hdr_len, length);
     if (s != Status::kOk) {
         // The cell is claimed and must be published: turn it into a no-op for the receiver.
+        // One byte travels right after the header (inline in a FIFO slot, as in a record).
         cell->am_id = kShmControlAm;
         cell->length = 1;
-        data[0] = static_cast<uint8_t>(ShmControl::kNoop);
+        reinterpret_cast<uint8_t*>(cell + 1)[0] = static_cast<uint8_t>(ShmControl::kNoop);
     } else {
         cell->am_id = id;
         cell->length = static_cast<uint32_t>(hdr_len + length);
@@ -301,7 +308,7 @@ Status ShmEndpoint::am_send(AmId id, const void* hdr, size_t hdr_len, const void
     cell->flags = 0;
     cell->sender = sender_slot_;
     cell->length = static_cast<uint32_t>(hdr_len + length);
-    auto* data = reinterpret_cast<uint8_t*>(cell + 1);
+    uint8_t* data = payload_of(cell, pos, hdr_len + length);
     common::copy_bytes(data, hdr, hdr_len);
     common::copy_bytes(data + hdr_len, payload, length);
     finish(cell, pos);

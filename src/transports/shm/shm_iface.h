@@ -132,6 +132,8 @@ private:
     void release_unattached();
     void wake_peer();
     CellHeader* claim(size_t payload, uint64_t* pos);
+    /// Where the @p length payload bytes of the record claimed at @p pos go.
+    uint8_t* payload_of(CellHeader* cell, uint64_t pos, size_t length) const;
     void publish_record(CellHeader* cell, uint64_t pos);
     void finish(CellHeader* cell, uint64_t pos);
 
@@ -242,7 +244,7 @@ private:
     ShmInterface(const ShmConfig& config, uint64_t uid, uint16_t index, AmSink* sink);
     Status create_segment(std::string* why);
     unsigned drain(RingView& ring, uint64_t& tail);
-    void dispatch(CellHeader* cell);
+    void dispatch(CellHeader* cell, const RingView& ring, uint64_t pos);
     /// A checked record from @p sender: to the control handler or the sink (shm_progress.cpp;
     /// dispatch() checks a FIFO cell first, drain_private() a private ring's record).
     void deliver(uint16_t sender, uint8_t am_id, const uint8_t* data, uint32_t length);

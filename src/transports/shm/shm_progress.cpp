@@ -36,7 +36,7 @@ unsigned ShmInterface::drain(RingView& ring, uint64_t& tail) {
     while (n < kDrainBatch) {
         CellHeader* cell = ring.peek(tail);
         if (cell == nullptr) break;
-        dispatch(cell);
+        dispatch(cell, ring, tail);
         ring.release(cell, tail);
         ++tail;
         ++n;
@@ -119,17 +119,17 @@ unsigned ShmInterface::progress() {
     return n;
 }
 
-void ShmInterface::dispatch(CellHeader* cell) {
+void ShmInterface::dispatch(CellHeader* cell, const RingView& ring, uint64_t pos) {
     const uint16_t sender = cell->sender;
     const uint32_t length = cell->length;
     const uint8_t am_id = cell->am_id;
-    const uint8_t* data = reinterpret_cast<const uint8_t*>(cell + 1);
     // Cells come from other processes: never trust a length or an index.
-    if (sender >= config_.geometry.max_senders || length > fifo_.cell_size() - sizeof(CellHeader)) {
+    if (sender >= config_.geometry.max_senders || length > ring.payload_capacity()) {
         log_printf(LogLevel::kError, "shm: dropping malformed cell (sender %u, length %u)", sender,
                    length);
         return;
     }
+    const uint8_t* data = ring.payload(pos, length);  // length checked: inside the ring
     if (!sender_known(sender) && !resolve_sender(sender)) {
         log_printf(LogLevel::kError, "shm: dropping cell from unregistered sender slot %u", sender);
         return;
