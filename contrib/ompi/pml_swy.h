@@ -70,6 +70,9 @@ typedef struct mca_pml_swy_module {
     int priority;
     int verbose;
     int progress_iterations;
+    /** pml_swy_single_node: a job whose processes all share this node opens no network
+     *  transport (SWY_TLS=^tcp,verbs unless the user set SWY_TLS): see mca_pml_swy_init. */
+    bool single_node;
     int output; /**< opal_output stream with pml_swy_verbose as its verbosity */
 } mca_pml_swy_module_t;
 

@@ -58,6 +58,15 @@ static int mca_pml_swy_component_register(void) {
         "this many polls (>= 1)",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL,
         &ompi_pml_swy.progress_iterations);
+
+    ompi_pml_swy.single_node = true;
+    (void)mca_base_component_var_register(
+        &mca_pml_swy_component.pmlm_version, "single_node",
+        "When every process of the job runs on this node and SWY_TLS is not set, open no "
+        "network transport (SWY_TLS=^tcp,verbs): each progress pass then skips them. Set to 0 "
+        "if processes on other nodes join later (MPI_Comm_spawn, MPI_Comm_connect)",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &ompi_pml_swy.single_node);
     return OMPI_SUCCESS;
 }
 

@@ -21,6 +21,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/small_copy.h"
+#include "transports/shm/prefault.h"
 #include "transports/shm/segment_bounds.h"
 #include "transports/shm/shm_address.h"
 
@@ -119,6 +120,8 @@ void ShmEndpoint::use_pio_ring(uint32_t pio_slot) {
     auto* slots = reinterpret_cast<PioSlot*>(remote_->base + h->pio_table_offset);
     consumed_ = &slots[pio_slot].consumed;
     pio_key_ = slots[pio_slot].key;
+    // Its first pass would otherwise fault on every page (see prefault.h).
+    prefault(pio_base_, pio_bytes_, PrefaultAccess::kWrite);
     // Release stores are enough when the receiver can flush our store buffer itself before
     // it sleeps (membarrier); otherwise publish with a full fence.
     publish_fence_ = h->publish_fence != 0 || !iface_->membarrier_registered();

@@ -16,6 +16,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "transports/shm/prefault.h"
 #include "transports/shm/shm_address.h"
 #include "transports/shm/shm_iface.h"
 
@@ -176,6 +177,8 @@ void ShmInterface::handle_control(uint16_t sender, const uint8_t* data, size_t l
                          pio_slot,
                          &pio[pio_slot].consumed,
                          sender};
+            // The ring's first pass would otherwise fault on every page (see prefault.h).
+            prefault(r.base, r.bytes, PrefaultAccess::kRead);
             active_rings_.push_back(r);
             return;
         }
