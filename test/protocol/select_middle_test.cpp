@@ -124,5 +124,22 @@ TEST(SelectMiddle, ForcedGetStartsWhereTheAutomaticRendezvousStarts) {
     EXPECT_EQ(get.lookup(thresh), ProtoId::kRndvGetCma) << get.print();
 }
 
+// Where the built-in figures put eager -> GET (issue 17): swy-perf's eager and GET ping-pongs
+// on the reference VM cross between 40 and 48 KiB (eager 32 KiB 3.8 us vs GET 4.4 us; 48 KiB
+// 5.4 us vs 4.8 us), and windowed bandwidth at 64 KiB was 8.8 GB/s eager, 12.3-12.9 GB/s GET.
+// The figures before this put the crossing at 76 503 B, so 64 KiB went eager. Both endpoint
+// shapes: with PIO (4048-byte fragments) and without (8144-byte FIFO fragments).
+TEST(SelectMiddle, BuiltInFiguresSendThirtyTwoKiBEagerAndSixtyFourKiBByGet) {
+    tl::LaneAttr no_pio = shm_lane(true);
+    no_pio.pio = false;
+    no_pio.pio_max_message = 0;
+    no_pio.max_message = 8144 + sizeof(EagerFirstHeader);
+    for (const tl::LaneAttr& lane : {shm_lane(true), no_pio}) {
+        const ProtoTable t = table_for(lane, automatic());
+        EXPECT_EQ(t.lookup(32 * 1024), ProtoId::kEagerBcopy) << t.print();
+        EXPECT_EQ(t.lookup(64 * 1024), ProtoId::kRndvGetCma) << t.print();
+    }
+}
+
 }  // namespace
 }  // namespace swy::proto

@@ -8,9 +8,9 @@
  *   8144     bcopy fragment through the shared FIFO (SWY_SHM_CELL_SIZE 8K - header)
  *   8192     one FIFO cell
  *   65504    bcopy fragment of the self transport (rank sending to itself)
- *   76503    eager_bcopy -> rndv_get_cma on an endpoint with PIO (first rendezvous size)
- *   131072   eager_bcopy -> rndv_get_cma on an endpoint without PIO, and SWY_RNDV_SPLIT_MIN:
- *            rendezvous GET split between both processes
+ *   41128    eager_bcopy -> rndv_get_cma on an endpoint with PIO (first rendezvous size)
+ *   50027    eager_bcopy -> rndv_get_cma on an endpoint without PIO
+ *   131072   SWY_RNDV_SPLIT_MIN: rendezvous GET split between both processes
  *   524288   SWY_RNDV_FRAG_SIZE: one GET chunk
  *   8388608  most bytes one progress call pulls
  * The two rendezvous thresholds are the "thresholds:" lines of `swy-info --proto` under the
@@ -32,7 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char* const mt_default_edges = "4048,4064,8144,8192,65504,76503,131072,524288,8388608";
+static const char* const mt_default_edges =
+    "4048,4064,8144,8192,41128,50027,65504,131072,524288,8388608";
 
 static inline size_t mt_parse_size(const char* s, char** end) {
     size_t v = (size_t)strtoull(s, end, 10);

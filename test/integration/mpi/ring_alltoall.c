@@ -10,9 +10,10 @@
 
 /* Around the protocol edges of the built-in figures (mt_sizes.h): the last PIO message and
  * the first fragmented one, one byte past a FIFO fragment, the last eager and the first
- * rendezvous size of an endpoint with PIO (76502/76503) and of one without it (131071/131072,
- * also where a GET is split), and one byte past a GET chunk. */
-static const size_t kSizes[] = {0, 1, 4064, 4065, 8145, 76502, 76503, 131071, 131072, 524289};
+ * rendezvous size of an endpoint with PIO (41127/41128) and of one without it (50026/50027),
+ * where a GET is split (131071/131072), and one byte past a GET chunk. */
+static const size_t kSizes[] = {0,     1,     4064,  4065,   8145,   41127,
+                                41128, 50026, 50027, 131071, 131072, 524289};
 enum { kNumSizes = sizeof kSizes / sizeof kSizes[0] };
 
 static uint32_t seed_of(int src, int dst, size_t n) {
