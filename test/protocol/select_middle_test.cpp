@@ -20,14 +20,14 @@ namespace {
 
 constexpr size_t kInf = std::numeric_limits<size_t>::max();
 
-/// A shm lane shaped as the real one (PIO packets of 4064 B, fragments of 4048 B), costed
+/// A shm lane shaped as the real one (PIO packets of 8160 B, fragments of 8144 B), costed
 /// from the built-in figures of this version.
 tl::LaneAttr shm_lane(bool cma) {
     tl::LaneAttr a;
     a.transport = "shm";
-    a.max_message = 4048 + sizeof(EagerFirstHeader);
+    a.max_message = 8144 + sizeof(EagerFirstHeader);
     a.pio = true;
-    a.pio_max_message = 4064 + sizeof(EagerOnlyHeader);
+    a.pio_max_message = 8160 + sizeof(EagerOnlyHeader);
     if (cma) a.caps |= tl::cap::kGetZcopy | tl::cap::kPutZcopy;
     a.rndv = true;
     a.costs = tl::shm::shm_lane_costs(common::CostFigures{});
@@ -124,20 +124,20 @@ TEST(SelectMiddle, ForcedGetStartsWhereTheAutomaticRendezvousStarts) {
     EXPECT_EQ(get.lookup(thresh), ProtoId::kRndvGetCma) << get.print();
 }
 
-// Where the built-in figures put eager -> GET (issue 17): swy-perf's eager and GET ping-pongs
-// on the reference VM cross between 40 and 48 KiB (eager 32 KiB 3.8 us vs GET 4.4 us; 48 KiB
-// 5.4 us vs 4.8 us), and windowed bandwidth at 64 KiB was 8.8 GB/s eager, 12.3-12.9 GB/s GET.
-// The figures before this put the crossing at 76 503 B, so 64 KiB went eager. Both endpoint
-// shapes: with PIO (4048-byte fragments) and without (8144-byte FIFO fragments).
-TEST(SelectMiddle, BuiltInFiguresSendThirtyTwoKiBEagerAndSixtyFourKiBByGet) {
+// Where the built-in figures put eager -> GET (issue 17). With 8 KiB PIO cells, swy-perf's
+// eager ping-pong at 64 KiB took 4.7 us and GET 5.5 us, at 128 KiB eager 8.5 us and GET
+// 6.8 us; windowed bandwidth at 64 KiB was 15.7 GB/s eager (8.9 GB/s through the 4 KiB cells
+// before), GET at most 12.9 GB/s. The figures before this put the crossing at 76 503 B with
+// 4 KiB cells; with 8 KiB cells and those figures it would be beyond 128 KiB. Both endpoint
+// shapes (with and without a PIO ring) carry 8144-byte fragments.
+TEST(SelectMiddle, BuiltInFiguresSendSixtyFourKiBEagerAndOneHundredTwentyEightKiBByGet) {
     tl::LaneAttr no_pio = shm_lane(true);
     no_pio.pio = false;
     no_pio.pio_max_message = 0;
-    no_pio.max_message = 8144 + sizeof(EagerFirstHeader);
     for (const tl::LaneAttr& lane : {shm_lane(true), no_pio}) {
         const ProtoTable t = table_for(lane, automatic());
-        EXPECT_EQ(t.lookup(32 * 1024), ProtoId::kEagerBcopy) << t.print();
-        EXPECT_EQ(t.lookup(64 * 1024), ProtoId::kRndvGetCma) << t.print();
+        EXPECT_EQ(t.lookup(64 * 1024), ProtoId::kEagerBcopy) << t.print();
+        EXPECT_EQ(t.lookup(128 * 1024), ProtoId::kRndvGetCma) << t.print();
     }
 }
 

@@ -489,7 +489,7 @@ TEST_F(CalibrationFile, SaveCommentsOutAFigureOutsideItsRange) {
 constexpr const char* kPreviousFormatDefaults =
     "# Switchyard cost figures, measured by swy-info --calibrate\n"
     "memcpy_bw_Bps = 1e+10\n"
-    "shm_copy_bw_Bps = 1.25e+10\n"
+    "shm_copy_bw_Bps = 2.1e+10\n"
     "cma_bw_Bps = 2e+10\n"
     "cma_call_s = 2.8e-06\n"
     "fifo_latency_s = 3e-07\n"

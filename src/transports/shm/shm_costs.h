@@ -15,13 +15,13 @@ namespace swy::tl::shm {
 inline constexpr common::CostFigureVar kCostFigures[] = {
     // shm_copy_bw_Bps and cma_* are the library's own lines, measured with swy-perf ping-pongs
     // of 16-128 KiB on the reference VM (issue 17; docs/protocols.md "Built-in shm figures"):
-    // eager_bcopy streams a multi-fragment message at ~106 ps/B (9.4 GB/s), of which the
-    // per-fragment claim and dispatch are (m + b0) / F = 27 ps/B, so the cells' end-to-end copy
-    // is ~80 ps/B. The raw-ring probe of swy-info --calibrate (24 GB/s) copies without the
-    // library's receive path and overrated it 2x; that put the eager -> GET crossing at 75 KiB
-    // where the measured lines cross at 40-44 KiB.
-    {"shm_copy_bw_Bps", 12.5e9, common::kFigureBwMin, common::kFigureBwMax,
-     common::FigureUnit::kGBps, "bcopy through shared cells (copy-in and copy-out overlap)"},
+    // eager_bcopy through 8144-byte fragments carries a multi-fragment message at ~61 ps/B,
+    // of which the per-fragment claim and dispatch are (m + b0) / F = 13.5 ps/B: the cells'
+    // end-to-end copy is ~47.5 ps/B. (Through 4048-byte fragments, the PIO cells before
+    // SWY_SHM_PIO_CELL_SIZE became 8K, it was ~106 ps/B: a fragment costs ~0.4 us of hand-off
+    // between the cores whatever its size, which m + b0 does not count.)
+    {"shm_copy_bw_Bps", 21e9, common::kFigureBwMin, common::kFigureBwMax, common::FigureUnit::kGBps,
+     "bcopy through shared cells (copy-in and copy-out overlap)"},
     // A GET ping-pong of 16-128 KiB is 3.6 us + 21 ps/B: less the handshake (2L + 2m + b0 =
     // 0.77 us) a call costs 2.8 us, not the 1.5 us that a bare process_vm_readv probe sees
     // (the RTS's unpacking and matching, the iovec, the completion). The per-byte figure is
