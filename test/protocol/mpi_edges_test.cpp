@@ -19,14 +19,14 @@
 namespace swy::proto {
 namespace {
 
-/// A shm lane as the real ones: with a PIO ring (packets of 4064 B, fragments of 4048 B) or
+/// A shm lane as the real ones: with a PIO ring (packets of 8160 B, fragments of 8144 B) or
 /// without (fragments of 8144 B through the shared FIFO), with CMA, built-in figures.
 tl::LaneAttr shm_lane(bool pio) {
     tl::LaneAttr a;
     a.transport = "shm";
-    a.max_message = (pio ? 4048 : 8144) + sizeof(EagerFirstHeader);
+    a.max_message = 8144 + sizeof(EagerFirstHeader);
     a.pio = pio;
-    a.pio_max_message = pio ? 4064 + sizeof(EagerOnlyHeader) : 0;
+    a.pio_max_message = pio ? 8160 + sizeof(EagerOnlyHeader) : 0;
     a.caps |= tl::cap::kGetZcopy | tl::cap::kPutZcopy;
     a.rndv = true;
     a.costs = tl::shm::shm_lane_costs(common::CostFigures{});

@@ -20,14 +20,14 @@ namespace {
 
 constexpr size_t kInf = std::numeric_limits<size_t>::max();
 
-/// A shm lane shaped as the real one (PIO packets of 4064 B, fragments of 4048 B), costed
+/// A shm lane shaped as the real one (PIO packets of 8160 B, fragments of 8144 B), costed
 /// from the built-in figures of this version.
 tl::LaneAttr shm_lane(bool cma) {
     tl::LaneAttr a;
     a.transport = "shm";
-    a.max_message = 4048 + sizeof(EagerFirstHeader);
+    a.max_message = 8144 + sizeof(EagerFirstHeader);
     a.pio = true;
-    a.pio_max_message = 4064 + sizeof(EagerOnlyHeader);
+    a.pio_max_message = 8160 + sizeof(EagerOnlyHeader);
     if (cma) a.caps |= tl::cap::kGetZcopy | tl::cap::kPutZcopy;
     a.rndv = true;
     a.costs = tl::shm::shm_lane_costs(common::CostFigures{});
@@ -122,6 +122,27 @@ TEST(SelectMiddle, ForcedGetStartsWhereTheAutomaticRendezvousStarts) {
     ASSERT_NE(thresh, kInf) << idle.print();
     EXPECT_EQ(get.lookup(thresh - 1), idle.lookup(thresh - 1)) << get.print();
     EXPECT_EQ(get.lookup(thresh), ProtoId::kRndvGetCma) << get.print();
+}
+
+// Where the built-in figures put eager -> GET (issue 17). With 8 KiB PIO cells, swy-perf's
+// eager ping-pong at 64 KiB took 4.7 us and GET 5.5 us, at 128 KiB eager 8.5 us and GET
+// 6.8 us; windowed bandwidth at 64 KiB was 15.7 GB/s eager (8.9 GB/s through the 4 KiB cells
+// before), GET at most 12.9 GB/s. The figures before this put the crossing at 76 503 B with
+// 4 KiB cells; with 8 KiB cells and those figures it would be beyond 128 KiB. Both endpoint
+// shapes (with and without a PIO ring) carry 8144-byte fragments.
+TEST(SelectMiddle, BuiltInFiguresSendSixtyFourKiBEagerAndOneHundredTwentyEightKiBByGet) {
+    tl::LaneAttr no_pio = shm_lane(true);
+    no_pio.pio = false;
+    no_pio.pio_max_message = 0;
+    for (const tl::LaneAttr& lane : {shm_lane(true), no_pio}) {
+        const ProtoTable t = table_for(lane, automatic());
+        EXPECT_EQ(t.lookup(64 * 1024), ProtoId::kEagerBcopy) << t.print();
+        // Between 64 and 128 KiB the measured lines cross near 85 KiB (eager 61 ps/B from
+        // 4.7 us, GET ~20 ps/B from 5.5 us): 112 KiB is GET. The figures before put it at
+        // 131 072 B (the split line at SWY_RNDV_SPLIT_MIN), so 112 KiB went eager.
+        EXPECT_EQ(t.lookup(112 * 1024), ProtoId::kRndvGetCma) << t.print();
+        EXPECT_EQ(t.lookup(128 * 1024), ProtoId::kRndvGetCma) << t.print();
+    }
 }
 
 }  // namespace

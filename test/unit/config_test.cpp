@@ -41,7 +41,7 @@ TEST(ConfigTable, DeclaresEveryDocumentedVariableWithItsTypeAndDefault) {
         {"SHM_CELL_SIZE", ConfigType::kSize, "8K"},
         {"SHM_PIO_SLOTS", ConfigType::kUnsigned, "8"},
         {"SHM_PIO_CREDITS", ConfigType::kUnsigned, "64"},
-        {"SHM_PIO_CELL_SIZE", ConfigType::kSize, "4K"},
+        {"SHM_PIO_CELL_SIZE", ConfigType::kSize, "8K"},
         {"RNDV_THRESH", ConfigType::kSize, "auto"},
         {"ZCOPY_THRESH", ConfigType::kSize, "auto"},
         {"RNDV_SCHEME", ConfigType::kString, "auto"},

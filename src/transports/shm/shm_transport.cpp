@@ -49,7 +49,7 @@ constexpr common::ConfigVar kVars[] = {
      kMaxPioCredits},
     {"SHM_PIO_CELL_SIZE",
      kSize,
-     "4K",
+     "8K",
      "Largest record of a dedicated PIO ring, its 16-byte header included: bounds the "
      "largest PIO message and the fragment size of endpoints that hold a PIO ring. A "
      "multiple of 64, at most SHM_CELL_SIZE.",

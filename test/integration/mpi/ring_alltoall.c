@@ -8,11 +8,11 @@
  */
 #include "mpitest.h"
 
-/* Around the protocol edges of the built-in figures (mt_sizes.h): the last PIO message and
- * the first fragmented one, one byte past a FIFO fragment, the last eager and the first
- * rendezvous size of an endpoint with PIO (76502/76503) and of one without it (131071/131072,
- * also where a GET is split), and one byte past a GET chunk. */
-static const size_t kSizes[] = {0, 1, 4064, 4065, 8145, 76502, 76503, 131071, 131072, 524289};
+/* Around the protocol edges of the built-in figures (mt_sizes.h): one byte past a fragment, the
+ * last PIO (or single FIFO) message and the first fragmented one, the last eager and the first
+ * rendezvous size (102646/102647, endpoints with and without PIO alike), where a GET is split
+ * (131071/131072), and one byte past a GET chunk. */
+static const size_t kSizes[] = {0, 1, 8145, 8160, 8161, 102646, 102647, 131071, 131072, 524289};
 enum { kNumSizes = sizeof kSizes / sizeof kSizes[0] };
 
 static uint32_t seed_of(int src, int dst, size_t n) {
