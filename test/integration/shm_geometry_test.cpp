@@ -98,7 +98,12 @@ TEST(ShmFifoLayout, CarriesSizesAroundTheInlineSlotBothWays) {
     // Payload bytes of a message; the tag layer's header (8 B for eager) comes on top, so
     // these put the record on both sides of kInlineBytes (112) and at the 4 KiB cell's end.
     constexpr size_t kInlineSizes[] = {1, 96, 103, 104, 105, 120, 4064, 4072, 4080};
-    run_geometry({{"SHM_FIFO_CELLS", "4"}, {"SHM_PIO_SLOTS", "0"}, {"SHM_CELL_SIZE", "4K"}},
+    // PIO cells may not be larger than FIFO cells (a fragment must fit either lane), even
+    // with no PIO ring.
+    run_geometry({{"SHM_FIFO_CELLS", "4"},
+                  {"SHM_PIO_SLOTS", "0"},
+                  {"SHM_CELL_SIZE", "4K"},
+                  {"SHM_PIO_CELL_SIZE", "4K"}},
                  kInlineSizes);
 }
 
