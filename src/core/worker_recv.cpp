@@ -112,11 +112,24 @@ bool Worker::grow_unexpected(UnexpectedDesc* d, size_t need) {
     // A recycled descriptor's buffer may already be large enough: then nothing is allocated
     // (the caps are charged all the same).
     if (fits && grow > d->allocated) {
-        std::unique_ptr<uint8_t[]> bigger(new (std::nothrow) uint8_t[grow]);
+        // A message that a spare could hold gets room for all of it at once (no copy per
+        // doubling, and the buffer can be parked afterwards); only grow is charged.
+        const size_t want = d->length <= kSpareUnexpectedBytes ? d->length : grow;
+        std::unique_ptr<uint8_t[]> bigger;
+        size_t bytes = want;
+        const auto spare = std::find_if(spare_unexpected_.begin(), spare_unexpected_.end(),
+                                        [&](const SpareBuffer& b) { return b.bytes >= want; });
+        if (spare != spare_unexpected_.end()) {
+            bigger = std::move(spare->data);
+            bytes = spare->bytes;
+            spare_unexpected_.erase(spare);
+        } else {
+            bigger.reset(new (std::nothrow) uint8_t[want]);
+        }
         if (bigger) {
             if (d->received != 0) std::memcpy(bigger.get(), d->data.get(), d->received);
             d->data = std::move(bigger);
-            d->allocated = grow;
+            d->allocated = bytes;
         } else {
             fits = false;
         }
@@ -136,6 +149,16 @@ bool Worker::grow_unexpected(UnexpectedDesc* d, size_t need) {
     unexpected_bytes_ += extra;
     peer_bytes += extra;
     return true;
+}
+
+void Worker::park_unexpected_buffer(UnexpectedDesc* d) {
+    if (d->allocated <= kSpareUnexpectedBytes &&
+        spare_unexpected_.size() < kSpareUnexpectedBuffers) {
+        spare_unexpected_.push_back({std::move(d->data), d->allocated});
+    } else {
+        d->data.reset();
+    }
+    d->allocated = 0;
 }
 
 void Worker::recycle_unexpected(UnexpectedDesc* d) {
