@@ -181,17 +181,21 @@ public:
                                  host_without_detection(stated_memtype(params)),
                              1)) {
             Request* r = take_request(params);
-            r->kind = RequestKind::kRecv;
-            r->recv_buffer = static_cast<uint8_t*>(buffer);
-            r->capacity = length;
-            r->tag = tag;
-            r->mask = mask;
+            set_receive(r, buffer, length, tag, mask);
             matcher_.post(r);
             r->user_owned = true;
             *out = r;
             return Status::kInProgress;
         }
         return tag_recv_general(buffer, length, tag, mask, params, out);
+    }
+    /// @p r becomes a tagged receive of up to @p length bytes into @p buffer.
+    static void set_receive(Request* r, void* buffer, size_t length, uint64_t tag, uint64_t mask) {
+        r->kind = RequestKind::kRecv;
+        r->recv_buffer = static_cast<uint8_t*>(buffer);
+        r->capacity = length;
+        r->tag = tag;
+        r->mask = mask;
     }
     /// tag_recv() for the rest: a message already here, a memory type to detect or describe,
     /// non-contiguous data.

@@ -286,11 +286,7 @@ Status Worker::tag_recv_general(void* buffer, size_t length, uint64_t tag, uint6
         }
     }
     Request* r = new_request(params);
-    r->kind = RequestKind::kRecv;
-    r->recv_buffer = static_cast<uint8_t*>(buffer);
-    r->capacity = length;
-    r->tag = tag;
-    r->mask = mask;
+    set_receive(r, buffer, length, tag, mask);
     if (Status ms = describe_receive_buffer(r, params); ms != Status::kOk) {
         pool_.put(r);
         return ms;
