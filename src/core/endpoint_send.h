@@ -22,11 +22,9 @@ inline Status Endpoint::tag_send(const void* buffer, size_t length, uint64_t tag
                          1)) {
         proto::EagerOnlyHeader h{tag};
         const Status s = lane_->am_send(proto::kAmEagerOnly, &h, sizeof(h), buffer, length);
-        if (__builtin_expect(s == Status::kOk, 1)) {
-            *out = nullptr;
-            return Status::kOk;
-        }
-        if (s != Status::kNoResource) {
+        // Sent (the common case) or refused for good: done, with no request. No room for
+        // now (kNoResource): queued below, in order.
+        if (__builtin_expect(s != Status::kNoResource, 1)) {
             *out = nullptr;
             return s;
         }

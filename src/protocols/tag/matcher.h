@@ -126,16 +126,16 @@ private:
     void grow_unexpected();
     /// Link @p recv into its bucket (exact) or the wildcard list, after every entry there.
     void file_posted(PostedReceive* recv);
+    /// match_posted() when the receives are in the lists (no lone receive).
+    PostedReceive* match_filed(uint64_t tag);
+    /// post() when another receive is already posted.
+    void post_filed(PostedReceive* recv);
 
     // The only posted receive, when exactly one is posted and it was posted into an empty
     // queue (a ping-pong's case): held outside the lists, so posting and matching it hash
     // nothing and link nothing. A second post files it first (it is the earlier one, and
     // the lists are empty then), so order is kept. Its hook points at solo_mark_, so it reads
     // as queued (cancel) while in no list.
-    /// match_posted() when the receives are in the lists (no lone receive).
-    PostedReceive* match_filed(uint64_t tag);
-    /// post() when another receive is already posted.
-    void post_filed(PostedReceive* recv);
     PostedReceive* solo_ = nullptr;
     ListHook solo_mark_;
 
