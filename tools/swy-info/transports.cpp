@@ -57,11 +57,11 @@ void print_shm_attributes(const common::Config& config) {
     std::printf("\n  shm attributes (from the configuration)\n");
     attr_line("receive FIFO cells", std::to_string(fifo_cells), "SWY_SHM_FIFO_CELLS");
     attr_line("bcopy fragment size", std::to_string(cell_size - kFragmentHeaderBytes) + " B",
-              "SWY_SHM_CELL_SIZE " + format_bytes(cell_size) + " - 32 B fragment header");
+              "SWY_SHM_CELL_SIZE " + std::to_string(cell_size) + " B - 32 B fragment header");
     attr_line("PIO rings per worker", std::to_string(pio_slots), "SWY_SHM_PIO_SLOTS");
     attr_line("PIO credits per ring", std::to_string(pio_credits), "SWY_SHM_PIO_CREDITS");
     attr_line("PIO max message size", std::to_string(pio_cell_size - kTagHeaderBytes) + " B",
-              "SWY_SHM_PIO_CELL_SIZE " + format_bytes(pio_cell_size) + " - 16 B sync header");
+              "SWY_SHM_PIO_CELL_SIZE " + std::to_string(pio_cell_size) + " B - 16 B sync header");
     attr_line(
         "segment size", format_bytes(geometry.total_size()),
         std::to_string(geometry.total_size()) + " B per worker: FIFO, PIO rings, slot tables");
