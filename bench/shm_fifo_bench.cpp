@@ -49,8 +49,9 @@ private:
 };
 
 uint32_t cell_size_for(size_t payload) {
-    // Header + payload, rounded up to whole cache lines as the transport lays cells out.
-    const size_t bytes = sizeof(CellHeader) + payload;
+    // The payload rounded up to whole cache lines, as the transport lays cells out: the
+    // header lives in the position's slot, not in the cell.
+    const size_t bytes = payload == 0 ? 1 : payload;
     return static_cast<uint32_t>((bytes + kCacheLine - 1) / kCacheLine * kCacheLine);
 }
 

@@ -96,8 +96,11 @@ TEST_P(ShmGeometry, CarriesEveryProtocolSizeBothWays) { run_geometry(GetParam(),
 // byte with the guard after each buffer intact.
 TEST(ShmFifoLayout, CarriesSizesAroundTheInlineSlotBothWays) {
     // Payload bytes of a message; the tag layer's header (8 B for eager) comes on top, so
-    // these put the record on both sides of kInlineBytes (112) and at the 4 KiB cell's end.
-    constexpr size_t kInlineSizes[] = {1, 96, 103, 104, 105, 120, 4064, 4072, 4080};
+    // these put the record on both sides of kInlineBytes (112) and at the 4 KiB cell's end:
+    // a cell carries 4096 B of message (its header is in the slot), so 4080 B is the largest
+    // one-cell message (16 B of sync-header room), and 4081 B fills the first cell with a
+    // 4064 B fragment behind its 32 B header.
+    constexpr size_t kInlineSizes[] = {1, 96, 103, 104, 105, 120, 4079, 4080, 4081};
     // PIO cells may not be larger than FIFO cells (a fragment must fit either lane), even
     // with no PIO ring.
     run_geometry({{"SHM_FIFO_CELLS", "4"},

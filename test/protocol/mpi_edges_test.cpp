@@ -15,21 +15,18 @@
 #include "protocols/select.h"
 #include "protocols/wire.h"
 #include "transports/shm/shm_costs.h"
+#include "transports/shm/shm_iface.h"
 
 namespace swy::proto {
 namespace {
 
-/// A shm lane as the real ones: with a PIO ring (packets of 8160 B, fragments of 8144 B) or
-/// without (fragments of 8144 B through the shared FIFO), with CMA, built-in figures.
+/// A shm lane as the real ones, from the default segment geometry (tl::shm::lane_attr, as
+/// swy-info --proto): with a PIO ring (packets of 8240 B, fragments of 8224 B) or without
+/// (fragments of 8224 B through the shared FIFO), with CMA, built-in figures.
 tl::LaneAttr shm_lane(bool pio) {
-    tl::LaneAttr a;
-    a.transport = "shm";
-    a.max_message = 8144 + sizeof(EagerFirstHeader);
-    a.pio = pio;
-    a.pio_max_message = pio ? 8160 + sizeof(EagerOnlyHeader) : 0;
+    tl::LaneAttr a = tl::shm::lane_attr(tl::shm::ShmConfig{}.geometry, pio,
+                                        tl::shm::shm_lane_costs(common::CostFigures{}));
     a.caps |= tl::cap::kGetZcopy | tl::cap::kPutZcopy;
-    a.rndv = true;
-    a.costs = tl::shm::shm_lane_costs(common::CostFigures{});
     return a;
 }
 

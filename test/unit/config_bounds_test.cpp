@@ -13,6 +13,8 @@
 
 #include "common/config.h"
 #include "protocols/protocol.h"
+#include "transports/shm/shm_iface.h"
+#include "transports/shm/shm_transport.h"
 
 namespace swy::common {
 namespace {
@@ -177,11 +179,30 @@ swy_status_t create_with(const std::vector<std::pair<const char*, const char*>>&
     return s;
 }
 
+// ShmConfig's built-in geometry (what swy-info and the protocol tests cost lanes from) is
+// the one the configuration table's defaults make, and it carries an 8 KiB message and its
+// protocol header in one FIFO cell and one PIO record (issue 17).
+TEST(ShmDefaults, BuiltInGeometryIsTheConfigurationDefault) {
+    Config cfg;
+    swy::tl::shm::ShmConfig read;
+    std::string why;
+    ASSERT_EQ(swy::tl::shm::read_settings(cfg, &read, &why), Status::kOk) << why;
+    const swy::tl::shm::SegmentGeometry built_in = swy::tl::shm::ShmConfig{}.geometry;
+    EXPECT_EQ(read.geometry.fifo_cells, built_in.fifo_cells);
+    EXPECT_EQ(read.geometry.fifo_cell_size, built_in.fifo_cell_size);
+    EXPECT_EQ(read.geometry.pio_slots, built_in.pio_slots);
+    EXPECT_EQ(read.geometry.pio_credits, built_in.pio_credits);
+    EXPECT_EQ(read.geometry.pio_cell_size, built_in.pio_cell_size);
+    EXPECT_EQ(read.geometry.max_senders, built_in.max_senders);
+    EXPECT_GE(read.geometry.fifo_cell_size, 8192u + 16u);  // + the sync header
+    EXPECT_GE(read.geometry.pio_cell_size, 8192u + 16u);
+}
+
 TEST(ConfigAtContextCreate, ShmGeometryRulesAreCheckedBeforeAnyWorker) {
     std::string log;
     EXPECT_EQ(create_with({{"TLS", "shm"}, {"SHM_FIFO_CELLS", "65536"}}, &log),
               SWY_ERR_INVALID_PARAM);  // 65536 x 8 KiB: once 256 MiB committed per worker
-    EXPECT_NE(log.find("the FIFO (SWY_SHM_FIFO_CELLS x SWY_SHM_CELL_SIZE = 65536 x 8192 B) is "
+    EXPECT_NE(log.find("the FIFO (SWY_SHM_FIFO_CELLS x SWY_SHM_CELL_SIZE = 65536 x 8256 B) is "
                        "more than 64 MiB"),
               std::string::npos)
         << log;
@@ -192,7 +213,7 @@ TEST(ConfigAtContextCreate, ShmGeometryRulesAreCheckedBeforeAnyWorker) {
         << log;
     EXPECT_EQ(create_with({{"TLS", "shm"}, {"SHM_PIO_CELL_SIZE", "16K"}}, &log),
               SWY_ERR_INVALID_PARAM);
-    EXPECT_NE(log.find("SWY_SHM_PIO_CELL_SIZE=16384 is larger than SWY_SHM_CELL_SIZE=8192"),
+    EXPECT_NE(log.find("SWY_SHM_PIO_CELL_SIZE=16384 is larger than SWY_SHM_CELL_SIZE=8256"),
               std::string::npos)
         << log;
     EXPECT_EQ(create_with({{"TLS", "shm"}, {"SHM_CELL_SIZE", "200"}}, &log), SWY_ERR_INVALID_PARAM);

@@ -38,10 +38,10 @@ TEST(ConfigTable, DeclaresEveryDocumentedVariableWithItsTypeAndDefault) {
         {"PIO_MAX_EPS", ConfigType::kUnsigned, "16"},
         {"PIO_RESERVED", ConfigType::kUnsigned, "4"},
         {"SHM_FIFO_CELLS", ConfigType::kUnsigned, "256"},
-        {"SHM_CELL_SIZE", ConfigType::kSize, "8K"},
+        {"SHM_CELL_SIZE", ConfigType::kSize, "8256"},
         {"SHM_PIO_SLOTS", ConfigType::kUnsigned, "8"},
         {"SHM_PIO_CREDITS", ConfigType::kUnsigned, "64"},
-        {"SHM_PIO_CELL_SIZE", ConfigType::kSize, "8K"},
+        {"SHM_PIO_CELL_SIZE", ConfigType::kSize, "8256"},
         {"RNDV_THRESH", ConfigType::kSize, "auto"},
         {"ZCOPY_THRESH", ConfigType::kSize, "auto"},
         {"RNDV_SCHEME", ConfigType::kString, "auto"},
@@ -148,7 +148,7 @@ TEST(Config, DefaultsHaveTheirTypedValues) {
     EXPECT_EQ(cfg.get_string("LOG_LEVEL"), "warn");
     EXPECT_EQ(cfg.get_size("PIO_MAX"), 0u);  // auto
     EXPECT_EQ(cfg.get_unsigned("PIO_MAX_EPS"), 16u);
-    EXPECT_EQ(cfg.get_size("SHM_CELL_SIZE"), 8192u);
+    EXPECT_EQ(cfg.get_size("SHM_CELL_SIZE"), 8256u);
     EXPECT_EQ(cfg.get_size("RNDV_FRAG_SIZE"), 512u * 1024);
     EXPECT_FALSE(cfg.get_bool("PROTO_INFO"));
     EXPECT_TRUE(cfg.get_bool("NUMA_PLACEMENT"));
@@ -202,7 +202,7 @@ TEST(ConfigReader, ValuesInRangeAndChoicesReadAsDeclared) {
     ASSERT_EQ(cfg.set("VERBS_RCACHE", "off"), Status::kOk);
     ConfigReader r(cfg);
     EXPECT_EQ(r.get_unsigned("SHM_FIFO_CELLS", 1, 1024), 256u);
-    EXPECT_EQ(r.get_size("SHM_CELL_SIZE", 64), 8192u);
+    EXPECT_EQ(r.get_size("SHM_CELL_SIZE", 64), 8256u);
     EXPECT_EQ(r.get_time_ns("TCP_KEEPALIVE"), 10'000'000'000u);
     EXPECT_EQ(r.get_choice("VERBS_RCACHE", {"auto", "off"}), "off");
     EXPECT_TRUE(r.ok()) << r.error();
@@ -270,7 +270,7 @@ TEST(Config, GetTextReturnsTheValueAsWrittenWithoutSurroundingSpace) {
     Config cfg;
     std::string text;
     EXPECT_EQ(cfg.get_text("SHM_CELL_SIZE", &text), Status::kOk);
-    EXPECT_EQ(text, "8K");
+    EXPECT_EQ(text, "8256");
     EXPECT_EQ(cfg.set("SHM_CELL_SIZE", "  16KiB\t"), Status::kOk);
     EXPECT_EQ(cfg.get_text("SWY_SHM_CELL_SIZE", &text), Status::kOk);
     EXPECT_EQ(text, "16KiB");

@@ -95,7 +95,8 @@ TEST(ShmRing, GeometryFollowsConstructorArguments) {
     EXPECT_TRUE(mem.ring.valid());
     EXPECT_EQ(mem.ring.capacity(), 16u);
     EXPECT_EQ(mem.ring.cell_size(), 128u);
-    EXPECT_EQ(mem.ring.payload_capacity(), 128u - sizeof(CellHeader));
+    // The header lives in the position's slot: the whole cell is the message's.
+    EXPECT_EQ(mem.ring.payload_capacity(), 128u);
     EXPECT_FALSE(RingView().valid());
 }
 

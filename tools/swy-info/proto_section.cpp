@@ -20,8 +20,6 @@
 namespace swy::info {
 namespace {
 
-constexpr size_t kCellHeaderBytes = sizeof(tl::shm::CellHeader);
-
 /// "4065 B", or "13459 B (13.1 KiB)" when a unit helps.
 std::string size_text(size_t n) {
     std::string text = std::to_string(n) + " B";
@@ -163,7 +161,9 @@ int print_shm_tables(const core::Context& context, const proto::SelectOverrides&
     const common::Config& cfg = context.config();
     const size_t pio_cell = cfg.get_size("SHM_PIO_CELL_SIZE");
     const size_t fifo_cell = cfg.get_size("SHM_CELL_SIZE");
-    const size_t min_cell = kCellHeaderBytes + sizeof(proto::EagerFirstHeader) + 1;
+    // A cell carries a message only (its header lives apart): a fragment needs room after
+    // the first-fragment header.
+    const size_t min_cell = sizeof(proto::EagerFirstHeader) + 1;
     if (pio_cell < min_cell || fifo_cell < min_cell || pio_cell > UINT32_MAX ||
         fifo_cell > UINT32_MAX) {
         std::printf(

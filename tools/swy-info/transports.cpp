@@ -10,15 +10,14 @@
 namespace swy::info {
 namespace {
 
-/// Bytes of the shm cell header and of the header a synchronous single-packet message
-/// carries; the PIO limit is what a PIO cell has left after both (core::Endpoint sizes
-/// eager_short by the sync header, so that a sync send of the same size also fits).
-constexpr size_t kCellHeaderBytes = sizeof(tl::shm::CellHeader);
+/// Bytes of the header a synchronous single-packet message carries: the PIO limit is what a
+/// PIO cell has left after it (core::Endpoint sizes eager_short by the sync header, so that
+/// a sync send of the same size also fits). A cell size counts messages only: the cell's
+/// own header lives apart (in the FIFO's slot, before a PIO record).
 constexpr size_t kTagHeaderBytes = sizeof(proto::EagerSyncHeader);
-/// A bcopy fragment is what a FIFO cell holds after the cell and first-fragment headers.
+/// A bcopy fragment is what a FIFO cell holds after the first-fragment header.
 constexpr size_t kFragmentHeaderBytes = sizeof(proto::EagerFirstHeader);
-static_assert(kCellHeaderBytes == 16 && kTagHeaderBytes == 16 && kFragmentHeaderBytes == 32,
-              "update the text below");
+static_assert(kTagHeaderBytes == 16 && kFragmentHeaderBytes == 32, "update the text below");
 
 /// Whether cross-memory attach works on this host. CMA is not an interface of its own (it
 /// serves shm and self rendezvous), so it has no registry entry but SWY_TLS still names it.
@@ -50,24 +49,19 @@ void print_shm_attributes(const common::Config& config) {
     const size_t pio_cell_size = geometry.pio_cell_size;
     // Cells too small for their headers are rejected by the transport itself; here they would
     // only make the arithmetic below meaningless.
-    if (cell_size <= kCellHeaderBytes + kFragmentHeaderBytes ||
-        pio_cell_size <= kCellHeaderBytes + kTagHeaderBytes) {
+    if (cell_size <= kFragmentHeaderBytes || pio_cell_size <= kTagHeaderBytes) {
         std::printf("  shm attributes: configuration out of range (see swy-info -c)\n");
         return;
     }
 
     std::printf("\n  shm attributes (from the configuration)\n");
     attr_line("receive FIFO cells", std::to_string(fifo_cells), "SWY_SHM_FIFO_CELLS");
-    attr_line("bcopy fragment size",
-              std::to_string(cell_size - kCellHeaderBytes - kFragmentHeaderBytes) + " B",
-              "SWY_SHM_CELL_SIZE " + format_bytes(cell_size) +
-                  " - 16 B cell header - 32 B fragment header");
+    attr_line("bcopy fragment size", std::to_string(cell_size - kFragmentHeaderBytes) + " B",
+              "SWY_SHM_CELL_SIZE " + std::to_string(cell_size) + " B - 32 B fragment header");
     attr_line("PIO rings per worker", std::to_string(pio_slots), "SWY_SHM_PIO_SLOTS");
     attr_line("PIO credits per ring", std::to_string(pio_credits), "SWY_SHM_PIO_CREDITS");
-    attr_line("PIO max message size",
-              std::to_string(pio_cell_size - kCellHeaderBytes - kTagHeaderBytes) + " B",
-              "SWY_SHM_PIO_CELL_SIZE " + format_bytes(pio_cell_size) +
-                  " - 16 B cell header - 16 B sync header");
+    attr_line("PIO max message size", std::to_string(pio_cell_size - kTagHeaderBytes) + " B",
+              "SWY_SHM_PIO_CELL_SIZE " + std::to_string(pio_cell_size) + " B - 16 B sync header");
     attr_line(
         "segment size", format_bytes(geometry.total_size()),
         std::to_string(geometry.total_size()) + " B per worker: FIFO, PIO rings, slot tables");

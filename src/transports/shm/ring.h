@@ -2,7 +2,9 @@
 //
 // Layout: the cells' headers are packed, one kSlotBytes slot per position holding the
 // sequence word, the header and up to kInlineBytes of payload; the payload cells
-// (cell_size bytes each) follow all the slots and hold only larger messages. Consecutive
+// (cell_size bytes each) follow all the slots and hold only larger messages, and nothing
+// else: a cell of cell_size bytes carries a message of cell_size bytes (issue 17: the
+// default 8 KiB + 64 B cell carries an 8 KiB MPI message and its protocol header). Consecutive
 // small messages (RTS, ATS, 8-byte sends) so take consecutive cache lines of a few pages
 // instead of a new page each: with 8 KiB cells every message touched a fresh page of the
 // receiver's segment, and a sender going round 2 MiB of each peer's FIFO paid a page-table
@@ -89,7 +91,9 @@ public:
     }
     uint32_t cell_size() const { return cell_size_; }
     uint32_t capacity() const { return mask_ + 1; }
-    size_t payload_capacity() const { return cell_size_ - sizeof(CellHeader); }
+    /// The largest message a position carries: its header lives in the slot, so the whole
+    /// payload cell is the message's.
+    size_t payload_capacity() const { return cell_size_; }
     bool valid() const { return slots_ != nullptr; }
 
     // ---- producers ----

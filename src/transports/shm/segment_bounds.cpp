@@ -53,7 +53,9 @@ bool geometry_within_bounds(const SegmentGeometry& g, std::string* why) {
             fail("the FIFO (SWY_SHM_FIFO_CELLS x SWY_SHM_CELL_SIZE = " + n(g.fifo_cells) + " x " +
                  n(g.fifo_cell_size) + " B) is more than " + mib(kMaxFifoBytes));
         }
-        if (g.pio_ring_bytes() > kMaxPioRingBytes) {
+        // The messages a ring holds, as the user sets them: the records' headers (one cache
+        // line at most each, pio_ring_bytes()) come on top.
+        if (uint64_t{g.pio_credits} * g.pio_cell_size > kMaxPioRingBytes) {
             fail("a PIO ring (SWY_SHM_PIO_CREDITS x SWY_SHM_PIO_CELL_SIZE = " + n(g.pio_credits) +
                  " x " + n(g.pio_cell_size) + " B) is more than " + mib(kMaxPioRingBytes));
         }

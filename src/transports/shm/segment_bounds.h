@@ -15,8 +15,9 @@ namespace swy::tl::shm {
 /// are the same sequence value, so a sender overwrites the cell the receiver has not read.
 inline constexpr uint64_t kMinFifoCells = 2;
 inline constexpr uint64_t kMaxFifoCells = 65536;
-/// A cell holds its 16-byte header and at least one cache line of payload; at most 1 MiB so
-/// that a fragment stays a copy the cache can hold.
+/// A cell carries at least two cache lines of message (its header lives apart: the FIFO
+/// slot, before a PIO record); at most 1 MiB so that a fragment stays a copy the cache can
+/// hold.
 inline constexpr uint64_t kMinCellSize = 128;
 inline constexpr uint64_t kMaxCellSize = 1u << 20;
 /// The PIO slot table is read by every sender looking for a free ring.

@@ -16,7 +16,9 @@
 namespace swy::tl::shm {
 
 inline constexpr uint64_t kSegmentMagic = 0x5357595348'4d3031ull;  // "SWYSHM01"
-inline constexpr uint32_t kSegmentVersion = 5;  // 5: FIFO headers packed (ring.h)
+// 5: FIFO headers packed (ring.h); 6: a cell size is the largest message of a FIFO cell or
+// PIO record (no header room), a PIO ring holds pio_credits of the largest records.
+inline constexpr uint32_t kSegmentVersion = 6;
 /// Sender slots a segment offers unless SWY_SHM_MAX_SENDERS says otherwise. A slot is one
 /// cache line of the segment, committed only once a sender claims it (the table is not
 /// initialised: zero bytes are a free slot).
@@ -133,7 +135,11 @@ struct SegmentGeometry {
     uint64_t pio_rings_offset() const {
         return fifo_offset() + RingView::region_bytes(fifo_cells, fifo_cell_size);
     }
-    uint64_t pio_ring_bytes() const { return uint64_t{pio_credits} * pio_cell_size; }
+    /// A PIO ring holds pio_credits of its largest records (pio_cell_size bytes of message
+    /// each, behind their CellHeader).
+    uint64_t pio_ring_bytes() const {
+        return uint64_t{pio_credits} * pio_record_bytes(pio_cell_size);
+    }
     uint64_t total_size() const {
         uint64_t end = pio_rings_offset() + uint64_t{pio_slots} * pio_ring_bytes();
         return (end + 4095) & ~uint64_t{4095};

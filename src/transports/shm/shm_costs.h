@@ -15,7 +15,8 @@ namespace swy::tl::shm {
 inline constexpr common::CostFigureVar kCostFigures[] = {
     // shm_copy_bw_Bps and cma_* are the library's own lines, measured with swy-perf ping-pongs
     // of 16-128 KiB on the reference VM (issue 17; docs/protocols.md "Built-in shm figures"):
-    // eager_bcopy through 8144-byte fragments carries a multi-fragment message at ~61 ps/B,
+    // eager_bcopy through 8144-byte fragments (the 8 KiB cells before they counted messages
+    // only; 8224 B since) carries a multi-fragment message at ~61 ps/B,
     // of which the per-fragment claim and dispatch are (m + b0) / F = 13.5 ps/B: the cells'
     // end-to-end copy is ~47.5 ps/B. (Through 4048-byte fragments, the PIO cells before
     // SWY_SHM_PIO_CELL_SIZE became 8K, it was ~106 ps/B: a fragment costs ~0.4 us of hand-off

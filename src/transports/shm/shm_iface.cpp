@@ -51,15 +51,16 @@ LaneAttr lane_attr(const SegmentGeometry& peer, bool pio, const LaneCosts& costs
         a.pio = true;
         a.caps |= cap::kAmShort;
         // Credits in the smallest record (one cache line): how many small messages fit.
-        a.credits =
-            static_cast<uint32_t>(uint64_t{peer.pio_credits} * peer.pio_cell_size / kCacheLine);
+        a.credits = static_cast<uint32_t>(peer.pio_ring_bytes() / kCacheLine);
         a.credits_shared = false;  // a private ring: plain stores, no CAS
-        a.max_message = peer.pio_cell_size - sizeof(CellHeader);
+        // The cell sizes count messages, not headers: the record's header comes on top, the
+        // FIFO's lives in the position's slot (ring.h).
+        a.max_message = peer.pio_cell_size;
     } else {
         a.pio = false;
         a.credits = peer.fifo_cells;
         a.credits_shared = true;  // a CAS on the shared head per message
-        a.max_message = peer.fifo_cell_size - sizeof(CellHeader);
+        a.max_message = peer.fifo_cell_size;
     }
     return a;
 }
@@ -113,7 +114,7 @@ void ShmEndpoint::grant_pio_ring(uint32_t pio_slot) {
 void ShmEndpoint::use_pio_ring(uint32_t pio_slot) {
     SegmentHeader* h = remote_->header;
     pio_slot_ = pio_slot;
-    pio_bytes_ = uint64_t{h->pio_credits} * h->pio_cell_size;
+    pio_bytes_ = geometry_.pio_ring_bytes();
     pio_base_ = remote_->base + h->pio_rings_offset + uint64_t{pio_slot} * pio_bytes_;
     private_head_ = 0;
     known_consumed_ = 0;
@@ -523,6 +524,9 @@ Status ShmInterface::map_remote(uint64_t uid, const ShmAddress& a,
     const SegmentHeader* h = remote->header;
     SegmentGeometry g{h->fifo_cells,  h->fifo_cell_size, h->pio_slots,
                       h->pio_credits, h->pio_cell_size,  h->max_senders};
+    // Within the bounds our own configuration must keep (segment_bounds.h): no product of a
+    // hostile header's fields can then wrap and pass the size checks.
+    std::string bad_geometry;
     // The kernel vouches that the file is one of process `pid`'s; its header must name that
     // very pid and uid, so a sender slot or an address cannot borrow another process.
     if (h->magic != kSegmentMagic || h->version != kSegmentVersion || h->owner_uid != uid ||
@@ -532,7 +536,7 @@ Status ShmInterface::map_remote(uint64_t uid, const ShmAddress& a,
         h->pio_rings_offset != g.pio_rings_offset() ||
         h->sender_table_offset != g.sender_table_offset() ||
         h->pio_table_offset != g.pio_table_offset() || g.fifo_cell_size < 128 ||
-        g.pio_cell_size < 128) {
+        g.pio_cell_size < 128 || !geometry_within_bounds(g, &bad_geometry)) {
         *why = "shm: peer segment header failed validation";
         return Status::kMalformed;
     }

@@ -23,7 +23,7 @@ namespace swy::tl::shm {
 
 /// Settings of the shm transport (from the context configuration).
 struct ShmConfig {
-    SegmentGeometry geometry{256, 8192, 8, 128, 1024};
+    SegmentGeometry geometry{256, 8256, 8, 64, 8256};  ///< the SWY_SHM_* defaults
     uint64_t keepalive_ns = 200'000'000;
     /// Binds the receive segment to the receiver's NUMA node (null: leave it to the kernel).
     /// Called once, before the segment's pages are first touched.

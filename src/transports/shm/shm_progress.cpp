@@ -71,7 +71,7 @@ inline unsigned ShmInterface::drain_private(ActiveRing& r) {
             // Read once: the peer may rewrite the header while we look at it.
             const uint32_t length = cell->length;
             if (length > r.bytes - offset - sizeof(CellHeader) ||
-                length > config_.geometry.pio_cell_size - sizeof(CellHeader)) {
+                length > config_.geometry.pio_cell_size) {
                 log_printf(LogLevel::kError, "shm: PIO record overruns its ring; ring dropped");
                 r.tail = UINT64_MAX / 2;  // never matches again
                 break;

@@ -25,9 +25,10 @@ constexpr common::ConfigVar kVars[] = {
      kMaxFifoCells},
     {"SHM_CELL_SIZE",
      kSize,
-     "8K",
-     "Bytes per receive-FIFO cell, header included: a multiple of 64. Bounds the fragment "
-     "size of eager bcopy sends.",
+     "8256",
+     "Largest message of a receive-FIFO cell (protocol header and payload; the cell's own "
+     "header lives apart): a multiple of 64. Bounds the fragment size of eager bcopy sends. "
+     "8256 = 8 KiB + 64: an 8 KiB message and its protocol header travel in one cell.",
      {},
      kMinCellSize,
      kMaxCellSize},
@@ -41,18 +42,20 @@ constexpr common::ConfigVar kVars[] = {
     {"SHM_PIO_CREDITS",
      kUnsigned,
      "64",
-     "Size of each dedicated PIO ring, in units of SHM_PIO_CELL_SIZE (the ring holds "
-     "SHM_PIO_CREDITS x SHM_PIO_CELL_SIZE bytes of packed, cache-line aligned records): a "
+     "Size of each dedicated PIO ring, in its largest records (the ring holds "
+     "SHM_PIO_CREDITS x (SHM_PIO_CELL_SIZE + 64) bytes of packed, cache-line aligned records): a "
      "power of two, the ring at most 16 MiB, the whole segment (FIFO and rings) 256 MiB.",
      {},
      kMinPioCredits,
      kMaxPioCredits},
     {"SHM_PIO_CELL_SIZE",
      kSize,
-     "8K",
-     "Largest record of a dedicated PIO ring, its 16-byte header included: bounds the "
-     "largest PIO message and the fragment size of endpoints that hold a PIO ring. A "
-     "multiple of 64, at most SHM_CELL_SIZE.",
+     "8256",
+     "Largest message of a dedicated PIO ring's record (protocol header and payload; the "
+     "record's 16-byte header comes on top): bounds the largest PIO message and the "
+     "fragment size of endpoints that hold a PIO ring. A multiple of 64, at most "
+     "SHM_CELL_SIZE. 8256 = 8 KiB + 64: an 8 KiB message and its protocol header travel in "
+     "one record.",
      {},
      kMinCellSize,
      kMaxCellSize},

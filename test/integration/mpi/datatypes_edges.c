@@ -10,14 +10,14 @@
  *
  * The boundaries come from MT_EDGES (comma list, as mt_sizes.h) or the default below: the
  * geometry of an shm endpoint with a PIO ring and the built-in cost figures (one packet up to
- * 8160 bytes, then 8144-byte fragments, as through the FIFO; rendezvous from 102647, as
+ * 8240 bytes, then 8224-byte fragments, as through the FIFO; rendezvous from 103087, as
  * mt_sizes.h lists it).
  * MT_MAX_SIZE caps the largest size (default 1M + 3).
  */
 #include "dt_shapes.h"
 #include "mt_sizes.h"
 
-static const char* const kDefaultEdges = "8144,8160,16288,102647";
+static const char* const kDefaultEdges = "8224,8240,16448,103087";
 
 enum { kPostedFirst, kUnexpected, kNumOrders };
 enum { kBothNonContig, kNonContigToContig, kContigToNonContig, kNumPairings };

@@ -3,14 +3,14 @@
  *
  * The default boundaries are what `swy-info --proto` prints on a host without a calibration
  * file (built-in cost figures) and with the default SWY_SHM_* geometry:
- *   8144     bcopy fragment, through a PIO ring (8 KiB PIO record - headers) or the shared
- *            FIFO (SWY_SHM_CELL_SIZE 8K - header)
- *   8160     largest eager_short (PIO) message (SWY_SHM_PIO_CELL_SIZE 8K - 32 B of headers)
- *            and largest single FIFO packet
- *   8192     one FIFO cell
+ *   8224     bcopy fragment, through a PIO ring or the shared FIFO (SWY_SHM_PIO_CELL_SIZE and
+ *            SWY_SHM_CELL_SIZE 8256 - 32 B first-fragment header)
+ *   8240     largest eager_short (PIO) message and largest single FIFO packet (8256 - 16 B of
+ *            sync-header room): an 8 KiB MPI message travels in one packet (issue 17)
+ *   8256     one FIFO cell / PIO record of message
  *   65504    bcopy fragment of the self transport (rank sending to itself)
- *   102647   eager_bcopy -> rndv_get_cma on endpoints with and without PIO (first rendezvous
- *            size; both carry 8144-byte fragments)
+ *   103087   eager_bcopy -> rndv_get_cma on endpoints with and without PIO (first rendezvous
+ *            size; both carry 8224-byte fragments)
  *   131072   SWY_RNDV_SPLIT_MIN: rendezvous GET split between both processes
  *   524288   SWY_RNDV_FRAG_SIZE: one GET chunk
  *   8388608  most bytes one progress call pulls
@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char* const mt_default_edges = "8144,8160,8192,65504,102647,131072,524288,8388608";
+static const char* const mt_default_edges = "8224,8240,8256,65504,103087,131072,524288,8388608";
 
 static inline size_t mt_parse_size(const char* s, char** end) {
     size_t v = (size_t)strtoull(s, end, 10);

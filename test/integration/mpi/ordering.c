@@ -13,7 +13,7 @@
  */
 #include "mpitest.h"
 
-static const size_t kCycle[] = {8, 0, 8161, 40000, 17, 400000, 8160, 9000, 3000000, 1};
+static const size_t kCycle[] = {8, 0, 8241, 40000, 17, 400000, 8240, 9000, 3000000, 1};
 enum { kCycleLen = sizeof kCycle / sizeof kCycle[0], kStreamLen = 60, kFlood = 2000 };
 
 /* The first 8 bytes of every stream message carry (sequence << 16 | source). */

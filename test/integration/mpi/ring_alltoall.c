@@ -10,9 +10,9 @@
 
 /* Around the protocol edges of the built-in figures (mt_sizes.h): one byte past a fragment, the
  * last PIO (or single FIFO) message and the first fragmented one, the last eager and the first
- * rendezvous size (102646/102647, endpoints with and without PIO alike), where a GET is split
+ * rendezvous size (103086/103087, endpoints with and without PIO alike), where a GET is split
  * (131071/131072), and one byte past a GET chunk. */
-static const size_t kSizes[] = {0, 1, 8145, 8160, 8161, 102646, 102647, 131071, 131072, 524289};
+static const size_t kSizes[] = {0, 1, 8225, 8240, 8241, 103086, 103087, 131071, 131072, 524289};
 enum { kNumSizes = sizeof kSizes / sizeof kSizes[0] };
 
 static uint32_t seed_of(int src, int dst, size_t n) {

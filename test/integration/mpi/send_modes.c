@@ -7,7 +7,7 @@
 
 #include <time.h>
 
-static const size_t kSizes[] = {0, 8, 8160, 8161, 30000, 400000, 3000000};
+static const size_t kSizes[] = {0, 8, 8192, 8240, 8241, 30000, 400000, 3000000};
 enum { kNumSizes = sizeof kSizes / sizeof kSizes[0] };
 
 static void recv_expect(uint8_t* buf, size_t n, int src, int tag, uint32_t seed, const char* what) {
