@@ -259,6 +259,9 @@ public:
             r->user_freed = true;
         }
     }
+    /// Work for poll() besides the transports was queued (see side_work_): whoever queues
+    /// it (a list of the worker's, a driven rendezvous, busy one-sided operations) calls this.
+    void note_side_work() { side_work_ = true; }
     /// Queue a completion to run from the next progress (cancel, failures inside a call).
     void complete_later(Request* r, Status status);
 
@@ -504,6 +507,15 @@ private:
     /// one-sided operations and closes (@return events).
     [[gnu::noinline]] unsigned run_deferred_counted();
     [[gnu::noinline]] unsigned poll_side_work();
+    /// The end of a poll() that found side_work_ set: poll_side_work(), the end of the
+    /// progress depth, endpoints to delete, and side_work_ again from what is left.
+    [[gnu::noinline]] unsigned finish_poll_with_side_work();
+    /// Set (note_side_work) when work other than the transports' may wait for poll(): a
+    /// deferred completion, a pending or delivery-watched endpoint, a control backlog, a
+    /// driven rendezvous, busy one-sided operations, a close, an endpoint to delete, the
+    /// connection manager. Cleared by poll() only once none is left: poll() tests this one
+    /// word instead of each of them.
+    bool side_work_ = false;
     /// Arm the transports alone (wait() arms them without making progress() disarm).
     Status arm_interfaces();
     void disarm_interfaces();
