@@ -220,10 +220,15 @@ public:
         void* memory = request_params::request_memory(params);
         Request* r = __builtin_expect(memory == nullptr, 1) ? pool_.get(this)
                                                             : pool_.get_external(this, memory);
-        r->flags = request_params::flags(params);
-        r->send_cb = request_params::send_cb(params);
-        r->recv_cb = request_params::recv_cb(params);
-        r->user_data = request_params::user_data(params);
+        // A blank request has no flags, callbacks or user data: one test when none is stated.
+        constexpr uint64_t kStated = SWY_REQ_PARAM_FIELD_FLAGS | SWY_REQ_PARAM_FIELD_CALLBACK |
+                                     SWY_REQ_PARAM_FIELD_USER_DATA;
+        if ((params->field_mask & kStated) != 0) {
+            r->flags = request_params::flags(params);
+            r->send_cb = request_params::send_cb(params);
+            r->recv_cb = request_params::recv_cb(params);
+            r->user_data = request_params::user_data(params);
+        }
         return r;
     }
     /// Record the final status; runs the callback unless @p immediate (returned to caller).
