@@ -189,6 +189,29 @@ public:
         }
         return tag_recv_general(buffer, length, tag, mask, params, out);
     }
+    /// The receive of a latency loop, posted without a call (so that the API call around it
+    /// saves no registers): nothing unexpected and nothing posted yet, contiguous host
+    /// memory, params that state no flags, callback, user data, datatype or request memory,
+    /// a pooled request at hand. The posted receive, or nullptr when any of that is not so
+    /// (then tag_recv(), which does everything).
+    Request* try_post_receive(void* buffer, size_t length, uint64_t tag, uint64_t mask,
+                              const swy_request_params_t* params) {
+        constexpr uint64_t kNeedMore = SWY_REQ_PARAM_FIELD_FLAGS | SWY_REQ_PARAM_FIELD_CALLBACK |
+                                       SWY_REQ_PARAM_FIELD_USER_DATA |
+                                       SWY_REQ_PARAM_FIELD_DATATYPE | SWY_REQ_PARAM_FIELD_REQUEST;
+        if (__builtin_expect(matcher_.unexpected_count() != 0 || matcher_.posted_count() != 0 ||
+                                 (params != nullptr && (params->field_mask & kNeedMore) != 0) ||
+                                 !host_without_detection(stated_memtype(params)),
+                             0)) {
+            return nullptr;
+        }
+        Request* r = pool_.try_get(this);
+        if (__builtin_expect(r == nullptr, 0)) return nullptr;
+        set_receive(r, buffer, length, tag, mask);
+        matcher_.post_alone(r);
+        r->user_owned = true;
+        return r;
+    }
     /// @p r becomes a tagged receive of up to @p length bytes into @p buffer.
     static void set_receive(Request* r, void* buffer, size_t length, uint64_t tag, uint64_t mask) {
         r->kind = RequestKind::kRecv;

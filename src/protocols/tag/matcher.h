@@ -108,6 +108,14 @@ public:
         post_filed(recv);
     }
 
+    /// post() when posted_count() is 0 (the caller checked): no call.
+    void post_alone(PostedReceive* recv) {
+        recv->post_seq = next_post_seq_++;
+        solo_ = recv;
+        recv->hook.prev = recv->hook.next = &solo_mark_;
+        posted_count_ = 1;
+    }
+
     /// Remove a posted receive (cancel). @return false if it was not queued (already matched).
     bool cancel(PostedReceive* recv);
 
