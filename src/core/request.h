@@ -205,6 +205,25 @@ public:
         ++in_use_;
         return r;
     }
+    /// get() when it needs no call: a request on the free list whose AM buffer is small, and
+    /// nonces left in the batch; nullptr otherwise (then get()). For a caller's fast path
+    /// that must stay a leaf function (Worker::try_post_receive).
+    Request* try_get(Worker* worker) {
+        if (__builtin_expect(free_.empty() || nonces_left_ < 2, 0)) return nullptr;
+        Request* r = free_.back();
+        if (__builtin_expect(r->am_bytes.capacity() > 4 * SWY_AM_MAX_HEADER, 0)) return nullptr;
+        free_.pop_back();
+        reset(r);
+        // As next_generation(), from the nonces in hand: a nonce equal to the last one is
+        // skipped while there are others, and changed when none is left (2^-64 odds).
+        uint32_t g = nonces_[--nonces_left_];
+        while (__builtin_expect(g == r->generation, 0) && nonces_left_ != 0)
+            g = nonces_[--nonces_left_];
+        r->generation = g != r->generation ? g : ~g;
+        r->worker = worker;
+        ++in_use_;
+        return r;
+    }
     /// A request built in the caller's @p memory (sizeof(Request) bytes, aligned; checked by
     /// the API layer), with a slot of ours for its handle and wire id. put() destroys it and
     /// hands the memory back.

@@ -172,7 +172,11 @@ unsigned Worker::poll() {
     // close_endpoint() whether an endpoint may be deleted right away.
     if (progress_depth_ != 0) return 0;
     ++progress_depth_;
-    unsigned n = __builtin_expect(!deferred_.empty(), 0) ? run_deferred_counted() : 0;
+    // Everything but the transports is rare: one word (side_work_, set by whoever queues such
+    // work) says whether any of it may be waiting, tested before and after the transports;
+    // the work itself is out of line (this function then keeps few registers, and a
+    // message's poll saves and restores few).
+    unsigned n = __builtin_expect(side_work_, 0) ? run_deferred_counted() : 0;
     // The poll loop's length is latency: a message that lands waits on average half a loop.
     // So a transport that knows it is idle (self with nothing queued) costs no call, and the
     // others are called in a plain walk (tcp throttles its system calls itself, and must
@@ -181,22 +185,26 @@ unsigned Worker::poll() {
     for (tl::Interface* const* p = polled_.data(); *p != nullptr; ++p) {
         if ((*p)->wants_progress()) n += (*p)->progress();
     }
-    // Everything else is rare: one test here, the work out of line (this function then
-    // keeps few registers, and a message's poll saves and restores few).
-    if (__builtin_expect(conn_ != nullptr || !pending_eps_.empty() || !delivery_eps_.empty() ||
-                             !control_backlog_.empty() || rndv_.busy() || rma_.busy() ||
-                             !closing_.empty(),
-                         0)) {
-        n += poll_side_work();
-    }
+    if (__builtin_expect(side_work_, 0)) return n + finish_poll_with_side_work();
     --progress_depth_;
-    if (__builtin_expect(!dead_eps_.empty(), 0)) reap_endpoints();
     return n;
 }
 
 unsigned Worker::run_deferred_counted() {
     const auto n = static_cast<unsigned>(deferred_.size());
-    run_deferred();
+    if (n != 0) run_deferred();
+    return n;
+}
+
+unsigned Worker::finish_poll_with_side_work() {
+    const unsigned n = poll_side_work();
+    --progress_depth_;
+    if (!dead_eps_.empty()) reap_endpoints();
+    // Cleared only when nothing is left: what the work above queued set it again, and the
+    // state itself is what is asked here.
+    side_work_ = conn_ != nullptr || !pending_eps_.empty() || !delivery_eps_.empty() ||
+                 !control_backlog_.empty() || rndv_.busy() || rma_.busy() || !closing_.empty() ||
+                 !deferred_.empty() || !dead_eps_.empty();
     return n;
 }
 
@@ -239,12 +247,14 @@ void Worker::mark_pending(Endpoint* ep) {
     if (ep->on_pending_list) return;
     ep->on_pending_list = true;
     pending_eps_.push_back(ep);
+    note_side_work();
 }
 
 void Worker::watch_delivery(Endpoint* ep) {
     if (ep->on_delivery_list) return;
     ep->on_delivery_list = true;
     delivery_eps_.push_back(ep);
+    note_side_work();
 }
 
 unsigned Worker::check_deliveries() {
@@ -470,6 +480,7 @@ Status Worker::close_endpoint(Endpoint* ep, swy_ep_close_mode_t mode, Request** 
         r->ep = ep;
         r->user_owned = true;
         closing_.push_back(r);
+        note_side_work();
         *req = r;
         return Status::kInProgress;
     }
@@ -508,6 +519,7 @@ Status Worker::close_endpoint(Endpoint* ep, swy_ep_close_mode_t mode, Request** 
     // Deleted once no call of ours can still be running on it (end of progress, or ~Worker):
     // the close may come from a callback inside that endpoint's own code.
     dead_eps_.push_back(ep);
+    note_side_work();
     if (progress_depth_ == 0) reap_endpoints();
     return Status::kOk;
 }
@@ -552,7 +564,10 @@ void Worker::complete_fully(Request* r, Status status) {
     // Not user owned: the call that created it is still running and will report the status.
 }
 
-void Worker::complete_later(Request* r, Status status) { deferred_.emplace_back(r, status); }
+void Worker::complete_later(Request* r, Status status) {
+    deferred_.emplace_back(r, status);
+    note_side_work();
+}
 
 Status Worker::cancel(Request* r) {
     if (r->completed) return Status::kOk;
@@ -572,6 +587,7 @@ void Worker::send_control(tl::AmSource to, tl::AmId id, const void* hdr, size_t 
     }
     const auto* p = static_cast<const uint8_t*>(hdr);
     control_backlog_.push_back({to, id, std::vector<uint8_t>(p, p + length)});
+    note_side_work();
 }
 
 void Worker::retry_control() {

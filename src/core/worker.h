@@ -189,6 +189,29 @@ public:
         }
         return tag_recv_general(buffer, length, tag, mask, params, out);
     }
+    /// The receive of a latency loop, posted without a call (so that the API call around it
+    /// saves no registers): nothing unexpected and nothing posted yet, contiguous host
+    /// memory, params that state no flags, callback, user data, datatype or request memory,
+    /// a pooled request at hand. The posted receive, or nullptr when any of that is not so
+    /// (then tag_recv(), which does everything).
+    Request* try_post_receive(void* buffer, size_t length, uint64_t tag, uint64_t mask,
+                              const swy_request_params_t* params) {
+        constexpr uint64_t kNeedMore = SWY_REQ_PARAM_FIELD_FLAGS | SWY_REQ_PARAM_FIELD_CALLBACK |
+                                       SWY_REQ_PARAM_FIELD_USER_DATA |
+                                       SWY_REQ_PARAM_FIELD_DATATYPE | SWY_REQ_PARAM_FIELD_REQUEST;
+        if (__builtin_expect(matcher_.unexpected_count() != 0 || matcher_.posted_count() != 0 ||
+                                 (params != nullptr && (params->field_mask & kNeedMore) != 0) ||
+                                 !host_without_detection(stated_memtype(params)),
+                             0)) {
+            return nullptr;
+        }
+        Request* r = pool_.try_get(this);
+        if (__builtin_expect(r == nullptr, 0)) return nullptr;
+        set_receive(r, buffer, length, tag, mask);
+        matcher_.post_alone(r);
+        r->user_owned = true;
+        return r;
+    }
     /// @p r becomes a tagged receive of up to @p length bytes into @p buffer.
     static void set_receive(Request* r, void* buffer, size_t length, uint64_t tag, uint64_t mask) {
         r->kind = RequestKind::kRecv;
@@ -220,10 +243,15 @@ public:
         void* memory = request_params::request_memory(params);
         Request* r = __builtin_expect(memory == nullptr, 1) ? pool_.get(this)
                                                             : pool_.get_external(this, memory);
-        r->flags = request_params::flags(params);
-        r->send_cb = request_params::send_cb(params);
-        r->recv_cb = request_params::recv_cb(params);
-        r->user_data = request_params::user_data(params);
+        // A blank request has no flags, callbacks or user data: one test when none is stated.
+        constexpr uint64_t kStated = SWY_REQ_PARAM_FIELD_FLAGS | SWY_REQ_PARAM_FIELD_CALLBACK |
+                                     SWY_REQ_PARAM_FIELD_USER_DATA;
+        if ((params->field_mask & kStated) != 0) {
+            r->flags = request_params::flags(params);
+            r->send_cb = request_params::send_cb(params);
+            r->recv_cb = request_params::recv_cb(params);
+            r->user_data = request_params::user_data(params);
+        }
         return r;
     }
     /// Record the final status; runs the callback unless @p immediate (returned to caller).
@@ -259,6 +287,9 @@ public:
             r->user_freed = true;
         }
     }
+    /// Work for poll() besides the transports was queued (see side_work_): whoever queues
+    /// it (a list of the worker's, a driven rendezvous, busy one-sided operations) calls this.
+    void note_side_work() { side_work_ = true; }
     /// Queue a completion to run from the next progress (cancel, failures inside a call).
     void complete_later(Request* r, Status status);
 
@@ -504,6 +535,15 @@ private:
     /// one-sided operations and closes (@return events).
     [[gnu::noinline]] unsigned run_deferred_counted();
     [[gnu::noinline]] unsigned poll_side_work();
+    /// The end of a poll() that found side_work_ set: poll_side_work(), the end of the
+    /// progress depth, endpoints to delete, and side_work_ again from what is left.
+    [[gnu::noinline]] unsigned finish_poll_with_side_work();
+    /// Set (note_side_work) when work other than the transports' may wait for poll(): a
+    /// deferred completion, a pending or delivery-watched endpoint, a control backlog, a
+    /// driven rendezvous, busy one-sided operations, a close, an endpoint to delete, the
+    /// connection manager. Cleared by poll() only once none is left: poll() tests this one
+    /// word instead of each of them.
+    bool side_work_ = false;
     /// Arm the transports alone (wait() arms them without making progress() disarm).
     Status arm_interfaces();
     void disarm_interfaces();

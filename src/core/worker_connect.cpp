@@ -18,6 +18,7 @@ Status Worker::conn_manager(ConnManager** out, std::string* why) {
         ev.data.fd = m->event_fd();
         epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, m->event_fd(), &ev);
         conn_ = std::move(m);
+        note_side_work();  // progressed on every poll from now on
     }
     *out = conn_.get();
     return Status::kOk;

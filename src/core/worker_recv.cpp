@@ -15,6 +15,10 @@ using common::log_printf;
 using common::LogLevel;
 
 void Worker::on_am(tl::AmId id, tl::AmSource src, const uint8_t* data, size_t length) {
+    // Most packets are single-packet eager messages: one compare and a tail call, before the
+    // switch's range check and table jump.
+    if (__builtin_expect(id == proto::kAmEagerOnly, 1))
+        return eager_.on_only(src, data, length, false);
     switch (id) {
         case proto::kAmEagerOnly: eager_.on_only(src, data, length, false); return;
         case proto::kAmEagerSyncOnly: eager_.on_only(src, data, length, true); return;

@@ -313,5 +313,99 @@ TEST(ShmTagSemantics, ZeroByteMessagesMatchAndReportLengthZero) {
     }));
 }
 
+// The receive side's fast path for a single-packet message that finds one receive posted
+// alone: a lone receive that does not accept the message must stay posted (the message goes
+// to the unexpected queue), a wildcard lone receive takes the first message, and a lone
+// receive with a callback completes through the callback. Every size of the inline copies
+// (1-3, 4-7, 8-16 bytes) and one above them.
+TEST(ShmTagSemantics, LonePostedReceiveTakesOnlyWhatItAcceptsAtEverySmallSize) {
+    EXPECT_TRUE(run_ranks(2, [](World& w) {
+        Node n(w);
+        n.connect_all();
+        const std::vector<size_t> sizes{1, 3, 4, 7, 8, 16, 17, 100};
+        uint64_t idx = 0;
+        for (size_t size : sizes) {
+            const swy_tag_t other = kTag | 0x1000 | (idx & 0xfff);
+            const swy_tag_t mine = kTag | 0x2000 | (idx & 0xfff);
+            // Round 0: the lone receive names `mine` exactly; round 1: it accepts any tag;
+            // round 2: exact, with a receive callback.
+            for (int round = 0; round < 3; ++round, idx += 2) {
+                if (w.rank() == 0) {
+                    auto first = patterned(size, 0, idx);
+                    auto second = patterned(size, 0, idx + 1);
+                    w.barrier(n.worker());
+                    Send s1 = post_send(n.ep(1), first.data(), size, other);
+                    Send s2 = post_send(n.ep(1), second.data(), size, mine);
+                    ICHECK_OK(finish_send(n.worker(), s1));
+                    ICHECK_OK(finish_send(n.worker(), s2));
+                    w.barrier(n.worker());
+                    continue;
+                }
+                swy_worker_h wk = n.worker();
+                std::vector<unsigned char> a(size + kGuardBytes, kGuardByte);
+                std::vector<unsigned char> b(size + kGuardBytes, kGuardByte);
+                const bool wildcard = round == 1;
+                struct Seen {
+                    int calls = 0;
+                    swy_status_t status = SWY_INPROGRESS;
+                    swy_tag_recv_info_t info{};
+                } seen;
+                Recv lone;
+                if (round == 2) {
+                    swy_request_params_t p{};
+                    p.field_mask = SWY_REQ_PARAM_FIELD_CALLBACK | SWY_REQ_PARAM_FIELD_USER_DATA |
+                                   SWY_REQ_PARAM_FIELD_MEMTYPE;
+                    p.memtype = SWY_MEMTYPE_HOST;
+                    p.recv_cb = [](swy_request_h, swy_status_t status,
+                                   const swy_tag_recv_info_t* info, void* arg) {
+                        auto* s = static_cast<Seen*>(arg);
+                        ++s->calls;
+                        s->status = status;
+                        s->info = *info;
+                    };
+                    p.user_data = &seen;
+                    ICHECK_STATUS(
+                        swy_tag_recv_nb(wk, b.data(), size, mine, ~swy_tag_t{0}, &p, &lone.req),
+                        SWY_INPROGRESS);
+                } else {
+                    lone = post_recv(wk, b.data(), size, mine, wildcard ? 0 : ~swy_tag_t{0});
+                    ICHECK_MSG(!lone.done, "a receive completed before anything was sent");
+                }
+                w.barrier(wk);
+                swy_status_t st = finish_recv(wk, lone);
+                ICHECK_MSG(st == SWY_OK, "%zu B, round %d: lone receive ended with %s", size, round,
+                           swy_status_string(st));
+                // The wildcard takes the first message sent; the exact one skips it.
+                const swy_tag_t want = wildcard ? other : mine;
+                const uint64_t want_index = wildcard ? idx : idx + 1;
+                const swy_tag_recv_info_t& info = round == 2 ? seen.info : lone.info;
+                if (round == 2) {
+                    ICHECK_MSG(seen.calls == 1 && seen.status == SWY_OK,
+                               "%zu B: receive callback ran %d times, status %s", size, seen.calls,
+                               swy_status_string(seen.status));
+                }
+                ICHECK_MSG(info.sender_tag == want && info.length == size,
+                           "%zu B, round %d: lone receive matched tag 0x%llx length %zu", size,
+                           round, (unsigned long long)info.sender_tag, info.length);
+                ICHECK_PATTERN(b.data(), size, pattern_seed(size, 0, want_index),
+                               "%zu B, round %d, lone receive", size, round);
+                ICHECK(guard_intact(b.data() + size));
+                // The other message waited as unexpected (or arrives now): still delivered.
+                const swy_tag_t rest = wildcard ? mine : other;
+                Recv r = post_recv(wk, a.data(), size, rest);
+                ICHECK_OK(finish_recv(wk, r));
+                ICHECK_MSG(r.info.sender_tag == rest && r.info.length == size,
+                           "%zu B, round %d: second receive matched tag 0x%llx length %zu", size,
+                           round, (unsigned long long)r.info.sender_tag, r.info.length);
+                ICHECK_PATTERN(a.data(), size, pattern_seed(size, 0, wildcard ? idx + 1 : idx),
+                               "%zu B, round %d, second receive", size, round);
+                ICHECK(guard_intact(a.data() + size));
+                w.barrier(wk);
+            }
+        }
+        n.finish();
+    }));
+}
+
 }  // namespace
 }  // namespace swy_itest

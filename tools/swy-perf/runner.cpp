@@ -262,35 +262,45 @@ bool Runner::verify_recv(Buffers& b, size_t slot, size_t size, uint64_t msg, uns
 
 // ---- latency ---------------------------------------------------------------------------
 
-bool Runner::loopback_leg(Buffers& b, size_t size, swy_tag_t tag, bool back) {
+Runner::LoopbackLeg Runner::loopback_leg_of(const Buffers& b, swy_tag_t tag, bool back) const {
     // The ping goes from the client worker (back_worker()) to the server worker (worker()),
     // the pong the other way; --tls self: one worker and endpoint for both.
-    swy_worker_h rx = back ? session_.back_worker() : session_.worker();
-    swy_worker_h tx = back ? session_.worker() : session_.back_worker();
+    LoopbackLeg leg;
+    leg.rx = back ? session_.back_worker() : session_.worker();
+    leg.tx = back ? session_.worker() : session_.back_worker();
+    leg.ep = back ? session_.back_ep() : session_.ep();
+    leg.tag = tag;
+    // No receive info: only --check reads it (and --check does not come here).
+    leg.recv_params.field_mask = SWY_REQ_PARAM_FIELD_MEMTYPE;
+    leg.recv_params.memtype = b.recv.type();
+    leg.send_params.field_mask = SWY_REQ_PARAM_FIELD_MEMTYPE;
+    leg.send_params.memtype = b.send.type();
+    return leg;
+}
+
+bool Runner::loopback_leg(Buffers& b, size_t size, const LoopbackLeg& leg) {
     swy_request_h rreq = nullptr, sreq = nullptr;
     // One call each in the common case; post_recv()/post_send() (retry and error messages)
-    // only when the library asks to retry or refuses. No receive info: only --check reads it.
-    swy_request_params_t params;
-    params.field_mask = SWY_REQ_PARAM_FIELD_MEMTYPE;
-    params.memtype = b.recv.type();
-    swy_status_t imm = swy_tag_recv_nb(rx, b.recv_slot(0), size, tag, kFullMask, &params, &rreq);
+    // only when the library asks to retry or refuses.
+    swy_status_t imm =
+        swy_tag_recv_nb(leg.rx, b.recv_slot(0), size, leg.tag, kFullMask, &leg.recv_params, &rreq);
     if (__builtin_expect(imm < 0 && imm != SWY_ERR_MESSAGE_TRUNCATED, 0)) {
         swy_tag_recv_info_t info;
-        if (!post_recv(b.recv_slot(0), size, b.recv.type(), tag, &info, &rreq, &imm, back)) {
+        if (!post_recv(b.recv_slot(0), size, b.recv.type(), leg.tag, &info, &rreq, &imm,
+                       leg.rx != session_.worker())) {
             return false;
         }
     }
-    params.memtype = b.send.type();
-    swy_status_t s = swy_tag_send_nb(back ? session_.back_ep() : session_.ep(), b.send_slot(0),
-                                     size, tag, &params, &sreq);
+    swy_status_t s =
+        swy_tag_send_nb(leg.ep, b.send_slot(0), size, leg.tag, &leg.send_params, &sreq);
     if (__builtin_expect(s < 0, 0) &&
-        !post_send(b.send_slot(0), size, b.send.type(), tag, &sreq, back)) {
+        !post_send(b.send_slot(0), size, b.send.type(), leg.tag, &sreq, leg.ep != session_.ep())) {
         return false;
     }
     // Wait only for what did not complete in place (as ucx_perftest tests the pointer inline
     // before it waits).
-    if (sreq != nullptr) {
-        if (!wait(sreq, &s, tx)) return false;
+    if (__builtin_expect(sreq != nullptr, 0)) {
+        if (!wait(sreq, &s, leg.tx)) return false;
         swy_request_free(sreq);
         if (s != SWY_OK) {
             std::fprintf(stderr, "swy-perf: send completed with %s\n", swy_status_string(s));
@@ -298,12 +308,17 @@ bool Runner::loopback_leg(Buffers& b, size_t size, swy_tag_t tag, bool back) {
         }
     }
     if (rreq != nullptr) {
-        // wait()'s loop, inline: unlike the send, the receive of a ping-pong waits in every
-        // leg, and calling wait() here costs 25 more instructions per message (909 against
-        // 884, bench/callgrind-small.sh).
-        for (unsigned spins = 1; (imm = swy_request_test(rreq)) == SWY_INPROGRESS; ++spins) {
-            session_.progress(rx);
-            if ((spins & 0xffff) == 0 && peer_gone()) return false;
+        // Progress first, then test: the message was just sent, so a receive that did not
+        // complete at the call cannot have completed before the receiving worker progressed
+        // (as ucx_perftest's loop: progress until the request says done). The sending worker
+        // is progressed when the receiving one had nothing to do, and every 8th turn (a
+        // rendezvous needs the sender's progress while the receiver reports events).
+        for (unsigned spins = 1;; ++spins) {
+            if (swy_worker_progress(leg.rx) == 0 || (spins & 7) == 0) {
+                swy_worker_progress(leg.tx);
+            }
+            if ((imm = swy_request_test(rreq)) != SWY_INPROGRESS) break;
+            if (__builtin_expect((spins & 0xffff) == 0, 0) && peer_gone()) return false;
         }
         swy_request_free(rreq);
     }
@@ -315,12 +330,42 @@ bool Runner::loopback_leg(Buffers& b, size_t size, swy_tag_t tag, bool back) {
     return true;
 }
 
+bool Runner::run_lat_loopback(Buffers& b, size_t size, size_t warmup, size_t iters,
+                              double* elapsed_us, double* median_round_trip_us) {
+    const LoopbackLeg ping = loopback_leg_of(b, kTagPing, false);
+    const LoopbackLeg pong = loopback_leg_of(b, kTagPong, true);
+    for (size_t i = 0; i < warmup; ++i) {
+        if (!loopback_leg(b, size, ping) || !loopback_leg(b, size, pong)) return false;
+    }
+    // One clock read per round trip, kept for the median (ucx_perftest reads its clock and
+    // fills its timing queue once per iteration too).
+    round_trips_us_.assign(iters, 0.0);
+    double* out = round_trips_us_.data();
+    const double start = now_us();
+    double last = start;
+    for (size_t i = 0; i < iters; ++i) {
+        if (!loopback_leg(b, size, ping) || !loopback_leg(b, size, pong)) return false;
+        const double t = now_us();
+        out[i] = t - last;
+        last = t;
+    }
+    *elapsed_us = last - start;
+    return median_of_round_trips(median_round_trip_us);
+}
+
+bool Runner::median_of_round_trips(double* median_round_trip_us) {
+    *median_round_trip_us = 0;
+    if (!round_trips_us_.empty()) {
+        auto mid = round_trips_us_.begin() + static_cast<long>(round_trips_us_.size() / 2);
+        std::nth_element(round_trips_us_.begin(), mid, round_trips_us_.end());
+        *median_round_trip_us = *mid;
+    }
+    return true;
+}
+
 bool Runner::lat_iteration(Buffers& b, size_t size, uint64_t msg) {
     Role role = boot_.role();
     bool check = opts_.check;
-    if (role == Role::kSelf && !check) {
-        return loopback_leg(b, size, kTagPing, false) && loopback_leg(b, size, kTagPong, true);
-    }
     swy_request_h sreq = nullptr, rreq = nullptr;
     swy_status_t imm, s;
     swy_tag_recv_info_t info{};
@@ -390,6 +435,10 @@ bool Runner::run_lat(size_t size, size_t warmup, size_t iters, double* elapsed_u
                      double* median_round_trip_us) {
     Buffers b;
     allocate_buffers(b, size, 1);
+    // --loopback and --tls self without --check: the loop of ucx_perftest -l.
+    if (boot_.role() == Role::kSelf && !opts_.check) {
+        return run_lat_loopback(b, size, warmup, iters, elapsed_us, median_round_trip_us);
+    }
     uint64_t msg = 0;
     for (size_t i = 0; i < warmup; ++i, ++msg) {
         if (!lat_iteration(b, size, msg)) return false;
@@ -408,13 +457,7 @@ bool Runner::run_lat(size_t size, size_t warmup, size_t iters, double* elapsed_u
         last = t;
     }
     *elapsed_us = last - start;
-    *median_round_trip_us = 0;
-    if (!round_trips_us_.empty()) {
-        auto mid = round_trips_us_.begin() + static_cast<long>(round_trips_us_.size() / 2);
-        std::nth_element(round_trips_us_.begin(), mid, round_trips_us_.end());
-        *median_round_trip_us = *mid;
-    }
-    return true;
+    return median_of_round_trips(median_round_trip_us);
 }
 
 // ---- streaming (bw, mr, bibw) -----------------------------------------------------------

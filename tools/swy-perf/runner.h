@@ -41,11 +41,28 @@ private:
                  double* median_round_trip_us);
     bool run_stream(size_t size, size_t warmup, size_t iters, double* elapsed_us);
     bool lat_iteration(Buffers& b, size_t size, uint64_t msg);
-    /// One leg (ping, or the pong with @p back) of a round trip in one process (--loopback,
-    /// --tls self) without --check: what one iteration of ucx_perftest -l's tag_lat loop
-    /// does (post the receive, send, wait for what did not complete in place, free it), with
-    /// no work per message beyond it (bench/callgrind-small.sh compares the two loops).
-    bool loopback_leg(Buffers& b, size_t size, swy_tag_t tag, bool back);
+    /// One direction of a round trip in one process, resolved once per size: the workers,
+    /// the endpoint, the tag and the params of both calls.
+    struct LoopbackLeg {
+        swy_worker_h rx = nullptr;  ///< receives (progressed first)
+        swy_worker_h tx = nullptr;  ///< sends
+        swy_ep_h ep = nullptr;      ///< tx's endpoint to rx
+        swy_tag_t tag = 0;
+        swy_request_params_t recv_params{};
+        swy_request_params_t send_params{};
+    };
+    /// The ping leg (client worker to server worker), or the pong with @p back.
+    LoopbackLeg loopback_leg_of(const Buffers& b, swy_tag_t tag, bool back) const;
+    /// One leg of a round trip in one process (--loopback, --tls self) without --check: what
+    /// one iteration of ucx_perftest -l's tag_lat loop does (post the receive, send, progress
+    /// until the receive is done, free it), with no work per message beyond it
+    /// (bench/callgrind-small.sh compares the two loops).
+    bool loopback_leg(Buffers& b, size_t size, const LoopbackLeg& leg);
+    /// run_lat() in one process without --check: loopback_leg() pings and pongs.
+    bool run_lat_loopback(Buffers& b, size_t size, size_t warmup, size_t iters, double* elapsed_us,
+                          double* median_round_trip_us);
+    /// The median of round_trips_us_ (reordered) into @p median_round_trip_us.
+    bool median_of_round_trips(double* median_round_trip_us);
     bool stream_round(Buffers& b, size_t size, uint64_t first_msg, size_t count);
     /// Message rate (--test mr): the client keeps `window` sends in flight and the server
     /// `window` receives posted, continuously, with one confirmation at the end (as

@@ -51,6 +51,48 @@ void EagerReceiver::send_sync_ack(tl::AmSource src, uint64_t sender_request, Sta
 }
 
 void EagerReceiver::on_only(tl::AmSource src, const uint8_t* data, size_t length, bool sync) {
+    // Every call from here is a tail call, so this path saves no registers: the lists of
+    // posted receives (out of line) and an unexpected message go down on_only_general(),
+    // which asks the matcher again (a lone receive that did not accept the tag stays posted).
+    TagMatcher& matcher = worker_->matcher();
+    if (__builtin_expect(sync || length < sizeof(EagerOnlyHeader) || !matcher.has_solo(), 0)) {
+        return on_only_general(src, data, length, sync);
+    }
+    uint64_t tag;
+    std::memcpy(&tag, data, sizeof(tag));
+    const uint8_t* payload = data + sizeof(EagerOnlyHeader);
+    const size_t size = length - sizeof(EagerOnlyHeader);
+    PostedReceive* p = matcher.match_solo(tag);
+    if (__builtin_expect(p == nullptr, 0)) return on_only_general(src, data, length, false);
+    auto* r = static_cast<Request*>(p);
+    // What deliver() and Worker::complete() do for this case, with every store before the
+    // copy: the copy is then the last thing (a tail call where it goes to libc), and this
+    // path saves no registers. The conditions are Worker::complete()'s inline ones.
+    if (__builtin_expect(!r->cpu_buffer || r->view != nullptr || r->queue != 0 ||
+                             r->recv_cb != nullptr || r->send_cb != nullptr || r->user_freed ||
+                             r->completed,
+                         0)) {
+        return deliver_and_complete(r, tag, payload, size);
+    }
+    const bool truncated = size > r->capacity;
+    r->matched = true;
+    r->info.sender_tag = tag;
+    r->info.length = size;
+    r->truncated = truncated;
+    r->received = size;
+    r->status = truncated ? Status::kMessageTruncated : Status::kOk;
+    r->completed = true;
+    common::copy_bytes(r->recv_buffer, payload, truncated ? r->capacity : size);
+}
+
+void EagerReceiver::deliver_and_complete(Request* r, uint64_t tag, const uint8_t* payload,
+                                         size_t size) {
+    deliver(r, tag, size, payload, size);
+    worker_->complete(r, r->receive_status());
+}
+
+void EagerReceiver::on_only_general(tl::AmSource src, const uint8_t* data, size_t length,
+                                    bool sync) {
     uint64_t tag = 0;
     uint64_t sender_request = 0;
     const size_t header = sync ? sizeof(EagerSyncHeader) : sizeof(EagerOnlyHeader);

@@ -38,6 +38,10 @@ public:
     EagerReceiver& operator=(const EagerReceiver&) = delete;
 
     // ---- active messages (kAmEagerOnly/SyncOnly/First/Middle, kAmSyncAck) ----
+    /// A single-packet message. A plain one that matches a posted receive of
+    /// contiguous host memory, with nothing more to do at completion (no callback, view or
+    /// endpoint queue, not freed), completes here without a call: the common case of a
+    /// latency loop. The rest goes to on_only_general().
     void on_only(tl::AmSource src, const uint8_t* data, size_t length, bool sync);
     void on_first(tl::AmSource src, const uint8_t* data, size_t length);
     void on_middle(tl::AmSource src, const uint8_t* data, size_t length);
@@ -69,6 +73,13 @@ public:
     void send_sync_ack(tl::AmSource src, uint64_t sender_request, Status status = Status::kOk);
 
 private:
+    /// on_only() for everything but its fast path: synchronous sends, a receive that needs
+    /// a memory-type copy or unpack, or more at completion than two stores.
+    [[gnu::noinline]] void on_only_general(tl::AmSource src, const uint8_t* data, size_t length,
+                                           bool sync);
+    /// on_only() for a matched receive its fast path does not complete: deliver, complete.
+    [[gnu::noinline]] void deliver_and_complete(core::Request* r, uint64_t tag,
+                                                const uint8_t* payload, size_t size);
     /// on_only() for a message no posted receive matched: kept as an unexpected message. Out
     /// of line, so that the matched path (every message of a latency loop) saves few
     /// registers.

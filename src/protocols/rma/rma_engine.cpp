@@ -526,6 +526,7 @@ void Engine::endpoint_failed(Endpoint* ep, Status why) {
 
 void Engine::update_busy() {
     busy_ = sending_eps_ != 0 || backlog_peers_ != 0 || !dead_eps_.empty();
+    if (busy_) worker_->note_side_work();
 }
 
 unsigned Engine::progress() {

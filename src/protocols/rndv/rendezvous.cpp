@@ -343,7 +343,10 @@ void Rendezvous::on_data_placed(tl::AmSource src, const uint8_t* hdr, size_t len
 // Helpers for the protocols
 // ------------------------------------------------------------------------------------------
 
-void Rendezvous::drive(Request* r) { driven_.push_back({r, r->wire_id()}); }
+void Rendezvous::drive(Request* r) {
+    driven_.push_back({r, r->wire_id()});
+    worker_->note_side_work();
+}
 
 void Rendezvous::wait_for_peer(Request* r) {
     if (!waits_for_peer(r)) waiting_.push_back({r, r->wire_id()});

@@ -69,6 +69,20 @@ public:
         return posted_count_ == 0 ? nullptr : match_filed(tag);
     }
 
+    /// True when exactly one receive is posted and it is held alone (see solo_): then
+    /// match_solo() answers what match_posted() would, without the lists.
+    bool has_solo() const { return solo_ != nullptr; }
+    /// match_posted() when has_solo(): the lone receive if it accepts @p tag (taken), else
+    /// nullptr. For a caller's fast path that must make no call (the lists are out of line).
+    PostedReceive* match_solo(uint64_t tag) {
+        PostedReceive* r = solo_;
+        if ((tag & r->mask) != (r->tag & r->mask)) return nullptr;
+        solo_ = nullptr;
+        r->hook = {};
+        posted_count_ = 0;
+        return r;
+    }
+
     /// Queue an unexpected message (arrival order is the call order).
     void add_unexpected(UnexpectedMessage* msg);
 
@@ -92,6 +106,14 @@ public:
             return;
         }
         post_filed(recv);
+    }
+
+    /// post() when posted_count() is 0 (the caller checked): no call.
+    void post_alone(PostedReceive* recv) {
+        recv->post_seq = next_post_seq_++;
+        solo_ = recv;
+        recv->hook.prev = recv->hook.next = &solo_mark_;
+        posted_count_ = 1;
     }
 
     /// Remove a posted receive (cancel). @return false if it was not queued (already matched).
