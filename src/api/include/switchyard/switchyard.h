@@ -722,6 +722,20 @@ swy_status_t swy_request_cancel(swy_worker_h worker, swy_request_h req);
  */
 swy_status_t swy_request_free(swy_request_h req);
 
+/**
+ * @brief swy_request_test(), then on completion swy_request_recv_info() and
+ * swy_request_free() of @p req, in one call: for a loop that progresses the worker and polls
+ * one request (a blocking receive), where the three calls each resolved the handle again.
+ * @return SWY_INPROGRESS: nothing changed, the request is still the caller's. Otherwise the
+ *         operation's final status (SWY_OK, SWY_ERR_MESSAGE_TRUNCATED, ...): a receive's
+ *         match information was copied to @p info (when @p info is not NULL; a send leaves
+ *         it untouched) and the handle is spent, as after swy_request_free().
+ *         SWY_ERR_INVALID_PARAM (logged) for NULL or a freed handle, SWY_ERR_UNSUPPORTED for
+ *         a request of a worker inherited through fork(). A request with a completion
+ *         callback may be passed too; one its callback freed is a freed handle here.
+ */
+swy_status_t swy_request_test_free(swy_request_h req, swy_tag_recv_info_t* info);
+
 /* ---------------------------------------------------------------------------------------- */
 /* Tagged messaging (MPI semantics)                                                         */
 /* ---------------------------------------------------------------------------------------- */
