@@ -320,6 +320,7 @@ Status ShmEndpoint::am_send(AmId id, const void* hdr, size_t hdr_len, const void
 
 void ShmEndpoint::disconnect() {
     if (disconnected_) return;
+    iface_->forget_lane(this);
     if (!attached_) {
         release_unattached();
         disconnected_ = true;
@@ -670,6 +671,7 @@ Status ShmInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t
         ep->set_cma(config_.cma_mode, ok, cma_why);
     }
     if (!attach) add_lazy_lane(*remote, a.memfd);
+    remember_lane(remote_uid, ep.get());
     *out = std::move(ep);
     return Status::kOk;
 }
