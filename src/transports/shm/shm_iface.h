@@ -126,6 +126,8 @@ public:
     /// True if the lane holds a dedicated PIO ring in the peer's window (granted, maybe not
     /// announced yet).
     bool holds_pio_ring() const { return granted_pio_slot_ != kNoPioSlot; }
+    /// The interface is going away before this lane: the lane must not reach back into it.
+    void forget_interface() { listed_ = false; }
 
 private:
     /// The slow path of a send on a lane not attached yet: attach it (kOk: send now), or why
@@ -167,6 +169,7 @@ private:
     uint32_t die_after_claim_ = 0;               // test hook, 0: off
     bool publish_fence_ = true;  // publish with seq_cst (the receiver cannot flush us)
     bool disconnected_ = false;
+    bool listed_ = true;  // in the interface's lanes_ (forget_lane() on disconnect)
     LaneAttr attr_;
     cma::CmaLane cma_;
 };
