@@ -321,6 +321,8 @@ Status ShmEndpoint::am_send(AmId id, const void* hdr, size_t hdr_len, const void
 
 void ShmEndpoint::disconnect() {
     if (disconnected_) return;
+    if (listed_) iface_->forget_lane(this);
+    listed_ = false;
     if (!attached_) {
         release_unattached();
         disconnected_ = true;
@@ -448,6 +450,11 @@ Status ShmInterface::create_segment(std::string* why) {
 
 ShmInterface::~ShmInterface() {
     reply_eps_.clear();
+    // Lanes the application still holds must not reach back into us when they close.
+    for (auto& [uid, lanes] : lanes_) {
+        for (ShmEndpoint* lane : lanes)
+            lane->forget_interface();
+    }
     watched_.clear();  // closes the pidfds
     if (base_ != nullptr) munmap(base_, config_.geometry.total_size());
     memfd_.reset();
@@ -674,6 +681,7 @@ Status ShmInterface::connect(uint64_t remote_uid, const uint8_t* section, size_t
         ep->set_cma(config_.cma_mode, ok, cma_why);
     }
     if (!attach) add_lazy_lane(*remote, a.memfd);
+    remember_lane(remote_uid, ep.get());
     *out = std::move(ep);
     return Status::kOk;
 }

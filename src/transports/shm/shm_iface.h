@@ -120,6 +120,14 @@ public:
     /// The pid named by the peer's segment header, which was opened through /proc/PID/fd
     /// (when the lane was created; attach() checks it again).
     int verified_pid() const override { return verified_pid_; }
+    /// True while the lane may carry messages: not disconnected, and not found unable to
+    /// attach (a lane not attached yet still is: its first send attaches it).
+    bool usable() const { return !disconnected_ && !attach_failed_; }
+    /// True if the lane holds a dedicated PIO ring in the peer's window (granted, maybe not
+    /// announced yet).
+    bool holds_pio_ring() const { return granted_pio_slot_ != kNoPioSlot; }
+    /// The interface is going away before this lane: the lane must not reach back into it.
+    void forget_interface() { listed_ = false; }
 
 private:
     /// The slow path of a send on a lane not attached yet: attach it (kOk: send now), or why
@@ -161,6 +169,7 @@ private:
     uint32_t die_after_claim_ = 0;               // test hook, 0: off
     bool publish_fence_ = true;  // publish with seq_cst (the receiver cannot flush us)
     bool disconnected_ = false;
+    bool listed_ = true;  // in the interface's lanes_ (forget_lane() on disconnect)
     LaneAttr attr_;
     cma::CmaLane cma_;
 };
@@ -209,6 +218,10 @@ private:
         uint32_t pio_slot = kNoPioSlot;
         int verified_pid = -1;       ///< sender_pid(): -1 not checked yet, 0 failed
         bool reply_refused = false;  ///< its table had no slot for our reply lane
+        /// The lane replies to this sender take, once found (map_and_reply_ep): a lookup by
+        /// uid per rendezvous ATS was a hash-map probe on every reply. Cleared with the
+        /// sender, and by forget_lane() when that lane goes.
+        ShmEndpoint* reply = nullptr;
     };
     struct ActiveRing {
         uint8_t* base;
@@ -281,6 +294,14 @@ private:
     void fail_remote(uint64_t uid);
     void release_sender(uint16_t sender);
     Status map_and_reply_ep(uint16_t sender, Endpoint** out);
+    // ---- every live lane of ours, by peer: replies take one we already have ----
+    /// A lane to @p uid was created (connect()).
+    void remember_lane(uint64_t uid, ShmEndpoint* lane);
+    /// @p lane is disconnected or destroyed: no reply may take it any more.
+    void forget_lane(ShmEndpoint* lane);
+    /// A usable lane of ours to process @p pid with worker uid @p uid, one with a dedicated PIO
+    /// ring first; null if none.
+    ShmEndpoint* lane_to(uint64_t uid, int pid) const;
     SenderSlot* sender_table() const {
         return reinterpret_cast<SenderSlot*>(base_ + config_.geometry.sender_table_offset());
     }
@@ -325,6 +346,12 @@ private:
     std::vector<uint64_t> refused_by_;  // peers whose refusal was already reported
     std::unordered_map<uint64_t, std::weak_ptr<RemoteSegment>> remotes_;
     std::unordered_map<uint64_t, std::unique_ptr<ShmEndpoint>> reply_eps_;
+    // Every lane of ours not yet disconnected, the application's and the reply lanes, by the
+    // peer's uid. Replies (rendezvous ATS, RTR, FIN) take one of these, a PIO one first,
+    // rather than a reply lane of their own: with a reply lane each peer took two sender
+    // slots in the other's table, and every reply went through the contended shared FIFO
+    // even when the application's lane to that peer holds a PIO ring (issue 17).
+    std::unordered_map<uint64_t, std::vector<ShmEndpoint*>> lanes_;
     std::unordered_map<uint64_t, Watched> watched_;
     std::unordered_map<uint64_t, LazyPeer> lazy_peers_;
     // What unattached lanes point at: reads as failed, so their first send takes the slow path.

@@ -213,10 +213,18 @@ void ShmInterface::release_sender(uint16_t sender) {
 Status ShmInterface::map_and_reply_ep(uint16_t sender, Endpoint** out) {
     *out = nullptr;
     if (!sender_known(sender)) return Status::kNotFound;
-    const SenderInfo& info = senders_[sender];
-    auto it = reply_eps_.find(info.uid);
-    if (it != reply_eps_.end()) {
-        *out = it->second.get();
+    SenderInfo& info = senders_[sender];
+    if (info.reply != nullptr) {
+        *out = info.reply;
+        return Status::kOk;
+    }
+    // A lane we already have to that very process (the application's, or a reply lane opened
+    // for another of its senders): no second slot in its table, and its PIO ring if it has
+    // one. The pid must be the one the lane verified when it mapped the peer's segment, so a
+    // slot that merely claims a uid is answered only through a lane of its own (below).
+    if (ShmEndpoint* lane = lane_to(info.uid, info.pid); lane != nullptr) {
+        info.reply = lane;
+        *out = lane;
         return Status::kOk;
     }
     if (info.reply_refused) return Status::kNoResource;
@@ -240,8 +248,34 @@ Status ShmInterface::map_and_reply_ep(uint16_t sender, Endpoint** out) {
     }
     auto* raw = static_cast<ShmEndpoint*>(ep.release());
     reply_eps_[info.uid].reset(raw);
+    senders_[sender].reply = raw;  // connect() may have grown senders_: index again
     *out = raw;
     return Status::kOk;
+}
+
+void ShmInterface::remember_lane(uint64_t uid, ShmEndpoint* lane) { lanes_[uid].push_back(lane); }
+
+void ShmInterface::forget_lane(ShmEndpoint* lane) {
+    auto it = lanes_.find(lane->remote_uid());
+    if (it != lanes_.end()) {
+        std::erase(it->second, lane);
+        if (it->second.empty()) lanes_.erase(it);
+    }
+    for (SenderInfo& info : senders_) {
+        if (info.reply == lane) info.reply = nullptr;
+    }
+}
+
+ShmEndpoint* ShmInterface::lane_to(uint64_t uid, int pid) const {
+    auto it = lanes_.find(uid);
+    if (it == lanes_.end()) return nullptr;
+    ShmEndpoint* found = nullptr;
+    for (ShmEndpoint* lane : it->second) {
+        if (!lane->usable() || lane->verified_pid() != pid) continue;
+        if (lane->holds_pio_ring()) return lane;
+        if (found == nullptr) found = lane;
+    }
+    return found;
 }
 
 Endpoint* ShmInterface::reply_endpoint(uint16_t sender) {

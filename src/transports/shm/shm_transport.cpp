@@ -63,8 +63,10 @@ constexpr common::ConfigVar kVars[] = {
      kUnsigned,
      "16384",
      "Sender slots in each worker's receive segment: every shm endpoint to the worker takes "
-     "one, and so does the worker's reply lane to each process that sends to it (an MPI "
-     "peer takes two). Slots of closed endpoints and dead processes are "
+     "one, and so does the worker's reply lane to a process that sends to it when the "
+     "worker has no endpoint of its own to that process (replies take an endpoint's lane "
+     "where there is one: an MPI peer takes one). Slots of closed endpoints and dead "
+     "processes are "
      "reused. With the table full, creating an "
      "endpoint fails with SWY_ERR_NO_RESOURCE, and so do the requests of a peer that cannot "
      "be answered.",
