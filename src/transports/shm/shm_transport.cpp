@@ -62,14 +62,11 @@ constexpr common::ConfigVar kVars[] = {
     {"SHM_MAX_SENDERS",
      kUnsigned,
      "16384",
-     "Sender slots in each worker's receive segment: every shm endpoint to the worker takes "
-     "one, and so does the worker's reply lane to a process that sends to it when the "
-     "worker has no endpoint of its own to that process (replies take an endpoint's lane "
-     "where there is one: an MPI peer takes one). Slots of closed endpoints and dead "
-     "processes are "
-     "reused. With the table full, creating an "
-     "endpoint fails with SWY_ERR_NO_RESOURCE, and so do the requests of a peer that cannot "
-     "be answered.",
+     "Sender slots in each worker's receive segment: each shm endpoint to the worker takes "
+     "one; replies use that endpoint's lane, or a reply lane (one more slot) to a process the "
+     "worker has no endpoint to. Slots of closed endpoints and dead processes are reused. "
+     "With the table full, creating an endpoint fails with SWY_ERR_NO_RESOURCE, and so do the "
+     "requests of a peer that cannot be answered.",
      {},
      kMinMaxSenders,
      kMaxMaxSenders},
