@@ -43,14 +43,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-pml_args() {
-    case "$1" in
-        swy) echo "--mca pml swy --mca btl self --mca mca_base_component_path $build/lib/openmpi:$pkglibdir" ;;
-        ob1) echo "--mca pml ob1 --mca btl self,vader" ;;
-        ucx) echo "--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=sm,self" ;;
-        *) return 1 ;;
-    esac
-}
+# shellcheck source=bench/mpi-pml-args.sh
+source "$(dirname "${BASH_SOURCE[0]}")/mpi-pml-args.sh"
 
 # Instructions rank 0 spent inside MPI_Send/MPI_Recv in one run: count PML ITERS
 count() {

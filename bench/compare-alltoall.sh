@@ -45,15 +45,9 @@ out=${OUT:-$(mktemp -d /tmp/compare-alltoall.XXXXXX)}
 mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-pml_args() {
-  case "$1" in
-    swy) echo "--mca pml swy --mca btl self --mca mca_base_component_path $build/lib/openmpi:$pkglibdir" ;;
-    base) echo "--mca pml swy --mca btl self --mca mca_base_component_path $base/lib/openmpi:$pkglibdir -x LD_LIBRARY_PATH=$base/lib" ;;
-    ob1) echo "--mca pml ob1 --mca btl self,vader" ;;
-    ucx) echo "--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=sm,self" ;;
-    *) echo "compare-alltoall: unknown PML $1" >&2; exit 1 ;;
-  esac
-}
+base_build=${base:-}
+# shellcheck source=bench/mpi-pml-args.sh
+source "$(dirname "${BASH_SOURCE[0]}")/mpi-pml-args.sh"
 # Every SWY_* variable of this shell, for pml swy's ranks.
 swy_env=()
 while IFS='=' read -r name _; do swy_env+=(-x "$name"); done < <(env | grep '^SWY_' || true)

@@ -38,14 +38,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 components=(swy ob1 ucx)
 [[ -n ${SWY_BASE:-} ]] && components=(base swy ob1 ucx)
-args() {
-  case "$1" in
-    swy) echo "--mca pml swy --mca btl self --mca mca_base_component_path $build/lib/openmpi:$pkglibdir" ;;
-    base) echo "--mca pml swy --mca btl self --mca mca_base_component_path $SWY_BASE/lib/openmpi:$pkglibdir -x LD_LIBRARY_PATH=$SWY_BASE/lib" ;;
-    ob1) echo "--mca pml ob1 --mca btl self,vader" ;;
-    ucx) echo "--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=sm,self" ;;
-  esac
-}
+base_build=${SWY_BASE:-}
+# shellcheck source=bench/mpi-pml-args.sh
+source "$(dirname "${BASH_SOURCE[0]}")/mpi-pml-args.sh"
 
 echo "compare-mpi-mbw: $np ranks, $rounds rounds, raw output in $out"
 echo "compare-mpi-mbw: load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -53,7 +48,7 @@ for ((r = 1; r <= rounds; ++r)); do
   for c in "${components[@]}"; do
     rc=0
     # shellcheck disable=SC2046,SC2086 # the MCA and extra arguments are meant to split
-    UCX_TLS=sm,self timeout 600 "$mpiexec" -n "$np" --oversubscribe --bind-to none $(args "$c") \
+    UCX_TLS=sm,self timeout 600 "$mpiexec" -n "$np" --oversubscribe --bind-to none $(pml_args "$c") \
       "$build/bin/swy_osu_mbw_mr" ${MBW_ARGS:-} >"$out/mbw.$c.$r" 2>"$out/mbw.$c.$r.err" || rc=$?
     (( rc == 0 )) || { : >"$out/mbw.$c.$r"; echo "round $r: $c FAILED (see $out/mbw.$c.$r.err)"; }
   done

@@ -124,17 +124,13 @@ run() {
   fi
 }
 
+# shellcheck source=bench/mpi-pml-args.sh
+source "$(dirname "${BASH_SOURCE[0]}")/mpi-pml-args.sh"
+
 echo "compare-mpi: load at start: $(uptime | sed 's/.*load average/load average/')"
 
 if (( run_p2p )); then
   pmls=(swy ob1 ucx)
-  pml_args() {
-    case "$1" in
-      swy) echo "--mca pml swy --mca btl self --mca mca_base_component_path $build/lib/openmpi:$pkglibdir" ;;
-      ob1) echo "--mca pml ob1 --mca btl self,vader" ;;
-      ucx) echo "--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=sm,self" ;;
-    esac
-  }
   for ((r = 1; r <= rounds; ++r)); do
     for bench in latency bw; do
       extra=LAT_ARGS
