@@ -155,6 +155,14 @@ struct Request : proto::PostedReceive {
     /// request: no allocation once a worker has sent a few.
     std::vector<uint8_t> am_bytes;
 
+    /// Nothing more to do at completion than two stores: no datatype view to finish, on no
+    /// endpoint list, no callback, not freed. Worker::complete()'s inline case, and the eager
+    /// receive's call-free one (EagerReceiver::on_only).
+    bool completes_by_itself() const {
+        return view == nullptr && queue == 0 && recv_cb == nullptr && send_cb == nullptr &&
+               !user_freed;
+    }
+
     /// Final status of a receive whose data all arrived: a failed memory-type copy or the
     /// generic datatype's unpack error, else truncation, else kOk.
     Status receive_status() const {

@@ -258,9 +258,7 @@ public:
     /// Inline when there is nothing more to do (no datatype view, on no endpoint queue, no
     /// callback, not freed yet: a plain receive that completes in progress).
     void complete(Request* r, Status status) {
-        if (__builtin_expect(r->view == nullptr && r->queue == 0 && r->recv_cb == nullptr &&
-                                 r->send_cb == nullptr && !r->user_freed,
-                             1)) {
+        if (__builtin_expect(r->completes_by_itself(), 1)) {
             if (r->completed) return;
             r->status = status;
             r->completed = true;

@@ -20,7 +20,6 @@ void Worker::on_am(tl::AmId id, tl::AmSource src, const uint8_t* data, size_t le
     if (__builtin_expect(id == proto::kAmEagerOnly, 1))
         return eager_.on_only(src, data, length, false);
     switch (id) {
-        case proto::kAmEagerOnly: eager_.on_only(src, data, length, false); return;
         case proto::kAmEagerSyncOnly: eager_.on_only(src, data, length, true); return;
         case proto::kAmEagerFirst: eager_.on_first(src, data, length); return;
         case proto::kAmEagerMiddle: eager_.on_middle(src, data, length); return;

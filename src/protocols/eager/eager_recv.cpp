@@ -67,11 +67,8 @@ void EagerReceiver::on_only(tl::AmSource src, const uint8_t* data, size_t length
     auto* r = static_cast<Request*>(p);
     // What deliver() and Worker::complete() do for this case, with every store before the
     // copy: the copy is then the last thing (a tail call where it goes to libc), and this
-    // path saves no registers. The conditions are Worker::complete()'s inline ones.
-    if (__builtin_expect(!r->cpu_buffer || r->view != nullptr || r->queue != 0 ||
-                             r->recv_cb != nullptr || r->send_cb != nullptr || r->user_freed ||
-                             r->completed,
-                         0)) {
+    // path saves no registers. Worker::complete()'s inline case (completes_by_itself()).
+    if (__builtin_expect(!r->cpu_buffer || !r->completes_by_itself() || r->completed, 0)) {
         return deliver_and_complete(r, tag, payload, size);
     }
     const bool truncated = size > r->capacity;
