@@ -176,16 +176,17 @@ struct mca_pml_comm_t {
 /** Endpoint to rank @p rank of @p comm when not cached yet: connect, then cache it. */
 swy_ep_h mca_pml_swy_get_ep_slow(ompi_communicator_t* comm, int rank);
 
+/** The endpoint to rank @p rank that @p pc (a communicator's c_pml_comm, may be NULL) has
+ *  cached and that is still valid; NULL when there is none (then mca_pml_swy_get_ep_slow). */
+static inline swy_ep_h mca_pml_swy_cached_ep(const struct mca_pml_comm_t* pc, int rank) {
+    return OPAL_LIKELY(pc != NULL && pc->eps_epoch == ompi_pml_swy.eps_epoch) ? pc->eps[rank]
+                                                                              : NULL;
+}
+
 /** Endpoint to rank @p rank of @p comm, connecting on first use. NULL on failure. */
 static inline swy_ep_h mca_pml_swy_get_ep(ompi_communicator_t* comm, int rank) {
-    const struct mca_pml_comm_t* pc = comm->c_pml_comm;
-    if (OPAL_LIKELY(pc != NULL && pc->eps_epoch == ompi_pml_swy.eps_epoch)) {
-        swy_ep_h ep = pc->eps[rank];
-        if (OPAL_LIKELY(ep != NULL)) {
-            return ep;
-        }
-    }
-    return mca_pml_swy_get_ep_slow(comm, rank);
+    swy_ep_h ep = mca_pml_swy_cached_ep(comm->c_pml_comm, rank);
+    return OPAL_LIKELY(ep != NULL) ? ep : mca_pml_swy_get_ep_slow(comm, rank);
 }
 
 /** Tag of a message this process sends with MPI tag @p tag on @p comm. */

@@ -254,13 +254,14 @@ static __attribute__((noinline)) int mca_pml_swy_send_general(const void* buf, s
 int mca_pml_swy_send(const void* buf, size_t count, ompi_datatype_t* datatype, int dst, int tag,
                      mca_pml_base_send_mode_t mode, struct ompi_communicator_t* comm) {
     const struct mca_pml_comm_t* pc = comm->c_pml_comm;
+    const swy_ep_h ep = mca_pml_swy_cached_ep(pc, dst);
     void* start;
     size_t length;
-    if (OPAL_LIKELY(pc != NULL && pc->eps_epoch == ompi_pml_swy.eps_epoch && pc->eps[dst] != NULL &&
+    if (OPAL_LIKELY(ep != NULL &&
                     (mode == MCA_PML_BASE_SEND_STANDARD || mode == MCA_PML_BASE_SEND_READY) &&
                     mca_pml_swy_dt_contig(buf, count, datatype, &start, &length))) {
         swy_request_h sreq = NULL;
-        swy_status_t s = swy_tag_send_nb(pc->eps[dst], start, length,
+        swy_status_t s = swy_tag_send_nb(ep, start, length,
                                          pml_swy_send_tag_at(tag, pc->send_tag_base), NULL, &sreq);
         return OPAL_LIKELY(s == SWY_OK) ? OMPI_SUCCESS : mca_pml_swy_send_finish(s, sreq);
     }
