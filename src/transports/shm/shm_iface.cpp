@@ -32,11 +32,12 @@ using common::LogLevel;
 
 namespace {
 
-bool is_power_of_two(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
-
-/// The geometry a peer's segment header announces (what its lanes are made of).
+/// The geometry a peer's segment header announces (what its lanes are made of). The header
+/// stays writable by the peer: after map_remote() validated it, lanes take max_senders from
+/// the validated copy (RemoteSegment::max_senders).
 SegmentGeometry geometry_of(const SegmentHeader& h) {
-    return {h.fifo_cells, h.fifo_cell_size, h.pio_slots, h.pio_credits, h.pio_cell_size};
+    return {h.fifo_cells,  h.fifo_cell_size, h.pio_slots,
+            h.pio_credits, h.pio_cell_size,  h.max_senders};
 }
 
 }  // namespace
@@ -529,21 +530,19 @@ Status ShmInterface::map_remote(uint64_t uid, const ShmAddress& a,
     remote->file_dev = st.st_dev;
     remote->file_ino = st.st_ino;
     const SegmentHeader* h = remote->header;
-    SegmentGeometry g{h->fifo_cells,  h->fifo_cell_size, h->pio_slots,
-                      h->pio_credits, h->pio_cell_size,  h->max_senders};
-    // Within the bounds our own configuration must keep (segment_bounds.h): no product of a
-    // hostile header's fields can then wrap and pass the size checks.
+    const SegmentGeometry g = geometry_of(*h);
+    // The geometry first, within the bounds our own configuration must keep (segment_bounds.h:
+    // powers of two, cell sizes, sender count, ring and segment sizes), so that no product of
+    // a hostile header's fields below can wrap and pass the size checks.
     std::string bad_geometry;
     // The kernel vouches that the file is one of process `pid`'s; its header must name that
     // very pid and uid, so a sender slot or an address cannot borrow another process.
-    if (h->magic != kSegmentMagic || h->version != kSegmentVersion || h->owner_uid != uid ||
-        h->owner_pid != pid || h->total_size != size || g.total_size() != size ||
-        !is_power_of_two(g.fifo_cells) || !is_power_of_two(g.pio_credits) || g.max_senders < 1 ||
-        g.max_senders > kSenderIndexLimit || h->fifo_offset != g.fifo_offset() ||
+    if (!geometry_within_bounds(g, &bad_geometry) || h->magic != kSegmentMagic ||
+        h->version != kSegmentVersion || h->owner_uid != uid || h->owner_pid != pid ||
+        h->total_size != size || g.total_size() != size || h->fifo_offset != g.fifo_offset() ||
         h->pio_rings_offset != g.pio_rings_offset() ||
         h->sender_table_offset != g.sender_table_offset() ||
-        h->pio_table_offset != g.pio_table_offset() || g.fifo_cell_size < 128 ||
-        g.pio_cell_size < 128 || !geometry_within_bounds(g, &bad_geometry)) {
+        h->pio_table_offset != g.pio_table_offset()) {
         *why = "shm: peer segment header failed validation";
         return Status::kMalformed;
     }
