@@ -138,9 +138,10 @@ constexpr ConfigVar kTable[] = {
     // --- Oversubscription (docs/protocols.md, "When the peer's CPU is busy") -----------------
     {"OVERSUBSCRIBED", kString, "auto",
      "Whether this host runs more processes of the job than it has cores, so a "
-     "peer is often descheduled: then rendezvous uses GET without a split (the receiver "
-     "copies alone; no protocol waits for the sender's CPU). \"auto\": LOCAL_PROCS (or the "
-     "launcher's local rank count) > usable cores. SWY_RNDV_SCHEME still overrides.",
+     "peer is often descheduled: then rendezvous uses GET without a split (no protocol "
+     "waits for the sender's CPU). \"auto\": LOCAL_PROCS (or the launcher's local rank "
+     "count) > usable cores, and crowded (GET from the second fragment on) above "
+     "CROWDED_PROCS_PER_CORE per core; \"yes\": crowded. SWY_RNDV_SCHEME still overrides.",
      "auto|yes|no"},
     {"LOCAL_PROCS",
      kUnsigned,
@@ -150,6 +151,15 @@ constexpr ConfigVar kTable[] = {
      {},
      0,
      1u << 20},
+    {"CROWDED_PROCS_PER_CORE",
+     kUnsigned,
+     "4",
+     "With OVERSUBSCRIBED=auto, more local processes per usable core than this make the "
+     "host crowded: then every shm message that needs a second eager fragment goes by GET "
+     "(a descheduled receiver would hold it at a full ring). From 1 to 1024.",
+     {},
+     1,
+     1024},
 
     // --- Client-server connection set-up (listeners, endpoints from a sockaddr) -------------
     {"SOCKADDR_CONNECT_TIMEOUT",
