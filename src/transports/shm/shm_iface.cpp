@@ -302,6 +302,47 @@ Status ShmEndpoint::am_send_packed(AmId id, const void* hdr, size_t hdr_len, Pac
 
 Status ShmEndpoint::am_send(AmId id, const void* hdr, size_t hdr_len, const void* payload,
                             size_t length) {
+    // The short record of a small message on an attached PIO ring, with room known and no
+    // fence to publish with: stores only, no call (a leaf that saves no registers; about 40
+    // instructions less per 8-byte message than through claim(), callgrind, shm loopback).
+    // Anything else (FIFO lane, not attached, ring end or room to ask for, a receiver to
+    // wake, longer parts) goes to am_send_general(), a tail call.
+    if (__builtin_expect(pio_slot_ != kNoPioSlot && !publish_fence_ && !disconnected_ &&
+                             hdr_len <= kShortPart && length <= kShortPart,
+                         1) &&
+        __builtin_expect(!remote_->failed, 1)) {
+        const uint64_t need = pio_record_bytes(hdr_len + length);
+        const uint64_t head = private_head_;
+        const uint64_t offset = head % pio_bytes_;
+        if (__builtin_expect(
+                offset + need <= pio_bytes_ && head + need - known_consumed_ <= pio_bytes_, 1)) {
+            auto* cell = reinterpret_cast<CellHeader*>(pio_base_ + offset);
+            cell->am_id = id;
+            cell->flags = 0;
+            cell->sender = sender_slot_;
+            cell->length = static_cast<uint32_t>(hdr_len + length);
+            auto* data = reinterpret_cast<uint8_t*>(cell + 1);
+            common::copy_bytes(data, hdr, hdr_len);
+            common::copy_bytes(data + hdr_len, payload, length);
+            private_head_ = head + need;
+            cell->seq.store(head ^ pio_key_, std::memory_order_release);
+            if (__builtin_expect(remote_->header->armed.load(std::memory_order_seq_cst) != 0, 0)) {
+                return wake_if_armed();
+            }
+            return Status::kOk;
+        }
+    }
+    return am_send_general(id, hdr, hdr_len, payload, length);
+}
+
+Status ShmEndpoint::wake_if_armed() {
+    std::atomic<uint32_t>& armed = remote_->header->armed;
+    if (armed.exchange(0, std::memory_order_seq_cst) != 0) wake_peer();
+    return Status::kOk;
+}
+
+Status ShmEndpoint::am_send_general(AmId id, const void* hdr, size_t hdr_len, const void* payload,
+                                    size_t length) {
     if (__builtin_expect(remote_->failed || disconnected_, 0)) {
         const Status s = attach();  // not attached yet, or failed (then it says so)
         if (s != Status::kOk) return s;

@@ -144,6 +144,15 @@ private:
     uint8_t* payload_of(CellHeader* cell, uint64_t pos, size_t length) const;
     void publish_record(CellHeader* cell, uint64_t pos);
     void finish(CellHeader* cell, uint64_t pos);
+    /// am_send() for everything but its short PIO record (out of line: am_send() stays a
+    /// leaf function).
+    [[gnu::noinline]] Status am_send_general(AmId id, const void* hdr, size_t hdr_len,
+                                             const void* payload, size_t length);
+    /// finish()'s wake-up after a short record found the receiver armed: kOk.
+    [[gnu::noinline]] Status wake_if_armed();
+    /// am_send()'s short record takes a header and a payload of at most this many bytes each
+    /// (copy_bytes() copies them inline).
+    static constexpr size_t kShortPart = 16;
 
     ShmInterface* iface_;
     std::shared_ptr<RemoteSegment> remote_;  // the placeholder (failed) until attached
