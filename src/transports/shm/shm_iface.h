@@ -169,6 +169,7 @@ private:
     std::shared_ptr<RemoteSegment> pending_remote_;
     RingView ring_;
     uint64_t private_head_ = 0;    // PIO ring only
+    uint64_t private_offset_ = 0;  // PIO ring: private_head_ % pio_bytes_, without a division
     uint64_t known_consumed_ = 0;  // PIO ring: the receiver's last published position
     uint8_t* pio_base_ = nullptr;  // PIO byte ring in the peer's segment
     uint64_t pio_bytes_ = 0;
@@ -238,14 +239,18 @@ private:
         uint64_t key;
         uint64_t tail = 0;
         uint64_t published = 0;
-        uint32_t pio_slot;
+        uint64_t offset = 0;              // tail % bytes: where the next record starts
         std::atomic<uint64_t>* consumed;  // published every quarter ring
+        uint32_t pio_slot;
         /// The sender slot that announced the ring (checked against the PIO table then, and
         /// known until released, which kills the ring): every record in it is from this
         /// sender, whatever its header's sender field says.
         uint16_t sender = 0;
         bool dead = false;  // released; erased after the drain loop
     };
+    // One cache line: the drain loop indexes them (a size that is not a power of two cost a
+    // multiplication per ring and poll).
+    static_assert(sizeof(ActiveRing) == 64);
     struct LazyPeer {  // a peer only unattached lanes lead to
         int pid = 0;
         int memfd_number = -1;
