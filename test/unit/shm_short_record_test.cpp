@@ -121,6 +121,70 @@ TEST_F(ShmShortRecord, BurstsLargerThanTheRingKeepTheirOrder) {
     }
 }
 
+// A receive completed on the fast path leaves only its hot part to clear (Request::
+// cold_clean): the slot's next uses (the pool hands the same one back) behave as a new
+// request's, for a receive that is cancelled, one matched by a rendezvous message larger than
+// the ring, and a synchronous send's request.
+TEST_F(ShmShortRecord, ASlotReusedAfterTheFastPathIsANewRequest) {
+    expect_pio_lane();
+    for (int round = 0; round < 3; ++round) {
+        // The fast path: posted alone, completed by the eager packet, freed.
+        std::vector<uint8_t> small(8, 0);
+        swy_request_h rr = nullptr;
+        ASSERT_EQ(swy_tag_recv_nb(b_, small.data(), 8, 11, ~0ull, nullptr, &rr), SWY_INPROGRESS);
+        std::vector<uint8_t> out;
+        swy_request_h sr = send(8, 11, 9000 + round, &out);
+        ASSERT_EQ(sr, nullptr) << "an 8-byte send on a free ring completes in place";
+        ASSERT_EQ(wait(rr), SWY_OK);
+        EXPECT_EQ(swy_request_free(rr), SWY_OK);
+        EXPECT_EQ(small, out);
+
+        // Cancelled: still unmatched, so the cancel takes it.
+        swy_request_h c = nullptr;
+        ASSERT_EQ(swy_tag_recv_nb(b_, small.data(), 8, 12, ~0ull, nullptr, &c), SWY_INPROGRESS);
+        ASSERT_EQ(swy_request_cancel(b_, c), SWY_OK);
+        EXPECT_EQ(wait(c), SWY_ERR_CANCELED);
+        EXPECT_EQ(swy_request_free(c), SWY_OK);
+
+        // Another fast-path receive, then the slot as a rendezvous receive.
+        ASSERT_EQ(swy_tag_recv_nb(b_, small.data(), 8, 11, ~0ull, nullptr, &rr), SWY_INPROGRESS);
+        ASSERT_EQ(send(8, 11, 9100 + round, &out), nullptr);
+        ASSERT_EQ(wait(rr), SWY_OK);
+        EXPECT_EQ(swy_request_free(rr), SWY_OK);
+        constexpr size_t kLarge = 64 * 1024;
+        std::vector<uint8_t> big(kLarge + 32, 0xEE);
+        swy_request_h br = nullptr;
+        ASSERT_EQ(swy_tag_recv_nb(b_, big.data(), kLarge, 13, ~0ull, nullptr, &br), SWY_INPROGRESS);
+        std::vector<uint8_t> big_out;
+        swy_request_h bs = send(kLarge, 13, 9200 + round, &big_out);
+        ASSERT_EQ(wait(br), SWY_OK);
+        EXPECT_EQ(swy_request_free(br), SWY_OK);
+        if (bs != nullptr) {
+            ASSERT_EQ(wait(bs), SWY_OK);
+            EXPECT_EQ(swy_request_free(bs), SWY_OK);
+        }
+        EXPECT_EQ(std::memcmp(big.data(), big_out.data(), kLarge), 0) << "rendezvous payload";
+        for (size_t i = kLarge; i < big.size(); ++i)
+            ASSERT_EQ(big[i], 0xEE) << "byte " << i << " written past the buffer";
+
+        // And a synchronous send's request on the sending worker's side, after a fast
+        // receive there (the pong direction).
+        ASSERT_EQ(swy_tag_recv_nb(b_, small.data(), 8, 14, ~0ull, nullptr, &rr), SWY_INPROGRESS);
+        const std::vector<uint8_t> sync_out = pattern(8, 9300 + round);
+        swy_request_params_t p{};
+        p.field_mask = SWY_REQ_PARAM_FIELD_FLAGS;
+        p.flags = SWY_REQ_FLAG_SYNC;
+        swy_request_h ss = nullptr;
+        const swy_status_t posted = swy_tag_send_nb(ep_, sync_out.data(), 8, 14, &p, &ss);
+        ASSERT_EQ(posted, SWY_INPROGRESS) << "a synchronous send waits for its match";
+        ASSERT_EQ(wait(rr), SWY_OK);
+        EXPECT_EQ(swy_request_free(rr), SWY_OK);
+        ASSERT_EQ(wait(ss), SWY_OK);
+        EXPECT_EQ(swy_request_free(ss), SWY_OK);
+        EXPECT_EQ(small, sync_out);
+    }
+}
+
 /// What an active-message handler saw.
 struct AmSeen {
     std::vector<std::vector<uint8_t>> headers;
