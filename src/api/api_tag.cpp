@@ -61,7 +61,8 @@ swy_status_t send_body(core::Worker*, core::Endpoint* e, const void* buffer, siz
                        swy_tag_t tag, const swy_request_params_t* params, swy_request_h* req) {
     core::Request* r = nullptr;
     Status s = e->tag_send(buffer, length, tag, params, &r);
-    *req = api::handle_of(r);
+    // No request (the one-packet path): the handle is NULL, and no handle is made.
+    *req = __builtin_expect(r == nullptr, 1) ? nullptr : api::handle_of(r);
     return api::to_c(s);
 }
 /// recv_body() for everything but the receive Worker::try_post_receive() posts.

@@ -20,14 +20,26 @@ inline Status Endpoint::tag_send(const void* buffer, size_t length, uint64_t tag
                              Worker::stated_datatype(params) == SWY_DATATYPE_CONTIG &&
                              worker_->host_without_detection(Worker::stated_memtype(params)),
                          1)) {
-        proto::EagerOnlyHeader h{tag};
-        const Status s = lane_->am_send(proto::kAmEagerOnly, &h, sizeof(h), buffer, length);
+        // What the refusal below needs waits in memory across the lane's call, beside the
+        // header whose address the lane is given (so the compiler cannot keep it in
+        // registers there): not in saved registers, which cost the call around this path
+        // a dozen instructions per message in pushes, pops and moves.
+        struct {
+            proto::EagerOnlyHeader h;
+            Endpoint* ep;
+            const void* buffer;
+            size_t length;
+            const swy_request_params_t* params;
+            Request** out;
+        } call{{tag}, this, buffer, length, params, out};
+        *out = nullptr;
+        const Status s =
+            lane_->am_send(proto::kAmEagerOnly, &call.h, sizeof(call.h), buffer, length);
         // Sent (the common case) or refused for good: done, with no request. No room for
-        // now (kNoResource): queued below, in order.
-        if (__builtin_expect(s != Status::kNoResource, 1)) {
-            *out = nullptr;
-            return s;
-        }
+        // now (kNoResource): queued, in order.
+        if (__builtin_expect(s != Status::kNoResource, 1)) return s;
+        return call.ep->tag_send_queued(call.buffer, call.length, call.h.tag, call.params,
+                                        call.out);
     }
     return tag_send_queued(buffer, length, tag, params, out);
 }

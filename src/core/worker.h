@@ -210,6 +210,7 @@ public:
         set_receive(r, buffer, length, tag, mask);
         matcher_.post_alone(r);
         r->user_owned = true;
+        r->posted_alone = true;
         return r;
     }
     /// @p r becomes a tagged receive of up to @p length bytes into @p buffer.

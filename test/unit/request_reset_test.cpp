@@ -35,6 +35,7 @@ TEST(RequestReset, ReusedRequestEqualsANewOne) {
     std::memset(static_cast<void*>(r), 0xab, cleared_bytes(*r));
     r->view = nullptr;  // put() acts on these two: no view, not in caller memory
     r->external = nullptr;
+    r->cold_clean = false;  // what every use but the eager fast path's receive leaves
     pool.put(r);
     Request* again = pool.get(nullptr);
     ASSERT_EQ(again, r);
@@ -53,6 +54,43 @@ TEST(RequestReset, ReusedRequestEqualsANewOne) {
     EXPECT_TRUE(again->cpu_buffer);
     EXPECT_TRUE(again->remote_done);
     pool.put(again);
+    fresh->~Request();
+}
+
+// A receive posted and completed on the fast path (Request::cold_clean) writes only the hot
+// part: reset() then clears only that, and the request still equals a new one. One whose
+// last use did not say so gets its cold part cleared too, whatever its hot part says.
+TEST(RequestReset, ColdPartClearedUnlessTheLastUseLeftItClean) {
+    alignas(Request) unsigned char fresh_memory[sizeof(Request)];
+    std::memset(fresh_memory, 0, sizeof fresh_memory);
+    auto* fresh = new (fresh_memory) Request;
+    ASSERT_EQ(kRequestHotBytes % 16, 0u);
+    ASSERT_LT(kRequestHotBytes, kRequestClearedBytes);
+
+    RequestPool pool;
+    Request* r = pool.get(nullptr);
+    // The fast path's use: hot bytes only.
+    std::memset(static_cast<void*>(r), 0xcd, kRequestHotBytes);
+    r->view = nullptr;
+    r->external = nullptr;
+    r->cold_clean = true;
+    pool.put(r);
+    Request* again = pool.get(nullptr);
+    ASSERT_EQ(again, r);
+    EXPECT_EQ(std::memcmp(again, fresh, kRequestClearedBytes), 0)
+        << "a hot byte not cleared (or a fast-path field placed past kRequestHotBytes)";
+    EXPECT_FALSE(again->cold_clean);
+
+    // Any other use: cold bytes written, not marked clean.
+    auto* bytes = reinterpret_cast<unsigned char*>(again);
+    std::memset(bytes + kRequestHotBytes, 0xef, kRequestClearedBytes - kRequestHotBytes);
+    again->posted_alone = true;  // posted alone, then taken by another path (rendezvous)
+    pool.put(again);
+    Request* third = pool.get(nullptr);
+    ASSERT_EQ(third, r);
+    EXPECT_EQ(std::memcmp(third, fresh, kRequestClearedBytes), 0)
+        << "the cold part of a request not marked clean was not cleared";
+    pool.put(third);
     fresh->~Request();
 }
 

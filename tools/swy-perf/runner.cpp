@@ -313,14 +313,15 @@ bool Runner::loopback_leg(Buffers& b, size_t size, const LoopbackLeg& leg) {
         // (as ucx_perftest's loop: progress until the request says done). The sending worker
         // is progressed when the receiving one had nothing to do, and every 8th turn (a
         // rendezvous needs the sender's progress while the receiver reports events).
+        // swy_request_test_free(): the test and, once done, the free in one call (as pml
+        // swy's blocking receive polls; ucx_perftest tests the status inline, then frees).
         for (unsigned spins = 1;; ++spins) {
             if (swy_worker_progress(leg.rx) == 0 || (spins & 7) == 0) {
                 swy_worker_progress(leg.tx);
             }
-            if ((imm = swy_request_test(rreq)) != SWY_INPROGRESS) break;
+            if ((imm = swy_request_test_free(rreq, nullptr)) != SWY_INPROGRESS) break;
             if (__builtin_expect((spins & 0xffff) == 0, 0) && peer_gone()) return false;
         }
-        swy_request_free(rreq);
     }
     if (__builtin_expect(imm != SWY_OK, 0)) {
         std::fprintf(stderr, "swy-perf: receive of %zu B completed with %s\n", size,

@@ -79,6 +79,9 @@ void EagerReceiver::on_only(tl::AmSource src, const uint8_t* data, size_t length
     r->received = size;
     r->status = truncated ? Status::kMessageTruncated : Status::kOk;
     r->completed = true;
+    // Only hot fields written since try_post_receive() posted it: its next reset() may skip
+    // the cold part (Request::cold_clean).
+    r->cold_clean = r->posted_alone;
     common::copy_bytes(r->recv_buffer, payload, truncated ? r->capacity : size);
 }
 

@@ -118,6 +118,7 @@ void ShmEndpoint::use_pio_ring(uint32_t pio_slot) {
     pio_bytes_ = geometry_.pio_ring_bytes();
     pio_base_ = remote_->base + h->pio_rings_offset + uint64_t{pio_slot} * pio_bytes_;
     private_head_ = 0;
+    private_offset_ = 0;
     known_consumed_ = 0;
     auto* slots = reinterpret_cast<PioSlot*>(remote_->base + h->pio_table_offset);
     consumed_ = &slots[pio_slot].consumed;
@@ -223,7 +224,7 @@ inline CellHeader* ShmEndpoint::claim(size_t payload, uint64_t* pos) {
         return c;
     }
     const uint64_t need = pio_record_bytes(payload);
-    const uint64_t offset = private_head_ % pio_bytes_;
+    const uint64_t offset = private_offset_;
     const uint64_t skip = offset + need > pio_bytes_ ? pio_bytes_ - offset : 0;
     if (private_head_ + skip + need - known_consumed_ > pio_bytes_) {
         known_consumed_ = consumed_->load(std::memory_order_acquire);
@@ -238,7 +239,10 @@ inline CellHeader* ShmEndpoint::claim(size_t payload, uint64_t* pos) {
     }
     *pos = private_head_;
     private_head_ += need;
-    return reinterpret_cast<CellHeader*>(pio_base_ + *pos % pio_bytes_);
+    // Records and the ring are whole cache lines: a record ends at the ring's end at most.
+    const uint64_t start = skip != 0 ? 0 : offset;
+    private_offset_ = start + need == pio_bytes_ ? 0 : start + need;
+    return reinterpret_cast<CellHeader*>(pio_base_ + start);
 }
 
 inline uint8_t* ShmEndpoint::payload_of(CellHeader* cell, uint64_t pos, size_t length) const {
@@ -302,6 +306,48 @@ Status ShmEndpoint::am_send_packed(AmId id, const void* hdr, size_t hdr_len, Pac
 
 Status ShmEndpoint::am_send(AmId id, const void* hdr, size_t hdr_len, const void* payload,
                             size_t length) {
+    // The short record of a small message on an attached PIO ring, with room known and no
+    // fence to publish with: stores only, no call (a leaf that saves no registers; about 40
+    // instructions less per 8-byte message than through claim(), callgrind, shm loopback).
+    // Anything else (FIFO lane, not attached, ring end or room to ask for, a receiver to
+    // wake, longer parts) goes to am_send_general(), a tail call.
+    if (__builtin_expect(pio_slot_ != kNoPioSlot && !publish_fence_ && !disconnected_ &&
+                             hdr_len <= kShortPart && length <= kShortPart,
+                         1) &&
+        __builtin_expect(!remote_->failed, 1)) {
+        const uint64_t need = pio_record_bytes(hdr_len + length);
+        const uint64_t head = private_head_;
+        const uint64_t offset = private_offset_;
+        if (__builtin_expect(
+                offset + need <= pio_bytes_ && head + need - known_consumed_ <= pio_bytes_, 1)) {
+            auto* cell = reinterpret_cast<CellHeader*>(pio_base_ + offset);
+            cell->am_id = id;
+            cell->flags = 0;
+            cell->sender = sender_slot_;
+            cell->length = static_cast<uint32_t>(hdr_len + length);
+            auto* data = reinterpret_cast<uint8_t*>(cell + 1);
+            common::copy_bytes(data, hdr, hdr_len);
+            common::copy_bytes(data + hdr_len, payload, length);
+            private_head_ = head + need;
+            private_offset_ = offset + need == pio_bytes_ ? 0 : offset + need;
+            cell->seq.store(head ^ pio_key_, std::memory_order_release);
+            if (__builtin_expect(remote_->header->armed.load(std::memory_order_seq_cst) != 0, 0)) {
+                return wake_if_armed();
+            }
+            return Status::kOk;
+        }
+    }
+    return am_send_general(id, hdr, hdr_len, payload, length);
+}
+
+Status ShmEndpoint::wake_if_armed() {
+    std::atomic<uint32_t>& armed = remote_->header->armed;
+    if (armed.exchange(0, std::memory_order_seq_cst) != 0) wake_peer();
+    return Status::kOk;
+}
+
+Status ShmEndpoint::am_send_general(AmId id, const void* hdr, size_t hdr_len, const void* payload,
+                                    size_t length) {
     if (__builtin_expect(remote_->failed || disconnected_, 0)) {
         const Status s = attach();  // not attached yet, or failed (then it says so)
         if (s != Status::kOk) return s;

@@ -144,6 +144,15 @@ private:
     uint8_t* payload_of(CellHeader* cell, uint64_t pos, size_t length) const;
     void publish_record(CellHeader* cell, uint64_t pos);
     void finish(CellHeader* cell, uint64_t pos);
+    /// am_send() for everything but its short PIO record (out of line: am_send() stays a
+    /// leaf function).
+    [[gnu::noinline]] Status am_send_general(AmId id, const void* hdr, size_t hdr_len,
+                                             const void* payload, size_t length);
+    /// finish()'s wake-up after a short record found the receiver armed: kOk.
+    [[gnu::noinline]] Status wake_if_armed();
+    /// am_send()'s short record takes a header and a payload of at most this many bytes each
+    /// (copy_bytes() copies them inline).
+    static constexpr size_t kShortPart = 16;
 
     ShmInterface* iface_;
     std::shared_ptr<RemoteSegment> remote_;  // the placeholder (failed) until attached
@@ -160,6 +169,7 @@ private:
     std::shared_ptr<RemoteSegment> pending_remote_;
     RingView ring_;
     uint64_t private_head_ = 0;    // PIO ring only
+    uint64_t private_offset_ = 0;  // PIO ring: private_head_ % pio_bytes_, without a division
     uint64_t known_consumed_ = 0;  // PIO ring: the receiver's last published position
     uint8_t* pio_base_ = nullptr;  // PIO byte ring in the peer's segment
     uint64_t pio_bytes_ = 0;
@@ -229,14 +239,18 @@ private:
         uint64_t key;
         uint64_t tail = 0;
         uint64_t published = 0;
-        uint32_t pio_slot;
+        uint64_t offset = 0;              // tail % bytes: where the next record starts
         std::atomic<uint64_t>* consumed;  // published every quarter ring
+        uint32_t pio_slot;
         /// The sender slot that announced the ring (checked against the PIO table then, and
         /// known until released, which kills the ring): every record in it is from this
         /// sender, whatever its header's sender field says.
         uint16_t sender = 0;
         bool dead = false;  // released; erased after the drain loop
     };
+    // One cache line: the drain loop indexes them (a size that is not a power of two cost a
+    // multiplication per ring and poll).
+    static_assert(sizeof(ActiveRing) == 64);
     struct LazyPeer {  // a peer only unattached lanes lead to
         int pid = 0;
         int memfd_number = -1;

@@ -59,12 +59,14 @@ inline unsigned ShmInterface::drain_private(ActiveRing& r) {
     if (r.dead) return 0;
     unsigned n = 0;
     while (n < kDrainBatch) {
-        const uint64_t offset = r.tail % r.bytes;
+        const uint64_t tail = r.tail;
+        const uint64_t offset = r.offset;  // tail % bytes, kept without a division
         auto* cell = reinterpret_cast<CellHeader*>(r.base + offset);
-        if (cell->seq.load(std::memory_order_acquire) != (r.tail ^ r.key)) break;
+        if (cell->seq.load(std::memory_order_acquire) != (tail ^ r.key)) break;
         const uint8_t am_id = cell->am_id;
         if (am_id == kPioSkipAm) {
-            r.tail += r.bytes - offset;
+            r.tail = tail + (r.bytes - offset);
+            r.offset = 0;
         } else {
             // A record must end inside the ring and fit a PIO cell; a producer that says
             // otherwise is broken.
@@ -77,11 +79,16 @@ inline unsigned ShmInterface::drain_private(ActiveRing& r) {
                 break;
             }
             const uint64_t record = pio_record_bytes(length);
+            // Past the record before its handler runs (fewer values live across the call);
+            // the producer learns of it only through `consumed`, published after the
+            // handler. The record ends inside the ring (checked above; offsets and the ring
+            // are whole cache lines), at its end at most.
+            r.tail = tail + record;
+            r.offset = offset + record == r.bytes ? 0 : offset + record;
             // dispatch() without its checks: the length was checked above, and the sender is
             // the ring's own (known while the ring lives).
             deliver(r.sender, am_id, reinterpret_cast<const uint8_t*>(cell + 1), length);
             if (r.dead) return n + 1;  // its sender disconnected: the ring is gone
-            r.tail += record;
             ++n;
         }
         // Records are not written back: the producer counts free bytes (PioSlot::consumed).
@@ -169,14 +176,12 @@ void ShmInterface::handle_control(uint16_t sender, const uint8_t* data, size_t l
                            pio_slot, sender);
                 return;
             }
-            ActiveRing r{base_ + g.pio_rings_offset() + pio_slot * g.pio_ring_bytes(),
-                         g.pio_ring_bytes(),
-                         pio[pio_slot].key,
-                         0,
-                         0,
-                         pio_slot,
-                         &pio[pio_slot].consumed,
-                         sender};
+            ActiveRing r{.base = base_ + g.pio_rings_offset() + pio_slot * g.pio_ring_bytes(),
+                         .bytes = g.pio_ring_bytes(),
+                         .key = pio[pio_slot].key,
+                         .consumed = &pio[pio_slot].consumed,
+                         .pio_slot = pio_slot,
+                         .sender = sender};
             // The ring's first pass would otherwise fault on every page (see prefault.h).
             prefault(r.base, r.bytes, PrefaultAccess::kRead);
             active_rings_.push_back(r);
