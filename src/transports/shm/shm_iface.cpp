@@ -118,6 +118,7 @@ void ShmEndpoint::use_pio_ring(uint32_t pio_slot) {
     pio_bytes_ = geometry_.pio_ring_bytes();
     pio_base_ = remote_->base + h->pio_rings_offset + uint64_t{pio_slot} * pio_bytes_;
     private_head_ = 0;
+    private_offset_ = 0;
     known_consumed_ = 0;
     auto* slots = reinterpret_cast<PioSlot*>(remote_->base + h->pio_table_offset);
     consumed_ = &slots[pio_slot].consumed;
@@ -223,7 +224,7 @@ inline CellHeader* ShmEndpoint::claim(size_t payload, uint64_t* pos) {
         return c;
     }
     const uint64_t need = pio_record_bytes(payload);
-    const uint64_t offset = private_head_ % pio_bytes_;
+    const uint64_t offset = private_offset_;
     const uint64_t skip = offset + need > pio_bytes_ ? pio_bytes_ - offset : 0;
     if (private_head_ + skip + need - known_consumed_ > pio_bytes_) {
         known_consumed_ = consumed_->load(std::memory_order_acquire);
@@ -235,10 +236,16 @@ inline CellHeader* ShmEndpoint::claim(size_t payload, uint64_t* pos) {
         pad->length = 0;
         publish_record(pad, private_head_);
         private_head_ += skip;
+        private_offset_ = 0;
     }
     *pos = private_head_;
+    auto* record = reinterpret_cast<CellHeader*>(pio_base_ + private_offset_);
     private_head_ += need;
-    return reinterpret_cast<CellHeader*>(pio_base_ + *pos % pio_bytes_);
+    // Records and the ring are whole cache lines, and a record never crosses the end (the
+    // skip above): the offset reaches the end exactly, never passes it.
+    private_offset_ += need;
+    if (private_offset_ == pio_bytes_) private_offset_ = 0;
+    return record;
 }
 
 inline uint8_t* ShmEndpoint::payload_of(CellHeader* cell, uint64_t pos, size_t length) const {

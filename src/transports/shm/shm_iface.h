@@ -159,7 +159,10 @@ private:
     // Mapped by an attach() whose PIO announcement found the FIFO full: the next one sends it.
     std::shared_ptr<RemoteSegment> pending_remote_;
     RingView ring_;
-    uint64_t private_head_ = 0;    // PIO ring only
+    uint64_t private_head_ = 0;  // PIO ring only
+    /// private_head_ % pio_bytes_, kept as the head moves: the ring's size is not a power of
+    /// two, and the 64-bit division it replaces sat on every send's path (issue 17).
+    uint64_t private_offset_ = 0;
     uint64_t known_consumed_ = 0;  // PIO ring: the receiver's last published position
     uint8_t* pio_base_ = nullptr;  // PIO byte ring in the peer's segment
     uint64_t pio_bytes_ = 0;
@@ -236,6 +239,9 @@ private:
         /// sender, whatever its header's sender field says.
         uint16_t sender = 0;
         bool dead = false;  // released; erased after the drain loop
+        /// tail % bytes, kept as the tail moves: no 64-bit division in the poll loop, where
+        /// it cost every pass, the one that finds a message included (issue 17).
+        uint64_t offset = 0;
     };
     struct LazyPeer {  // a peer only unattached lanes lead to
         int pid = 0;

@@ -59,12 +59,13 @@ inline unsigned ShmInterface::drain_private(ActiveRing& r) {
     if (r.dead) return 0;
     unsigned n = 0;
     while (n < kDrainBatch) {
-        const uint64_t offset = r.tail % r.bytes;
+        const uint64_t offset = r.offset;
         auto* cell = reinterpret_cast<CellHeader*>(r.base + offset);
         if (cell->seq.load(std::memory_order_acquire) != (r.tail ^ r.key)) break;
         const uint8_t am_id = cell->am_id;
         if (am_id == kPioSkipAm) {
             r.tail += r.bytes - offset;
+            r.offset = 0;
         } else {
             // A record must end inside the ring and fit a PIO cell; a producer that says
             // otherwise is broken.
@@ -74,6 +75,7 @@ inline unsigned ShmInterface::drain_private(ActiveRing& r) {
                 length > config_.geometry.pio_cell_size) {
                 log_printf(LogLevel::kError, "shm: PIO record overruns its ring; ring dropped");
                 r.tail = UINT64_MAX / 2;  // never matches again
+                r.offset = r.tail % r.bytes;
                 break;
             }
             const uint64_t record = pio_record_bytes(length);
@@ -82,6 +84,10 @@ inline unsigned ShmInterface::drain_private(ActiveRing& r) {
             deliver(r.sender, am_id, reinterpret_cast<const uint8_t*>(cell + 1), length);
             if (r.dead) return n + 1;  // its sender disconnected: the ring is gone
             r.tail += record;
+            // The length check above keeps the record inside the ring, and both are whole
+            // cache lines: the offset reaches the end exactly, never passes it.
+            r.offset += record;
+            if (r.offset == r.bytes) r.offset = 0;
             ++n;
         }
         // Records are not written back: the producer counts free bytes (PioSlot::consumed).
@@ -605,7 +611,7 @@ bool ShmInterface::arm() {
     // A sender that published before seeing the flag must be seen by us now.
     if (fifo_.peek(fifo_tail_) != nullptr) return false;
     for (auto& r : active_rings_) {
-        auto* cell = reinterpret_cast<CellHeader*>(r.base + r.tail % r.bytes);
+        auto* cell = reinterpret_cast<CellHeader*>(r.base + r.offset);
         if (cell->seq.load(std::memory_order_seq_cst) == (r.tail ^ r.key)) return false;
     }
     return true;
