@@ -242,9 +242,13 @@ BENCHMARK(BM_PingPong<Claim::kShared>)->Name("PingPong/shared")->Arg(8)->Arg(102
 // and publishes how far it consumed on a line of its own every quarter ring, which the
 // producer reads only when its count of free bytes runs out. One 8-byte message is one line
 // that changes hands. RingView's cells (PingPong/private above) add a line the other way:
-// the consumer's release rewrites the cell's seq word, which the producer must read back
-// before its next claim of that cell. This is the floor of the path pml swy's 8-byte
-// messages take (issue 17).
+// the consumer's release rewrites the cell's seq word, which the producer reads back at its
+// next claim of that cell (sequential claims, so the prefetcher may hide it). This is the
+// floor of the path pml swy's 8-byte messages take (issue 17). On this 2-vCPU VM the two
+// ping-pongs' medians each land at ~320-335 ns in some runs and ~390-405 ns in others,
+// whichever layout is faster changing from run to run: the layouts differ by less than that
+// spread, which the memory each run gets (its 520 KiB of records, or RingView's 8 KiB) may
+// decide. Compare them interleaved, many rounds.
 
 /// One direction: a byte ring of records and its consumer's published position.
 class RecordRing {
