@@ -123,10 +123,43 @@ static inline __attribute__((always_inline)) int mca_pml_swy_recv_blocking(
     return mca_pml_swy_set_public_status(status, s, &info);
 }
 
+/* The end of an MPI_Recv with MPI_STATUS_IGNORE that did not simply succeed: its error (a
+ * truncation is the caller's MPI_ERR_TRUNCATE, anything else is logged too). */
+static __attribute__((noinline)) int mca_pml_swy_recv_ignored_error(swy_status_t s) {
+    if (s != SWY_ERR_MESSAGE_TRUNCATED) {
+        mca_pml_swy_recv_error("receive", s);
+    }
+    return mca_pml_swy_set_public_status(MPI_STATUS_IGNORE, s, NULL);
+}
+
+/*
+ * MPI_Recv. With MPI_STATUS_IGNORE and contiguous data (osu_latency's receive) no match
+ * information is wanted: Switchyard gets no parameter block (its receive then checks
+ * nothing more) and no info to copy, and nothing is built for them here: per 8-byte
+ * osu_latency iteration this function took 85 instructions instead of 98 and the library's
+ * receive, test and free 14 fewer (callgrind, bench/callgrind-mpi.sh). A truncation still
+ * comes back as the final status.
+ */
 int mca_pml_swy_recv(void* buf, size_t count, ompi_datatype_t* datatype, int src, int tag,
                      struct ompi_communicator_t* comm, ompi_status_public_t* status) {
     swy_tag_t stag, mask;
     pml_swy_recv_tag(tag, src, comm->c_contextid, MPI_ANY_TAG, MPI_ANY_SOURCE, &stag, &mask);
+    void* start;
+    size_t length;
+    if (OPAL_LIKELY(status == MPI_STATUS_IGNORE &&
+                    mca_pml_swy_dt_contig(buf, count, datatype, &start, &length))) {
+        swy_request_h sreq = NULL;
+        swy_status_t s =
+            swy_tag_recv_nb(ompi_pml_swy.worker, start, length, stag, mask, NULL, &sreq);
+        if (s == SWY_INPROGRESS) {
+            /* As in mca_pml_swy_recv_blocking: only this loop frees the request. */
+            unsigned step = (unsigned)ompi_pml_swy.progress_iterations;
+            do {
+                mca_pml_swy_wait_step(&step);
+            } while ((s = swy_request_test_free(sreq, NULL)) == SWY_INPROGRESS);
+        }
+        return OPAL_LIKELY(s == SWY_OK) ? MPI_SUCCESS : mca_pml_swy_recv_ignored_error(s);
+    }
     return mca_pml_swy_recv_blocking(buf, count, datatype, stag, mask, NULL, status);
 }
 

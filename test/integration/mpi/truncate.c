@@ -2,7 +2,9 @@
  * receive with MPI_ERR_TRUNCATE, writes nothing past the buffer (guard bytes intact), lets
  * the sender complete normally, and leaves the connection usable. Checked for blocking and
  * nonblocking receives (MPI_Wait returns the error; MPI_Waitall reports MPI_ERR_IN_STATUS
- * with the error in the status) at eager and rendezvous sizes.
+ * with the error in the status) at eager and rendezvous sizes, and for a blocking receive
+ * with MPI_STATUS_IGNORE (pml swy's MPI_Recv then asks Switchyard for no match information:
+ * the truncation must still come back as the call's error).
  */
 #include "mpitest.h"
 
@@ -31,6 +33,9 @@ static void truncated(int me, size_t n, size_t room, int how, uint8_t* buf) {
     if (how == 0) {
         rc = MPI_Recv(buf, (int)room, MPI_BYTE, 1, tag, MPI_COMM_WORLD, &st);
         cls = error_class(rc);
+    } else if (how == 3) {
+        rc = MPI_Recv(buf, (int)room, MPI_BYTE, 1, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        cls = error_class(rc);
     } else if (how == 1) {
         MPI_Request rq;
         MT_MPI(MPI_Irecv(buf, (int)room, MPI_BYTE, 1, tag, MPI_COMM_WORLD, &rq));
@@ -56,15 +61,19 @@ static void truncated(int me, size_t n, size_t room, int how, uint8_t* buf) {
              n, room);
 }
 
-/* After each truncation the same pair exchanges a full message: nothing is left stuck. */
-static void still_usable(int me, size_t n, uint8_t* buf) {
+/* After each truncation the same pair exchanges a full message: nothing is left stuck. The
+ * receive fits exactly, with a status and with MPI_STATUS_IGNORE (@p ignore). */
+static void still_usable(int me, size_t n, uint8_t* buf, int ignore) {
     if (me == 1) {
         mt_fill(buf, n, (uint32_t)n + 9);
         MT_MPI(MPI_Send(buf, (int)n, MPI_BYTE, 0, 99, MPI_COMM_WORLD));
     } else {
         MPI_Status st;
-        MT_MPI(MPI_Recv(buf, (int)n, MPI_BYTE, 1, 99, MPI_COMM_WORLD, &st));
+        mt_set_guard(buf + n, MT_GUARD);
+        MT_MPI(MPI_Recv(buf, (int)n, MPI_BYTE, 1, 99, MPI_COMM_WORLD,
+                        ignore ? MPI_STATUS_IGNORE : &st));
         MT_EXPECT_PATTERN(buf, n, (uint32_t)n + 9, "message after a truncation");
+        MT_CHECK(mt_guard_intact(buf + n, MT_GUARD), "%zu B: bytes written past the buffer", n);
     }
 }
 
@@ -75,12 +84,12 @@ int main(int argc, char** argv) {
     const int me = mt_rank();
     uint8_t* buf = (uint8_t*)mt_malloc(kSizes[kNumSizes - 1] + MT_GUARD);
     for (int i = 0; i < kNumSizes; ++i)
-        for (int how = 0; how < 3; ++how) {
+        for (int how = 0; how < 4; ++how) {
             const size_t n = kSizes[i];
             truncated(me, n, n - 1, how, buf); /* one byte short: the edge case */
             if (n > 2) truncated(me, n, n / 2, how, buf);
             truncated(me, n, 0, how, buf);
-            still_usable(me, n, buf);
+            still_usable(me, n, buf, how == 3);
         }
     free(buf);
     mt_pass("truncate");
