@@ -245,6 +245,7 @@ void TcpInterface::owe_ack(Connection* c) {
     // Every read that returned bytes comes here: what arrived carried the peer's ACK.
     c->rx_since_look = true;
     c->rx_written = c->data_written;
+    c->ack_owed_poll = polls_;  // still arriving: no quick ACK before a look finds nothing
     if (c->ack_owed) return;
     try {
         ack_owed_.push_back(c->index);
@@ -252,10 +253,9 @@ void TcpInterface::owe_ack(Connection* c) {
         return;  // out of memory: the kernel's delayed ACK will do
     }
     c->ack_owed = true;
-    c->ack_owed_epoch = epoch_;
 }
 
-void TcpInterface::send_owed_acks() {
+void TcpInterface::send_owed_acks(bool all) {
     size_t keep = 0;
     for (uint16_t index : ack_owed_) {
         Connection* c = conns_[index].get();
@@ -263,13 +263,21 @@ void TcpInterface::send_owed_acks() {
             c->ack_owed = false;
             continue;
         }
-        if (c->ack_owed_epoch == epoch_) {  // received in this very pass: a reply may follow
+        // Received at the latest look at the sockets: a reply may follow, or more of a
+        // stream, whose ACKs the kernel sends by itself (every second full segment). Inside
+        // a frame (a payload being placed, or part of a frame in the buffer) the rest of it
+        // must still come: not the end of a burst either. A quick ACK per read cost ~7-11
+        // system calls per 4 MiB message, and as many ACKs for the sender to take in (issue
+        // #17); the look after the stream paused between frames sends it.
+        const bool mid_frame = c->place.active || (!c->recvq.empty() && !c->stalled);
+        if (!all && (c->ack_owed_poll == polls_ || mid_frame)) {
             ack_owed_[keep++] = index;
             continue;
         }
         // Sends the delayed ACK now (the kernel leaves quick-ACK mode again by itself).
         const int one = 1;
         setsockopt(c->fd.get(), IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
+        ++quick_acks_;
         c->ack_owed = false;
     }
     ack_owed_.resize(keep);
