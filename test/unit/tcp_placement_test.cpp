@@ -55,10 +55,12 @@ struct PlacingSink final : AmSink {
     size_t max_handed_out = 0;  // highest dest offset + 1 ever returned
 
     size_t placement_header(AmId id) const override { return id == kPlacedId ? kHeader : 0; }
-    uint8_t* place_payload(AmId id, AmSource, const uint8_t* hdr, size_t done,
+    AmSource last_source{};
+    uint8_t* place_payload(AmId id, AmSource src, const uint8_t* hdr, size_t done,
                            size_t length) override {
         EXPECT_EQ(id, kPlacedId);
         ++place_calls;
+        last_source = src;
         uint64_t off = 0;
         std::memcpy(&off, hdr, sizeof(off));
         if (!allow || off > dest.size() || length > dest.size() - off || done >= length) {
@@ -68,10 +70,12 @@ struct PlacingSink final : AmSink {
         max_handed_out = std::max<size_t>(max_handed_out, off + length);
         return dest.data() + off + done;
     }
-    void on_am_placed(AmId id, AmSource, const uint8_t* hdr, size_t length) override {
+    std::function<void(AmSource)> after_placed;  // e.g. a reply sent from the callback
+    void on_am_placed(AmId id, AmSource src, const uint8_t* hdr, size_t length) override {
         uint64_t off = 0;
         std::memcpy(&off, hdr, sizeof(off));
         events.push_back({true, id, off, length, {}});
+        if (after_placed) after_placed(src);
     }
     void on_am(AmId id, AmSource, const uint8_t* data, size_t length) override {
         events.push_back({false, id, 0, length, std::vector<uint8_t>(data, data + length)});
@@ -404,6 +408,52 @@ TEST_F(TcpPlacement, AFrameArrivingInPiecesIsNotQuickAckedPieceByPieceButOnceItE
     for (int i = 0; i < 16; ++i)
         b_->progress();
     EXPECT_EQ(b_->quick_acks(), acks_before + 1);
+    close(fd);
+}
+
+TEST_F(TcpPlacement, RepliesBetweenFramesKeepOneQuickAckEntryPerConnection) {
+    // A reply sent from the callback of one placed frame carries our ACK (nothing owed any
+    // more); the read of the next frame, in the same pass, owes one again, and inside that
+    // frame it waits. The connection must stay listed once, not once more per frame.
+    int fd = raw_peer();
+    ASSERT_GE(fd, 0);
+    const std::vector<uint8_t> reply = pattern(40, 91);
+    size_t replies = 0;
+    sink_.after_placed = [&](AmSource src) {
+        Endpoint* back = b_->reply_endpoint(src.sender);
+        ASSERT_NE(back, nullptr);
+        ASSERT_EQ(back->am_send(kPlainId, nullptr, 0, reply.data(), reply.size()), Status::kOk);
+        ++replies;
+    };
+    constexpr size_t kFrames = 8;
+    constexpr size_t kPayload = 30000;
+    std::vector<uint8_t> stream;
+    std::vector<size_t> starts;
+    std::vector<std::vector<uint8_t>> payloads;
+    for (size_t i = 0; i < kFrames; ++i) {
+        payloads.push_back(pattern(kPayload, 92 + static_cast<uint32_t>(i)));
+        starts.push_back(stream.size());
+        const auto f = frame(kPlacedId, placed_body(i * kPayload, payloads.back()));
+        stream.insert(stream.end(), f.begin(), f.end());
+    }
+    // Each piece ends inside a frame: the end of one frame and the start of the next.
+    size_t sent = 0;
+    for (size_t i = 0; i <= kFrames; ++i) {
+        const size_t cut = i < kFrames ? starts[i] + 20000 : stream.size();
+        const uint64_t reads = b_->socket_reads();
+        send_and_settle(fd, stream.data() + sent, cut - sent);
+        sent = cut;
+        ASSERT_TRUE(progress_until({b_.get()}, [&] { return b_->socket_reads() > reads; }));
+        for (int k = 0; k < 8; ++k)
+            b_->progress();
+        ASSERT_LE(b_->quick_acks_owed(), 1u) << "after piece " << i;
+    }
+    ASSERT_TRUE(progress_until({b_.get()}, [&] { return sink_.events.size() == kFrames; }));
+    EXPECT_EQ(replies, kFrames);
+    for (size_t i = 0; i < kFrames; ++i) {
+        EXPECT_EQ(0, std::memcmp(sink_.dest.data() + i * kPayload, payloads[i].data(), kPayload))
+            << "frame " << i;
+    }
     close(fd);
 }
 

@@ -249,6 +249,7 @@ struct TcpInterface::Connection {
     /// the stream by itself (every second full segment).
     bool ack_owed = false;
     uint64_t ack_owed_poll = 0;  ///< TcpInterface::polls_ at the latest arrival
+    bool ack_listed = false;     ///< on TcpInterface::ack_owed_ (once, however long it waits)
     ByteQueue sendq;
     ByteQueue recvq;
     TcpPlacement place;

@@ -236,6 +236,9 @@ public:
     /// Quick ACKs sent (TCP_QUICKACK: tests; a stream is acknowledged by the kernel and
     /// gets one only once it pauses).
     uint64_t quick_acks() const { return quick_acks_; }
+    /// Entries of connections owing a quick ACK (tests: one per connection, however long a
+    /// frame takes to arrive while we send on the same connection).
+    size_t quick_acks_owed() const { return ack_owed_.size(); }
     /// Bytes of queue storage held: every connection's send and receive buffers and the
     /// parked spares (tests and benchmarks: an idle interface holds at most two spares of
     /// kSpareKeepMax, whatever went through it).

@@ -247,10 +247,15 @@ void TcpInterface::owe_ack(Connection* c) {
     c->rx_written = c->data_written;
     c->ack_owed_poll = polls_;  // still arriving: no quick ACK before a look finds nothing
     if (c->ack_owed) return;
-    try {
-        ack_owed_.push_back(c->index);
-    } catch (const std::bad_alloc&) {
-        return;  // out of memory: the kernel's delayed ACK will do
+    // Listed once: an entry may wait many passes (a long frame arriving) while sends clear
+    // ack_owed and reads set it again.
+    if (!c->ack_listed) {
+        try {
+            ack_owed_.push_back(c->index);
+        } catch (const std::bad_alloc&) {
+            return;  // out of memory: the kernel's delayed ACK will do
+        }
+        c->ack_listed = true;
     }
     c->ack_owed = true;
 }
@@ -261,14 +266,15 @@ void TcpInterface::send_owed_acks(bool all) {
         Connection* c = conns_[index].get();
         if (!c->ack_owed || c->state != Connection::State::kOpen || !c->fd) {
             c->ack_owed = false;
+            c->ack_listed = false;
             continue;
         }
         // Received at the latest look at the sockets: a reply may follow, or more of a
         // stream, whose ACKs the kernel sends by itself (every second full segment). Inside
         // a frame (a payload being placed, or part of a frame in the buffer) the rest of it
-        // must still come: not the end of a burst either. A quick ACK per read cost ~7-11
-        // system calls per 4 MiB message, and as many ACKs for the sender to take in (issue
-        // #17); the look after the stream paused between frames sends it.
+        // must still come: not the end of a burst either. A quick ACK per read cost up to
+        // ~18 system calls per 4 MiB message, and as many ACKs for the sender to take in
+        // (issue #17); the look after the stream paused between frames sends it.
         const bool mid_frame = c->place.active || (!c->recvq.empty() && !c->stalled);
         if (!all && (c->ack_owed_poll == polls_ || mid_frame)) {
             ack_owed_[keep++] = index;
@@ -279,6 +285,7 @@ void TcpInterface::send_owed_acks(bool all) {
         setsockopt(c->fd.get(), IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
         ++quick_acks_;
         c->ack_owed = false;
+        c->ack_listed = false;
     }
     ack_owed_.resize(keep);
 }
