@@ -404,7 +404,7 @@ TEST_F(TcpPlacement, AFrameArrivingInPiecesIsNotQuickAckedPieceByPieceButOnceItE
     ASSERT_EQ(sink_.events.size(), 1u);
     EXPECT_TRUE(sink_.events[0].placed);
     EXPECT_EQ(0, std::memcmp(sink_.dest.data(), payload.data(), payload.size()));
-    // The frame ended and the stream paused: its end is acknowledged at once, once.
+    // The frame ended: its end is acknowledged at the next pass, once.
     for (int i = 0; i < 16; ++i)
         b_->progress();
     EXPECT_EQ(b_->quick_acks(), acks_before + 1);

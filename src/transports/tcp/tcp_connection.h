@@ -243,13 +243,12 @@ struct TcpInterface::Connection {
     bool stalled = false;
     bool stall_logged = false;
     /// Received bytes since we last sent (our next frame carries the ACK): a connection that
-    /// has not sent by the time a look at the sockets finds nothing more from it (the stream
-    /// paused) acknowledges at once (TCP_QUICKACK), so that a sender waiting for delivery is
-    /// not held by the delayed-ACK timer. While bytes keep arriving, the kernel acknowledges
-    /// the stream by itself (every second full segment).
+    /// has not sent by the next progress pass acknowledges at once (TCP_QUICKACK), so that a
+    /// sender waiting for delivery is not held by the delayed-ACK timer; not while a frame
+    /// is still arriving (its rest must come, and the kernel ACKs a stream by itself).
     bool ack_owed = false;
-    uint64_t ack_owed_poll = 0;  ///< TcpInterface::polls_ at the latest arrival
-    bool ack_listed = false;     ///< on TcpInterface::ack_owed_ (once, however long it waits)
+    uint64_t ack_owed_epoch = 0;
+    bool ack_listed = false;  ///< on TcpInterface::ack_owed_ (once, however long it waits)
     ByteQueue sendq;
     ByteQueue recvq;
     TcpPlacement place;

@@ -233,8 +233,7 @@ public:
     /// last read also takes the next frame's header, so a train of fragments costs one read
     /// per fragment where all of it is there).
     uint64_t socket_reads() const { return socket_reads_; }
-    /// Quick ACKs sent (TCP_QUICKACK: tests; a stream is acknowledged by the kernel and
-    /// gets one only once it pauses).
+    /// Quick ACKs sent (TCP_QUICKACK: tests; none while a frame is still arriving).
     uint64_t quick_acks() const { return quick_acks_; }
     /// Entries of connections owing a quick ACK (tests: one per connection, however long a
     /// frame takes to arrive while we send on the same connection).
@@ -343,8 +342,8 @@ private:
     bool arm_ack_timer();
     /// Queues a goodbye on every open connection and tries to write it (destructor).
     void say_goodbye_all();
-    /// Connections that received and sent nothing since, and whose latest look at the
-    /// sockets brought nothing more (or every one, with @p all: before sleeping):
+    /// Connections that received in an earlier progress pass and sent nothing since, and are
+    /// not inside a frame still arriving (or every one, with @p all: before sleeping):
     /// acknowledge now (TCP_QUICKACK) instead of after the kernel's delayed-ACK timer.
     void send_owed_acks(bool all);
     void owe_ack(Connection* c);
@@ -408,7 +407,6 @@ private:
     uint64_t kernel_ack_looks_ = 0;  // look_at_acks() calls (kernel_ack_looks())
     uint64_t socket_reads_ = 0;      // reads that returned data (socket_reads())
     uint64_t quick_acks_ = 0;        // TCP_QUICKACKs sent (quick_acks())
-    uint64_t polls_ = 0;             // progress calls that looked at the sockets
 };
 
 }  // namespace swy::tl::tcp

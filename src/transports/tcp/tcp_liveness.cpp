@@ -245,8 +245,8 @@ void TcpInterface::owe_ack(Connection* c) {
     // Every read that returned bytes comes here: what arrived carried the peer's ACK.
     c->rx_since_look = true;
     c->rx_written = c->data_written;
-    c->ack_owed_poll = polls_;  // still arriving: no quick ACK before a look finds nothing
     if (c->ack_owed) return;
+    c->ack_owed_epoch = epoch_;
     // Listed once: an entry may wait many passes (a long frame arriving) while sends clear
     // ack_owed and reads set it again.
     if (!c->ack_listed) {
@@ -269,14 +269,15 @@ void TcpInterface::send_owed_acks(bool all) {
             c->ack_listed = false;
             continue;
         }
-        // Received at the latest look at the sockets: a reply may follow, or more of a
-        // stream, whose ACKs the kernel sends by itself (every second full segment). Inside
-        // a frame (a payload being placed, or part of a frame in the buffer) the rest of it
-        // must still come: not the end of a burst either. A quick ACK per read cost up to
-        // ~18 system calls per 4 MiB message, and as many ACKs for the sender to take in
-        // (issue #17); the look after the stream paused between frames sends it.
+        // Received in this very pass: a reply may follow. Inside a frame (a payload being
+        // placed, or part of a frame in the buffer) the rest of it must still come, so this
+        // is not the end of a burst, and the kernel acknowledges a stream by itself (once
+        // more than a segment is unacknowledged when we read). A quick ACK after every pass
+        // that read part of a frame cost up to ~18 system calls per 4 MiB message, and as
+        // many ACKs for the sender to take in (issue #17); the pass after the frame ends
+        // sends it.
         const bool mid_frame = c->place.active || (!c->recvq.empty() && !c->stalled);
-        if (!all && (c->ack_owed_poll == polls_ || mid_frame)) {
+        if (!all && (c->ack_owed_epoch == epoch_ || mid_frame)) {
             ack_owed_[keep++] = index;
             continue;
         }

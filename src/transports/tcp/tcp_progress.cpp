@@ -101,7 +101,6 @@ unsigned TcpInterface::progress() {
     const uint32_t mask = live_.empty() && connecting_.empty() ? kIdlePollEvery - 1 : busy_mask_;
     if ((++idle_polls_ & mask) != 0 && !reports_waiting()) return 0;
     in_progress_ = true;
-    ++polls_;  // a look at the sockets (owe_ack() and send_owed_acks() count in these)
     unsigned n = 0;
     if (__builtin_expect(reports_waiting(), 0)) report_failures();  // failed inside a send
     if (__builtin_expect(stalled_ != 0, 0)) retry_stalled();
