@@ -6,11 +6,13 @@
 #
 # usage: bench/tcp-syscalls.sh [BUILD_DIR]     (default: build)
 # env:   LAT_ITERS=5000  8-byte ping-pong iterations (2 messages each)
-#        BW_ITERS=256    4 MiB streaming iterations (one message each)
+#        BW_ITERS=256    4 MiB streaming iterations (one message each; rounded up to a
+#                        multiple of 64, swy-perf's window; 64 warm-up messages on top)
 #        PORT=13900      ucx_perftest's port (PORT and PORT+1)
 # Prints, per case, the I/O system calls (send/recv/epoll/ioctl/sockopt/timerfd...) of both
 # processes together per message, successful and failed (EAGAIN) apart. Set-up calls are
-# left out; the failed ones are empty polls, whose number depends on timing and load.
+# left out; the failed ones are empty polls, whose number depends on timing and load (so is
+# an epoll_wait that found nothing, counted as successful: a sender waiting for room).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,7 +23,10 @@ command -v strace >/dev/null || { echo "tcp-syscalls: strace missing (apt-get in
 command -v ucx_perftest >/dev/null || { echo "tcp-syscalls: ucx_perftest missing" >&2; exit 1; }
 
 lat_iters=${LAT_ITERS:-5000}
-bw_iters=${BW_ITERS:-256}
+# swy-perf rounds a stream's iterations and warm-up up to whole windows (64 messages): so do
+# we, or the count per message would be divided by too few messages (by 272 for 320 sent)
+bw_iters=$(((${BW_ITERS:-256} + 63) / 64 * 64))
+bw_warm=64
 port=${PORT:-13900}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -69,5 +74,13 @@ run_case() {
 # lat: a ping and a pong per iteration
 run_case lat8 lat tag_lat 8 "$lat_iters" 100 $((2 * (lat_iters + 100)))
 # bw: one message per iteration
-run_case bw4M bw tag_bw 4194304 "$bw_iters" 16 $((bw_iters + 16))
+run_case bw4M bw tag_bw 4194304 "$bw_iters" "$bw_warm" $((bw_iters + bw_warm))
+# bw, both workers in one thread (swy-perf --loopback): the receiver never outruns the
+# sender, so the count does not depend on how the two processes happen to be scheduled
+# (every frame header is waiting when a payload ends). Switchyard only.
+echo "== bw4M-loopback: I/O system calls per message, one thread ($((bw_iters + bw_warm)) messages) =="
+strace -f -c -o "$tmp/swy-lb.txt" "$perf" --loopback --tls tcp --test bw --sizes 4194304 \
+    --iters "$bw_iters" --warmup "$bw_warm" --csv >"$tmp/swy-lb.out"
+echo "  swy: $(tail -1 "$tmp/swy-lb.out")"
+per_msg $((bw_iters + bw_warm)) swy "$tmp/swy-lb.txt" | sort -k2
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg) (strace slows every call: failed polls depend on timing)"

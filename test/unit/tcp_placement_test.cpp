@@ -4,7 +4,9 @@
 // the middle of a payload is never written again, and a peer that sends a truncated or lying
 // frame cannot make the transport write outside what the sink handed out.
 #include <arpa/inet.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -16,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tcp_test_util.h"
@@ -52,10 +55,12 @@ struct PlacingSink final : AmSink {
     size_t max_handed_out = 0;  // highest dest offset + 1 ever returned
 
     size_t placement_header(AmId id) const override { return id == kPlacedId ? kHeader : 0; }
-    uint8_t* place_payload(AmId id, AmSource, const uint8_t* hdr, size_t done,
+    AmSource last_source{};
+    uint8_t* place_payload(AmId id, AmSource src, const uint8_t* hdr, size_t done,
                            size_t length) override {
         EXPECT_EQ(id, kPlacedId);
         ++place_calls;
+        last_source = src;
         uint64_t off = 0;
         std::memcpy(&off, hdr, sizeof(off));
         if (!allow || off > dest.size() || length > dest.size() - off || done >= length) {
@@ -65,10 +70,12 @@ struct PlacingSink final : AmSink {
         max_handed_out = std::max<size_t>(max_handed_out, off + length);
         return dest.data() + off + done;
     }
-    void on_am_placed(AmId id, AmSource, const uint8_t* hdr, size_t length) override {
+    std::function<void(AmSource)> after_placed;  // e.g. a reply sent from the callback
+    void on_am_placed(AmId id, AmSource src, const uint8_t* hdr, size_t length) override {
         uint64_t off = 0;
         std::memcpy(&off, hdr, sizeof(off));
         events.push_back({true, id, off, length, {}});
+        if (after_placed) after_placed(src);
     }
     void on_am(AmId id, AmSource, const uint8_t* data, size_t length) override {
         events.push_back({false, id, 0, length, std::vector<uint8_t>(data, data + length)});
@@ -131,6 +138,33 @@ protected:
     static void send_all(int fd, const std::vector<uint8_t>& bytes) {
         ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL),
                   static_cast<ssize_t>(bytes.size()));
+    }
+    /// Sends @p bytes from a raw peer and waits until the receiver's kernel acknowledged all
+    /// of them (SIOCOUTQ 0): they are in its socket before the interface reads anything.
+    static void send_and_settle(int fd, const uint8_t* bytes, size_t n) {
+        ASSERT_EQ(::send(fd, bytes, n, MSG_NOSIGNAL), static_cast<ssize_t>(n));
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        int outq = 1;
+        while (ioctl(fd, SIOCOUTQ, &outq) == 0 && outq > 0) {
+            ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "bytes never acknowledged";
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+        }
+    }
+    /// A raw peer that said hello, with the interface's answer handled.
+    int raw_peer() {
+        int fd = raw_connect();
+        EXPECT_GE(fd, 0);
+        if (fd < 0) return fd;
+        std::vector<uint8_t> hello(kHelloSize);
+        const uint8_t nonce[kNonceSize] = {};
+        encode_hello(hello.data(), 0x77, nonce);
+        send_all(fd, frame(kTcpControlAm, hello));
+        // Accepted (an interface without connections looks for new ones only now and then)
+        // and the hello read.
+        EXPECT_TRUE(progress_until({b_.get()}, [&] { return b_->socket_reads() >= 1; }));
+        for (int i = 0; i < 64; ++i)
+            b_->progress();
+        return fd;
     }
 
     bool untouched(size_t from, size_t to) const {
@@ -255,6 +289,172 @@ TEST_F(TcpPlacement, AFrameLongerThanItsDestinationIsNotPlaced) {
     EXPECT_FALSE(sink_.events[0].placed);
     EXPECT_TRUE(untouched(0, sink_.dest.size()));
     EXPECT_EQ(sink_.max_handed_out, 0u);
+}
+
+TEST_F(TcpPlacement, ATrainOfPlacedFramesCostsOneReadPerFrameByteExactAtTheHeaderEdges) {
+    // The read that ends a placed payload also takes the next frame's header (16 + kHeader
+    // bytes) into the receive buffer: where the whole train is in the socket, one read per
+    // frame instead of a header read and a payload read each (issue #17). The payload sizes
+    // put the end of each frame at the edges of that second read: a payload of 1 byte, of
+    // one header less one, exactly one, one more, and one of kMinRead (16 KiB) +/- 1.
+    int fd = raw_peer();
+    ASSERT_GE(fd, 0);
+    const size_t next_header = kFrameHeaderSize + kHeader;
+    const std::vector<size_t> sizes = {
+        50000, 1, next_header - 1, next_header, next_header + 1, 16383, 16384, 16385, 2};
+    std::vector<uint8_t> stream;
+    std::vector<std::vector<uint8_t>> payloads;
+    std::vector<uint64_t> offsets;
+    uint64_t offset = 100;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+        payloads.push_back(pattern(sizes[i], 40 + static_cast<uint32_t>(i)));
+        offsets.push_back(offset);
+        const auto f = frame(kPlacedId, placed_body(offset, payloads.back()));
+        stream.insert(stream.end(), f.begin(), f.end());
+        offset += sizes[i] + 7;  // gaps between destinations stay untouched
+    }
+    const std::vector<uint8_t> plain = pattern(3000, 60);
+    const auto pf = frame(kPlainId, plain);
+    stream.insert(stream.end(), pf.begin(), pf.end());
+    // First the start of the big frame (its first read leaves it incomplete: placed), then
+    // everything else at once.
+    const size_t first = kFrameHeaderSize + kHeader + 20000;
+    const uint64_t reads_hello = b_->socket_reads();
+    send_and_settle(fd, stream.data(), first);
+    ASSERT_TRUE(progress_until({b_.get()}, [&] { return b_->socket_reads() > reads_hello; }));
+    for (int i = 0; i < 16; ++i)
+        b_->progress();
+    const uint64_t reads_before = b_->socket_reads();
+    send_and_settle(fd, stream.data() + first, stream.size() - first);
+    ASSERT_TRUE(
+        progress_until({b_.get()}, [&] { return sink_.events.size() == sizes.size() + 1; }));
+    // The rest of the big payload with the next header, then one read per placed frame, and
+    // one for the rest of the plain frame. Reading each header apart took 8 reads more.
+    EXPECT_LE(b_->socket_reads() - reads_before, sizes.size() + 1);
+    for (size_t i = 0; i < sizes.size(); ++i) {
+        const auto& ev = sink_.events[i];
+        ASSERT_TRUE(ev.placed) << "frame " << i;
+        ASSERT_EQ(ev.offset, offsets[i]) << "frame " << i;
+        ASSERT_EQ(ev.length, sizes[i]) << "frame " << i;
+        ASSERT_EQ(0, std::memcmp(sink_.dest.data() + offsets[i], payloads[i].data(), sizes[i]))
+            << "frame " << i;
+        EXPECT_TRUE(untouched(offsets[i] + sizes[i], offsets[i] + sizes[i] + 7)) << "frame " << i;
+    }
+    EXPECT_FALSE(sink_.events.back().placed);
+    EXPECT_EQ(sink_.events.back().data, plain);
+    EXPECT_TRUE(untouched(0, offsets[0]));
+    EXPECT_TRUE(untouched(offset, sink_.dest.size()));
+    EXPECT_TRUE(sink_.failures.empty());
+    close(fd);
+}
+
+TEST_F(TcpPlacement, ANextHeaderSplitAcrossReadsIsCompletedBeforeItsPayloadIsRead) {
+    // The payload's last read brings only part of the next header: the rest of that header
+    // is read on its own (never a read that would pull its payload into the buffer), and both
+    // payloads arrive byte-exact at their destinations.
+    int fd = raw_peer();
+    ASSERT_GE(fd, 0);
+    const std::vector<uint8_t> a = pattern(40000, 70);
+    const std::vector<uint8_t> b = pattern(30000, 71);
+    std::vector<uint8_t> stream = frame(kPlacedId, placed_body(0, a));
+    const size_t second = stream.size();
+    const auto fb = frame(kPlacedId, placed_body(50000, b));
+    stream.insert(stream.end(), fb.begin(), fb.end());
+    const size_t cuts[] = {kFrameHeaderSize + kHeader + 10000, second + 10, second + 20,
+                           stream.size()};
+    size_t sent = 0;
+    for (size_t cut : cuts) {
+        send_and_settle(fd, stream.data() + sent, cut - sent);
+        sent = cut;
+        for (int i = 0; i < 16; ++i)
+            b_->progress();
+    }
+    ASSERT_TRUE(progress_until({b_.get()}, [&] { return sink_.events.size() == 2; }));
+    ASSERT_TRUE(sink_.events[0].placed);
+    ASSERT_TRUE(sink_.events[1].placed);
+    EXPECT_EQ(sink_.events[1].offset, 50000u);
+    EXPECT_EQ(0, std::memcmp(sink_.dest.data(), a.data(), a.size()));
+    EXPECT_EQ(0, std::memcmp(sink_.dest.data() + 50000, b.data(), b.size()));
+    EXPECT_TRUE(untouched(a.size(), 50000));
+    EXPECT_TRUE(untouched(50000 + b.size(), sink_.dest.size()));
+    close(fd);
+}
+
+TEST_F(TcpPlacement, AFrameArrivingInPiecesIsNotQuickAckedPieceByPieceButOnceItEnds) {
+    // Quick ACKs (TCP_QUICKACK, a system call and an ACK segment each) are for the end of a
+    // burst, so that a sender waiting for delivery is not held by the delayed-ACK timer.
+    // Inside a frame the rest must still come, and the kernel acknowledges a stream by
+    // itself: one quick ACK per read cost ~7-11 per 4 MiB message (issue #17).
+    int fd = raw_peer();
+    ASSERT_GE(fd, 0);
+    const std::vector<uint8_t> payload = pattern(200000, 80);
+    const auto f = frame(kPlacedId, placed_body(0, payload));
+    const uint64_t acks_before = b_->quick_acks();
+    const size_t piece = 20000;
+    for (size_t sent = 0; sent < f.size(); sent += piece) {
+        const uint64_t reads = b_->socket_reads();
+        send_and_settle(fd, f.data() + sent, std::min(piece, f.size() - sent));
+        ASSERT_TRUE(progress_until({b_.get()}, [&] { return b_->socket_reads() > reads; }));
+        for (int i = 0; i < 16; ++i)  // looks that find nothing: mid-frame, no quick ACK
+            b_->progress();
+        if (sent + piece < f.size()) {
+            ASSERT_EQ(b_->quick_acks(), acks_before) << "quick ACK inside the frame, at " << sent;
+        }
+    }
+    ASSERT_EQ(sink_.events.size(), 1u);
+    EXPECT_TRUE(sink_.events[0].placed);
+    EXPECT_EQ(0, std::memcmp(sink_.dest.data(), payload.data(), payload.size()));
+    // The frame ended: its end is acknowledged at the next pass, once.
+    for (int i = 0; i < 16; ++i)
+        b_->progress();
+    EXPECT_EQ(b_->quick_acks(), acks_before + 1);
+    close(fd);
+}
+
+TEST_F(TcpPlacement, RepliesBetweenFramesKeepOneQuickAckEntryPerConnection) {
+    // A reply sent from the callback of one placed frame carries our ACK (nothing owed any
+    // more); the read of the next frame, in the same pass, owes one again, and inside that
+    // frame it waits. The connection must stay listed once, not once more per frame.
+    int fd = raw_peer();
+    ASSERT_GE(fd, 0);
+    const std::vector<uint8_t> reply = pattern(40, 91);
+    size_t replies = 0;
+    sink_.after_placed = [&](AmSource src) {
+        Endpoint* back = b_->reply_endpoint(src.sender);
+        ASSERT_NE(back, nullptr);
+        ASSERT_EQ(back->am_send(kPlainId, nullptr, 0, reply.data(), reply.size()), Status::kOk);
+        ++replies;
+    };
+    constexpr size_t kFrames = 8;
+    constexpr size_t kPayload = 30000;
+    std::vector<uint8_t> stream;
+    std::vector<size_t> starts;
+    std::vector<std::vector<uint8_t>> payloads;
+    for (size_t i = 0; i < kFrames; ++i) {
+        payloads.push_back(pattern(kPayload, 92 + static_cast<uint32_t>(i)));
+        starts.push_back(stream.size());
+        const auto f = frame(kPlacedId, placed_body(i * kPayload, payloads.back()));
+        stream.insert(stream.end(), f.begin(), f.end());
+    }
+    // Each piece ends inside a frame: the end of one frame and the start of the next.
+    size_t sent = 0;
+    for (size_t i = 0; i <= kFrames; ++i) {
+        const size_t cut = i < kFrames ? starts[i] + 20000 : stream.size();
+        const uint64_t reads = b_->socket_reads();
+        send_and_settle(fd, stream.data() + sent, cut - sent);
+        sent = cut;
+        ASSERT_TRUE(progress_until({b_.get()}, [&] { return b_->socket_reads() > reads; }));
+        for (int k = 0; k < 8; ++k)
+            b_->progress();
+        ASSERT_LE(b_->quick_acks_owed(), 1u) << "after piece " << i;
+    }
+    ASSERT_TRUE(progress_until({b_.get()}, [&] { return sink_.events.size() == kFrames; }));
+    EXPECT_EQ(replies, kFrames);
+    for (size_t i = 0; i < kFrames; ++i) {
+        EXPECT_EQ(0, std::memcmp(sink_.dest.data() + i * kPayload, payloads[i].data(), kPayload))
+            << "frame " << i;
+    }
+    close(fd);
 }
 
 }  // namespace

@@ -193,7 +193,8 @@ struct TcpInterface::Connection {
     bool corked = false;           ///< on corked_: its queue goes out at the next progress
     /// Bytes after the frame header to read into the receive buffer next: the header of the
     /// next frame only, so that when it too is placed, none of its payload takes the
-    /// receive buffer's detour (0: read as much as fits).
+    /// receive buffer's detour (0: read as much as fits). Kept until that header is whole
+    /// (the last read of a placed payload may have brought part of it).
     uint8_t expect_header = 0;
     uint64_t peer_uid = 0;     ///< acceptor: only set once the handshake is done
     uint64_t claimed_uid = 0;  ///< acceptor: the uid the hello claimed, until verified
@@ -237,15 +238,17 @@ struct TcpInterface::Connection {
     /// written can acknowledge them.
     bool rx_since_look = false;
     uint64_t rx_written = 0;
-    /// Received bytes since we last sent (our next frame carries the ACK): a connection that
-    /// has not sent by the next progress pass acknowledges at once (TCP_QUICKACK), so that a
-    /// sender waiting for delivery is not held by the delayed-ACK timer.
     /// A message could not be delivered for want of memory: it waits in recvq, and the
     /// connection is not read until retry_stalled() got it through.
     bool stalled = false;
     bool stall_logged = false;
+    /// Received bytes since we last sent (our next frame carries the ACK): a connection that
+    /// has not sent by the next progress pass acknowledges at once (TCP_QUICKACK), so that a
+    /// sender waiting for delivery is not held by the delayed-ACK timer; not while a frame
+    /// is still arriving (its rest must come, and the kernel ACKs a stream by itself).
     bool ack_owed = false;
     uint64_t ack_owed_epoch = 0;
+    bool ack_listed = false;  ///< on TcpInterface::ack_owed_ (once, however long it waits)
     ByteQueue sendq;
     ByteQueue recvq;
     TcpPlacement place;

@@ -229,6 +229,15 @@ public:
     /// Times the kernel was asked what the peers acknowledged (SIOCOUTQ looks for sends
     /// waiting for delivery; tests: a reply that says what it read saves the look).
     uint64_t kernel_ack_looks() const { return kernel_ack_looks_; }
+    /// Reads from the sockets that returned data (tests and benchmarks: a placed payload's
+    /// last read also takes the next frame's header, so a train of fragments costs one read
+    /// per fragment where all of it is there).
+    uint64_t socket_reads() const { return socket_reads_; }
+    /// Quick ACKs sent (TCP_QUICKACK: tests; none while a frame is still arriving).
+    uint64_t quick_acks() const { return quick_acks_; }
+    /// Entries of connections owing a quick ACK (tests: one per connection, however long a
+    /// frame takes to arrive while we send on the same connection).
+    size_t quick_acks_owed() const { return ack_owed_.size(); }
     /// Bytes of queue storage held: every connection's send and receive buffers and the
     /// parked spares (tests and benchmarks: an idle interface holds at most two spares of
     /// kSpareKeepMax, whatever went through it).
@@ -333,9 +342,10 @@ private:
     bool arm_ack_timer();
     /// Queues a goodbye on every open connection and tries to write it (destructor).
     void say_goodbye_all();
-    /// Connections that received in an earlier progress pass and sent nothing since:
+    /// Connections that received in an earlier progress pass and sent nothing since, and are
+    /// not inside a frame still arriving (or every one, with @p all: before sleeping):
     /// acknowledge now (TCP_QUICKACK) instead of after the kernel's delayed-ACK timer.
-    void send_owed_acks();
+    void send_owed_acks(bool all);
     void owe_ack(Connection* c);
     /// Runs @p deliver (a call into the sink with a message of @p c). If memory runs out
     /// inside it (std::bad_alloc), the message stays in the receive buffer, the connection
@@ -395,6 +405,8 @@ private:
     common::UniqueFd ack_timer_fd_;
     bool ack_timer_set_ = false;
     uint64_t kernel_ack_looks_ = 0;  // look_at_acks() calls (kernel_ack_looks())
+    uint64_t socket_reads_ = 0;      // reads that returned data (socket_reads())
+    uint64_t quick_acks_ = 0;        // TCP_QUICKACKs sent (quick_acks())
 };
 
 }  // namespace swy::tl::tcp

@@ -2,6 +2,7 @@
 // reporting failed connections, arming for blocking waits.
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -91,7 +92,7 @@ unsigned TcpInterface::progress() {
     if (!corked_.empty()) flush_corked();
     // Then the ACKs a waiting sender may need (tcp_liveness.cpp), and now and then a look at
     // whether a peer with data waiting for it still answers.
-    if (__builtin_expect(!ack_owed_.empty(), 0)) send_owed_acks();
+    if (__builtin_expect(!ack_owed_.empty(), 0)) send_owed_acks(false);
     if (!live_.empty()) check_liveness();
     // Looking at the sockets is a system call (~1 us here). With no connection open only a
     // new peer can arrive (set-up time): look every kIdlePollEvery calls. With connections,
@@ -239,6 +240,13 @@ unsigned TcpInterface::receive(Connection* c) {
             delivered += receive_placed(c);
             if (c->place.active) break;  // the socket ran dry, or the connection closed
             budget -= std::min(budget, c->place.length - before);
+            // The payload's last read may have brought (part of) the next frame's header:
+            // parse it before reading more, so that if it is placed too, none of its payload
+            // takes the receive buffer's detour.
+            if (c->state == Connection::State::kOpen && !c->recvq.empty()) {
+                delivered += deliver_frames(c);
+                if (c->stalled) break;
+            }
             continue;
         }
         if (c->recvq.reserve_tail(kMinRead) == nullptr) {
@@ -246,14 +254,20 @@ unsigned TcpInterface::receive(Connection* c) {
             break;
         }
         size_t room = c->recvq.tail_room();
-        if (c->expect_header != 0 && c->recvq.empty()) {
-            room = kFrameHeaderSize + c->expect_header;
+        // After a placed payload: read no further than the next frame's placement header
+        // (what of it is not here yet), until that header is whole.
+        const size_t header = kFrameHeaderSize + c->expect_header;
+        if (c->expect_header != 0 && c->recvq.size() < header) {
+            room = std::min(room, header - c->recvq.size());
+        } else {
+            c->expect_header = 0;
         }
-        c->expect_header = 0;
         const ssize_t r = recv(c->fd.get(), c->recvq.tail_ptr(), room, MSG_DONTWAIT);
         if (r > 0) {
+            ++socket_reads_;
             owe_ack(c);
             c->recvq.commit(static_cast<size_t>(r));
+            if (c->recvq.size() >= header) c->expect_header = 0;
             delivered += deliver_frames(c);
             if (c->stalled) break;
             budget -= std::min(budget, static_cast<size_t>(r));
@@ -316,6 +330,10 @@ bool TcpInterface::start_placement(Connection* c, const FrameHeader& h) {
 
 unsigned TcpInterface::receive_placed(Connection* c) {
     TcpPlacement& p = c->place;
+    // Fragments come in trains: the read that ends this payload also takes the next frame's
+    // header (as far as its placement header, assuming the same kind of frame follows) into
+    // the receive buffer, empty during a placement: one system call per fragment, not two.
+    const size_t next_header = kFrameHeaderSize + place_header_[p.id];
     while (p.done < p.length) {
         uint8_t* dst = nullptr;
         size_t want = p.length - p.done;
@@ -328,6 +346,7 @@ unsigned TcpInterface::receive_placed(Connection* c) {
                 p.discard = true;
             }
         }
+        ssize_t r;
         if (dst == nullptr) {
             // Read and drop through the receive buffer, which is empty during a placement.
             if (c->recvq.reserve_tail(kMinRead) == nullptr) {
@@ -336,13 +355,25 @@ unsigned TcpInterface::receive_placed(Connection* c) {
             }
             dst = c->recvq.tail_ptr();
             want = std::min(want, c->recvq.tail_room());
+            r = recv(c->fd.get(), dst, want, MSG_DONTWAIT);
+        } else {
+            uint8_t* tail = c->recvq.reserve_tail(next_header);
+            iovec iov[2] = {{dst, want}, {tail, next_header}};
+            msghdr msg{};
+            msg.msg_iov = iov;
+            msg.msg_iovlen = tail != nullptr ? 2 : 1;  // no memory: the header comes next read
+            r = recvmsg(c->fd.get(), &msg, MSG_DONTWAIT);
         }
-        const ssize_t r = recv(c->fd.get(), dst, want, MSG_DONTWAIT);
         if (r > 0) {
+            ++socket_reads_;
             owe_ack(c);
-            p.done += static_cast<size_t>(r);
-            c->rx_data += static_cast<uint64_t>(r);
-            if (static_cast<size_t>(r) < want) return 0;  // drained; the next pass goes on
+            const size_t got = std::min(static_cast<size_t>(r), want);
+            p.done += got;
+            c->rx_data += static_cast<uint64_t>(got);
+            // Beyond the payload: the start of the next frame (counted in rx_data once it is
+            // consumed, like anything else read into the receive buffer).
+            c->recvq.commit(static_cast<size_t>(r) - got);
+            if (got < want) return 0;  // drained; the next pass goes on
             continue;
         }
         if (r == 0) {
@@ -571,7 +602,7 @@ bool TcpInterface::arm() {
     // So must the ACKs we owe (a peer may be waiting for delivery): sleeping ends this pass.
     if (!ack_owed_.empty()) {
         ++epoch_;
-        send_owed_acks();
+        send_owed_acks(true);
     }
     update_timer();  // a connect deadline must wake a blocking wait
     // A worker waiting for acknowledgements sleeps until the next look is due.
