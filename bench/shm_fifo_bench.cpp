@@ -311,8 +311,12 @@ private:
 
 void BM_PingPongRecords(benchmark::State& state) {
     const auto payload = static_cast<uint32_t>(state.range(0));
-    // 64 of the largest records, as the transport's ring holds SHM_PIO_CREDITS of them.
-    const uint64_t bytes = 64 * RecordRing::record_bytes(payload < 8256 ? 8256 : payload);
+    // About 64 of the largest records, as the transport's ring holds SHM_PIO_CREDITS of them,
+    // rounded up to whole records of this size: RecordRing has no skip record, so a record
+    // must never straddle the ring's end.
+    const uint64_t record = RecordRing::record_bytes(payload);
+    const uint64_t largest = 64 * RecordRing::record_bytes(payload < 8256 ? 8256 : payload);
+    const uint64_t bytes = (largest + record - 1) / record * record;
     RecordRing ping(bytes), pong(bytes);
     std::atomic<bool> stop{false};
     AffinityGuard restore;

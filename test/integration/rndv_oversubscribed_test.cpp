@@ -1,8 +1,13 @@
 // An oversubscribed host (SWY_OVERSUBSCRIBED=yes, or auto with SWY_LOCAL_PROCS above the
 // cores): every rendezvous over shm is a plain GET, from the threshold the automatic choice
-// gives; the printed table says so and why; messages at threshold-1, threshold and
-// threshold+1 arrive intact; and a large receive completes while its sender sleeps (no
-// pipeline fragments, no split tail to wait for), with the default SWY_RNDV_SCHEME=auto.
+// gives (not crowded: up to SWY_CROWDED_PROCS_PER_CORE processes per core) or from the first
+// size that needs a second eager fragment (crowded, and "yes"); the printed table says so and
+// why; messages at threshold-1, threshold and threshold+1 arrive intact; and a large receive
+// completes while its sender sleeps (no pipeline fragments, no split tail to wait for), with
+// the default SWY_RNDV_SCHEME=auto.
+#include <sched.h>
+#include <unistd.h>
+
 #include <string>
 #include <vector>
 
@@ -44,17 +49,30 @@ size_t get_threshold(Node& n, const char* why) {
     return thresh;
 }
 
-// SWY_OVERSUBSCRIBED=auto with more local processes than any host has cores: the table
-// names the count, and sizes around the GET threshold arrive byte for byte.
-TEST(RndvOversubscribed, GetFromTheThresholdCarriesEverySize) {
+/// The cores the library counts (protocols/oversubscription.h, usable_cores()).
+unsigned usable_cores() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 1) {
+        return static_cast<unsigned>(CPU_COUNT(&set));
+    }
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    return online > 0 ? static_cast<unsigned>(online) : 1;
+}
+
+/// SWY_OVERSUBSCRIBED=auto with @p local_procs: GET from a threshold of at least
+/// @p min_thresh, which the table names with @p why; sizes around it arrive byte for byte.
+void get_carries_every_size(const std::string& local_procs, const char* why, size_t min_thresh) {
     EXPECT_TRUE(run_ranks(2, [&](World& w) {
-        Node n(w, busy_host("auto", "100000"));
+        Node n(w, busy_host("auto", local_procs.c_str()));
         n.connect_all();
         swy_worker_h wk = n.worker();
         std::atomic<uint64_t>& shared_thresh = w.scratch(0);
-        if (w.rank() == 0) shared_thresh.store(get_threshold(n, "100000 local processes on "));
+        if (w.rank() == 0) shared_thresh.store(get_threshold(n, why));
         w.barrier(wk);
         const size_t thresh = shared_thresh.load();
+        ICHECK_MSG(thresh >= min_thresh, "GET from %zu B, expected from %zu B or later", thresh,
+                   min_thresh);
         for (size_t size : {thresh - 1, thresh, thresh + 1, size_t{1} << 20}) {
             const uint64_t seed = pattern_seed(size, 0, 3);
             if (w.rank() == 0) {
@@ -75,6 +93,21 @@ TEST(RndvOversubscribed, GetFromTheThresholdCarriesEverySize) {
         }
         n.finish();
     }));
+}
+
+// Crowded (more local processes than any host has cores, so more than 4 per core): GET from
+// the first size that needs a second fragment.
+TEST(RndvOversubscribed, GetFromTheThresholdCarriesEverySize) {
+    get_carries_every_size("100000", "100000 local processes on ", 2);
+}
+
+// One process more than the cores: oversubscribed, not crowded. Eager keeps the sizes that
+// need several fragments, GET (never split) starts where the idle host's rendezvous does.
+TEST(RndvOversubscribed, NotCrowdedGetStartsPastSeveralEagerFragments) {
+    const std::string procs = std::to_string(usable_cores() + 1);
+    // Past two default fragments (8224 B each, docs/protocols.md): a crowded host's GET would
+    // start at 8241 B.
+    get_carries_every_size(procs, "; GET, never split: needs no sender CPU]", 2 * 8224 + 1);
 }
 
 // The receiver needs nothing from the sender once the RTS is out, even for a message far

@@ -10,59 +10,16 @@
 #include <string>
 #include <vector>
 
-#include "transports/shm/shm_iface.h"
+#include "shm_interface_pair.h"
 
 namespace swy::tl::shm {
 namespace {
 
-struct RecordingSink final : AmSink {
-    struct Msg {
-        AmId id;
-        AmSource src;
-        std::vector<uint8_t> data;
-    };
-    std::vector<Msg> msgs;
-    void on_am(AmId id, AmSource src, const uint8_t* data, size_t length) override {
-        msgs.push_back({id, src, std::vector<uint8_t>(data, data + length)});
-    }
-    void on_remote_failure(uint16_t, uint64_t, Status) override {}
-};
-
-constexpr uint64_t kUidA = 0xA11CE00000000001ull;
-constexpr uint64_t kUidB = 0xB0B0000000000002ull;
 constexpr AmId kPing = 6;
 constexpr AmId kPong = 7;
 
-class ShmReplyLane : public ::testing::Test {
+class ShmReplyLane : public ShmInterfacePair {
 protected:
-    void SetUp() override {
-        ShmConfig config;
-        config.geometry.pio_slots = 2;
-        std::string why;
-        ASSERT_EQ(ShmInterface::open(config, kUidA, 0, &sink_a_, &a_, &why), Status::kOk) << why;
-        ASSERT_EQ(ShmInterface::open(config, kUidB, 0, &sink_b_, &b_, &why), Status::kOk) << why;
-    }
-
-    /// A lane from @p from to @p to (uid @p to_uid), with a PIO ring if @p pio.
-    std::unique_ptr<Endpoint> lane(ShmInterface& from, const ShmInterface& to, uint64_t to_uid,
-                                   bool pio) {
-        std::vector<uint8_t> section = to.address();
-        std::unique_ptr<Endpoint> ep;
-        std::string why;
-        EXPECT_EQ(from.connect(to_uid, section.data(), section.size(), pio, &ep, &why), Status::kOk)
-            << why;
-        return ep;
-    }
-
-    /// Progress both interfaces until @p sink holds @p count messages (bounded).
-    bool deliver(const RecordingSink& sink, size_t count) {
-        for (int i = 0; i < 100000 && sink.msgs.size() < count; ++i) {
-            a_->progress();
-            b_->progress();
-        }
-        return sink.msgs.size() >= count;
-    }
-
     /// a_ sends one ping on @p ep; the sender index b_ saw it from.
     uint16_t ping(Endpoint* ep) {
         const uint8_t byte = 0x5A;
@@ -87,11 +44,6 @@ protected:
         EXPECT_EQ(a_->sender_uid(m.src.sender), kUidB);
         return m.src.sender;
     }
-
-    RecordingSink sink_a_;
-    RecordingSink sink_b_;
-    std::unique_ptr<ShmInterface> a_;
-    std::unique_ptr<ShmInterface> b_;
 };
 
 TEST_F(ShmReplyLane, RepliesTakeTheApplicationsPioLaneToThatPeer) {

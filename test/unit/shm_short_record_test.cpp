@@ -167,8 +167,9 @@ TEST_F(ShmShortRecord, ASlotReusedAfterTheFastPathIsANewRequest) {
         for (size_t i = kLarge; i < big.size(); ++i)
             ASSERT_EQ(big[i], 0xEE) << "byte " << i << " written past the buffer";
 
-        // And a synchronous send's request on the sending worker's side, after a fast
-        // receive there (the pong direction).
+        // And a receive posted on the fast path (the slot reused once more) whose message is
+        // synchronous: it completes through the general path, which acknowledges the match and
+        // must leave the slot marked for a full clear.
         ASSERT_EQ(swy_tag_recv_nb(b_, small.data(), 8, 14, ~0ull, nullptr, &rr), SWY_INPROGRESS);
         const std::vector<uint8_t> sync_out = pattern(8, 9300 + round);
         swy_request_params_t p{};

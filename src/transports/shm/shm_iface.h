@@ -304,9 +304,13 @@ private:
     // Peers we cannot answer (no reply lane): reported from progress as failures with this
     // status, once each (refused_by_ remembers both directions).
     std::vector<std::pair<uint64_t, Status>> pending_refusals_;
-    bool rings_released_ = false;
+    // A ring was released or announced: progress() erases the dead and activates the new at
+    // its end, so active_rings_ never changes while a drain holds one of its entries.
+    bool rings_changed_ = false;
     void fail_remote(uint64_t uid);
     void release_sender(uint16_t sender);
+    /// Erase the released rings and activate the announced ones (rings_changed_).
+    void activate_and_erase_rings();
     Status map_and_reply_ep(uint16_t sender, Endpoint** out);
     // ---- every live lane of ours, by peer: replies take one we already have ----
     /// A lane to @p uid was created (connect()).
@@ -351,6 +355,10 @@ private:
     RingView fifo_;
     uint64_t fifo_tail_ = 0;
     std::vector<ActiveRing> active_rings_;
+    // Announced (kPioOpen) during this progress call; active from its end (rings_changed_). A
+    // record can announce a ring from inside a ring being drained: pushing into active_rings_
+    // there would move the entry the drain holds.
+    std::vector<ActiveRing> opened_rings_;
     std::vector<SenderInfo> senders_;  // grows with the highest slot heard from
     // FIFO positions claimed by senders that died (remembered before their slots are freed
     // for others): a cell at one of them that stays unpublished is skipped.

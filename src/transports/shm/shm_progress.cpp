@@ -112,10 +112,7 @@ unsigned ShmInterface::progress() {
     unsigned n = fifo_.peek(fifo_tail_) != nullptr ? drain(fifo_, fifo_tail_) : 0;
     for (size_t i = 0; i < active_rings_.size(); ++i)
         n += drain_private(active_rings_[i]);
-    if (__builtin_expect(rings_released_, 0)) {
-        std::erase_if(active_rings_, [](const ActiveRing& r) { return r.dead; });
-        rings_released_ = false;
-    }
+    if (__builtin_expect(rings_changed_, 0)) activate_and_erase_rings();
     if (__builtin_expect(!pending_failures_.empty(), 0)) report_pending_failures();
     if (__builtin_expect(++progress_calls_ % kLivenessEvery == 0, 0)) {
         uint64_t now = common::monotonic_coarse_ns();
@@ -125,6 +122,15 @@ unsigned ShmInterface::progress() {
         }
     }
     return n;
+}
+
+void ShmInterface::activate_and_erase_rings() {
+    std::erase_if(active_rings_, [](const ActiveRing& r) { return r.dead; });
+    for (const ActiveRing& r : opened_rings_) {
+        if (!r.dead) active_rings_.push_back(r);
+    }
+    opened_rings_.clear();
+    rings_changed_ = false;
 }
 
 void ShmInterface::dispatch(CellHeader* cell, const RingView& ring, uint64_t pos) {
@@ -171,8 +177,23 @@ void ShmInterface::handle_control(uint16_t sender, const uint8_t* data, size_t l
             std::memcpy(&pio_slot, data + 1, 4);
             const SegmentGeometry& g = config_.geometry;
             auto* pio = reinterpret_cast<PioSlot*>(base_ + g.pio_table_offset());
-            if (pio_slot >= g.pio_slots || pio[pio_slot].sender_slot != sender) {
+            // The slot must be one this sender claimed to the end: an unclaimed slot's zero
+            // fields would otherwise match sender 0 and start a reader on an idle ring.
+            if (pio_slot >= g.pio_slots ||
+                pio[pio_slot].state.load(std::memory_order_acquire) != kSlotActive ||
+                pio[pio_slot].sender_slot != sender) {
                 log_printf(LogLevel::kError, "shm: bad PIO ring %u announced by sender %u",
+                           pio_slot, sender);
+                return;
+            }
+            // Once per ring: a second announcement would start a second reader at the ring's
+            // first lap (its records delivered twice) and grow the list without bound.
+            const auto live = [pio_slot](const ActiveRing& a) {
+                return !a.dead && a.pio_slot == pio_slot;
+            };
+            if (std::any_of(active_rings_.begin(), active_rings_.end(), live) ||
+                std::any_of(opened_rings_.begin(), opened_rings_.end(), live)) {
+                log_printf(LogLevel::kError, "shm: PIO ring %u announced again by sender %u",
                            pio_slot, sender);
                 return;
             }
@@ -184,7 +205,8 @@ void ShmInterface::handle_control(uint16_t sender, const uint8_t* data, size_t l
                          .sender = sender};
             // The ring's first pass would otherwise fault on every page (see prefault.h).
             prefault(r.base, r.bytes, PrefaultAccess::kRead);
-            active_rings_.push_back(r);
+            opened_rings_.push_back(r);
+            rings_changed_ = true;
             return;
         }
         case ShmControl::kDisconnect:
@@ -199,16 +221,16 @@ void ShmInterface::release_sender(uint16_t sender) {
     const SegmentGeometry& g = config_.geometry;
     auto* slots = reinterpret_cast<SenderSlot*>(base_ + g.sender_table_offset());
     auto* pio = reinterpret_cast<PioSlot*>(base_ + g.pio_table_offset());
-    for (size_t i = 0; i < active_rings_.size(); ++i) {
-        uint32_t p = active_rings_[i].pio_slot;
-        if (!active_rings_[i].dead && pio[p].sender_slot == sender) {
-            // The next owner picks a new key: what this one left in the ring is stale for it.
-            // The ring may be the one being drained right now: mark it, erase it later.
-            pio[p].consumed.store(0, std::memory_order_relaxed);
-            pio[p].state.store(kSlotFree, std::memory_order_release);
-            active_rings_[i].dead = true;
-            rings_released_ = true;
-            break;
+    for (std::vector<ActiveRing>* rings : {&active_rings_, &opened_rings_}) {
+        for (ActiveRing& r : *rings) {
+            if (!r.dead && pio[r.pio_slot].sender_slot == sender) {
+                // The next owner picks a new key: what this one left in the ring is stale for
+                // it. The ring may be the one being drained right now: mark it, erase it later.
+                pio[r.pio_slot].consumed.store(0, std::memory_order_relaxed);
+                pio[r.pio_slot].state.store(kSlotFree, std::memory_order_release);
+                r.dead = true;
+                rings_changed_ = true;
+            }
         }
     }
     senders_[sender] = SenderInfo{};
@@ -609,6 +631,7 @@ bool ShmInterface::arm() {
     if (membarrier_works_) syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0);
     // A sender that published before seeing the flag must be seen by us now.
     if (fifo_.peek(fifo_tail_) != nullptr) return false;
+    if (!opened_rings_.empty()) return false;  // announced outside progress: drain it first
     for (auto& r : active_rings_) {
         auto* cell = reinterpret_cast<CellHeader*>(r.base + r.tail % r.bytes);
         if (cell->seq.load(std::memory_order_seq_cst) == (r.tail ^ r.key)) return false;
