@@ -14,12 +14,15 @@
 # Environment: RANKS (default "16 32"); ROUNDS (default 3, PMLs interleaved in each);
 # ITERS (calls per run, default 16000/ranks); DELAY_MS (window start, default 4000 + 500 per rank);
 # PMLS (default "swy ob1 ucx"); SIZE (bytes per peer, default 65536: the size must take the
-# CMA rendezvous in every PML, or the call count is wrong). Needs perf with the syscalls
+# CMA rendezvous in every PML, or the call count is wrong; pml swy sends 64 KiB eagerly unless
+# the host is crowded, more than SWY_CROWDED_PROCS_PER_CORE ranks per core, so with fewer
+# ranks set SWY_OVERSUBSCRIBED=yes or pick a size past the rendezvous threshold that
+# `swy-info --proto` prints). Needs perf with the syscalls
 # tracepoints (linux-perf; root or perf_event_paranoid <= -1). SWY_* variables pass through
 # to pml swy. Not part of CI; prints the load at start and end.
 set -euo pipefail
 
-if [[ ${1:-} == -h || ${1:-} == --help ]]; then sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0; fi
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0; fi
 build=$(cd "${1:-build}" && pwd)
 read -ra ranks_list <<<"${RANKS:-16 32}"
 read -ra pmls <<<"${PMLS:-swy ob1 ucx}"
