@@ -107,6 +107,18 @@ private:
     std::chrono::steady_clock::time_point t0_;
 };
 
+/// A ping-pong's counters: iterations are round trips, so the inverted rate of 2 * iterations
+/// is the mean one-way time; the median one-way time beside it; whether both threads were
+/// pinned.
+void report_ping_pong(benchmark::State& state, RoundTripTimes& times, bool pinned) {
+    state.SetLabel(pinned ? "cpu0->cpu1" : "unpinned");
+    state.counters["one_way"] =
+        benchmark::Counter(static_cast<double>(state.iterations()) * 2.0,
+                           benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+    state.counters["one_way_median_ns"] = times.median_one_way_ns();
+    state.SetItemsProcessed(state.iterations());
+}
+
 // Producer side: claim (private head), copy, publish. Returns false when full.
 inline bool send_private(const RingView& r, uint64_t& head, const void* data, uint32_t len) {
     CellHeader* c = r.claim_private(head);
@@ -223,14 +235,7 @@ void BM_PingPong(benchmark::State& state) {
     }
     stop.store(true, std::memory_order_relaxed);
     echo.join();
-    state.SetLabel(pinned_main && pinned_echo.load() ? "cpu0->cpu1" : "unpinned");
-
-    // Iterations are round trips; the inverted rate of 2 * iterations is the one-way time.
-    state.counters["one_way"] =
-        benchmark::Counter(static_cast<double>(state.iterations()) * 2.0,
-                           benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-    state.counters["one_way_median_ns"] = times.median_one_way_ns();
-    state.SetItemsProcessed(state.iterations());
+    report_ping_pong(state, times, pinned_main && pinned_echo.load());
 }
 BENCHMARK(BM_PingPong<Claim::kPrivate>)->Name("PingPong/private")->Arg(8)->Arg(1024)->UseRealTime();
 BENCHMARK(BM_PingPong<Claim::kShared>)->Name("PingPong/shared")->Arg(8)->Arg(1024)->UseRealTime();
@@ -344,12 +349,7 @@ void BM_PingPongRecords(benchmark::State& state) {
     }
     stop.store(true, std::memory_order_relaxed);
     echo.join();
-    state.SetLabel(pinned_main && pinned_echo.load() ? "cpu0->cpu1" : "unpinned");
-    state.counters["one_way"] =
-        benchmark::Counter(static_cast<double>(state.iterations()) * 2.0,
-                           benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-    state.counters["one_way_median_ns"] = times.median_one_way_ns();
-    state.SetItemsProcessed(state.iterations());
+    report_ping_pong(state, times, pinned_main && pinned_echo.load());
 }
 BENCHMARK(BM_PingPongRecords)->Name("PingPong/records")->Arg(8)->Arg(1024)->UseRealTime();
 

@@ -21,13 +21,6 @@ namespace {
 constexpr size_t kMpiEightKiB = 8192;  ///< the message size osu_bw/osu_mbw_mr measure
 constexpr swy_tag_t kTag = 0x17000000;
 
-std::vector<uint8_t> pattern(size_t n, uint64_t seed) {
-    std::vector<uint8_t> v(n);
-    for (size_t i = 0; i < n; ++i)
-        v[i] = static_cast<uint8_t>((i * 131 + seed * 7919) ^ (i >> 8) ^ (seed >> 3));
-    return v;
-}
-
 /// WorkerPair over shm alone, with the geometry a derived fixture chooses.
 class ShmShape : public WorkerPair {
 protected:

@@ -17,13 +17,6 @@ namespace {
 
 constexpr swy_tag_t kTag = 0x17100000;
 
-std::vector<uint8_t> pattern(size_t n, uint64_t seed) {
-    std::vector<uint8_t> v(n);
-    for (size_t i = 0; i < n; ++i)
-        v[i] = static_cast<uint8_t>((i * 151 + seed * 7907) ^ (i >> 8) ^ (seed >> 5));
-    return v;
-}
-
 class ShmSmallPioRing : public WorkerPair {
 protected:
     Settings settings() const override {

@@ -21,13 +21,6 @@ namespace {
 /// lines in between (a ring end is then reached at every alignment).
 constexpr size_t kSizes[] = {0, 1, 7, 8, 9, 15, 16, 17, 24, 40, 41, 100};
 
-std::vector<uint8_t> pattern(size_t n, uint64_t seed) {
-    std::vector<uint8_t> v(n);
-    for (size_t i = 0; i < n; ++i)
-        v[i] = static_cast<uint8_t>((i * 37 + seed * 101 + 1) ^ (seed >> 5));
-    return v;
-}
-
 /// Two workers over shm alone, each with a PIO ring of 2 x 192 bytes.
 class ShmShortRecord : public WorkerPair {
 protected:

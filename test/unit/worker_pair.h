@@ -6,9 +6,22 @@
 #include <gtest/gtest.h>
 #include <switchyard/switchyard.h>
 
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
 #include "test_context.h"
 
 namespace swy::test {
+
+/// @p n bytes that depend on every byte's position and on @p seed: a payload whose misplaced,
+/// missing or repeated byte shows in a byte-for-byte comparison.
+inline std::vector<uint8_t> pattern(size_t n, uint64_t seed) {
+    std::vector<uint8_t> v(n);
+    for (size_t i = 0; i < n; ++i)
+        v[i] = static_cast<uint8_t>((i * 131 + seed * 7919) ^ (i >> 8) ^ (seed >> 3));
+    return v;
+}
 
 /// A stale handle is refused: SWY_ERR_INVALID_PARAM in release builds; builds without NDEBUG
 /// abort with a message instead (the CI builds define NDEBUG). A macro because EXPECT_DEATH
