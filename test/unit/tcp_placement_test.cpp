@@ -348,10 +348,10 @@ TEST_F(TcpPlacement, ATrainOfPlacedFramesCostsOneReadPerFrameByteExactAtTheHeade
     close(fd);
 }
 
-TEST_F(TcpPlacement, ANextHeaderSplitAcrossReadsIsCompletedBeforeItsPayloadIsRead) {
-    // The payload's last read brings only part of the next header: the rest of that header
-    // is read on its own (never a read that would pull its payload into the buffer), and both
-    // payloads arrive byte-exact at their destinations.
+TEST_F(TcpPlacement, ANextHeaderSplitAcrossReadsStillPlacesBothPayloadsByteExact) {
+    // The payload's last read brings only part of the next header (the read-ahead's partial
+    // header, expect_header): the rest of that header is completed by later reads, and both
+    // payloads arrive byte-exact at their destinations, nothing written between or after them.
     int fd = raw_peer();
     ASSERT_GE(fd, 0);
     const std::vector<uint8_t> a = pattern(40000, 70);
