@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <switchyard/switchyard.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -84,7 +85,8 @@ TEST_F(ShmSmallPioRing, RecordsOfEverySizeWrapManyTimesInOrderAndIntact) {
             ASSERT_EQ(info.sender_tag, kTag + i) << "out of order";
             ASSERT_EQ(info.length, n);
             const std::vector<uint8_t> want = pattern(n, static_cast<uint64_t>(i));
-            ASSERT_EQ(std::memcmp(in.data(), want.data(), n), 0) << "message " << i << " differs";
+            ASSERT_TRUE(std::equal(want.begin(), want.end(), in.begin()))
+                << "message " << i << " differs";
             for (size_t k = n; k < in.size(); ++k)
                 ASSERT_EQ(in[k], 0xEE) << "message " << i << ": byte " << k << " past the buffer";
         }

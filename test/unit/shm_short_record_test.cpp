@@ -7,6 +7,7 @@
 #include <switchyard/am.h>
 #include <switchyard/switchyard.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -56,7 +57,7 @@ protected:
         }
         ASSERT_EQ(s, SWY_OK) << n << " B, message " << seed;
         const std::vector<uint8_t> want = pattern(n, seed);
-        EXPECT_EQ(std::memcmp(in.data(), want.data(), n), 0)
+        EXPECT_TRUE(std::equal(want.begin(), want.end(), in.begin()))
             << n << " B, message " << seed << ": payload differs (out of order or torn)";
         for (size_t i = n; i < in.size(); ++i)
             ASSERT_EQ(in[i], 0xEE) << n << " B: byte " << i << " written past the buffer";
@@ -81,7 +82,8 @@ TEST_F(ShmShortRecord, ExpectedReceivesArriveByteForByte) {
                 ASSERT_EQ(wait(sr), SWY_OK);
                 EXPECT_EQ(swy_request_free(sr), SWY_OK);
             }
-            EXPECT_EQ(std::memcmp(in.data(), out.data(), n), 0) << n << " B: payload differs";
+            EXPECT_TRUE(std::equal(out.begin(), out.end(), in.begin()))
+                << n << " B: payload differs";
             for (size_t i = n; i < in.size(); ++i)
                 ASSERT_EQ(in[i], 0xEE) << n << " B: byte " << i << " written past the buffer";
         }
