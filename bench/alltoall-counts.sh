@@ -15,7 +15,7 @@
 # ITERS (calls per run, default 16000/ranks); DELAY_MS (window start, default 4000 + 500 per rank);
 # PMLS (default "swy ob1 ucx"); SIZE (bytes per peer, default 65536: the size must take the
 # CMA rendezvous in every PML, or the call count is wrong; pml swy sends 64 KiB eagerly unless
-# the host is crowded, more than SWY_CROWDED_PROCS_PER_CORE ranks per core, so with fewer
+# the host is oversubscribed, more than SWY_OVERSUBSCRIBED_PER_CORE ranks per core, so with fewer
 # ranks set SWY_OVERSUBSCRIBED=yes or pick a size past the rendezvous threshold that
 # `swy-info --proto` prints). Needs perf with the syscalls
 # tracepoints (linux-perf; root or perf_event_paranoid <= -1). SWY_* variables pass through

@@ -137,11 +137,11 @@ constexpr ConfigVar kTable[] = {
 
     // --- Oversubscription (docs/protocols.md, "When the peer's CPU is busy") -----------------
     {"OVERSUBSCRIBED", kString, "auto",
-     "Whether this host runs more processes of the job than it has cores, so a "
-     "peer is often descheduled: then rendezvous uses GET without a split (no protocol "
-     "waits for the sender's CPU). \"auto\": LOCAL_PROCS (or the launcher's local rank "
-     "count) > usable cores, and crowded (GET from the second fragment on) above "
-     "CROWDED_PROCS_PER_CORE per core; \"yes\": crowded. SWY_RNDV_SCHEME still overrides.",
+     "Whether this host runs many more processes of the job than it has cores, so a "
+     "peer is often descheduled: then rendezvous uses GET without a split (the receiver "
+     "copies alone; no protocol waits for the sender's CPU), from the first size of two "
+     "eager fragments. \"auto\": LOCAL_PROCS (or the launcher's local rank count) > usable "
+     "cores x OVERSUBSCRIBED_PER_CORE. SWY_RNDV_SCHEME still overrides.",
      "auto|yes|no"},
     {"LOCAL_PROCS",
      kUnsigned,
@@ -151,12 +151,12 @@ constexpr ConfigVar kTable[] = {
      {},
      0,
      1u << 20},
-    {"CROWDED_PROCS_PER_CORE",
+    {"OVERSUBSCRIBED_PER_CORE",
      kUnsigned,
      "4",
-     "With OVERSUBSCRIBED=auto, more local processes per usable core than this make the "
-     "host crowded: then every shm message that needs a second eager fragment goes by GET "
-     "(a descheduled receiver would hold it at a full ring). From 1 to 1024.",
+     "With OVERSUBSCRIBED=auto, the host is oversubscribed when it runs more local processes "
+     "than this many per usable core (with fewer, a waiting peer is scheduled soon enough "
+     "that the idle host's protocols stream faster). From 1 to 1024.",
      {},
      1,
      1024},

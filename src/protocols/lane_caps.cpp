@@ -34,7 +34,6 @@ SelectOverrides overrides_from(const common::Config& cfg) {
     o.allow = cfg.get_list("PROTO");
     const Oversubscription busy = detect_oversubscription(cfg);
     o.oversubscribed = busy.busy;
-    o.crowded = busy.crowded;
     o.oversubscribed_why = busy.why;
     return o;
 }

@@ -45,14 +45,12 @@ unsigned usable_cores() {
 
 Oversubscription detect_oversubscription(const common::Config& config) {
     const std::string mode = config.get_string("OVERSUBSCRIBED");
-    if (mode == "yes" || mode == "no") {
-        return {mode == "yes", mode == "yes", "SWY_OVERSUBSCRIBED=" + mode};
-    }
-    const uint64_t procs = local_processes(config);
-    const uint64_t cores = usable_cores();
-    if (procs == 0) return {false, false, "local process count unknown"};
-    const uint64_t per_core = config.get_unsigned("CROWDED_PROCS_PER_CORE");
-    return {procs > cores, procs > cores * per_core,
+    if (mode == "yes" || mode == "no") return {mode == "yes", "SWY_OVERSUBSCRIBED=" + mode};
+    const unsigned procs = local_processes(config);
+    const unsigned cores = usable_cores();
+    if (procs == 0) return {false, "local process count unknown"};
+    const uint64_t per_core = config.get_unsigned("OVERSUBSCRIBED_PER_CORE");
+    return {uint64_t{procs} > uint64_t{cores} * per_core,
             std::to_string(procs) + " local processes on " + std::to_string(cores) + " cores"};
 }
 

@@ -218,11 +218,9 @@ ProtoTable envelope(const std::vector<Candidate>& all, const SelectOverrides& o,
             reason += " [SWY_RNDV_THRESH]";
         }
         if (forced && is_rndv(best->proto)) {
-            reason += o.rndv_scheme != "auto" ? " [SWY_RNDV_SCHEME=" + o.rndv_scheme + "]"
-                      : o.crowded             ? " [oversubscribed: " + o.oversubscribed_why +
-                                        "; GET after one fragment: needs no peer CPU]"
-                                  : " [oversubscribed: " + o.oversubscribed_why +
-                                        "; GET, never split: needs no sender CPU]";
+            reason += o.rndv_scheme == "auto" ? " [oversubscribed: " + o.oversubscribed_why +
+                                                    "; GET after one fragment: needs no peer CPU]"
+                                              : " [SWY_RNDV_SCHEME=" + o.rndv_scheme + "]";
         }
         table.add(hi, best->proto, reason);
     }
@@ -253,10 +251,10 @@ const Candidate* forced_candidate(const std::vector<Candidate>& all, const std::
 // beats eager_bcopy, plain GET and PUT over CMA on shm, with no rendezvous at all.)
 //
 // Oversubscribed (and no scheme forced), a lane that reaches its peer with CMA (same host, no
-// keys) runs plain GET the same way from the automatic threshold, so no message waits for a
-// descheduled sender. Crowded, GET starts no later than the first size that needs a second
-// fragment, so no message waits for a descheduled receiver to free ring cells either. RDMA
-// lanes keep their choice: their peer may be on another, idle host.
+// keys) runs plain GET the same way, from the automatic threshold or from the first size that
+// needs a second fragment, whichever is lower, so no message waits for a descheduled sender
+// or for a descheduled receiver to free ring cells. RDMA lanes keep their choice: their peer
+// may be on another, idle host.
 ProtoTable select_protocols(const LaneCaps& lane, const SelectOverrides& o) {
     constexpr size_t kMax = std::numeric_limits<size_t>::max();
     const std::vector<Candidate> all = candidates(lane);
@@ -287,11 +285,11 @@ ProtoTable select_protocols(const LaneCaps& lane, const SelectOverrides& o) {
             lo = r.max_size + 1;
         }
         if (at.rndv_thresh == kMax) return automatic;  // no rendezvous to force
-        // Crowded, a message of more than one fragment waits for the descheduled receiver to
-        // free cells (once per ring-full, with every sender of the host sharing that ring);
-        // its GET needs the receiver once and the sender not at all. 64 KiB all-to-all at 16
-        // ranks on 2 cores: 77 ms as eager, 10 ms as GET (protocols/oversubscription.h).
-        if (prefer_get && o.crowded) {
+        // Oversubscribed, a message of more than one fragment waits for the descheduled
+        // receiver to free cells (once per ring-full, with every sender of the host sharing
+        // that ring); its GET needs the receiver once and the sender not at all. 64 KiB
+        // all-to-all at 16 ranks on 2 cores: 77 ms as eager, 10 ms as GET.
+        if (prefer_get) {
             at.rndv_thresh =
                 std::min(at.rndv_thresh, std::max(lane.fragment_max, lane.pio_max) + 1);
         }

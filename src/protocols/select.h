@@ -54,9 +54,6 @@ struct SelectOverrides {
     /// alone; the pipeline, PUT and a split GET wait for the sender's CPU). The ranges say
     /// so, with oversubscribed_why.
     bool oversubscribed = false;
-    /// Many processes per core (Oversubscription::crowded): with oversubscribed, GET starts no
-    /// later than the first size that needs a second eager fragment.
-    bool crowded = false;
     std::string oversubscribed_why;
 };
 

@@ -1,8 +1,7 @@
-// An oversubscribed host (SWY_OVERSUBSCRIBED=yes, or auto with SWY_LOCAL_PROCS above the
-// cores): every rendezvous over shm is a plain GET, from the threshold the automatic choice
-// gives (not crowded: up to SWY_CROWDED_PROCS_PER_CORE processes per core) or from the first
-// size that needs a second eager fragment (crowded, and "yes"); the printed table says so and
-// why; messages at threshold-1, threshold and threshold+1 arrive intact; and a large receive
+// An oversubscribed host (SWY_OVERSUBSCRIBED=yes, or auto with SWY_LOCAL_PROCS above
+// SWY_OVERSUBSCRIBED_PER_CORE per core): every rendezvous over shm is a plain GET, from the
+// first size that needs a second eager fragment; with fewer processes per core the idle
+// host's choice stands; the printed table says so and why; messages at threshold-1, threshold and threshold+1 arrive intact; and a large receive
 // completes while its sender sleeps (no pipeline fragments, no split tail to wait for), with
 // the default SWY_RNDV_SCHEME=auto.
 #include <sched.h>
@@ -31,14 +30,20 @@ NodeOptions busy_host(const char* mode, const char* local_procs) {
 }
 
 /// The first rendezvous size of rank 0's table to rank 1, after checking that every
-/// rendezvous range is rndv_get_cma and says it is there for oversubscription.
+/// rendezvous range is rndv_get_cma and says it is there for oversubscription (@p why null:
+/// that no range mentions oversubscription).
 size_t get_threshold(Node& n, const char* why) {
     std::string text;
     const std::vector<Row> rows = host_table(n.ep(1), &text);
     size_t thresh = SIZE_MAX;
     for (const Row& r : rows) {
+        if (why == nullptr) {
+            ICHECK_MSG(r.line.find("oversubscribed") == std::string::npos,
+                       "not oversubscribed, yet:\n%s", text.c_str());
+        }
         if (r.proto.rfind("rndv_", 0) != 0) continue;
         if (thresh == SIZE_MAX) thresh = r.lo;
+        if (why == nullptr) continue;
         ICHECK_MSG(r.proto == "rndv_get_cma", "oversubscribed, yet %zu.. uses %s:\n%s", r.lo,
                    r.proto.c_str(), text.c_str());
         ICHECK_MSG(r.line.find("oversubscribed: ") != std::string::npos &&
@@ -60,8 +65,9 @@ unsigned usable_cores() {
     return online > 0 ? static_cast<unsigned>(online) : 1;
 }
 
-/// SWY_OVERSUBSCRIBED=auto with @p local_procs: GET from a threshold of at least
-/// @p min_thresh, which the table names with @p why; sizes around it arrive byte for byte.
+/// SWY_OVERSUBSCRIBED=auto with @p local_procs: rendezvous from a threshold of at least
+/// @p min_thresh, by GET for oversubscription that the table names with @p why (null: not
+/// oversubscribed); sizes around it arrive byte for byte.
 void get_carries_every_size(const std::string& local_procs, const char* why, size_t min_thresh) {
     EXPECT_TRUE(run_ranks(2, [&](World& w) {
         Node n(w, busy_host("auto", local_procs.c_str()));
@@ -95,19 +101,20 @@ void get_carries_every_size(const std::string& local_procs, const char* why, siz
     }));
 }
 
-// Crowded (more local processes than any host has cores, so more than 4 per core): GET from
-// the first size that needs a second fragment.
+// More local processes than any host has cores (so more than 4 per core): GET from the first
+// size that needs a second fragment.
 TEST(RndvOversubscribed, GetFromTheThresholdCarriesEverySize) {
     get_carries_every_size("100000", "100000 local processes on ", 2);
 }
 
-// One process more than the cores: oversubscribed, not crowded. Eager keeps the sizes that
-// need several fragments, GET (never split) starts where the idle host's rendezvous does.
-TEST(RndvOversubscribed, NotCrowdedGetStartsPastSeveralEagerFragments) {
-    const std::string procs = std::to_string(usable_cores() + 1);
-    // Past two default fragments (8224 B each, docs/protocols.md): a crowded host's GET would
-    // start at 8241 B.
-    get_carries_every_size(procs, "; GET, never split: needs no sender CPU]", 2 * 8224 + 1);
+// Two processes per core (at most SWY_OVERSUBSCRIBED_PER_CORE): not oversubscribed. Eager
+// keeps the sizes that need several fragments, and the rendezvous the idle host picks starts
+// past them; sizes around it arrive byte for byte.
+TEST(RndvOversubscribed, TwoProcessesPerCoreKeepTheIdleChoice) {
+    const std::string procs = std::to_string(2 * usable_cores());
+    // Past two default fragments (8224 B each, docs/protocols.md): an oversubscribed host's
+    // GET would start at 8241 B.
+    get_carries_every_size(procs, nullptr, 2 * 8224 + 1);
 }
 
 // The receiver needs nothing from the sender once the RTS is out, even for a message far

@@ -1,7 +1,6 @@
 // The selector on an oversubscribed host (SelectOverrides::oversubscribed): a shm lane with
 // CMA takes plain GET, which needs no CPU time from the sender, for every size from the
-// rendezvous threshold the automatic choice gives, and from the first size of two fragments
-// when the host is crowded; the table says why; SWY_RNDV_SCHEME and
+// rendezvous threshold the automatic choice gives; the table says why; SWY_RNDV_SCHEME and
 // SWY_PROTO still decide; lanes with remote keys (RDMA) and lanes without zero-copy keep
 // their automatic choice. And detect_oversubscription() from SWY_OVERSUBSCRIBED and
 // SWY_LOCAL_PROCS.
@@ -54,13 +53,10 @@ tl::LaneAttr shm_lane(bool cma, bool remote_keys = false) {
     return a;
 }
 
-/// Overrides of a host with @p oversubscribed and @p crowded as given (both: 16 processes
-/// on 2 cores).
-SelectOverrides automatic(bool oversubscribed, bool crowded = true) {
+SelectOverrides automatic(bool oversubscribed) {
     SelectOverrides o;
     o.split_min = 128 * 1024;
     o.oversubscribed = oversubscribed;
-    o.crowded = oversubscribed && crowded;
     o.oversubscribed_why = "test: 16 local processes on 2 cores";
     return o;
 }
@@ -108,30 +104,6 @@ TEST(SelectOversubscribed, GetAloneFromTheFirstSizeThatNeedsTwoFragments) {
     EXPECT_EQ(get_ranges, 1u) << busy.print();
 }
 
-// Oversubscribed but not crowded (2-4 processes per core): eager keeps every size the idle
-// host gives it, however many fragments; from the automatic threshold on, plain GET (never
-// split) replaces what the idle host would run, and the reason says so.
-TEST(SelectOversubscribed, NotCrowdedKeepsEagerUpToTheAutomaticThreshold) {
-    const tl::LaneAttr lane = shm_lane(true);
-    const ProtoTable idle = table_for(lane, automatic(false));
-    const ProtoTable busy = table_for(lane, automatic(true, false));
-    const size_t thresh = rndv_threshold(idle);
-    ASSERT_NE(thresh, kInf) << idle.print();
-    const size_t fragment = lane_caps(lane, automatic(true, false), nullptr).fragment_max;
-    ASSERT_LT(fragment + 1, thresh) << "the test proves nothing: " << idle.print();
-    EXPECT_EQ(rndv_threshold(busy), thresh) << busy.print();
-    for (size_t n : {fragment, fragment + 1, fragment + 2, thresh - 1}) {
-        EXPECT_EQ(busy.lookup(n), idle.lookup(n)) << n << " B:\n" << busy.print();
-        EXPECT_FALSE(is_rendezvous(busy.lookup(n))) << n << " B:\n" << busy.print();
-    }
-    for (size_t n : {thresh, thresh + 1, size_t{1} << 20, size_t{256} << 20}) {
-        EXPECT_EQ(busy.lookup(n), ProtoId::kRndvGetCma) << n << " B:\n" << busy.print();
-    }
-    const std::string text = busy.print();
-    EXPECT_NE(text.find("; GET, never split: needs no sender CPU]"), std::string::npos) << text;
-    EXPECT_EQ(text.find("GET after one fragment"), std::string::npos) << text;
-}
-
 TEST(SelectOversubscribed, ForcedSchemeAndAllowListStillDecide) {
     const tl::LaneAttr lane = shm_lane(true);
     SelectOverrides o = automatic(true);
@@ -172,41 +144,31 @@ common::Config config_with(const char* mode, const std::string& procs) {
 TEST(SelectOversubscribed, DetectedFromTheLocalProcessCount) {
     const unsigned cores = usable_cores();
     ASSERT_GE(cores, 1u);
-    // One process per core is not oversubscribed; one more is.
+    // Up to SWY_OVERSUBSCRIBED_PER_CORE (4) processes per core is not oversubscribed; one more
+    // is.
     EXPECT_FALSE(detect_oversubscription(config_with("auto", std::to_string(cores))).busy);
-    EXPECT_TRUE(detect_oversubscription(config_with("auto", std::to_string(cores + 1))).busy);
+    EXPECT_FALSE(detect_oversubscription(config_with("auto", std::to_string(cores + 1))).busy);
+    EXPECT_FALSE(detect_oversubscription(config_with("auto", std::to_string(4 * cores))).busy);
+    EXPECT_TRUE(detect_oversubscription(config_with("auto", std::to_string(4 * cores + 1))).busy);
+    common::Config one_per_core = config_with("auto", std::to_string(cores + 1));
+    ASSERT_EQ(one_per_core.set("OVERSUBSCRIBED_PER_CORE", "1"), Status::kOk);
+    EXPECT_TRUE(detect_oversubscription(one_per_core).busy);
+    EXPECT_NE(one_per_core.set("OVERSUBSCRIBED_PER_CORE", "0"), Status::kOk);
     EXPECT_FALSE(detect_oversubscription(config_with("auto", "0")).busy);  // unknown
-    EXPECT_FALSE(detect_oversubscription(config_with("auto", "0")).crowded);
-    // Crowded above SWY_CROWDED_PROCS_PER_CORE (4) processes per core: 4 per core is not.
-    const Oversubscription four =
-        detect_oversubscription(config_with("auto", std::to_string(4 * cores)));
-    EXPECT_TRUE(four.busy);
-    EXPECT_FALSE(four.crowded);
-    EXPECT_TRUE(
-        detect_oversubscription(config_with("auto", std::to_string(4 * cores + 1))).crowded);
-    common::Config two_per_core = config_with("auto", std::to_string(2 * cores + 1));
-    EXPECT_FALSE(detect_oversubscription(two_per_core).crowded);
-    ASSERT_EQ(two_per_core.set("CROWDED_PROCS_PER_CORE", "2"), Status::kOk);
-    EXPECT_TRUE(detect_oversubscription(two_per_core).crowded);
-    EXPECT_NE(two_per_core.set("CROWDED_PROCS_PER_CORE", "0"), Status::kOk);
     const Oversubscription o = detect_oversubscription(config_with("auto", "64"));
     EXPECT_NE(o.why.find("64 local processes on " + std::to_string(cores) + " cores"),
               std::string::npos)
         << o.why;
     // yes and no are taken as said, whatever the count.
     EXPECT_TRUE(detect_oversubscription(config_with("yes", "1")).busy);
-    EXPECT_TRUE(detect_oversubscription(config_with("yes", "1")).crowded);
     EXPECT_FALSE(detect_oversubscription(config_with("no", "100000")).busy);
-    EXPECT_FALSE(detect_oversubscription(config_with("no", "100000")).crowded);
     // A value outside the choices is refused.
     common::Config c;
     EXPECT_NE(c.set("OVERSUBSCRIBED", "sometimes"), Status::kOk);
     // And overrides_from() carries the answer to the selector.
     const SelectOverrides from = overrides_from(config_with("yes", "0"));
     EXPECT_TRUE(from.oversubscribed);
-    EXPECT_TRUE(from.crowded);
     EXPECT_EQ(from.oversubscribed_why, "SWY_OVERSUBSCRIBED=yes");
-    EXPECT_FALSE(overrides_from(config_with("auto", std::to_string(2 * cores))).crowded);
 }
 
 }  // namespace

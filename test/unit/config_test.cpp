@@ -74,7 +74,7 @@ TEST(ConfigTable, DeclaresEveryDocumentedVariableWithItsTypeAndDefault) {
         {"LISTENER_LINGER_TIMEOUT", ConfigType::kTime, "5s"},
         {"OVERSUBSCRIBED", ConfigType::kString, "auto"},
         {"LOCAL_PROCS", ConfigType::kUnsigned, "0"},
-        {"CROWDED_PROCS_PER_CORE", ConfigType::kUnsigned, "4"},
+        {"OVERSUBSCRIBED_PER_CORE", ConfigType::kUnsigned, "4"},
         {"SHM_MAX_SENDERS", ConfigType::kUnsigned, "16384"},
         {"SHM_PEER_WATCH", ConfigType::kString, "pidfd"},
         {"SHM_TEST_DIE_AFTER_CLAIM", ConfigType::kUnsigned, "0"},

@@ -353,10 +353,7 @@ int print_proto(const Args& args) {
     std::printf("  overrides: %s\n", overrides_text(config).c_str());
     const proto::Oversubscription busy = proto::detect_oversubscription(config);
     std::printf("  oversubscribed: %s (%s)%s\n", busy.busy ? "yes" : "no", busy.why.c_str(),
-                busy.crowded ? ", crowded: shm messages of two fragments or more are GET, "
-                               "never split"
-                : busy.busy  ? ": rendezvous on shm is GET alone, never split"
-                             : "");
+                busy.busy ? ": rendezvous on shm is GET alone, never split" : "");
 
     int rc = 0;
     if (tls == nullptr || *tls == "shm") rc |= print_lane_tables(*context, "shm");
