@@ -37,10 +37,11 @@ unsigned local_processes(const common::Config& config);
 /// ranks bound to the others).
 unsigned usable_cores();
 
-/// SWY_OVERSUBSCRIBED: "yes" or "no" as given; "auto": local_processes() > usable_cores() times
-/// SWY_OVERSUBSCRIBED_PER_CORE, not oversubscribed when the local count is unknown. One process per core is not: each
-/// sender has its own core, and a split GET (two cores copying) measured 2.5-9x a plain GET
-/// at 4 MiB with 2 processes on 2 cores here; "yes" covers a host loaded by other jobs.
+/// SWY_OVERSUBSCRIBED: "yes" or "no" as given; "auto": local_processes() > usable_cores()
+/// times SWY_OVERSUBSCRIBED_PER_CORE, not oversubscribed when the local count is unknown.
+/// One process per core is far from it: each sender has its own core, and a split GET (two
+/// cores copying) measured 2.5-9x a plain GET at 4 MiB with 2 processes on 2 cores here;
+/// "yes" covers a host loaded by other jobs.
 Oversubscription detect_oversubscription(const common::Config& config);
 
 }  // namespace swy::proto

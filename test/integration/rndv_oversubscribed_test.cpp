@@ -1,9 +1,10 @@
 // An oversubscribed host (SWY_OVERSUBSCRIBED=yes, or auto with SWY_LOCAL_PROCS above
 // SWY_OVERSUBSCRIBED_PER_CORE per core): every rendezvous over shm is a plain GET, from the
 // first size that needs a second eager fragment; with fewer processes per core the idle
-// host's choice stands; the printed table says so and why; messages at threshold-1, threshold and threshold+1 arrive intact; and a large receive
-// completes while its sender sleeps (no pipeline fragments, no split tail to wait for), with
-// the default SWY_RNDV_SCHEME=auto.
+// host's choice stands; the printed table says so and why; messages at threshold-1,
+// threshold and threshold+1 arrive intact; and a large receive completes while its sender
+// sleeps (no pipeline fragments, no split tail to wait for), with the default
+// SWY_RNDV_SCHEME=auto.
 #include <sched.h>
 #include <unistd.h>
 
