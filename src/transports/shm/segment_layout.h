@@ -80,6 +80,14 @@ inline constexpr uint64_t pio_record_bytes(uint64_t payload) {
     return (sizeof(CellHeader) + payload + kCacheLine - 1) & ~uint64_t{kCacheLine - 1};
 }
 
+/// Where the next record of a PIO ring of @p ring_bytes starts, after one of @p record bytes
+/// at @p offset. Records and the ring are whole cache lines, and a record never crosses the
+/// ring's end (a skip record pads it), so one that ends there wraps the offset to 0. Sender
+/// and receiver keep this offset as they go, instead of a division per record.
+inline constexpr uint64_t pio_offset_after(uint64_t offset, uint64_t record, uint64_t ring_bytes) {
+    return offset + record == ring_bytes ? 0 : offset + record;
+}
+
 struct alignas(kCacheLine) SegmentHeader {
     uint64_t magic;
     uint32_t version;

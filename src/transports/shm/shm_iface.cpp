@@ -239,9 +239,8 @@ inline CellHeader* ShmEndpoint::claim(size_t payload, uint64_t* pos) {
     }
     *pos = private_head_;
     private_head_ += need;
-    // Records and the ring are whole cache lines: a record ends at the ring's end at most.
     const uint64_t start = skip != 0 ? 0 : offset;
-    private_offset_ = start + need == pio_bytes_ ? 0 : start + need;
+    private_offset_ = pio_offset_after(start, need, pio_bytes_);
     return reinterpret_cast<CellHeader*>(pio_base_ + start);
 }
 
@@ -267,12 +266,9 @@ inline void ShmEndpoint::finish(CellHeader* cell, uint64_t pos) {
     } else {
         RingView::publish(cell, pos);
     }
-    // Only a receiver armed right now is woken, and by one sender only: taking the flag
-    // makes the others (and our next sends) skip the system call until it arms again.
-    std::atomic<uint32_t>& armed = remote_->header->armed;
-    if (__builtin_expect(armed.load(std::memory_order_seq_cst) != 0, 0) &&
-        armed.exchange(0, std::memory_order_seq_cst) != 0) {
-        wake_peer();
+    // Only a receiver armed right now is woken (wake_if_armed()).
+    if (__builtin_expect(remote_->header->armed.load(std::memory_order_seq_cst) != 0, 0)) {
+        (void)wake_if_armed();
     }
 }
 
@@ -329,7 +325,7 @@ Status ShmEndpoint::am_send(AmId id, const void* hdr, size_t hdr_len, const void
             common::copy_bytes(data, hdr, hdr_len);
             common::copy_bytes(data + hdr_len, payload, length);
             private_head_ = head + need;
-            private_offset_ = offset + need == pio_bytes_ ? 0 : offset + need;
+            private_offset_ = pio_offset_after(offset, need, pio_bytes_);
             cell->seq.store(head ^ pio_key_, std::memory_order_release);
             if (__builtin_expect(remote_->header->armed.load(std::memory_order_seq_cst) != 0, 0)) {
                 return wake_if_armed();
@@ -341,6 +337,8 @@ Status ShmEndpoint::am_send(AmId id, const void* hdr, size_t hdr_len, const void
 }
 
 Status ShmEndpoint::wake_if_armed() {
+    // By one sender only: taking the flag makes the others (and our next sends) skip the
+    // system call until the receiver arms again.
     std::atomic<uint32_t>& armed = remote_->header->armed;
     if (armed.exchange(0, std::memory_order_seq_cst) != 0) wake_peer();
     return Status::kOk;

@@ -148,7 +148,8 @@ private:
     /// leaf function).
     [[gnu::noinline]] Status am_send_general(AmId id, const void* hdr, size_t hdr_len,
                                              const void* payload, size_t length);
-    /// finish()'s wake-up after a short record found the receiver armed: kOk.
+    /// The wake-up of a receiver found armed after a record was published (finish(), and
+    /// am_send()'s short record): kOk.
     [[gnu::noinline]] Status wake_if_armed();
     /// am_send()'s short record takes a header and a payload of at most this many bytes each
     /// (copy_bytes() copies them inline).

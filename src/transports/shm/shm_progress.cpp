@@ -81,10 +81,9 @@ inline unsigned ShmInterface::drain_private(ActiveRing& r) {
             const uint64_t record = pio_record_bytes(length);
             // Past the record before its handler runs (fewer values live across the call);
             // the producer learns of it only through `consumed`, published after the
-            // handler. The record ends inside the ring (checked above; offsets and the ring
-            // are whole cache lines), at its end at most.
+            // handler. The record ends inside the ring (checked above).
             r.tail = tail + record;
-            r.offset = offset + record == r.bytes ? 0 : offset + record;
+            r.offset = pio_offset_after(offset, record, r.bytes);
             // dispatch() without its checks: the length was checked above, and the sender is
             // the ring's own (known while the ring lives).
             deliver(r.sender, am_id, reinterpret_cast<const uint8_t*>(cell + 1), length);
