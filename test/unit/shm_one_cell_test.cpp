@@ -44,18 +44,7 @@ protected:
     void receive_and_check(size_t n, swy_tag_t tag, uint64_t seed) {
         std::vector<uint8_t> in(n + 64, 0xEE);
         swy_tag_recv_info_t info{};
-        swy_request_params_t p{};
-        p.field_mask = SWY_REQ_PARAM_FIELD_RECV_INFO;
-        p.recv_info = &info;
-        swy_request_h r = nullptr;
-        const swy_status_t posted = swy_tag_recv_nb(b_, in.data(), n, tag, ~0ull, &p, &r);
-        if (posted == SWY_INPROGRESS) {
-            ASSERT_EQ(wait(r), SWY_OK) << n << " B";
-            EXPECT_EQ(swy_request_recv_info(r, &info), SWY_OK);
-            EXPECT_EQ(swy_request_free(r), SWY_OK);
-        } else {
-            ASSERT_EQ(posted, SWY_OK) << n << " B";
-        }
+        ASSERT_EQ(receive_on_b(in.data(), n, tag, ~0ull, &info), SWY_OK) << n << " B";
         EXPECT_EQ(info.length, n);
         const std::vector<uint8_t> want = pattern(n, seed);
         EXPECT_EQ(std::memcmp(in.data(), want.data(), n), 0) << n << " B: payload differs";

@@ -68,20 +68,9 @@ TEST_F(ShmSmallPioRing, RecordsOfEverySizeWrapManyTimesInOrderAndIntact) {
             const size_t n = sizes[static_cast<size_t>(i) % sizes.size()];
             std::vector<uint8_t> in(n + 64, 0xEE);
             swy_tag_recv_info_t info{};
-            swy_request_params_t p{};
-            p.field_mask = SWY_REQ_PARAM_FIELD_RECV_INFO;
-            p.recv_info = &info;
-            swy_request_h r = nullptr;
             // Any tag of this test: the order they arrive in must be the order they were sent.
-            const swy_status_t posted =
-                swy_tag_recv_nb(b_, in.data(), n, kTag, ~0ull << 20, &p, &r);
-            if (posted == SWY_INPROGRESS) {
-                ASSERT_EQ(wait(r), SWY_OK) << "message " << i;
-                EXPECT_EQ(swy_request_recv_info(r, &info), SWY_OK);
-                EXPECT_EQ(swy_request_free(r), SWY_OK);
-            } else {
-                ASSERT_EQ(posted, SWY_OK) << "message " << i;
-            }
+            ASSERT_EQ(receive_on_b(in.data(), n, kTag, ~0ull << 20, &info), SWY_OK)
+                << "message " << i;
             ASSERT_EQ(info.sender_tag, kTag + i) << "out of order";
             ASSERT_EQ(info.length, n);
             const std::vector<uint8_t> want = pattern(n, static_cast<uint64_t>(i));

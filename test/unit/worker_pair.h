@@ -87,6 +87,23 @@ protected:
         return s;
     }
 
+    /// Receive on b_ into @p buffer (@p n bytes) the message @p tag matches under @p mask,
+    /// waiting for it; its match information in @p info. The receive's status.
+    swy_status_t receive_on_b(void* buffer, size_t n, swy_tag_t tag, swy_tag_t mask,
+                              swy_tag_recv_info_t* info) {
+        swy_request_params_t p{};
+        p.field_mask = SWY_REQ_PARAM_FIELD_RECV_INFO;
+        p.recv_info = info;
+        swy_request_h r = nullptr;
+        swy_status_t s = swy_tag_recv_nb(b_, buffer, n, tag, mask, &p, &r);
+        if (s == SWY_INPROGRESS) {
+            s = wait(r);
+            EXPECT_EQ(swy_request_recv_info(r, info), SWY_OK);
+            EXPECT_EQ(swy_request_free(r), SWY_OK);
+        }
+        return s;
+    }
+
     swy_context_h ctx_ = nullptr;
     swy_worker_h a_ = nullptr;
     swy_worker_h b_ = nullptr;
